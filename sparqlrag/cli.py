@@ -1,0 +1,240 @@
+"""`sparqlrag serve | query | update | load | dump | demo`.
+
+query/update/load/dump open the data directory directly; while a server holds it they
+stop with a clear error (use the server's HTTP endpoints instead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import BinaryIO
+
+from pydantic import ValidationError
+from tqdm import tqdm
+
+from sparqlrag.config import Settings, load_settings
+from sparqlrag.store.base import StoreError
+from sparqlrag.store.data_dir import prepare_data_dir
+from sparqlrag.store.embedded import EmbeddedStore
+from sparqlrag.store.formats import FORMAT_NAMES, rdf_format_for_path, rdf_format_names
+
+DEMO_QUERY = """PREFIX schema: <http://schema.org/>
+SELECT ?standard ?name ?year WHERE {
+  ?standard a schema:CreativeWork ; schema:name ?name ; schema:datePublished ?year .
+} ORDER BY ?year"""
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one line, exit status 2."""
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", type=Path, help="data directory (default ./data)")
+    parser.add_argument("--config", type=Path, help="TOML settings file")
+    parser.add_argument("--base-iri", help="base IRI of the knowledge server (default http://localhost:7878/)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sparqlrag", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the HTTP server (SPARQL Protocol, Graph Store, API)")
+    _common(serve)
+    serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default 7878)")
+    serve.add_argument("--insecure", action="store_true", default=None, help="allow a non-loopback bind without tokens")
+    serve.add_argument("--access-log", action="store_true", help="log every request")
+
+    query = commands.add_parser("query", help="run a SPARQL query on the data directory")
+    _common(query)
+    query.add_argument("sparql", help="the query text, @FILE to read it from a file, or - for stdin")
+    query.add_argument("--format", choices=list(FORMAT_NAMES), help="output format (default json / turtle)")
+    query.add_argument("--no-union", action="store_true", help="query the real default graph, not the union of all graphs")
+
+    update = commands.add_parser("update", help="run a SPARQL update on the data directory")
+    _common(update)
+    update.add_argument("sparql", help="the update text, @FILE to read it from a file, or - for stdin")
+
+    load = commands.add_parser("load", help="load RDF files (Turtle, TriG, N-Triples, N-Quads, RDF/XML, JSON-LD)")
+    _common(load)
+    load.add_argument("files", nargs="+", type=Path)
+    load.add_argument("--graph", help="graph IRI for triple formats (default: the default graph)")
+    load.add_argument("--format", choices=rdf_format_names(), help="format of every file (default: from the extension)")
+    load.add_argument("--replace", action="store_true", help="replace the target graph (or the dataset, for quad files)")
+
+    dump = commands.add_parser("dump", help="write the dataset or one graph to stdout or a file")
+    _common(dump)
+    dump.add_argument("--format", choices=rdf_format_names(), default=None, help="default trig (dataset) / turtle (graph)")
+    dump.add_argument("--graph", help="one graph IRI, or DEFAULT for the default graph")
+    dump.add_argument("--output", "-o", type=Path, help="file to write (default stdout)")
+
+    demo = commands.add_parser("demo", help="load the demo dataset, answer a query, then serve it")
+    _common(demo)
+    demo.add_argument("--port", type=int)
+    demo.add_argument("--no-serve", action="store_true", help="stop after printing the answer")
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    try:
+        return load_settings(
+            args.config,
+            data_dir=args.data_dir,
+            base_iri=args.base_iri,
+            host=getattr(args, "host", None),
+            port=getattr(args, "port", None),
+            insecure=getattr(args, "insecure", None),
+        )
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise CliError(f"invalid settings: {problems}") from None
+    except ValueError as error:
+        raise CliError(str(error)) from None
+
+
+@contextmanager
+def _open_store(settings: Settings) -> Iterator[EmbeddedStore]:
+    prepare_data_dir(settings.data_dir, settings.base_iri)
+    store = EmbeddedStore(settings.store_path, allow_remote=settings.allow_remote)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _text_argument(value: str) -> str:
+    if value == "-":
+        return sys.stdin.read()
+    if value.startswith("@"):
+        path = Path(value[1:])
+        if not path.is_file():
+            raise CliError(f"no such file: {path}")
+        return path.read_text(encoding="utf-8")
+    return value
+
+
+def _accept_for(name: str | None) -> str | None:
+    if name is None:
+        return None
+    fmt = FORMAT_NAMES[name]
+    return fmt.media_type.split(";")[0]
+
+
+class _ProgressReader:
+    """A binary file whose reads advance a progress bar (pyoxigraph reads it in chunks)."""
+
+    def __init__(self, file: BinaryIO, bar: tqdm) -> None:
+        self._file, self._bar = file, bar
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._file.read(size)
+        self._bar.update(len(data))
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        position = self._file.seek(offset, whence)
+        self._bar.reset()
+        return position
+
+
+def _load(store: EmbeddedStore, settings: Settings, args: argparse.Namespace) -> None:
+    for path in args.files:
+        if not path.is_file():
+            raise CliError(f"no such file: {path}")
+    for path in args.files:
+        try:
+            fmt = rdf_format_for_path(path, args.format)
+        except ValueError as error:
+            raise CliError(str(error)) from None
+        size = path.stat().st_size
+        bulk = size > settings.bulk_load_bytes and not args.replace
+        with path.open("rb") as file, tqdm(
+            total=size, unit="B", unit_scale=True, desc=path.name, disable=size < 1_000_000 or None
+        ) as bar:
+            store.load(
+                _ProgressReader(file, bar),  # type: ignore[arg-type]
+                fmt,
+                graph=args.graph,
+                base_iri=settings.base_iri,
+                replace=args.replace,
+                bulk=bulk,
+            )
+        print(f"loaded {path} ({fmt.name}{', bulk' if bulk else ''})", file=sys.stderr)
+
+
+def _dump(store: EmbeddedStore, args: argparse.Namespace) -> None:
+    graph = "all" if args.graph is None else (None if args.graph == "DEFAULT" else args.graph)
+    fmt = FORMAT_NAMES[args.format or ("trig" if graph == "all" else "turtle")]
+    if args.output:
+        store.dump(args.output, fmt, graph)  # type: ignore[arg-type]
+    else:
+        store.dump(sys.stdout.buffer, fmt, graph)  # type: ignore[arg-type]
+
+
+def _serve(settings: Settings, access_log: bool) -> None:
+    import uvicorn
+
+    from sparqlrag.server.app import create_app
+
+    try:
+        settings.check_bind_address()
+    except ValueError as error:
+        raise CliError(str(error)) from None
+    print(f"sparqlrag serving {settings.data_dir} on http://{settings.host}:{settings.port}/sparql", file=sys.stderr)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, access_log=access_log, log_level="info")
+
+
+def _demo(settings: Settings, args: argparse.Namespace) -> None:
+    with _open_store(settings) as store:
+        demo = resources.files("sparqlrag") / "demo" / "demo.trig"
+        with resources.as_file(demo) as path:
+            store.load(path, FORMAT_NAMES["trig"], base_iri=settings.base_iri)  # type: ignore[arg-type]
+        print(f"demo dataset loaded into {settings.data_dir} ({store.count()} quads)\n")
+        print(DEMO_QUERY + "\n")
+        result = store.query(DEMO_QUERY, accept="text/tab-separated-values", union_default_graph=True)
+        print(result.body.decode())
+    if not args.no_serve:
+        print(f"Open http://{settings.host}:{settings.port}/sparql with any SPARQL client. Ctrl-C stops.")
+        _serve(settings, access_log=False)
+
+
+def run(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    settings = _settings(args)
+    if args.command == "serve":
+        _serve(settings, args.access_log)
+    elif args.command == "demo":
+        _demo(settings, args)
+    else:
+        with _open_store(settings) as store:
+            if args.command == "query":
+                result = store.query(
+                    _text_argument(args.sparql),
+                    accept=_accept_for(args.format),
+                    base_iri=settings.base_iri,
+                    union_default_graph=settings.union_default_graph and not args.no_union,
+                )
+                sys.stdout.buffer.write(result.body)
+                if not result.body.endswith(b"\n"):
+                    sys.stdout.buffer.write(b"\n")
+            elif args.command == "update":
+                store.update(_text_argument(args.sparql), base_iri=settings.base_iri)
+            elif args.command == "load":
+                _load(store, settings, args)
+            elif args.command == "dump":
+                _dump(store, args)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        run(argv)
+    except (CliError, StoreError) as error:
+        print(f"sparqlrag: error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None

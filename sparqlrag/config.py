@@ -1,0 +1,115 @@
+"""One Settings object: defaults, then an optional TOML file, then SPARQLRAG_* env vars, then CLI flags."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+DEFAULT_BASE_IRI = "http://localhost:7878/"
+
+Tokens = Annotated[list[str], NoDecode]
+
+
+class Settings(BaseSettings):
+    """Every knob of the server, CLI and pipeline; documented in README.md ("Settings")."""
+
+    model_config = SettingsConfigDict(env_prefix="SPARQLRAG_", extra="forbid")
+
+    data_dir: Path = Path("data")
+    base_iri: str = DEFAULT_BASE_IRI
+    host: str = "127.0.0.1"
+    port: int = 7878
+    read_tokens: Tokens = Field(default_factory=list)
+    write_tokens: Tokens = Field(default_factory=list)
+    insecure: bool = False
+    union_default_graph: bool = True
+    query_timeout: float = 30.0
+    max_query_timeout: float = 300.0
+    max_sparql_bytes: int = 10 * 1024 * 1024
+    max_upload_bytes: int = 512 * 1024 * 1024
+    bulk_load_bytes: int = 16 * 1024 * 1024
+    allow_remote: bool = False
+    store_threads: int = 8
+    cors_origins: Tokens = Field(default_factory=lambda: ["*"])
+
+    @field_validator("read_tokens", "write_tokens", "cors_origins", mode="before")
+    @classmethod
+    def _split_commas(cls, value: Any) -> Any:
+        """Env vars carry lists as comma-separated text: SPARQLRAG_READ_TOKENS=a,b."""
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("base_iri")
+    @classmethod
+    def _base_ends_with_slash(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"base_iri must be an http(s) IRI, got {value!r}")
+        return value if value.endswith("/") else value + "/"
+
+    @field_validator("query_timeout", "max_query_timeout")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("timeouts must be positive seconds")
+        return value
+
+    @property
+    def store_path(self) -> Path:
+        return self.data_dir / "oxigraph"
+
+    @property
+    def auth_enabled(self) -> bool:
+        return bool(self.read_tokens or self.write_tokens)
+
+    def check_bind_address(self) -> None:
+        """Refuse to expose an open server: non-loopback needs tokens or an explicit --insecure."""
+        if self.auth_enabled or self.insecure:
+            return
+        host = self.host.strip("[]")
+        if host == "localhost":
+            return
+        try:
+            if ipaddress.ip_address(host).is_loopback:
+                return
+        except ValueError:
+            pass
+        raise ValueError(
+            f"refusing to bind {self.host} without tokens: set SPARQLRAG_WRITE_TOKENS / "
+            "SPARQLRAG_READ_TOKENS, or pass --insecure to serve without authentication"
+        )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, env_settings, TomlConfigSettingsSource(settings_cls)
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Settings from an optional TOML file (lowest), env vars, then explicit overrides (CLI flags)."""
+    overrides = {key: value for key, value in overrides.items() if value is not None}
+    if config_file is None:
+        return Settings(**overrides)
+    if not config_file.is_file():
+        raise ValueError(f"config file not found: {config_file}")
+
+    class FileSettings(Settings):
+        model_config = SettingsConfigDict(toml_file=config_file)
+
+    return Settings.model_validate(FileSettings(**overrides).model_dump())

@@ -1,0 +1,73 @@
+"""The starlette application: routes, middleware, and the store's lifetime."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from sparqlrag import __version__
+from sparqlrag.config import Settings
+from sparqlrag.server.errors import EXCEPTION_HANDLERS
+from sparqlrag.server.graph_store import graph_store
+from sparqlrag.server.sparql import sparql_endpoint
+from sparqlrag.store.base import QuadStore
+from sparqlrag.store.data_dir import prepare_data_dir, scratch_dir
+from sparqlrag.store.worker import WorkerStore
+
+GSP_METHODS = ["GET", "HEAD", "PUT", "POST", "DELETE"]
+
+
+async def healthz(request: Request) -> Response:
+    await run_in_threadpool(request.app.state.store.graph_exists, None)
+    return JSONResponse({"status": "ok", "version": __version__})
+
+
+def create_app(settings: Settings, store: QuadStore | None = None) -> Starlette:
+    """The app; without `store` it opens a WorkerStore on settings.data_dir for its lifetime."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if store is not None:
+            app.state.store = store
+            yield
+            return
+        prepare_data_dir(settings.data_dir, settings.base_iri)
+        opened = await run_in_threadpool(
+            WorkerStore, settings.store_path, threads=settings.store_threads, allow_remote=settings.allow_remote
+        )
+        app.state.store = opened
+        try:
+            yield
+        finally:
+            await run_in_threadpool(opened.close)
+
+    app = Starlette(
+        routes=[
+            Route("/sparql", sparql_endpoint, methods=["GET", "POST"]),
+            Route("/store", graph_store, methods=GSP_METHODS),
+            Route("/store/{path:path}", graph_store, methods=GSP_METHODS),
+            Route("/healthz", healthz, methods=["GET"]),
+        ],
+        middleware=[
+            Middleware(
+                CORSMiddleware,
+                allow_origins=settings.cors_origins,
+                allow_methods=["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"],
+                allow_headers=["*"],
+                expose_headers=["Location", "Content-Type"],
+            )
+        ],
+        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.scratch_dir = scratch_dir(settings.data_dir)
+    return app

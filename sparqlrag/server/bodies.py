@@ -1,0 +1,58 @@
+"""Request bodies read under a size limit: small ones into memory, uploads into a temp file."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from starlette.requests import Request
+
+from sparqlrag.server.errors import ApiError
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, "body_too_large", f"the request body is larger than the {limit} byte limit")
+
+
+def _declared_length(request: Request, limit: int) -> None:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    _declared_length(request, limit)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def spool_body(request: Request, limit: int, directory: Path) -> Path:
+    """Write the body to a temp file in `directory` (the caller deletes it)."""
+    _declared_length(request, limit)
+    directory.mkdir(parents=True, exist_ok=True)
+    size = 0
+    with tempfile.NamedTemporaryFile(dir=directory, prefix="upload-", delete=False) as out:
+        path = Path(out.name)
+        try:
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise _too_large(limit)
+                out.write(chunk)
+        except BaseException:
+            out.close()
+            path.unlink(missing_ok=True)
+            raise
+    return path
+
+
+def decode_utf8(data: bytes, what: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ApiError(400, "bad_encoding", f"the {what} is not valid UTF-8: {error}") from error

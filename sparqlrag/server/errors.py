@@ -1,0 +1,74 @@
+"""JSON errors: `{"error": code, "detail": message}` with a 4xx for anything the client got wrong."""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from sparqlrag.store import base
+
+log = logging.getLogger("sparqlrag.server")
+
+
+class ApiError(Exception):
+    """An error the handler wants the client to see, with its HTTP status."""
+
+    def __init__(self, status: int, error: str, detail: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.error = error
+        self.detail = detail
+        self.headers = headers
+
+
+STORE_ERROR_STATUS: dict[type[base.StoreError], tuple[int, str]] = {
+    base.QuerySyntaxError: (400, "syntax_error"),
+    base.DataSyntaxError: (400, "invalid_rdf"),
+    base.QueryEvaluationError: (400, "evaluation_error"),
+    base.UpdateDatasetConflict: (400, "dataset_conflict"),
+    base.RemoteAccessRefused: (403, "remote_access_refused"),
+    base.GraphNotFound: (404, "graph_not_found"),
+    base.NotAcceptable: (406, "not_acceptable"),
+    base.QueryTimeout: (503, "query_timeout"),
+    base.StoreLocked: (503, "store_locked"),
+    base.StoreUnavailable: (503, "store_unavailable"),
+    base.StoreInternalError: (500, "internal_error"),
+}
+
+
+def error_response(status: int, error: str, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": error, "detail": detail}, status_code=status, headers=headers)
+
+
+async def api_error_handler(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return error_response(exc.status, exc.error, exc.detail, exc.headers)
+
+
+async def store_error_handler(request: Request, exc: Exception) -> Response:
+    status, error = STORE_ERROR_STATUS.get(type(exc), (500, "internal_error"))
+    if status >= 500:
+        log.error("%s %s failed: %s", request.method, request.url.path, exc)
+    return error_response(status, error, str(exc))
+
+
+async def http_exception_handler(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    error = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return error_response(exc.status_code, error, str(exc.detail), exc.headers)
+
+
+async def unexpected_error_handler(request: Request, exc: Exception) -> Response:
+    log.exception("unexpected error on %s %s", request.method, request.url.path)
+    return error_response(500, "internal_error", "unexpected server error; see the server log")
+
+
+EXCEPTION_HANDLERS = {
+    ApiError: api_error_handler,
+    base.StoreError: store_error_handler,
+    HTTPException: http_exception_handler,
+    Exception: unexpected_error_handler,
+}

@@ -1,0 +1,190 @@
+"""`/store`: the SPARQL 1.1 Graph Store HTTP Protocol, plus whole-dataset GET/PUT/POST.
+
+Graphs are named indirectly (`/store?graph=IRI`, `/store?default`) or directly: the request
+path `/store/a/b` names the graph `{base_iri}store/a/b`. `/store` with neither addresses
+the whole dataset (TriG / N-Quads); a POST of triples there creates a new graph and answers
+201 with its IRI in Location.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from pyoxigraph import RdfFormat
+from starlette.background import BackgroundTask
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+
+from sparqlrag.config import Settings
+from sparqlrag.server.auth import authorize
+from sparqlrag.server.bodies import spool_body
+from sparqlrag.server.errors import ApiError
+from sparqlrag.store.base import Graph
+from sparqlrag.store.embedded import check_syntax
+from sparqlrag.store.formats import (
+    DATASET_FORMATS,
+    GRAPH_FORMATS,
+    media_type_of,
+    negotiate,
+    rdf_format_for,
+    with_charset,
+)
+from sparqlrag.store.sparql_text import iri_ref
+
+TRIPLE_FORMATS = [(m, f) for m, f in GRAPH_FORMATS if not f.supports_datasets]
+ALL = "all"  # the whole dataset, as opposed to one graph
+
+
+def _target(request: Request, settings: Settings) -> Graph | str:
+    """The graph a request names (None = default graph) or ALL for the dataset."""
+    params = request.query_params
+    direct = request.path_params.get("path")
+    named = params.getlist("graph")
+    if len(named) > 1:
+        raise ApiError(400, "bad_request", "name one graph: the request has several graph= parameters")
+    if sum(bool(x) for x in (direct, named, "default" in params)) > 1:
+        raise ApiError(400, "bad_request", "name the graph once: use the path, ?graph=IRI or ?default")
+    if direct:
+        return settings.base_iri + "store/" + direct
+    if named:
+        iri_ref(named[0])  # raises a clear error for a malformed IRI
+        return named[0]
+    if "default" in params:
+        return None
+    return ALL
+
+
+def _upload_format(content_type: str | None, allowed: list[tuple[str, RdfFormat]], where: str) -> RdfFormat:
+    fmt = rdf_format_for(content_type)
+    if fmt is None or fmt not in [f for _, f in allowed]:
+        names = ", ".join(sorted({m for m, _ in allowed}))
+        given = media_type_of(content_type) or "no Content-Type"
+        raise ApiError(415, "unsupported_media_type", f"{where} accepts {names}; the request sent {given}")
+    return fmt
+
+
+async def graph_store(request: Request) -> Response:
+    settings: Settings = request.app.state.settings
+    target = _target(request, settings)
+    if request.method in ("GET", "HEAD"):
+        authorize(request, "read")
+        return await (_get_dataset(request) if target == ALL else _get_graph(request, target))
+    authorize(request, "write")
+    if request.method == "DELETE":
+        if target == ALL:
+            raise ApiError(400, "bad_request", "DELETE needs a graph: ?graph=IRI, ?default or a graph path")
+        await run_in_threadpool(request.app.state.store.drop_graph, target)
+        return Response(status_code=204)
+    if target == ALL:
+        return await _write_dataset(request, replace=request.method == "PUT")
+    return await _write_graph(request, target, replace=request.method == "PUT")
+
+
+async def _get_graph(request: Request, graph: Graph) -> Response:
+    chosen = negotiate(request.headers.get("accept"), TRIPLE_FORMATS)
+    if chosen is None:
+        raise ApiError(406, "not_acceptable", "a graph is available as " + ", ".join(sorted({m for m, _ in TRIPLE_FORMATS})))
+    media_type, fmt = chosen
+    body = await run_in_threadpool(request.app.state.store.serialize_graph, graph, fmt)
+    return Response(body, media_type=with_charset(media_type), headers={"Vary": "Accept"})
+
+
+async def _get_dataset(request: Request) -> Response:
+    chosen = negotiate(request.headers.get("accept"), DATASET_FORMATS)
+    if chosen is None:
+        raise ApiError(406, "not_acceptable", "the dataset is available as application/trig or application/n-quads")
+    media_type, fmt = chosen
+    path = _scratch_path(request, "dump")
+    try:
+        await run_in_threadpool(request.app.state.store.dump, path, fmt, ALL)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return FileResponse(
+        path, media_type=with_charset(media_type), headers={"Vary": "Accept"}, background=BackgroundTask(path.unlink)
+    )
+
+
+def _scratch_path(request: Request, prefix: str) -> Path:
+    directory: Path = request.app.state.scratch_dir
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / f"{prefix}-{uuid.uuid4().hex}"
+
+
+async def _write_graph(request: Request, graph: Graph, *, replace: bool) -> Response:
+    """PUT replaces a graph, POST merges into it (multipart/form-data: one RDF file a part)."""
+    settings: Settings = request.app.state.settings
+    store = request.app.state.store
+    base_iri = graph or settings.base_iri
+    parts = await _uploaded_parts(request, settings)
+    try:
+        for path, fmt in parts:
+            await run_in_threadpool(check_syntax, path, fmt, base_iri)
+        existed = await run_in_threadpool(store.graph_exists, graph)
+        for index, (path, fmt) in enumerate(parts):
+            if replace and index == 0:
+                await run_in_threadpool(store.replace_graph, graph, path, fmt, base_iri)
+            else:
+                await run_in_threadpool(store.add_to_graph, graph, path, fmt, base_iri)
+    finally:
+        for path, _ in parts:
+            path.unlink(missing_ok=True)
+    return Response(status_code=204 if existed else 201)
+
+
+async def _uploaded_parts(request: Request, settings: Settings) -> list[tuple[Path, RdfFormat]]:
+    """The body as (temp file, format) pairs: one for a plain upload, one a part for multipart."""
+    content_type = request.headers.get("content-type")
+    if media_type_of(content_type) != "multipart/form-data":
+        fmt = _upload_format(content_type, TRIPLE_FORMATS, "a graph")
+        return [(await spool_body(request, settings.max_upload_bytes, request.app.state.scratch_dir), fmt)]
+    declared = request.headers.get("content-length")
+    if declared is None or not declared.isdigit():
+        raise ApiError(411, "length_required", "multipart uploads need a Content-Length header")
+    if int(declared) > settings.max_upload_bytes:
+        raise ApiError(413, "body_too_large", f"the request body is larger than the {settings.max_upload_bytes} byte limit")
+    parts: list[tuple[Path, RdfFormat]] = []
+    async with request.form(max_files=1000, max_fields=1000) as form:
+        try:
+            for _, value in form.multi_items():
+                if not isinstance(value, UploadFile):
+                    raise ApiError(400, "bad_request", "each multipart part must be an RDF file")
+                part_type = value.content_type
+                if not part_type or media_type_of(part_type) == "application/octet-stream":
+                    guessed = RdfFormat.from_extension(Path(value.filename or "").suffix.lstrip("."))
+                    part_type = guessed.media_type if guessed else part_type
+                fmt = _upload_format(part_type, TRIPLE_FORMATS, "a multipart part")
+                path = _scratch_path(request, "part")
+                path.write_bytes(await value.read())
+                parts.append((path, fmt))
+        except BaseException:
+            for path, _ in parts:
+                path.unlink(missing_ok=True)
+            raise
+    if not parts:
+        raise ApiError(400, "bad_request", "the multipart body has no parts")
+    return parts
+
+
+async def _write_dataset(request: Request, *, replace: bool) -> Response:
+    """PUT replaces the whole dataset; POST merges quads, or creates a new graph from triples."""
+    settings: Settings = request.app.state.settings
+    store = request.app.state.store
+    allowed = DATASET_FORMATS if replace else GRAPH_FORMATS
+    fmt = _upload_format(request.headers.get("content-type"), allowed, f"{request.method} /store")
+    if not fmt.supports_datasets and not replace:
+        graph = f"{settings.base_iri}store/{uuid.uuid4().hex}"
+        await _write_graph(request, graph, replace=True)
+        return Response(status_code=201, headers={"Location": graph})
+    path = await spool_body(request, settings.max_upload_bytes, request.app.state.scratch_dir)
+    try:
+        bulk = path.stat().st_size > settings.bulk_load_bytes
+        await run_in_threadpool(
+            store.load, path, fmt, graph=None, base_iri=settings.base_iri, replace=replace, bulk=bulk
+        )
+    finally:
+        path.unlink(missing_ok=True)
+    return Response(status_code=204)

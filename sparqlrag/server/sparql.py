@@ -1,0 +1,150 @@
+"""`/sparql`: the SPARQL 1.1 Protocol (query and update), and the service description on a bare GET."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import parse_qs
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from sparqlrag.config import Settings
+from sparqlrag.server.auth import authorize
+from sparqlrag.server.bodies import decode_utf8, read_body
+from sparqlrag.server.errors import ApiError
+from sparqlrag.server.service_description import service_description
+from sparqlrag.store.formats import charset_of, media_type_of
+
+FORM = "application/x-www-form-urlencoded"
+QUERY_MEDIA_TYPE = "application/sparql-query"
+UPDATE_MEDIA_TYPE = "application/sparql-update"
+
+
+@dataclass
+class Operation:
+    """One protocol request, whatever way it was sent."""
+
+    kind: str  # "query" | "update"
+    text: str
+    params: dict[str, list[str]]
+
+    def graphs(self, name: str) -> list[str]:
+        return self.params.get(name, [])
+
+
+def _single(params: dict[str, list[str]], name: str) -> str | None:
+    values = params.get(name, [])
+    if len(values) > 1:
+        raise ApiError(400, "bad_request", f"the request has {len(values)} '{name}' parameters; send exactly one")
+    return values[0] if values else None
+
+
+def _operation(params: dict[str, list[str]], direct: tuple[str, str] | None = None) -> Operation | None:
+    """The query or update a request carries; None when it carries neither."""
+    query, update = _single(params, "query"), _single(params, "update")
+    if direct is not None:
+        kind, text = direct
+        if query is not None or update is not None:
+            raise ApiError(400, "bad_request", f"a direct POST of application/sparql-{kind} cannot also carry query= or update=")
+        return Operation(kind, text, params)
+    if query is not None and update is not None:
+        raise ApiError(400, "bad_request", "send either query= or update=, not both")
+    if query is not None:
+        return Operation("query", query, params)
+    if update is not None:
+        return Operation("update", update, params)
+    return None
+
+
+def _url_params(request: Request) -> dict[str, list[str]]:
+    params: dict[str, list[str]] = {}
+    for key, value in request.query_params.multi_items():
+        params.setdefault(key, []).append(value)
+    return params
+
+
+def _check_utf8_charset(content_type: str) -> None:
+    charset = charset_of(content_type)
+    if charset not in (None, "utf-8", "utf8"):
+        raise ApiError(415, "unsupported_charset", f"SPARQL requests must be UTF-8, not {charset}")
+
+
+async def sparql_endpoint(request: Request) -> Response:
+    settings: Settings = request.app.state.settings
+    params = _url_params(request)
+    if request.method == "GET":
+        if "update" in params:
+            raise ApiError(405, "method_not_allowed", "SPARQL updates must be sent with POST", {"Allow": "POST"})
+        operation = _operation(params)
+        if operation is None:
+            authorize(request, "read")
+            return service_description(request, settings)
+        return await _execute(request, operation)
+
+    content_type = request.headers.get("content-type", "")
+    media_type = media_type_of(content_type)
+    if media_type not in (FORM, QUERY_MEDIA_TYPE, UPDATE_MEDIA_TYPE):
+        raise ApiError(
+            415,
+            "unsupported_media_type",
+            f"POST to /sparql needs Content-Type {FORM}, {QUERY_MEDIA_TYPE} or {UPDATE_MEDIA_TYPE}"
+            + (f", not {media_type}" if media_type else "; none was given"),
+        )
+    _check_utf8_charset(content_type)
+    body = decode_utf8(await read_body(request, settings.max_sparql_bytes), "request body")
+    if media_type == FORM:
+        try:
+            form = parse_qs(body, keep_blank_values=True, errors="strict")
+        except UnicodeDecodeError as error:
+            raise ApiError(400, "bad_encoding", f"the form is not valid UTF-8 once percent-decoded: {error}") from error
+        for key, values in form.items():
+            params.setdefault(key, []).extend(values)
+        operation = _operation(params)
+        if operation is None:
+            raise ApiError(400, "bad_request", "the form has neither a query= nor an update= field")
+    else:
+        operation = _operation(params, ("query" if media_type == QUERY_MEDIA_TYPE else "update", body))
+    assert operation is not None
+    return await _execute(request, operation)
+
+
+def _timeout(operation: Operation, settings: Settings) -> float:
+    requested = _single(operation.params, "timeout")
+    if requested is None:
+        return settings.query_timeout
+    try:
+        value = float(requested)
+    except ValueError:
+        raise ApiError(400, "bad_request", f"timeout must be a number of seconds, not {requested!r}") from None
+    if not 0 < value <= settings.max_query_timeout:
+        raise ApiError(400, "bad_request", f"timeout must be between 0 and {settings.max_query_timeout:g} seconds")
+    return value
+
+
+async def _execute(request: Request, operation: Operation) -> Response:
+    settings: Settings = request.app.state.settings
+    store = request.app.state.store
+    if operation.kind == "update":
+        authorize(request, "write")
+        await run_in_threadpool(
+            store.update,
+            operation.text,
+            base_iri=settings.base_iri,
+            using_graphs=operation.graphs("using-graph-uri"),
+            using_named_graphs=operation.graphs("using-named-graph-uri"),
+        )
+        return Response(status_code=204)
+    authorize(request, "read")
+    has_dataset = "default-graph-uri" in operation.params or "named-graph-uri" in operation.params
+    result = await run_in_threadpool(
+        store.query,
+        operation.text,
+        accept=request.headers.get("accept"),
+        base_iri=settings.base_iri,
+        default_graphs=operation.graphs("default-graph-uri") if has_dataset else None,
+        named_graphs=operation.graphs("named-graph-uri") if has_dataset else None,
+        union_default_graph=settings.union_default_graph,
+        timeout=_timeout(operation, settings),
+    )
+    return Response(result.body, media_type=result.media_type, headers={"Vary": "Accept"})

@@ -1,0 +1,130 @@
+"""The store interface and its errors.
+
+The interface speaks SPARQL text and serialized RDF (bytes or file paths), never live
+pyoxigraph objects, so the same calls work in-process, across a process boundary
+(WorkerStore) and, later, against a remote SPARQL 1.1 endpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+
+from pyoxigraph import RdfFormat
+
+Graph = str | None
+"""A graph name: an IRI string, or None for the default graph."""
+
+ResultKind = Literal["boolean", "solutions", "graph"]
+
+
+class StoreError(Exception):
+    """Base of every error the store reports; the message is safe to show to a client."""
+
+
+class QuerySyntaxError(StoreError):
+    """The SPARQL query or update does not parse."""
+
+
+class DataSyntaxError(StoreError):
+    """Uploaded RDF does not parse in the declared format."""
+
+
+class GraphNotFound(StoreError):
+    """The named graph does not exist."""
+
+
+class NotAcceptable(StoreError):
+    """The result cannot be written in any format the client accepts."""
+
+
+class UpdateDatasetConflict(StoreError):
+    """The protocol names a dataset (using-graph-uri) and the update has its own USING/WITH."""
+
+
+class QueryTimeout(StoreError):
+    """The operation ran past its deadline and was stopped."""
+
+
+class QueryEvaluationError(StoreError):
+    """The query parsed but could not be evaluated."""
+
+
+class RemoteAccessRefused(StoreError):
+    """SERVICE / LOAD would make the server fetch a URL, and remote access is off."""
+
+
+class StoreLocked(StoreError):
+    """Another process (usually a running server) holds the data directory."""
+
+
+class StoreUnavailable(StoreError):
+    """The store process died or could not start."""
+
+
+class StoreInternalError(StoreError):
+    """An unexpected failure inside the store: a bug, reported as a 5xx."""
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """A serialized query answer, in the format the Accept header preferred for its kind."""
+
+    kind: ResultKind
+    media_type: str
+    body: bytes
+
+
+class QuadStore(Protocol):
+    """What the server and CLI need from a quad store."""
+
+    def query(
+        self,
+        sparql: str,
+        *,
+        accept: str | None = None,
+        base_iri: str | None = None,
+        default_graphs: list[Graph] | None = None,
+        named_graphs: list[str] | None = None,
+        union_default_graph: bool = False,
+        timeout: float | None = None,
+    ) -> QueryResult: ...
+
+    def update(
+        self,
+        sparql: str,
+        *,
+        base_iri: str | None = None,
+        using_graphs: list[str] | None = None,
+        using_named_graphs: list[str] | None = None,
+    ) -> None: ...
+
+    def graph_exists(self, graph: Graph) -> bool: ...
+
+    def named_graphs(self) -> list[str]: ...
+
+    def serialize_graph(self, graph: Graph, format: RdfFormat) -> bytes: ...
+
+    def replace_graph(self, graph: Graph, source: Path, format: RdfFormat, base_iri: str | None) -> bool: ...
+
+    def add_to_graph(self, graph: Graph, source: Path, format: RdfFormat, base_iri: str | None) -> bool: ...
+
+    def drop_graph(self, graph: Graph) -> None: ...
+
+    def dump(self, target: Path, format: RdfFormat, graph: Graph | Literal["all"] = "all") -> None: ...
+
+    def load(
+        self,
+        source: Path,
+        format: RdfFormat,
+        *,
+        graph: Graph = None,
+        base_iri: str | None = None,
+        replace: bool = False,
+        bulk: bool = False,
+    ) -> None: ...
+
+    def count(self) -> int: ...
+
+    def close(self) -> None: ...

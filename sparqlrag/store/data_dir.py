@@ -1,0 +1,34 @@
+"""The data directory: the RocksDB store, scratch space, and the settings pinned at creation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sparqlrag.store.base import StoreError
+
+META_FILE = "sparqlrag.json"
+
+
+class BaseIriChanged(StoreError):
+    """The data directory was created with another base IRI; entity IRIs would stop resolving."""
+
+
+def prepare_data_dir(data_dir: Path, base_iri: str) -> None:
+    """Create the directory on first use and pin its base IRI; refuse a silent change later."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    meta_path = data_dir / META_FILE
+    if meta_path.exists():
+        pinned = json.loads(meta_path.read_text()).get("base_iri")
+        if pinned and pinned != base_iri:
+            raise BaseIriChanged(
+                f"{data_dir} was created with base IRI {pinned}, not {base_iri}: its entity IRIs are "
+                f"minted under {pinned}. Run with --base-iri {pinned} (or SPARQLRAG_BASE_IRI), or "
+                "use a new data directory"
+            )
+        return
+    meta_path.write_text(json.dumps({"base_iri": base_iri}, indent=2) + "\n")
+
+
+def scratch_dir(data_dir: Path) -> Path:
+    return data_dir / "tmp"

@@ -1,0 +1,275 @@
+"""The embedded quad store: pyoxigraph (RocksDB) on disk, or in memory for path=None."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import BinaryIO, Literal
+
+from pyoxigraph import (
+    DefaultGraph,
+    NamedNode,
+    QueryBoolean,
+    QuerySolutions,
+    RdfFormat,
+    Store,
+    parse,
+)
+
+from sparqlrag.store.base import (
+    DataSyntaxError,
+    Graph,
+    GraphNotFound,
+    NotAcceptable,
+    QueryEvaluationError,
+    QueryResult,
+    QuerySyntaxError,
+    RemoteAccessRefused,
+    StoreLocked,
+    StoreUnavailable,
+)
+from sparqlrag.store.formats import GRAPH_FORMATS, RESULTS_FORMATS, negotiate, with_charset
+from sparqlrag.store.sparql_text import apply_update_dataset, iri_ref, remote_access_keyword
+
+Source = Path | BinaryIO
+
+
+def graph_node(graph: Graph) -> NamedNode | DefaultGraph:
+    return DefaultGraph() if graph is None else NamedNode(graph)
+
+
+def _source_kwargs(source: Source) -> dict[str, object]:
+    return {"path": str(source)} if isinstance(source, Path) else {"input": source}
+
+
+class EmbeddedStore:
+    """pyoxigraph behind the QuadStore interface. Thread-safe: pyoxigraph releases the GIL."""
+
+    def __init__(self, path: Path | None = None, *, allow_remote: bool = False) -> None:
+        self.path = path
+        self.allow_remote = allow_remote
+        try:
+            self._store = Store(str(path)) if path is not None else Store()
+        except OSError as error:
+            if "lock" in str(error).lower():
+                raise StoreLocked(
+                    f"the store at {path} is in use by another process (is `sparqlrag serve` running "
+                    "on this data directory?); stop it, or use its HTTP endpoints"
+                ) from error
+            raise StoreUnavailable(f"cannot open the store at {path}: {error}") from error
+
+    def close(self) -> None:
+        """Flush and release the RocksDB lock (pyoxigraph closes when the object is dropped)."""
+        self._store.flush()
+        del self._store
+
+    # -- SPARQL -------------------------------------------------------------------------------
+
+    def _check_remote(self, sparql: str) -> None:
+        keyword = None if self.allow_remote else remote_access_keyword(sparql)
+        if keyword:
+            raise RemoteAccessRefused(
+                f"{keyword} would make the server fetch a remote URL; it is disabled "
+                "(set SPARQLRAG_ALLOW_REMOTE=true to allow it)"
+            )
+
+    def query(
+        self,
+        sparql: str,
+        *,
+        accept: str | None = None,
+        base_iri: str | None = None,
+        default_graphs: list[Graph] | None = None,
+        named_graphs: list[str] | None = None,
+        union_default_graph: bool = False,
+    ) -> QueryResult:
+        """Evaluate and serialize in the format `accept` prefers for the query's kind.
+
+        A protocol dataset (default_graphs / named_graphs) replaces the query's FROM clauses;
+        naming only one half leaves the other empty, as the SPARQL 1.1 Protocol says.
+        """
+        self._check_remote(sparql)
+        kwargs: dict[str, object] = {"base_iri": base_iri}
+        if default_graphs is not None or named_graphs is not None:
+            kwargs["default_graph"] = [graph_node(g) for g in default_graphs or []]
+            kwargs["named_graphs"] = [NamedNode(g) for g in named_graphs or []]
+        elif union_default_graph:
+            kwargs["use_default_graph_as_union"] = True
+        try:
+            result = self._store.query(sparql, **kwargs)
+        except SyntaxError as error:
+            raise QuerySyntaxError(f"query syntax error: {error}") from error
+        except (OSError, ValueError, RuntimeError) as error:
+            raise QueryEvaluationError(f"query evaluation failed: {error}") from error
+        return _serialize_result(result, accept)
+
+    def update(
+        self,
+        sparql: str,
+        *,
+        base_iri: str | None = None,
+        using_graphs: list[str] | None = None,
+        using_named_graphs: list[str] | None = None,
+    ) -> None:
+        """Run an update atomically (pyoxigraph applies the whole request or nothing)."""
+        self._check_remote(sparql)
+        text = apply_update_dataset(sparql, using_graphs or [], using_named_graphs or [])
+        try:
+            self._store.update(text, base_iri=base_iri)
+        except SyntaxError as error:
+            raise QuerySyntaxError(f"update syntax error: {error}") from error
+        except (OSError, ValueError, RuntimeError) as error:
+            raise QueryEvaluationError(f"update failed: {error}") from error
+
+    # -- graphs -------------------------------------------------------------------------------
+
+    def graph_exists(self, graph: Graph) -> bool:
+        return graph is None or self._store.contains_named_graph(NamedNode(graph))
+
+    def named_graphs(self) -> list[str]:
+        return sorted(g.value for g in self._store.named_graphs() if isinstance(g, NamedNode))
+
+    def serialize_graph(self, graph: Graph, format: RdfFormat) -> bytes:
+        if not self.graph_exists(graph):
+            raise GraphNotFound(f"graph <{graph}> does not exist")
+        try:
+            return self._store.dump(format=format, from_graph=graph_node(graph))
+        except OSError as error:
+            raise NotAcceptable(f"cannot write this graph as {format.name}: {error}") from error
+
+    def replace_graph(self, graph: Graph, source: Source, format: RdfFormat, base_iri: str | None) -> bool:
+        """Atomically replace a graph's content; True if the graph existed before.
+
+        The data is parsed into a scratch graph first (one transaction: bad data writes
+        nothing), then one MOVE update swaps it in.
+        """
+        existed = self.graph_exists(graph)
+        scratch = NamedNode(f"urn:sparqlrag:scratch:{uuid.uuid4()}")
+        self._store.add_graph(scratch)
+        try:
+            self._store.load(format=format, to_graph=scratch, base_iri=base_iri, **_source_kwargs(source))
+        except SyntaxError as error:
+            self._store.remove_graph(scratch)
+            raise DataSyntaxError(f"invalid {format.name} data: {error}") from error
+        target = "DEFAULT" if graph is None else f"GRAPH {iri_ref(graph)}"
+        self._store.update(f"MOVE SILENT GRAPH <{scratch.value}> TO {target}")
+        if graph is not None:
+            self._store.add_graph(NamedNode(graph))
+        return existed
+
+    def add_to_graph(self, graph: Graph, source: Source, format: RdfFormat, base_iri: str | None) -> bool:
+        """Merge data into a graph in one transaction; True if the graph existed before."""
+        existed = self.graph_exists(graph)
+        try:
+            self._store.load(format=format, to_graph=graph_node(graph), base_iri=base_iri, **_source_kwargs(source))
+        except SyntaxError as error:
+            raise DataSyntaxError(f"invalid {format.name} data: {error}") from error
+        if graph is not None:
+            self._store.add_graph(NamedNode(graph))
+        return existed
+
+    def drop_graph(self, graph: Graph) -> None:
+        """Delete a named graph, or empty the default graph (which always exists)."""
+        if graph is None:
+            self._store.clear_graph(DefaultGraph())
+        elif not self.graph_exists(graph):
+            raise GraphNotFound(f"graph <{graph}> does not exist")
+        else:
+            self._store.remove_graph(NamedNode(graph))
+
+    # -- whole dataset ------------------------------------------------------------------------
+
+    def dump(self, target: Path | BinaryIO, format: RdfFormat, graph: Graph | Literal["all"] = "all") -> None:
+        """Write the dataset (graph="all", needs TriG or N-Quads) or one graph to a file."""
+        if graph == "all":
+            if not format.supports_datasets:
+                raise NotAcceptable(f"{format.name} cannot hold named graphs; dump the dataset as TriG or N-Quads")
+            self._store.dump(str(target) if isinstance(target, Path) else target, format=format)
+            return
+        if not self.graph_exists(graph):
+            raise GraphNotFound(f"graph <{graph}> does not exist")
+        try:
+            self._store.dump(str(target) if isinstance(target, Path) else target, format=format, from_graph=graph_node(graph))
+        except OSError as error:
+            raise NotAcceptable(f"cannot write this graph as {format.name}: {error}") from error
+
+    def load(
+        self,
+        source: Source,
+        format: RdfFormat,
+        *,
+        graph: Graph = None,
+        base_iri: str | None = None,
+        replace: bool = False,
+        bulk: bool = False,
+    ) -> None:
+        """Load a file into one graph (triple formats) or the dataset (quad formats).
+
+        replace=True empties the target (graph, or whole dataset for quad formats) first.
+        bulk=True uses pyoxigraph's bulk loader (about 4x faster, not transactional): the file
+        is parsed once beforehand so bad data still leaves the store untouched.
+        """
+        if replace and not format.supports_datasets:
+            self.replace_graph(graph, source, format, base_iri)
+            return
+        if bulk or replace:
+            check_syntax(source, format, base_iri)
+        if replace:
+            self._store.clear()
+        kwargs = {"format": format, "base_iri": base_iri, **_source_kwargs(source)}
+        if not format.supports_datasets:
+            kwargs["to_graph"] = graph_node(graph)
+        try:
+            if bulk:
+                self._store.bulk_load(**kwargs)
+            else:
+                self._store.load(**kwargs)
+        except SyntaxError as error:
+            raise DataSyntaxError(f"invalid {format.name} data: {error}") from error
+        if graph is not None and not format.supports_datasets:
+            self._store.add_graph(NamedNode(graph))
+
+    def count(self) -> int:
+        return len(self._store)
+
+    def optimize(self) -> None:
+        self._store.optimize()
+
+
+def check_syntax(source: Source, format: RdfFormat, base_iri: str | None) -> None:
+    """Parse without storing, so a later non-transactional write cannot stop half-way on bad data."""
+    try:
+        for _ in parse(format=format, base_iri=base_iri, **_source_kwargs(source)):
+            pass
+    except SyntaxError as error:
+        raise DataSyntaxError(f"invalid {format.name} data: {error}") from error
+    finally:
+        if not isinstance(source, Path):
+            source.seek(0)
+
+
+def _serialize_result(result: object, accept: str | None) -> QueryResult:
+    if isinstance(result, (QueryBoolean, QuerySolutions)):
+        kind = "boolean" if isinstance(result, QueryBoolean) else "solutions"
+        chosen = negotiate(accept, RESULTS_FORMATS)
+        if chosen is None:
+            raise NotAcceptable(
+                f"Accept: {accept} allows no SPARQL results format; ask for one of "
+                + ", ".join(sorted({m for m, _ in RESULTS_FORMATS}))
+            )
+        media_type, results_format = chosen
+        body = result.serialize(format=results_format)
+        return QueryResult(kind, with_charset(media_type), body)
+    chosen_graph = negotiate(accept, GRAPH_FORMATS)
+    if chosen_graph is None:
+        raise NotAcceptable(
+            f"Accept: {accept} allows no RDF format for this CONSTRUCT/DESCRIBE result; ask for one of "
+            + ", ".join(sorted({m for m, _ in GRAPH_FORMATS}))
+        )
+    media_type, rdf_format = chosen_graph
+    try:
+        body = result.serialize(format=rdf_format)  # type: ignore[attr-defined]
+    except OSError as error:
+        raise NotAcceptable(f"cannot write this result as {rdf_format.name}: {error}") from error
+    return QueryResult("graph", with_charset(media_type), body)
+

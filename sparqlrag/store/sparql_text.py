@@ -1,0 +1,122 @@
+"""Lexer-level reading of SPARQL text: the protocol's update dataset, and remote-access checks.
+
+pyoxigraph's `Store.update` takes no dataset, so the protocol dataset is written into the
+update as USING / USING NAMED clauses before each top-level WHERE. Only a lexer is needed:
+at brace depth 0 an update consists of operation keywords, IRIs, prefixed names and `;`;
+every WHERE met there belongs to a DELETE/INSERT operation. Graph IRIs are validated and
+written as <...> so client text is never pasted unescaped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sparqlrag.store.base import QuerySyntaxError, UpdateDatasetConflict
+
+_TOKEN = re.compile(
+    r"""
+      (?P<ws>\s+)
+    | (?P<comment>\#[^\n]*)
+    | (?P<string>\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"|'''(?:[^'\\]|\\.|'(?!''))*'''
+                |"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
+    | (?P<iri><[^<>"{}|^`\\\x00-\x20]*>)
+    | (?P<var>[?$][\w\u00b7\u00c0-\uffff]+)
+    | (?P<pname>(?:[A-Za-z_\u00c0-\uffff][\w.\-\u00c0-\uffff]*)?:[\w.\-:%\\\u00c0-\uffff]*)
+    | (?P<word>[A-Za-z_]\w*)
+    | (?P<open>\{)
+    | (?P<close>\})
+    | (?P<semicolon>;)
+    | (?P<other>.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+_IRI_FORBIDDEN = re.compile(r'[<>"{}|^`\\\x00-\x20]')
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str
+    text: str
+    start: int
+    depth: int
+
+
+def _tokens(update: str) -> list[_Token]:
+    tokens, depth = [], 0
+    for match in _TOKEN.finditer(update):
+        kind = match.lastgroup or "other"
+        if kind in ("ws", "comment"):
+            continue
+        if kind == "close":
+            depth -= 1
+        tokens.append(_Token(kind, match.group(), match.start(), depth))
+        if kind == "open":
+            depth += 1
+    return tokens
+
+
+def iri_ref(iri: str) -> str:
+    """`<iri>` for an absolute IRI from a client, refusing characters that could break out."""
+    if not iri or _IRI_FORBIDDEN.search(iri) or ":" not in iri:
+        raise QuerySyntaxError(f"not a valid absolute IRI: {iri!r}")
+    return f"<{iri}>"
+
+
+def _keyword(token: _Token) -> str:
+    return token.text.upper() if token.kind == "word" and token.depth == 0 else ""
+
+
+def _matching_close(tokens: list[_Token], open_index: int) -> int:
+    depth = tokens[open_index].depth
+    for index in range(open_index + 1, len(tokens)):
+        if tokens[index].kind == "close" and tokens[index].depth == depth:
+            return index
+    raise QuerySyntaxError("unbalanced braces in update")
+
+
+def apply_update_dataset(update: str, using_graphs: list[str], using_named_graphs: list[str]) -> str:
+    """The update with the protocol dataset written into every DELETE/INSERT ... WHERE operation.
+
+    Raises UpdateDatasetConflict when an operation already has USING or WITH (SPARQL 1.1
+    Protocol 2.2.3: such a request must be rejected).
+    """
+    if not using_graphs and not using_named_graphs:
+        return update
+    clause = " ".join(
+        [f"USING {iri_ref(g)}" for g in using_graphs] + [f"USING NAMED {iri_ref(g)}" for g in using_named_graphs]
+    )
+    tokens = _tokens(update)
+    for token in tokens:
+        if _keyword(token) in ("USING", "WITH"):
+            raise UpdateDatasetConflict(
+                f"the update has its own {_keyword(token)} clause and the request also sets "
+                "using-graph-uri/using-named-graph-uri; use one or the other"
+            )
+    edits: list[tuple[int, int, str]] = []  # (start, end, replacement) on the original text
+    for index, token in enumerate(tokens):
+        if _keyword(token) != "WHERE":
+            continue
+        previous = _keyword(tokens[index - 1]) if index else ""
+        if previous == "DELETE" and index + 1 < len(tokens) and tokens[index + 1].kind == "open":
+            # DELETE WHERE { P } takes no USING; the equivalent DELETE { P } USING ... WHERE { P } does.
+            close = _matching_close(tokens, index + 1)
+            pattern = update[tokens[index + 1].start : tokens[close].start + 1]
+            edits.append((token.start, token.start + len("WHERE"), f"{pattern} {clause} WHERE"))
+        else:
+            edits.append((token.start, token.start, f"{clause} "))
+    for start, end, replacement in reversed(edits):
+        update = update[:start] + replacement + update[end:]
+    return update
+
+
+REMOTE_KEYWORDS = ("SERVICE", "LOAD")
+
+
+def remote_access_keyword(sparql: str) -> str | None:
+    """SERVICE or LOAD when the query/update would make the server fetch a URL (an SSRF risk)."""
+    for token in _tokens(sparql):
+        if token.kind == "word" and token.text.upper() in REMOTE_KEYWORDS:
+            return token.text.upper()
+    return None

@@ -1,0 +1,87 @@
+"""Shared fixtures: a real server (uvicorn, real HTTP, WorkerStore on disk) per test module."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from sparqlrag.config import Settings
+from sparqlrag.server.app import create_app
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+
+
+@dataclass
+class LiveServer:
+    url: str
+    settings: Settings
+    app: Any
+
+    @property
+    def sparql(self) -> str:
+        return self.url + "/sparql"
+
+    @property
+    def gsp(self) -> str:
+        return self.url + "/store"
+
+    def client(self, token: str | None = None, **kwargs: Any) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60, **kwargs)
+
+    @property
+    def store(self) -> Any:
+        return self.app.state.store
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(data_dir: Path, **settings: Any) -> tuple[LiveServer, Callable[[], None]]:
+    port = _free_port()
+    config_settings = Settings(data_dir=data_dir, port=port, **settings)
+    app = create_app(config_settings)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("test server did not start")
+        time.sleep(0.02)
+
+    def stop() -> None:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+    return LiveServer(f"http://127.0.0.1:{port}", config_settings, app), stop
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """An open server (no tokens) on its own data directory, shared by one test module."""
+    server, stop = start_server(tmp_path_factory.mktemp("data"))
+    yield server
+    stop()
+
+
+@pytest.fixture
+def clean_server(live_server: LiveServer) -> LiveServer:
+    """The module's server with an empty store."""
+    with live_server.client() as client:
+        response = client.post("/sparql", content="DROP ALL", headers={"Content-Type": "application/sparql-update"})
+        assert response.status_code == 204, response.text
+    return live_server

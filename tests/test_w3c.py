@@ -1,0 +1,72 @@
+"""The W3C SPARQL 1.1 Protocol, Graph Store Protocol and Service Description suites, over real HTTP.
+
+One pytest case per manifest entry, each on an empty store (the manifests assume one).
+"""
+
+from __future__ import annotations
+
+import pytest
+from rdflib import RDF, Graph, Namespace, URIRef
+
+from tests.conftest import SHARED, LiveServer
+from tests.w3c import Case, load_cases, run_case
+
+SUITES = SHARED / "w3c" / "sparql" / "sparql11"
+PROTOCOL = load_cases(SUITES / "protocol" / "manifest.ttl")
+GRAPH_STORE = load_cases(SUITES / "graph-store-protocol" / "manifest.ttl")
+SD = Namespace("http://www.w3.org/ns/sparql-service-description#")
+
+
+def test_the_suites_have_the_published_sizes() -> None:
+    assert (len(PROTOCOL), len(GRAPH_STORE)) == (34, 13)
+    assert all(case.steps for case in PROTOCOL + GRAPH_STORE)
+
+
+@pytest.mark.parametrize("case", PROTOCOL, ids=[c.name for c in PROTOCOL])
+def test_protocol(case: Case, clean_server: LiveServer) -> None:
+    with clean_server.client() as client:
+        run_case(case, client)
+
+
+@pytest.mark.parametrize("case", GRAPH_STORE, ids=[c.name for c in GRAPH_STORE])
+def test_graph_store_protocol(case: Case, clean_server: LiveServer) -> None:
+    with clean_server.client() as client:
+        run_case(case, client)
+
+
+def _description(server: LiveServer, accept: str) -> tuple[Graph, str]:
+    with server.client() as client:
+        response = client.get("/sparql", headers={"Accept": accept})
+    assert response.status_code == 200, response.text
+    media_type = response.headers["content-type"].split(";")[0]
+    return Graph().parse(data=response.text, format=media_type), media_type
+
+
+@pytest.mark.parametrize("accept", ["text/turtle", "application/rdf+xml", "application/n-triples", "*/*"])
+def test_service_description_returns_rdf(live_server: LiveServer, accept: str) -> None:
+    graph, media_type = _description(live_server, accept)
+    assert len(graph) > 5
+    assert accept == "*/*" or media_type == accept
+
+
+def test_service_description_has_endpoint_triple(live_server: LiveServer) -> None:
+    graph, _ = _description(live_server, "text/turtle")
+    services = list(graph.subjects(SD.endpoint, URIRef(live_server.sparql)))
+    assert len(services) == 1
+
+
+def test_service_description_conforms_to_schema(live_server: LiveServer) -> None:
+    graph, _ = _description(live_server, "text/turtle")
+    (service,) = graph.subjects(RDF.type, SD.Service)
+    languages = set(graph.objects(service, SD.supportedLanguage))
+    assert languages and languages <= {SD.SPARQL10Query, SD.SPARQL11Query, SD.SPARQL11Update}
+    assert all(isinstance(o, URIRef) for o in graph.objects(service, SD.resultFormat))
+    dataset = graph.value(service, SD.defaultDataset)
+    assert (dataset, RDF.type, SD.Dataset) in graph
+    assert (graph.value(dataset, SD.defaultGraph), RDF.type, SD.Graph) in graph
+    vocabulary = {"Service", "Dataset", "Graph", "endpoint", "supportedLanguage", "feature", "resultFormat",
+                  "defaultDataset", "defaultGraph", "SPARQL10Query", "SPARQL11Query", "SPARQL11Update",
+                  "UnionDefaultGraph", "EmptyGraphs", "BasicFederatedQuery", "DereferencesURIs",
+                  "RequiresDataset", "namedGraph", "name", "graph", "inputFormat"}  # fmt: skip
+    used = {str(t).removeprefix(str(SD)) for triple in graph for t in triple if str(t).startswith(str(SD))}
+    assert used <= vocabulary, used - vocabulary
