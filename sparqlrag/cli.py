@@ -154,7 +154,7 @@ def _load(store: EmbeddedStore, settings: Settings, args: argparse.Namespace) ->
         size = path.stat().st_size
         bulk = size > settings.bulk_load_bytes and not args.replace
         with path.open("rb") as file, tqdm(
-            total=size, unit="B", unit_scale=True, desc=path.name, disable=size < 1_000_000 or None
+            total=size, unit="B", unit_scale=True, desc=path.name, disable=size < 1_000_000
         ) as bar:
             store.load(
                 _ProgressReader(file, bar),  # type: ignore[arg-type]

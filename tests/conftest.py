@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +20,7 @@ from sparqlrag.server.app import create_app
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
+SPARQLRAG = str(Path(sys.executable).parent / "sparqlrag")
 
 
 @dataclass

@@ -8,6 +8,7 @@ the whole dataset (TriG / N-Quads); a POST of triples there creates a new graph 
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from sparqlrag.store.formats import (
     media_type_of,
     negotiate,
     rdf_format_for,
+    rdf_format_for_path,
     with_charset,
 )
 from sparqlrag.store.sparql_text import iri_ref
@@ -154,8 +156,8 @@ async def _uploaded_parts(request: Request, settings: Settings) -> list[tuple[Pa
                     raise ApiError(400, "bad_request", "each multipart part must be an RDF file")
                 part_type = value.content_type
                 if not part_type or media_type_of(part_type) == "application/octet-stream":
-                    guessed = RdfFormat.from_extension(Path(value.filename or "").suffix.lstrip("."))
-                    part_type = guessed.media_type if guessed else part_type
+                    with contextlib.suppress(ValueError):
+                        part_type = rdf_format_for_path(Path(value.filename or "")).media_type
                 fmt = _upload_format(part_type, TRIPLE_FORMATS, "a multipart part")
                 path = _scratch_path(request, "part")
                 path.write_bytes(await value.read())

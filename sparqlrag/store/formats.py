@@ -39,6 +39,8 @@ DATASET_FORMATS: list[tuple[str, RdfFormat]] = [
     ("application/n-quads", RdfFormat.N_QUADS),
 ]
 
+RDF_EXTENSIONS = frozenset({"ttl", "trig", "nt", "nq", "rdf", "owl", "xml", "jsonld", "n3"})
+
 FORMAT_NAMES: dict[str, QueryResultsFormat | RdfFormat] = {
     "json": QueryResultsFormat.JSON,
     "xml": QueryResultsFormat.XML,
@@ -138,7 +140,7 @@ def rdf_format_for_path(path: Path, name: str | None = None) -> RdfFormat:
             raise ValueError(f"unknown RDF format {name!r}: use one of {', '.join(rdf_format_names())}")
         return fmt
     suffix = path.suffix.lstrip(".").lower()
-    fmt = RdfFormat.from_extension(suffix) if suffix else None
+    fmt = RdfFormat.from_extension(suffix) if suffix in RDF_EXTENSIONS else None
     if fmt is None:
         raise ValueError(f"cannot tell the RDF format of {path} from its extension; pass --format")
     return fmt

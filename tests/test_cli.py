@@ -1,0 +1,108 @@
+"""The command line, run as a user would: the installed `sparqlrag` script in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sparqlrag.store import WorkerStore
+from tests.conftest import SPARQLRAG
+
+TRIG = b"""@prefix ex: <http://example.org/> .
+ex:s ex:p "default" .
+ex:g { ex:s ex:p "named" . ex:r <http://www.w3.org/1999/02/22-rdf-syntax-ns#reifies> <<( ex:s ex:p "named" )>> . }
+"""
+
+
+def cli(data_dir: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [SPARQLRAG, *args, "--data-dir", str(data_dir)], input=stdin, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_load_query_update_dump(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (tmp_path / "in.trig").write_bytes(TRIG)
+    assert cli(data, "load", str(tmp_path / "in.trig")).returncode == 0
+    (tmp_path / "more.ttl").write_text('<http://example.org/t> <http://example.org/p> "turtle" .')
+    assert cli(data, "load", str(tmp_path / "more.ttl"), "--graph", "http://example.org/t").returncode == 0
+
+    union = cli(data, "query", "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", "--format", "csv")
+    assert union.stdout.split() == ["n", "4"]
+    default_only = cli(data, "query", "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", "--format", "csv", "--no-union")
+    assert default_only.stdout.split() == ["n", "1"]
+
+    update = cli(data, "update", "-", stdin='INSERT DATA { GRAPH <http://example.org/t> { <http://example.org/t> <http://example.org/q> 1 } }')
+    assert update.returncode == 0, update.stderr
+    (tmp_path / "q.rq").write_text("CONSTRUCT WHERE { <http://example.org/t> ?p ?o }")
+    assert cli(data, "query", f"@{tmp_path / 'q.rq'}", "--format", "ntriples").stdout.count(" .\n") == 2
+
+    dump = cli(data, "dump", "--format", "nquads")
+    assert dump.returncode == 0 and dump.stdout.count("\n") == 5 and "<<(" in dump.stdout
+    graph = cli(data, "dump", "--graph", "http://example.org/t", "--output", str(tmp_path / "t.ttl"))
+    assert graph.returncode == 0 and "turtle" in (tmp_path / "t.ttl").read_text()
+    assert json.loads((data / "sparqlrag.json").read_text())["base_iri"] == "http://localhost:7878/"
+
+
+def test_large_load_uses_bulk_loader_with_progress(tmp_path: Path) -> None:
+    big = tmp_path / "big.nt"
+    with big.open("w") as out:
+        for i in range(250_000):
+            out.write(f'<http://example.org/s{i}> <http://example.org/p> "value number {i}" .\n')
+    assert big.stat().st_size > 16 * 1024 * 1024
+    result = cli(tmp_path / "data", "load", str(big))
+    assert result.returncode == 0, result.stderr
+    assert "bulk" in result.stderr and "big.nt" in result.stderr and "MB" in result.stderr  # tqdm's bar
+    count = cli(tmp_path / "data", "query", "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }", "--format", "tsv")
+    assert count.stdout.split()[-1] == "250000"
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["query", "SELECT * WHERE {"], "query syntax error"),
+        (["update", "DROP"], "update syntax error"),
+        (["load", "missing.ttl"], "no such file: missing.ttl"),
+        (["load", "notes.txt"], "cannot tell the RDF format"),
+        (["load", "bad.ttl"], "invalid Turtle data"),
+        (["query", "SELECT * {}", "--format", "turtle"], "allows no SPARQL results format"),
+        (["dump", "--format", "turtle"], "cannot hold named graphs"),
+        (["dump", "--graph", "http://nowhere"], "does not exist"),
+        (["query", "@nowhere.rq"], "no such file"),
+    ],
+)
+def test_errors_are_one_line_without_traceback(tmp_path: Path, args: list[str], message: str) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    (tmp_path / "bad.ttl").write_text("<http://a> <http://b> .")
+    result = subprocess.run(
+        [SPARQLRAG, *args, "--data-dir", str(tmp_path / "data")], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert result.returncode == 2
+    assert message in result.stderr and result.stderr.startswith("sparqlrag: error:")
+    assert "Traceback" not in result.stderr
+
+
+def test_cli_refuses_a_directory_held_by_a_server(tmp_path: Path) -> None:
+    assert cli(tmp_path, "query", "ASK {}").returncode == 0
+    server_store = WorkerStore(tmp_path / "oxigraph")
+    try:
+        result = cli(tmp_path, "query", "ASK {}")
+    finally:
+        server_store.close()
+    assert result.returncode == 2
+    assert "in use by another process" in result.stderr and "sparqlrag serve" in result.stderr
+
+
+def test_changed_base_iri_is_refused(tmp_path: Path) -> None:
+    assert cli(tmp_path, "query", "ASK {}").returncode == 0
+    result = cli(tmp_path, "query", "ASK {}", "--base-iri", "http://kb.example/")
+    assert result.returncode == 2 and "was created with base IRI http://localhost:7878/" in result.stderr
+
+
+def test_demo_prints_an_answer(tmp_path: Path) -> None:
+    result = cli(tmp_path, "demo", "--no-serve")
+    assert result.returncode == 0, result.stderr
+    assert "SPARQL 1.1" in result.stdout and "Resource Description Framework" in result.stdout

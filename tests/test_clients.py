@@ -1,0 +1,130 @@
+"""Real SPARQL clients against the live server: SPARQLWrapper, rdflib's SPARQLUpdateStore, plain HTTP."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import httpx
+from pyoxigraph import CanonicalizationAlgorithm, Dataset, RdfFormat, parse
+from rdflib import Graph, Literal, URIRef
+from rdflib.plugins.stores.sparqlstore import SPARQLUpdateStore
+from SPARQLWrapper import JSON, POST, TURTLE, SPARQLWrapper
+
+from tests.conftest import LiveServer
+
+EX = "http://example.org/"
+SLOW_QUERY = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"
+
+
+def test_sparqlwrapper_updates_and_queries(clean_server: LiveServer) -> None:
+    update = SPARQLWrapper(clean_server.sparql, updateEndpoint=clean_server.sparql)
+    update.setMethod(POST)
+    update.setQuery(f'INSERT DATA {{ GRAPH <{EX}g> {{ <{EX}alice> <{EX}knows> <{EX}bob> . <{EX}bob> <{EX}name> "Bob" }} }}')
+    assert update.query().response.status == 204
+
+    select = SPARQLWrapper(clean_server.sparql)
+    select.setQuery(f"SELECT ?who ?name WHERE {{ <{EX}alice> <{EX}knows> ?who . ?who <{EX}name> ?name }}")
+    select.setReturnFormat(JSON)
+    bindings = select.query().convert()["results"]["bindings"]
+    assert [(b["who"]["value"], b["name"]["value"]) for b in bindings] == [(f"{EX}bob", "Bob")]
+
+    construct = SPARQLWrapper(clean_server.sparql)
+    construct.setQuery(f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ GRAPH <{EX}g> {{ ?s ?p ?o }} }}")
+    construct.setReturnFormat(TURTLE)
+    graph = Graph().parse(data=construct.query().convert(), format="turtle")
+    assert len(graph) == 2 and (URIRef(f"{EX}bob"), URIRef(f"{EX}name"), Literal("Bob")) in graph
+
+    ask = SPARQLWrapper(clean_server.sparql)
+    ask.setQuery(f"ASK {{ <{EX}bob> <{EX}knows> ?x }}")
+    ask.setReturnFormat(JSON)
+    assert ask.query().convert()["boolean"] is False
+
+
+def test_rdflib_sparql_update_store(clean_server: LiveServer) -> None:
+    store = SPARQLUpdateStore(query_endpoint=clean_server.sparql, update_endpoint=clean_server.sparql)
+    graph = Graph(store, identifier=URIRef(f"{EX}people"))
+    graph.add((URIRef(f"{EX}carol"), URIRef(f"{EX}age"), Literal(41)))
+    graph.add((URIRef(f"{EX}dave"), URIRef(f"{EX}age"), Literal(35)))
+    graph.remove((URIRef(f"{EX}dave"), None, None))
+    assert len(graph) == 1
+    rows = list(graph.query(f"SELECT ?who ?age WHERE {{ ?who <{EX}age> ?age }}"))
+    assert [(str(r[0]), r[1].toPython()) for r in rows] == [(f"{EX}carol", 41)]
+    assert (URIRef(f"{EX}carol"), URIRef(f"{EX}age"), Literal(41)) in graph
+    store.close()
+    with clean_server.client() as client:
+        turtle = client.get("/store", params={"graph": f"{EX}people"}, headers={"Accept": "text/turtle"})
+    assert "41" in turtle.text
+
+
+def test_trig_dump_reloads_isomorphic_over_http(clean_server: LiveServer, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    data = (
+        f"@prefix ex: <{EX}> .\n"
+        "ex:a ex:p [ ex:q \"blank\" ] .\n"
+        "ex:g { ex:s ex:knows ex:o . ex:r <http://www.w3.org/1999/02/22-rdf-syntax-ns#reifies> <<( ex:s ex:knows ex:o )>> . }\n"
+    )
+    with clean_server.client() as client:
+        assert client.put("/store", content=data, headers={"Content-Type": "application/trig"}).status_code == 204
+        dump = client.get("/store", headers={"Accept": "application/trig"})
+        assert dump.headers["content-type"] == "application/trig; charset=utf-8"
+        assert client.put("/store", content=dump.content, headers={"Content-Type": "application/trig"}).status_code == 204
+        again = client.get("/store", headers={"Accept": "application/trig"})
+    original, reloaded = Dataset(parse(data.encode(), format=RdfFormat.TRIG)), Dataset(parse(again.content, format=RdfFormat.TRIG))
+    for dataset in (original, reloaded):
+        dataset.canonicalize(CanonicalizationAlgorithm.UNSTABLE)
+    assert len(reloaded) == 4 and original == reloaded
+
+
+def test_head_has_get_headers_without_body(clean_server: LiveServer) -> None:
+    with clean_server.client() as client:
+        client.put("/store?default", content="<http://a> <http://b> <http://c> .", headers={"Content-Type": "application/n-triples"})
+        get = client.get("/store?default", headers={"Accept": "text/turtle"})
+        head = client.head("/store?default", headers={"Accept": "text/turtle"})
+    assert head.status_code == 200 and head.content == b""
+    for name in ("content-type", "content-length", "vary"):
+        assert head.headers[name] == get.headers[name]
+
+
+def test_cors_preflight_and_headers(clean_server: LiveServer) -> None:
+    with clean_server.client() as client:
+        preflight = client.options(
+            "/sparql", headers={"Origin": "http://yasgui.example", "Access-Control-Request-Method": "POST",
+                                "Access-Control-Request-Headers": "content-type"}
+        )  # fmt: skip
+        simple = client.get("/sparql", params={"query": "ASK {}"}, headers={"Origin": "http://yasgui.example"})
+    assert preflight.status_code == 200
+    assert "POST" in preflight.headers["access-control-allow-methods"]
+    assert simple.headers["access-control-allow-origin"] == "*"
+
+
+def test_slow_query_is_cut_off_while_another_client_is_served(clean_server: LiveServer) -> None:
+    triples = "".join(f"<http://e/s{i}> <http://e/p> \"{i}\" .\n" for i in range(2000))
+    with clean_server.client() as client:
+        client.put("/store?default", content=triples, headers={"Content-Type": "application/n-triples"})
+    restarts = clean_server.store.restarts
+    quick: list[tuple[int, float]] = []
+    done = threading.Event()
+
+    def second_client() -> None:
+        with httpx.Client(base_url=clean_server.url, timeout=30) as other:
+            while not done.is_set():
+                started = time.monotonic()
+                response = other.get("/sparql", params={"query": "ASK { <http://e/s7> ?p ?o }"})
+                quick.append((response.status_code, time.monotonic() - started))
+
+    thread = threading.Thread(target=second_client)
+    thread.start()
+    started = time.monotonic()
+    with clean_server.client() as client:
+        slow = client.get("/sparql", params={"query": SLOW_QUERY, "timeout": "1.5"})
+    elapsed = time.monotonic() - started
+    time.sleep(0.3)
+    done.set()
+    thread.join()
+    assert slow.status_code == 503
+    assert slow.json()["error"] == "query_timeout" and "1.5 s limit" in slow.json()["detail"]
+    assert 1.5 <= elapsed < 6
+    assert clean_server.store.restarts == restarts + 1  # the process running it was ended
+    assert len(quick) > 10 and {status for status, _ in quick} == {200}
+    with clean_server.client() as client:
+        assert client.get("/sparql", params={"query": "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }"}, headers={"Accept": "text/csv"}).text.split() == ["n", "2000"]

@@ -1,0 +1,110 @@
+"""Every kind of bad request gets a JSON 4xx naming the problem, and leaves the store as it was."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from urllib.parse import urlencode
+
+import httpx
+import pytest
+
+from tests.conftest import LiveServer, start_server
+
+SEED = (
+    '<http://ex/s> <http://ex/p> "default" .\n'
+    '<http://ex/s> <http://ex/p> "in g" <http://ex/g> .\n'
+    '<http://ex/r> <http://www.w3.org/1999/02/22-rdf-syntax-ns#reifies> <<( <http://ex/s> <http://ex/p> "in g" )>> <http://ex/g> .\n'
+)
+UPDATE = {"Content-Type": "application/sparql-update"}
+QUERY = {"Content-Type": "application/sparql-query"}
+TURTLE = {"Content-Type": "text/turtle"}
+
+
+def snapshot(client: httpx.Client) -> list[str]:
+    response = client.get("/store", headers={"Accept": "application/n-quads"})
+    assert response.status_code == 200
+    return sorted(response.text.splitlines())
+
+
+@pytest.fixture(scope="module")
+def small_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    server, stop = start_server(tmp_path_factory.mktemp("small"), max_sparql_bytes=2000, max_upload_bytes=4000)
+    yield server
+    stop()
+
+
+@pytest.fixture
+def seeded(small_server: LiveServer) -> Iterator[httpx.Client]:
+    with small_server.client() as client:
+        response = client.put("/store", content=SEED, headers={"Content-Type": "application/n-quads"})
+        assert response.status_code == 204, response.text
+        yield client
+
+
+BAD_REQUESTS = [
+    # (id, method, path, headers, body, status, error, words in detail)
+    ("query-syntax", "GET", "/sparql?query=SELECT%20*%20WHERE%20%7B", {}, None, 400, "syntax_error", "1:"),
+    ("update-syntax", "POST", "/sparql", UPDATE, "INSERT DATA { <http://a> <http://b> }", 400, "syntax_error", "update"),
+    ("update-half-bad", "POST", "/sparql", UPDATE, 'DROP ALL ; INSERT DATA { <http://a> <http://b> "c" } ; CLEAR XYZ', 400, "syntax_error", ""),
+    ("form-both", "POST", "/sparql", {"Content-Type": "application/x-www-form-urlencoded"}, "query=ASK{}&update=DROP%20ALL", 400, "bad_request", "not both"),
+    ("form-empty", "POST", "/sparql", {"Content-Type": "application/x-www-form-urlencoded"}, "x=1", 400, "bad_request", "neither"),
+    ("form-not-utf8", "POST", "/sparql", {"Content-Type": "application/x-www-form-urlencoded"}, "query=%FF", 400, "bad_encoding", "UTF-8"),
+    ("body-not-utf8", "POST", "/sparql", QUERY, b"ASK { \xff }", 400, "bad_encoding", "UTF-8"),
+    ("charset", "POST", "/sparql", {"Content-Type": "application/sparql-update; charset=latin-1"}, "DROP ALL", 415, "unsupported_charset", "latin-1"),
+    ("media-type", "POST", "/sparql", {"Content-Type": "text/plain"}, "DROP ALL", 415, "unsupported_media_type", "text/plain"),
+    ("no-media-type", "POST", "/sparql", {}, "DROP ALL", 415, "unsupported_media_type", "none was given"),
+    ("two-queries", "GET", "/sparql?query=ASK%7B%7D&query=ASK%7B%7D", {}, None, 400, "bad_request", "exactly one"),
+    ("update-by-get", "GET", "/sparql?update=DROP%20ALL", {}, None, 405, "method_not_allowed", "POST"),
+    ("put-sparql", "PUT", "/sparql", UPDATE, "DROP ALL", 405, "method_not_allowed", ""),
+    ("direct-plus-form", "POST", "/sparql?update=DROP%20ALL", QUERY, "ASK {}", 400, "bad_request", "cannot also carry"),
+    ("conflict", "POST", "/sparql?using-graph-uri=http%3A%2F%2Fex%2Fg", UPDATE, "WITH <http://ex/g> DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }", 400, "dataset_conflict", "WITH"),
+    ("bad-using-iri", "POST", "/sparql?using-graph-uri=not%20an%20iri", UPDATE, "DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }", 400, "syntax_error", "IRI"),
+    ("service", "GET", "/sparql?query=SELECT%20*%20%7B%20SERVICE%20%3Chttp%3A%2F%2Fx%2F%3E%20%7B%3Fs%20%3Fp%20%3Fo%7D%7D", {}, None, 403, "remote_access_refused", "SERVICE"),
+    ("load", "POST", "/sparql", UPDATE, "LOAD <http://example.org/x.ttl>", 403, "remote_access_refused", "LOAD"),
+    ("timeout-param", "GET", "/sparql?query=ASK%7B%7D&timeout=soon", {}, None, 400, "bad_request", "timeout"),
+    ("timeout-too-big", "GET", "/sparql?query=ASK%7B%7D&timeout=100000", {}, None, 400, "bad_request", "between"),
+    ("not-acceptable", "GET", "/sparql?query=SELECT%20*%20%7B%7D", {"Accept": "image/png"}, None, 406, "not_acceptable", "image/png"),
+    ("jsonld-triple-term", "GET", "/sparql?" + urlencode({"query": "CONSTRUCT { ?s ?p ?o } WHERE { GRAPH ?g { ?s ?p ?o } }"}), {"Accept": "application/ld+json"}, None, 406, "not_acceptable", "JSON-LD"),
+    ("sparql-too-large", "POST", "/sparql", UPDATE, "INSERT DATA { " + "<http://a> <http://b> <http://c> . " * 100 + "}", 413, "body_too_large", "2000"),
+    ("gsp-bad-turtle", "PUT", "/store?graph=http%3A%2F%2Fex%2Fg", TURTLE, "<http://a> <http://b> .", 400, "invalid_rdf", "line 1"),
+    ("gsp-post-bad-turtle", "POST", "/store?graph=http%3A%2F%2Fex%2Fg", TURTLE, "<http://a> <http://b> .", 400, "invalid_rdf", "line 1"),
+    ("gsp-media-type", "PUT", "/store?graph=http%3A%2F%2Fex%2Fg", {"Content-Type": "application/pdf"}, "%PDF", 415, "unsupported_media_type", "application/pdf"),
+    ("gsp-quads-into-graph", "PUT", "/store?graph=http%3A%2F%2Fex%2Fg", {"Content-Type": "application/trig"}, "{}", 415, "unsupported_media_type", "application/trig"),
+    ("gsp-put-dataset-turtle", "PUT", "/store", TURTLE, "<http://a> <http://b> <http://c> .", 415, "unsupported_media_type", "PUT /store"),
+    ("gsp-dataset-bad-trig", "PUT", "/store", {"Content-Type": "application/trig"}, "<http://g> { <http://a> <http://b> }", 400, "invalid_rdf", "TriG"),
+    ("gsp-missing-graph", "GET", "/store?graph=http%3A%2F%2Fex%2Fmissing", {}, None, 404, "graph_not_found", "http://ex/missing"),
+    ("gsp-delete-missing", "DELETE", "/store?graph=http%3A%2F%2Fex%2Fmissing", {}, None, 404, "graph_not_found", "http://ex/missing"),
+    ("gsp-delete-dataset", "DELETE", "/store", {}, None, 400, "bad_request", "needs a graph"),
+    ("gsp-bad-iri", "GET", "/store?graph=not%20an%20iri", {}, None, 400, "syntax_error", "IRI"),
+    ("gsp-two-names", "GET", "/store?graph=http%3A%2F%2Fex%2Fg&default", {}, None, 400, "bad_request", "once"),
+    ("gsp-accept", "GET", "/store?graph=http%3A%2F%2Fex%2Fg", {"Accept": "text/html"}, None, 406, "not_acceptable", "text/turtle"),
+    ("gsp-too-large", "PUT", "/store?graph=http%3A%2F%2Fex%2Fg", TURTLE, "<http://a> <http://b> <http://c> . " * 200, 413, "body_too_large", "4000"),
+    ("gsp-multipart-no-length", "POST", "/store?graph=http%3A%2F%2Fex%2Fg", {"Content-Type": "multipart/form-data; boundary=x", "Transfer-Encoding": "chunked"}, None, 411, "length_required", "Content-Length"),
+    ("unknown-route", "GET", "/nowhere", {}, None, 404, "not_found", ""),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", BAD_REQUESTS, ids=[c[0] for c in BAD_REQUESTS])
+def test_bad_request_is_a_clear_4xx_and_changes_nothing(seeded: httpx.Client, case: tuple) -> None:
+    _, method, path, headers, body, status, error, words = case
+    before = snapshot(seeded)
+    content = body.encode() if isinstance(body, str) else body
+    response = seeded.request(method, path, headers=headers, content=content)
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/json"
+    payload = response.json()
+    assert payload["error"] == error
+    assert words in payload["detail"]
+    assert snapshot(seeded) == before
+
+
+def test_chunked_upload_over_limit_is_cut_off(seeded: httpx.Client) -> None:
+    before = snapshot(seeded)
+
+    def chunks() -> Iterator[bytes]:
+        for _ in range(200):  # 7,000 bytes against a 4,000 byte limit
+            yield b"<http://a> <http://b> <http://c> . "
+
+    response = seeded.put("/store?graph=http%3A%2F%2Fex%2Fg", content=chunks(), headers=TURTLE)
+    assert response.status_code == 413
+    assert snapshot(seeded) == before

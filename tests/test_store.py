@@ -1,0 +1,239 @@
+"""The store layer without HTTP: EmbeddedStore on disk, the update-dataset rewriter, WorkerStore."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from pyoxigraph import CanonicalizationAlgorithm, Dataset, RdfFormat, parse
+
+from sparqlrag.store import (
+    DataSyntaxError,
+    EmbeddedStore,
+    GraphNotFound,
+    NotAcceptable,
+    QuerySyntaxError,
+    QueryTimeout,
+    StoreLocked,
+    UpdateDatasetConflict,
+    WorkerStore,
+)
+from sparqlrag.store.base import RemoteAccessRefused
+from sparqlrag.store.data_dir import BaseIriChanged, prepare_data_dir
+from sparqlrag.store.sparql_text import apply_update_dataset, remote_access_keyword
+
+TRIG_WITH_TRIPLE_TERMS = b"""
+@prefix ex: <http://example.org/> .
+@prefix rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> .
+ex:s ex:p "default graph" .
+ex:g1 { ex:a ex:knows ex:b . ex:b ex:name "B"@en ; ex:age 42 . _:x ex:p _:y . }
+ex:g2 { ex:r rdf:reifies <<( ex:a ex:knows ex:b )>> ; ex:source ex:doc1 . }
+"""
+SLOW_QUERY = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"
+
+
+def canonical(data: bytes, fmt: RdfFormat) -> Dataset:
+    dataset = Dataset(parse(data, format=fmt))
+    dataset.canonicalize(CanonicalizationAlgorithm.UNSTABLE)
+    return dataset
+
+
+def nquads(store: EmbeddedStore) -> bytes:
+    out = io.BytesIO()
+    store.dump(out, RdfFormat.N_QUADS)  # type: ignore[arg-type]
+    return b"".join(sorted(out.getvalue().splitlines(keepends=True)))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> EmbeddedStore:
+    opened = EmbeddedStore(tmp_path / "store")
+    yield opened
+    opened.close()
+
+
+def write(tmp_path: Path, name: str, data: bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def test_trig_dump_reloads_isomorphic_with_triple_terms(store: EmbeddedStore, tmp_path: Path) -> None:
+    store.load(write(tmp_path, "in.trig", TRIG_WITH_TRIPLE_TERMS), RdfFormat.TRIG)
+    store.dump(tmp_path / "out.trig", RdfFormat.TRIG)
+    fresh = EmbeddedStore(tmp_path / "fresh")
+    fresh.load(tmp_path / "out.trig", RdfFormat.TRIG)
+    fresh.dump(tmp_path / "again.trig", RdfFormat.TRIG)
+    assert b"<<(" in (tmp_path / "out.trig").read_bytes()
+    assert canonical(TRIG_WITH_TRIPLE_TERMS, RdfFormat.TRIG) == canonical(
+        (tmp_path / "again.trig").read_bytes(), RdfFormat.TRIG
+    )
+    assert fresh.count() == 7
+
+
+@pytest.mark.parametrize("fmt,suffix", [(RdfFormat.N_QUADS, "nq"), (RdfFormat.TRIG, "trig")])
+def test_bulk_load_matches_transactional_load(store: EmbeddedStore, tmp_path: Path, fmt: RdfFormat, suffix: str) -> None:
+    source = write(tmp_path, "in.trig", TRIG_WITH_TRIPLE_TERMS)
+    store.load(source, RdfFormat.TRIG)
+    store.dump(tmp_path / f"dump.{suffix}", fmt)
+    bulk = EmbeddedStore(tmp_path / "bulk")
+    bulk.load(tmp_path / f"dump.{suffix}", fmt, bulk=True)
+    assert bulk.count() == store.count() == 7
+
+
+def test_bad_data_leaves_store_unchanged(store: EmbeddedStore, tmp_path: Path) -> None:
+    store.load(write(tmp_path, "in.trig", TRIG_WITH_TRIPLE_TERMS), RdfFormat.TRIG)
+    before = nquads(store)
+    bad = write(tmp_path, "bad.ttl", b'<http://a> <http://b> "ok" .\n<http://a> <http://b> .\n')
+    for action in (
+        lambda: store.load(bad, RdfFormat.TURTLE, graph="http://example.org/g1"),
+        lambda: store.load(bad, RdfFormat.TURTLE, bulk=True),
+        lambda: store.load(bad, RdfFormat.TURTLE, graph="http://example.org/g1", replace=True),
+        lambda: store.load(write(tmp_path, "bad.nq", b"<http://a> <http://b> <http://c> <http://g> .\nnope\n"),
+                           RdfFormat.N_QUADS, replace=True),
+        lambda: store.replace_graph("http://example.org/g1", bad, RdfFormat.TURTLE, None),
+        lambda: store.add_to_graph(None, bad, RdfFormat.TURTLE, None),
+    ):  # fmt: skip
+        with pytest.raises(DataSyntaxError, match="line 2"):
+            action()
+        assert nquads(store) == before
+    assert "urn:sparqlrag:scratch" not in " ".join(store.named_graphs())
+
+
+def test_replace_graph_is_atomic_swap(store: EmbeddedStore, tmp_path: Path) -> None:
+    store.load(write(tmp_path, "in.trig", TRIG_WITH_TRIPLE_TERMS), RdfFormat.TRIG)
+    existed = store.replace_graph("http://example.org/g1", write(tmp_path, "n.nt", b"<http://n> <http://p> <http://o> .\n"),
+                                  RdfFormat.N_TRIPLES, None)  # fmt: skip
+    assert existed
+    assert store.serialize_graph("http://example.org/g1", RdfFormat.N_TRIPLES) == b"<http://n> <http://p> <http://o> .\n"
+    assert not store.replace_graph("http://example.org/new", write(tmp_path, "e.nt", b""), RdfFormat.N_TRIPLES, None)
+    assert store.graph_exists("http://example.org/new")
+    assert store.named_graphs() == ["http://example.org/g1", "http://example.org/g2", "http://example.org/new"]
+
+
+def test_graph_errors(store: EmbeddedStore) -> None:
+    with pytest.raises(GraphNotFound):
+        store.serialize_graph("http://missing", RdfFormat.TURTLE)
+    with pytest.raises(GraphNotFound):
+        store.drop_graph("http://missing")
+    store.update("INSERT DATA { GRAPH <http://g> { <http://r> <http://p> <<( <http://a> <http://b> <http://c> )>> } }")
+    with pytest.raises(NotAcceptable, match="JSON-LD"):
+        store.serialize_graph("http://g", RdfFormat.JSON_LD)
+
+
+def test_query_negotiates_per_result_kind(store: EmbeddedStore) -> None:
+    store.update('INSERT DATA { GRAPH <http://g> { <http://s> <http://p> "o" } }')
+    accept = "text/csv, text/turtle;q=0.5"
+    assert store.query("SELECT * WHERE { ?s ?p ?o }", accept=accept, union_default_graph=True).media_type.startswith("text/csv")
+    construct = store.query("CONSTRUCT WHERE { ?s ?p ?o }", accept=accept, union_default_graph=True)
+    assert (construct.kind, construct.body) == ("graph", b'<http://s> <http://p> "o" .\n')
+    assert store.query("ASK { ?s ?p ?o }", union_default_graph=False).body == b'{"head":{},"boolean":false}'
+    with pytest.raises(NotAcceptable):
+        store.query("SELECT * WHERE { ?s ?p ?o }", accept="image/png")
+    with pytest.raises(QuerySyntaxError, match="1:"):
+        store.query("SELECT * WHERE { ?s ?p }")
+
+
+def test_remote_access_is_refused_by_default(store: EmbeddedStore) -> None:
+    with pytest.raises(RemoteAccessRefused, match="SERVICE"):
+        store.query("SELECT * WHERE { SERVICE <http://example.org/sparql> { ?s ?p ?o } }")
+    with pytest.raises(RemoteAccessRefused, match="LOAD"):
+        store.update("LOAD <http://example.org/data.ttl>")
+    assert remote_access_keyword('SELECT * WHERE { ?service <http://p> "SERVICE" . ?s ex:load ?o }') is None
+
+
+def test_update_dataset_is_written_as_using_clauses() -> None:
+    update = (
+        'PREFIX x: <http://x/> INSERT { GRAPH <http://out> { ?s a x:where } } WHERE { ?s a ?where . '
+        '{ SELECT * WHERE { ?s ?p "WHERE" } } } ; DELETE WHERE { ?s <http://p> ?o } ; INSERT DATA { <http://a> <http://b> "c" }'
+    )
+    rewritten = apply_update_dataset(update, ["http://d"], ["http://n"])
+    assert rewritten.count("USING <http://d> USING NAMED <http://n> WHERE") == 2
+    assert "DELETE { ?s <http://p> ?o } USING <http://d>" in rewritten
+    assert apply_update_dataset(update, [], []) == update
+    with pytest.raises(UpdateDatasetConflict):
+        apply_update_dataset("WITH <http://g> DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }", ["http://d"], [])
+    with pytest.raises(QuerySyntaxError):
+        apply_update_dataset("DELETE WHERE { ?s ?p ?o }", ["http://d> } ; DROP ALL ; INSERT DATA { <http://x"], [])
+
+
+def test_update_dataset_applies(store: EmbeddedStore) -> None:
+    store.update('INSERT DATA { GRAPH <http://d> { <http://s> <http://p> "in d" } GRAPH <http://e> { <http://s> <http://p> "in e" } }')
+    store.update("INSERT { GRAPH <http://out> { ?s <http://copied> ?o } } WHERE { ?s <http://p> ?o }", using_graphs=["http://d"])
+    result = store.query("SELECT ?o WHERE { GRAPH <http://out> { ?s ?p ?o } }", accept="text/csv")
+    assert result.body.split() == [b"o", b"in", b"d"]
+
+
+def test_second_opener_gets_a_clear_error(tmp_path: Path) -> None:
+    first = EmbeddedStore(tmp_path / "store")
+    with pytest.raises(StoreLocked, match="in use by another process"):
+        EmbeddedStore(tmp_path / "store")
+    first.close()
+    EmbeddedStore(tmp_path / "store").close()
+
+
+def test_base_iri_is_pinned(tmp_path: Path) -> None:
+    prepare_data_dir(tmp_path, "http://kb.example/")
+    prepare_data_dir(tmp_path, "http://kb.example/")
+    assert json.loads((tmp_path / "sparqlrag.json").read_text()) == {"base_iri": "http://kb.example/"}
+    with pytest.raises(BaseIriChanged, match="http://kb.example/"):
+        prepare_data_dir(tmp_path, "http://other.example/")
+
+
+@pytest.fixture
+def worker(tmp_path: Path) -> WorkerStore:
+    seed = EmbeddedStore(tmp_path / "store")
+    lines = "".join(f"<http://e/s{i}> <http://e/p{i % 7}> \"{i}\" .\n" for i in range(2000))
+    seed.load(write(tmp_path, "seed.nt", lines.encode()), RdfFormat.N_TRIPLES)
+    seed.close()
+    opened = WorkerStore(tmp_path / "store", threads=4)
+    yield opened
+    opened.close()
+
+
+def test_worker_answers_like_the_embedded_store(worker: WorkerStore, tmp_path: Path) -> None:
+    assert worker.count() == 2000
+    worker.update('INSERT DATA { GRAPH <http://g> { <http://s> <http://p> "o" } }')
+    assert worker.named_graphs() == ["http://g"]
+    with pytest.raises(GraphNotFound):
+        worker.serialize_graph("http://missing", RdfFormat.TURTLE)
+    assert worker.serialize_graph("http://g", RdfFormat.N_TRIPLES) == b'<http://s> <http://p> "o" .\n'
+
+
+def test_worker_timeout_kills_query_and_keeps_serving(worker: WorkerStore) -> None:
+    old_pid = worker._worker.process.pid  # type: ignore[union-attr]
+    answers: list[bytes] = []
+    stop = threading.Event()
+
+    def steady_reader() -> None:
+        while not stop.is_set():
+            answers.append(worker.query("ASK { <http://e/s1> ?p ?o }", accept="text/csv").body)
+
+    reader = threading.Thread(target=steady_reader)
+    reader.start()
+    started = time.monotonic()
+    with pytest.raises(QueryTimeout, match="1 s limit"):
+        worker.query(SLOW_QUERY, timeout=1.0)
+    elapsed = time.monotonic() - started
+    time.sleep(0.5)
+    stop.set()
+    reader.join()
+    assert 1.0 <= elapsed < 5
+    assert worker.restarts == 1
+    assert worker._worker.process.pid != old_pid  # type: ignore[union-attr]
+    assert len(answers) > 10 and set(answers) == {b"true"}
+    assert worker.count() == 2000  # the new process sees the same store
+
+
+def test_worker_timeout_waits_for_running_write(worker: WorkerStore) -> None:
+    slow_write = "INSERT { <http://x> <http://count> ?n } WHERE { { SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f } } }"
+    writer = threading.Thread(target=worker.update, args=(slow_write,))
+    writer.start()
+    time.sleep(0.1)
+    with pytest.raises(QueryTimeout):
+        worker.query(SLOW_QUERY, timeout=0.2)
+    writer.join()
+    assert worker.query("ASK { <http://x> <http://count> 4000000 }").body == b'{"head":{},"boolean":true}'
