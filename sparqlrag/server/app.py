@@ -18,7 +18,6 @@ from sparqlrag.config import Settings
 from sparqlrag.server.errors import EXCEPTION_HANDLERS
 from sparqlrag.server.graph_store import graph_store
 from sparqlrag.server.sparql import sparql_endpoint
-from sparqlrag.store.base import QuadStore
 from sparqlrag.store.data_dir import prepare_data_dir, scratch_dir
 from sparqlrag.store.worker import WorkerStore
 
@@ -26,19 +25,15 @@ GSP_METHODS = ["GET", "HEAD", "PUT", "POST", "DELETE"]
 
 
 async def healthz(request: Request) -> Response:
-    await run_in_threadpool(request.app.state.store.graph_exists, None)
+    await request.app.state.store.call_async("graph_exists", None)
     return JSONResponse({"status": "ok", "version": __version__})
 
 
-def create_app(settings: Settings, store: QuadStore | None = None) -> Starlette:
-    """The app; without `store` it opens a WorkerStore on settings.data_dir for its lifetime."""
+def create_app(settings: Settings) -> Starlette:
+    """The app; it runs a WorkerStore on settings.data_dir for its lifetime."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        if store is not None:
-            app.state.store = store
-            yield
-            return
         prepare_data_dir(settings.data_dir, settings.base_iri)
         opened = await run_in_threadpool(
             WorkerStore, settings.store_path, threads=settings.store_threads, allow_remote=settings.allow_remote

@@ -78,7 +78,7 @@ async def graph_store(request: Request) -> Response:
     if request.method == "DELETE":
         if target == ALL:
             raise ApiError(400, "bad_request", "DELETE needs a graph: ?graph=IRI, ?default or a graph path")
-        await run_in_threadpool(request.app.state.store.drop_graph, target)
+        await request.app.state.store.call_async("drop_graph", target)
         return Response(status_code=204)
     if target == ALL:
         return await _write_dataset(request, replace=request.method == "PUT")
@@ -90,7 +90,7 @@ async def _get_graph(request: Request, graph: Graph) -> Response:
     if chosen is None:
         raise ApiError(406, "not_acceptable", "a graph is available as " + ", ".join(sorted({m for m, _ in TRIPLE_FORMATS})))
     media_type, fmt = chosen
-    body = await run_in_threadpool(request.app.state.store.serialize_graph, graph, fmt)
+    body = await request.app.state.store.call_async("serialize_graph", graph, fmt)
     return Response(body, media_type=with_charset(media_type), headers={"Vary": "Accept"})
 
 
@@ -101,7 +101,7 @@ async def _get_dataset(request: Request) -> Response:
     media_type, fmt = chosen
     path = _scratch_path(request, "dump")
     try:
-        await run_in_threadpool(request.app.state.store.dump, path, fmt, ALL)
+        await request.app.state.store.call_async("dump", path, fmt, ALL)
     except BaseException:
         path.unlink(missing_ok=True)
         raise
@@ -125,12 +125,12 @@ async def _write_graph(request: Request, graph: Graph, *, replace: bool) -> Resp
     try:
         for path, fmt in parts:
             await run_in_threadpool(check_syntax, path, fmt, base_iri)
-        existed = await run_in_threadpool(store.graph_exists, graph)
+        existed = await store.call_async("graph_exists", graph)
         for index, (path, fmt) in enumerate(parts):
             if replace and index == 0:
-                await run_in_threadpool(store.replace_graph, graph, path, fmt, base_iri)
+                await store.call_async("replace_graph", graph, path, fmt, base_iri)
             else:
-                await run_in_threadpool(store.add_to_graph, graph, path, fmt, base_iri)
+                await store.call_async("add_to_graph", graph, path, fmt, base_iri)
     finally:
         for path, _ in parts:
             path.unlink(missing_ok=True)
@@ -184,8 +184,8 @@ async def _write_dataset(request: Request, *, replace: bool) -> Response:
     path = await spool_body(request, settings.max_upload_bytes, request.app.state.scratch_dir)
     try:
         bulk = path.stat().st_size > settings.bulk_load_bytes
-        await run_in_threadpool(
-            store.load, path, fmt, graph=None, base_iri=settings.base_iri, replace=replace, bulk=bulk
+        await store.call_async(
+            "load", path, fmt, graph=None, base_iri=settings.base_iri, replace=replace, bulk=bulk
         )
     finally:
         path.unlink(missing_ok=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -127,8 +126,8 @@ async def _execute(request: Request, operation: Operation) -> Response:
     store = request.app.state.store
     if operation.kind == "update":
         authorize(request, "write")
-        await run_in_threadpool(
-            store.update,
+        await store.call_async(
+            "update",
             operation.text,
             base_iri=settings.base_iri,
             using_graphs=operation.graphs("using-graph-uri"),
@@ -137,8 +136,8 @@ async def _execute(request: Request, operation: Operation) -> Response:
         return Response(status_code=204)
     authorize(request, "read")
     has_dataset = "default-graph-uri" in operation.params or "named-graph-uri" in operation.params
-    result = await run_in_threadpool(
-        store.query,
+    result = await store.call_async(
+        "query",
         operation.text,
         accept=request.headers.get("accept"),
         base_iri=settings.base_iri,

@@ -116,6 +116,9 @@ REMOTE_KEYWORDS = ("SERVICE", "LOAD")
 
 def remote_access_keyword(sparql: str) -> str | None:
     """SERVICE or LOAD when the query/update would make the server fetch a URL (an SSRF risk)."""
+    folded = sparql.upper()
+    if not any(keyword in folded for keyword in REMOTE_KEYWORDS):
+        return None  # the common case, without lexing
     for token in _tokens(sparql):
         if token.kind == "word" and token.text.upper() in REMOTE_KEYWORDS:
             return token.text.upper()

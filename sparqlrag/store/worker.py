@@ -14,6 +14,7 @@ Wire format: length-prefixed pickles over a socketpair. Requests are
 
 from __future__ import annotations
 
+import asyncio
 import copyreg
 import itertools
 import os
@@ -148,7 +149,9 @@ class WorkerStore:
         self._state = threading.Condition()  # guards everything below
         self._pending: dict[int, _Call] = {}
         self._writes_running = 0
+        self._killing = False  # a kill is due: new writes wait for the next child
         self._closed = False
+        self._failure: StoreUnavailable | None = None  # set when a restart failed: calls fail fast
         self._worker: _Worker | None = None
         self._worker = self._start()
 
@@ -199,6 +202,7 @@ class WorkerStore:
             if self._closed or self._worker is not worker:
                 return
             self._worker = None
+            self._killing = False
             orphans = list(self._pending.items())
             self._pending.clear()
             self._writes_running = 0
@@ -206,8 +210,9 @@ class WorkerStore:
                 self._worker = self._start()
                 self.restarts += 1
             except StoreError as error:
+                self._failure = StoreUnavailable(f"the store process could not restart: {error}")
                 for _, call in orphans:
-                    call.future.set_exception(StoreUnavailable(f"the store process could not restart: {error}"))
+                    call.future.set_exception(self._failure)
                 self._state.notify_all()
                 return
             for request_id, call in orphans:
@@ -235,27 +240,55 @@ class WorkerStore:
 
     # -- calls --------------------------------------------------------------------------------
 
-    def _call(self, method: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+    def _submit(self, method: str, args: tuple, kwargs: dict) -> tuple[int, Future]:
+        """Send a call to the child; the future resolves when its reply arrives."""
         request_id = next(self._ids)
         call = _Call(method, (request_id, method, args, kwargs))
         with self._state:
-            while self._worker is None and not self._closed:
-                self._state.wait()
+            while (self._worker is None or (call.is_write and self._killing)) and not self._closed:
+                if self._failure is not None:
+                    raise self._failure
+                self._state.wait()  # the child is restarting; writes also wait while a kill is due
             if self._closed or self._worker is None:
                 raise StoreUnavailable("the store is closed")
             self._pending[request_id] = call
             if call.is_write:
                 self._writes_running += 1
             worker = self._worker
-        _send(worker.sock, worker.send_lock, call.frame)
         try:
-            return call.future.result(timeout)
+            _send(worker.sock, worker.send_lock, call.frame)
+        except OSError:
+            pass  # the child just died: once restarted, _after_exit resends this call (or fails a write)
+        return request_id, call.future
+
+    def _timed_out(self, request_id: int, timeout: float) -> QueryTimeout:
+        self._stop_overdue(request_id)
+        return QueryTimeout(
+            f"the query ran past its {timeout:g} s limit and was stopped; narrow it, add LIMIT, "
+            "or raise the limit with the timeout parameter"
+        )
+
+    def _call(self, method: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+        request_id, future = self._submit(method, args, kwargs)
+        try:
+            return future.result(timeout)
         except FutureTimeout:
-            self._stop_overdue(request_id)
-            raise QueryTimeout(
-                f"the query ran past its {timeout:g} s limit and was stopped; narrow it, add LIMIT, "
-                "or raise the limit with the timeout parameter"
-            ) from None
+            raise self._timed_out(request_id, timeout or 0) from None
+
+    async def call_async(self, method: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+        """`method(*args, **kwargs)` awaited on the event loop without tying up a thread.
+
+        Small calls are sent from the loop itself; large payloads, and calls made while the
+        child restarts (which block until it is back), are sent from a thread.
+        """
+        if self._worker is not None and all(not isinstance(a, (str, bytes)) or len(a) < 65536 for a in args):
+            request_id, future = self._submit(method, args, kwargs)
+        else:
+            request_id, future = await asyncio.to_thread(self._submit, method, args, kwargs)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
+        except TimeoutError:
+            raise await asyncio.to_thread(self._timed_out, request_id, timeout or 0) from None
 
     def _stop_overdue(self, request_id: int) -> None:
         """Kill the child running an overdue read, once running writes have finished."""
@@ -263,6 +296,7 @@ class WorkerStore:
             call = self._pending.pop(request_id, None)
             if call is None:  # it finished (or its process died) meanwhile
                 return
+            self._killing = True
             while self._writes_running and self._worker is not None:
                 self._state.wait()
             worker = self._worker
