@@ -128,3 +128,15 @@ def test_slow_query_is_cut_off_while_another_client_is_served(clean_server: Live
     assert len(quick) > 10 and {status for status, _ in quick} == {200}
     with clean_server.client() as client:
         assert client.get("/sparql", params={"query": "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }"}, headers={"Accept": "text/csv"}).text.split() == ["n", "2000"]
+
+
+def test_direct_graph_path_names_the_graph_iri_verbatim(clean_server: LiveServer) -> None:
+    base = clean_server.settings.base_iri
+    with clean_server.client() as client:
+        created = client.put("/store/people/%31.ttl", content="<http://a> <http://b> <http://c> .",
+                             headers={"Content-Type": "application/n-triples"})  # fmt: skip
+        assert created.status_code == 201
+        listing = client.get("/sparql", params={"query": "SELECT ?g WHERE { GRAPH ?g {} }"}, headers={"Accept": "text/csv"})
+        assert listing.text.split() == ["g", f"{base}store/people/%31.ttl"]
+        indirect = client.get("/store", params={"graph": f"{base}store/people/%31.ttl"}, headers={"Accept": "application/n-triples"})
+        assert indirect.text == "<http://a> <http://b> <http://c> .\n"

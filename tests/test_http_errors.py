@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from urllib.parse import urlencode
 
@@ -15,6 +16,7 @@ SEED = (
     '<http://ex/s> <http://ex/p> "in g" <http://ex/g> .\n'
     '<http://ex/r> <http://www.w3.org/1999/02/22-rdf-syntax-ns#reifies> <<( <http://ex/s> <http://ex/p> "in g" )>> <http://ex/g> .\n'
 )
+BULK = "".join(f"<http://ex/bulk{i}> <http://ex/p> <http://ex/o> <http://ex/g> .\n" for i in range(10))  # > 300 bytes: bulk path
 UPDATE = {"Content-Type": "application/sparql-update"}
 QUERY = {"Content-Type": "application/sparql-query"}
 TURTLE = {"Content-Type": "text/turtle"}
@@ -28,7 +30,9 @@ def snapshot(client: httpx.Client) -> list[str]:
 
 @pytest.fixture(scope="module")
 def small_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    server, stop = start_server(tmp_path_factory.mktemp("small"), max_sparql_bytes=2000, max_upload_bytes=4000)
+    server, stop = start_server(
+        tmp_path_factory.mktemp("small"), max_sparql_bytes=2000, max_upload_bytes=4000, bulk_load_bytes=300
+    )
     yield server
     stop()
 
@@ -72,6 +76,7 @@ BAD_REQUESTS = [
     ("gsp-quads-into-graph", "PUT", "/store?graph=http%3A%2F%2Fex%2Fg", {"Content-Type": "application/trig"}, "{}", 415, "unsupported_media_type", "application/trig"),
     ("gsp-put-dataset-turtle", "PUT", "/store", TURTLE, "<http://a> <http://b> <http://c> .", 415, "unsupported_media_type", "PUT /store"),
     ("gsp-dataset-bad-trig", "PUT", "/store", {"Content-Type": "application/trig"}, "<http://g> { <http://a> <http://b> }", 400, "invalid_rdf", "TriG"),
+    ("gsp-bulk-bad-last-line", "POST", "/store", {"Content-Type": "application/n-quads"}, BULK + "<http://ex/oops> .\n", 400, "invalid_rdf", "line 11"),
     ("gsp-missing-graph", "GET", "/store?graph=http%3A%2F%2Fex%2Fmissing", {}, None, 404, "graph_not_found", "http://ex/missing"),
     ("gsp-delete-missing", "DELETE", "/store?graph=http%3A%2F%2Fex%2Fmissing", {}, None, 404, "graph_not_found", "http://ex/missing"),
     ("gsp-delete-dataset", "DELETE", "/store", {}, None, 400, "bad_request", "needs a graph"),
@@ -107,4 +112,27 @@ def test_chunked_upload_over_limit_is_cut_off(seeded: httpx.Client) -> None:
 
     response = seeded.put("/store?graph=http%3A%2F%2Fex%2Fg", content=chunks(), headers=TURTLE)
     assert response.status_code == 413
+    assert snapshot(seeded) == before
+
+
+def test_no_transaction_upload_loads_with_the_bulk_loader(seeded: httpx.Client) -> None:
+    response = seeded.post("/store?no_transaction", content=BULK, headers={"Content-Type": "application/n-quads"})
+    assert response.status_code == 204
+    assert len(snapshot(seeded)) == 3 + 10
+    bad = seeded.post("/store?no_transaction", content="nonsense", headers={"Content-Type": "application/n-quads"})
+    assert bad.status_code == 400 and bad.json()["error"] == "invalid_rdf"
+
+
+def test_direct_graph_path_that_is_no_iri_is_refused(seeded: httpx.Client, small_server: LiveServer) -> None:
+    """Clients that do not percent-encode can send characters an IRI cannot hold."""
+    before = snapshot(seeded)
+    host, port = small_server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(b"PUT /store/a{b} HTTP/1.1\r\nHost: x\r\nContent-Type: text/turtle\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        response = b""
+        while chunk := sock.recv(65536):
+            response += chunk
+    head, _, body = response.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400")
+    assert b"not a valid absolute IRI" in body
     assert snapshot(seeded) == before

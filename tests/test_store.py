@@ -22,6 +22,7 @@ from sparqlrag.store import (
     UpdateDatasetConflict,
     WorkerStore,
 )
+from sparqlrag.store import embedded
 from sparqlrag.store.base import RemoteAccessRefused
 from sparqlrag.store.data_dir import BaseIriChanged, prepare_data_dir
 from sparqlrag.store.sparql_text import apply_update_dataset, remote_access_keyword
@@ -101,6 +102,26 @@ def test_bad_data_leaves_store_unchanged(store: EmbeddedStore, tmp_path: Path) -
             action()
         assert nquads(store) == before
     assert "urn:sparqlrag:scratch" not in " ".join(store.named_graphs())
+
+
+def test_bulk_load_into_empty_store_skips_the_check_pass(
+    store: EmbeddedStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checks: list[Path] = []
+    monkeypatch.setattr(embedded, "check_syntax", lambda source, *_: checks.append(source))
+    good = write(tmp_path, "good.nq", b"<http://a> <http://b> <http://c> <http://g> .\n")
+    store.load(good, RdfFormat.N_QUADS, bulk=True)
+    assert checks == [] and store.count() == 1
+    store.load(good, RdfFormat.N_QUADS, bulk=True)
+    assert checks == [good]  # not empty any more: checked first
+
+
+def test_failed_bulk_load_into_empty_store_leaves_it_empty(store: EmbeddedStore, tmp_path: Path) -> None:
+    lines = b"".join(b"<http://s%d> <http://p> <http://o> <http://g> .\n" % i for i in range(50_000))
+    bad = write(tmp_path, "bad.nq", lines + b"<http://oops> .\n")
+    with pytest.raises(DataSyntaxError, match="line 50001"):
+        store.load(bad, RdfFormat.N_QUADS, bulk=True)
+    assert store.count() == 0 and store.named_graphs() == []
 
 
 def test_replace_graph_is_atomic_swap(store: EmbeddedStore, tmp_path: Path) -> None:

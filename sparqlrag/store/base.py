@@ -77,7 +77,11 @@ class QueryResult:
 
 
 class QuadStore(Protocol):
-    """What the server and CLI need from a quad store."""
+    """What the server and CLI need from a quad store.
+
+    EmbeddedStore implements it in-process; WorkerStore runs an EmbeddedStore in a child
+    process and adds `timeout=` to `query` plus `call_async(method, ...)` for the event loop.
+    """
 
     def query(
         self,
@@ -88,7 +92,6 @@ class QuadStore(Protocol):
         default_graphs: list[Graph] | None = None,
         named_graphs: list[str] | None = None,
         union_default_graph: bool = False,
-        timeout: float | None = None,
     ) -> QueryResult: ...
 
     def update(
@@ -123,6 +126,7 @@ class QuadStore(Protocol):
         base_iri: str | None = None,
         replace: bool = False,
         bulk: bool = False,
+        checked: bool = True,
     ) -> None: ...
 
     def count(self) -> int: ...

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Any, BinaryIO, Literal, TypeVar
 
 from pyoxigraph import (
     DefaultGraph,
@@ -32,6 +35,18 @@ from sparqlrag.store.formats import GRAPH_FORMATS, RESULTS_FORMATS, negotiate, w
 from sparqlrag.store.sparql_text import apply_update_dataset, iri_ref, remote_access_keyword
 
 Source = Path | BinaryIO
+T = TypeVar("T")
+
+
+def _exclusive(method: Callable[..., T]) -> Callable[..., T]:
+    """Run a write method under the store's writer lock: writes apply one at a time."""
+
+    @functools.wraps(method)
+    def locked(self: EmbeddedStore, *args: Any, **kwargs: Any) -> T:
+        with self._write_lock:
+            return method(self, *args, **kwargs)
+
+    return locked
 
 
 def graph_node(graph: Graph) -> NamedNode | DefaultGraph:
@@ -43,11 +58,16 @@ def _source_kwargs(source: Source) -> dict[str, object]:
 
 
 class EmbeddedStore:
-    """pyoxigraph behind the QuadStore interface. Thread-safe: pyoxigraph releases the GIL."""
+    """pyoxigraph behind the QuadStore interface.
+
+    Thread-safe: reads run concurrently (pyoxigraph releases the GIL); writes take one lock,
+    so a write can reason about the state it starts from (see `load`).
+    """
 
     def __init__(self, path: Path | None = None, *, allow_remote: bool = False) -> None:
         self.path = path
         self.allow_remote = allow_remote
+        self._write_lock = threading.RLock()
         try:
             self._store = Store(str(path)) if path is not None else Store()
         except OSError as error:
@@ -103,6 +123,7 @@ class EmbeddedStore:
             raise QueryEvaluationError(f"query evaluation failed: {error}") from error
         return _serialize_result(result, accept)
 
+    @_exclusive
     def update(
         self,
         sparql: str,
@@ -137,6 +158,7 @@ class EmbeddedStore:
         except OSError as error:
             raise NotAcceptable(f"cannot write this graph as {format.name}: {error}") from error
 
+    @_exclusive
     def replace_graph(self, graph: Graph, source: Source, format: RdfFormat, base_iri: str | None) -> bool:
         """Atomically replace a graph's content; True if the graph existed before.
 
@@ -157,6 +179,7 @@ class EmbeddedStore:
             self._store.add_graph(NamedNode(graph))
         return existed
 
+    @_exclusive
     def add_to_graph(self, graph: Graph, source: Source, format: RdfFormat, base_iri: str | None) -> bool:
         """Merge data into a graph in one transaction; True if the graph existed before."""
         existed = self.graph_exists(graph)
@@ -168,6 +191,7 @@ class EmbeddedStore:
             self._store.add_graph(NamedNode(graph))
         return existed
 
+    @_exclusive
     def drop_graph(self, graph: Graph) -> None:
         """Delete a named graph, or empty the default graph (which always exists)."""
         if graph is None:
@@ -193,6 +217,7 @@ class EmbeddedStore:
         except OSError as error:
             raise NotAcceptable(f"cannot write this graph as {format.name}: {error}") from error
 
+    @_exclusive
     def load(
         self,
         source: Source,
@@ -202,17 +227,23 @@ class EmbeddedStore:
         base_iri: str | None = None,
         replace: bool = False,
         bulk: bool = False,
+        checked: bool = True,
     ) -> None:
         """Load a file into one graph (triple formats) or the dataset (quad formats).
 
         replace=True empties the target (graph, or whole dataset for quad formats) first.
-        bulk=True uses pyoxigraph's bulk loader (about 4x faster, not transactional): the file
-        is parsed once beforehand so bad data still leaves the store untouched.
+        bulk=True uses pyoxigraph's bulk loader (about 4x faster, not transactional). With
+        checked=True bad data leaves the store untouched: the file is parsed strictly first,
+        or, when the store is empty, the store is emptied again on error (no extra pass).
+        checked=False skips both (Oxigraph's `no_transaction`): fastest, but a syntax error
+        part-way may leave the data before it loaded.
         """
         if replace and not format.supports_datasets:
             self.replace_graph(graph, source, format, base_iri)
             return
-        if bulk or replace:
+        # Into an empty store, bad data is undone by emptying it again: no check pass needed.
+        restore_by_clearing = bulk and checked and not replace and self._is_empty()
+        if checked and (bulk or replace) and not restore_by_clearing:
             check_syntax(source, format, base_iri)
         if replace:
             self._store.clear()
@@ -220,18 +251,25 @@ class EmbeddedStore:
         if not format.supports_datasets:
             kwargs["to_graph"] = graph_node(graph)
         try:
-            if bulk:
-                self._store.bulk_load(**kwargs)
+            if bulk:  # a file that passed check_syntax need not be validated again
+                self._store.bulk_load(lenient=checked and not restore_by_clearing, **kwargs)
             else:
                 self._store.load(**kwargs)
         except SyntaxError as error:
+            if restore_by_clearing:
+                self._store.clear()
             raise DataSyntaxError(f"invalid {format.name} data: {error}") from error
         if graph is not None and not format.supports_datasets:
             self._store.add_graph(NamedNode(graph))
 
+    def _is_empty(self) -> bool:
+        no_quads = next(iter(self._store.quads_for_pattern(None, None, None, None)), None) is None
+        return no_quads and next(iter(self._store.named_graphs()), None) is None
+
     def count(self) -> int:
         return len(self._store)
 
+    @_exclusive
     def optimize(self) -> None:
         self._store.optimize()
 
