@@ -24,7 +24,7 @@ import struct
 import subprocess
 import sys
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,11 +106,23 @@ def _serve(fd: int, path: Path, threads: int, allow_remote: bool) -> None:
         except OSError:
             pass  # the parent went away; nothing to report to
 
-    with ThreadPoolExecutor(threads, thread_name_prefix="store") as pool:
-        while (message := _recv(sock)) is not None:
-            pool.submit(run, *message)
-        store.close()
-        os._exit(0)  # the parent is gone: do not wait for running queries
+    receive_lock = threading.Lock()
+
+    def serve_calls() -> None:
+        """Leader/follower: read one request, let the next idle thread read the next, run it."""
+        while True:
+            with receive_lock:
+                message = _recv(sock)
+            if message is None:
+                store.close()
+                os._exit(0)  # the parent is gone: do not wait for running queries
+            run(*message)
+
+    workers = [threading.Thread(target=serve_calls, name=f"store-{n}") for n in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
 
 
 # -- parent side ------------------------------------------------------------------------------
