@@ -17,6 +17,10 @@ SEED = (
     '<http://ex/r> <http://www.w3.org/1999/02/22-rdf-syntax-ns#reifies> <<( <http://ex/s> <http://ex/p> "in g" )>> <http://ex/g> .\n'
 )
 BULK = "".join(f"<http://ex/bulk{i}> <http://ex/p> <http://ex/o> <http://ex/g> .\n" for i in range(10))  # > 300 bytes: bulk path
+MULTIPART_GOOD_THEN_BAD = "".join(
+    f"--b\r\nContent-Disposition: form-data; name=\"{n}\"; filename=\"{n}.ttl\"\r\nContent-Type: text/turtle\r\n\r\n{body}\r\n"
+    for n, body in (("good", "<http://ex/new> <http://ex/p> 1 ."), ("bad", "<http://ex/new> <http://ex/p> ."))
+) + "--b--\r\n"
 UPDATE = {"Content-Type": "application/sparql-update"}
 QUERY = {"Content-Type": "application/sparql-query"}
 TURTLE = {"Content-Type": "text/turtle"}
@@ -84,6 +88,7 @@ BAD_REQUESTS = [
     ("gsp-two-names", "GET", "/store?graph=http%3A%2F%2Fex%2Fg&default", {}, None, 400, "bad_request", "once"),
     ("gsp-accept", "GET", "/store?graph=http%3A%2F%2Fex%2Fg", {"Accept": "text/html"}, None, 406, "not_acceptable", "text/turtle"),
     ("gsp-too-large", "PUT", "/store?graph=http%3A%2F%2Fex%2Fg", TURTLE, "<http://a> <http://b> <http://c> . " * 200, 413, "body_too_large", "4000"),
+    ("gsp-multipart-bad-part", "POST", "/store?graph=http%3A%2F%2Fex%2Fg", {"Content-Type": "multipart/form-data; boundary=b"}, MULTIPART_GOOD_THEN_BAD, 400, "invalid_rdf", "line 1"),
     ("gsp-multipart-no-length", "POST", "/store?graph=http%3A%2F%2Fex%2Fg", {"Content-Type": "multipart/form-data; boundary=x", "Transfer-Encoding": "chunked"}, None, 411, "length_required", "Content-Length"),
     ("unknown-route", "GET", "/nowhere", {}, None, 404, "not_found", ""),
 ]  # fmt: skip

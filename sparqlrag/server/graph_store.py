@@ -126,8 +126,9 @@ async def _write_graph(request: Request, graph: Graph, *, replace: bool) -> Resp
     base_iri = graph or settings.base_iri
     parts = await _uploaded_parts(request, settings)
     try:
-        for path, fmt in parts:
-            await run_in_threadpool(check_syntax, path, fmt, base_iri)
+        if len(parts) > 1:  # each load is atomic; check all parts first so none lands alone
+            for path, fmt in parts:
+                await run_in_threadpool(check_syntax, path, fmt, base_iri)
         existed = await store.call_async("graph_exists", graph)
         for index, (path, fmt) in enumerate(parts):
             if replace and index == 0:
