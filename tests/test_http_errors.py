@@ -105,6 +105,7 @@ def test_bad_request_is_a_clear_4xx_and_changes_nothing(seeded: httpx.Client, ca
     payload = response.json()
     assert payload["error"] == error
     assert words in payload["detail"]
+    assert "upload-" not in payload["detail"] and "part-" not in payload["detail"]
     assert snapshot(seeded) == before
 
 

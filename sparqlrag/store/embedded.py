@@ -172,7 +172,7 @@ class EmbeddedStore:
             self._store.load(format=format, to_graph=scratch, base_iri=base_iri, **_source_kwargs(source))
         except SyntaxError as error:
             self._store.remove_graph(scratch)
-            raise DataSyntaxError(f"invalid {format.name} data: {error}") from error
+            raise _data_error(error, format, source) from error
         target = "DEFAULT" if graph is None else f"GRAPH {iri_ref(graph)}"
         self._store.update(f"MOVE SILENT GRAPH <{scratch.value}> TO {target}")
         if graph is not None:
@@ -186,7 +186,7 @@ class EmbeddedStore:
         try:
             self._store.load(format=format, to_graph=graph_node(graph), base_iri=base_iri, **_source_kwargs(source))
         except SyntaxError as error:
-            raise DataSyntaxError(f"invalid {format.name} data: {error}") from error
+            raise _data_error(error, format, source) from error
         if graph is not None:
             self._store.add_graph(NamedNode(graph))
         return existed
@@ -258,7 +258,7 @@ class EmbeddedStore:
         except SyntaxError as error:
             if restore_by_clearing:
                 self._store.clear()
-            raise DataSyntaxError(f"invalid {format.name} data: {error}") from error
+            raise _data_error(error, format, source) from error
         if graph is not None and not format.supports_datasets:
             self._store.add_graph(NamedNode(graph))
 
@@ -274,13 +274,21 @@ class EmbeddedStore:
         self._store.optimize()
 
 
+def _data_error(error: SyntaxError, format: RdfFormat, source: Source) -> DataSyntaxError:
+    """The parser's message, without the name of our scratch file (it means nothing to a client)."""
+    message = str(error)
+    if isinstance(source, Path) and source.name.startswith(("upload-", "part-")):
+        message = message.replace(f"({source.name}, ", "(")
+    return DataSyntaxError(f"invalid {format.name} data: {message}")
+
+
 def check_syntax(source: Source, format: RdfFormat, base_iri: str | None) -> None:
     """Parse without storing, so a later non-transactional write cannot stop half-way on bad data."""
     try:
         for _ in parse(format=format, base_iri=base_iri, **_source_kwargs(source)):
             pass
     except SyntaxError as error:
-        raise DataSyntaxError(f"invalid {format.name} data: {error}") from error
+        raise _data_error(error, format, source) from error
     finally:
         if not isinstance(source, Path):
             source.seek(0)
