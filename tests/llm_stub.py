@@ -1,0 +1,150 @@
+"""A loopback stub of the Anthropic Messages API (plain and streamed) and of OpenAI chat completions.
+
+Tests script the replies (`stub.script(...)`); the real `anthropic` client (and httpx for the
+OpenAI-compatible backend) talks to it over HTTP. Unscripted requests get `stub.default`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from tests.conftest import _free_port
+
+
+@dataclass
+class Reply:
+    """One scripted answer: text with token counts, or an HTTP error."""
+
+    text: str = ""
+    status: int = 200
+    error_type: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    input_tokens: int = 11
+    output_tokens: int = 7
+
+
+@dataclass
+class MessagesStub:
+    url: str = ""
+    default: Reply = field(default_factory=lambda: Reply("stub answer"))
+    requests: list[dict] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    _queue: list[Reply] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def script(self, *replies: Reply) -> None:
+        with self._lock:
+            self._queue.extend(replies)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self.requests.clear()
+            self.max_in_flight = 0
+
+    def _next(self, body: dict) -> Reply:
+        with self._lock:
+            self.requests.append(body)
+            return self._queue.pop(0) if self._queue else self.default
+
+    async def _enter(self, reply: Reply) -> None:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        await asyncio.sleep(reply.delay)
+
+    def _error(self, reply: Reply) -> Response:
+        body = {"type": "error", "error": {"type": reply.error_type or "api_error", "message": f"stub {reply.status}"}}
+        return JSONResponse(body, status_code=reply.status, headers=reply.headers)
+
+    async def messages(self, request: Request) -> Response:
+        body = await request.json()
+        reply = self._next(body)
+        await self._enter(reply)
+        try:
+            if reply.status != 200:
+                return self._error(reply)
+            if body.get("stream"):
+                return StreamingResponse(self._events(body, reply), media_type="text/event-stream")
+            return JSONResponse({
+                "id": "msg_stub", "type": "message", "role": "assistant", "model": body["model"],
+                "content": [{"type": "text", "text": reply.text}], "stop_reason": "end_turn", "stop_sequence": None,
+                "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
+            })  # fmt: skip
+        finally:
+            self.in_flight -= 1
+
+    async def _events(self, body: dict, reply: Reply) -> AsyncIterator[bytes]:
+        def event(name: str, data: dict) -> bytes:
+            return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+        message = {"id": "msg_stub", "type": "message", "role": "assistant", "model": body["model"], "content": [],
+                   "stop_reason": None, "stop_sequence": None,
+                   "usage": {"input_tokens": reply.input_tokens, "output_tokens": 0}}  # fmt: skip
+        yield event("message_start", {"type": "message_start", "message": message})
+        yield event("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+        for piece in _pieces(reply.text):
+            yield event("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}})
+        yield event("content_block_stop", {"type": "content_block_stop", "index": 0})
+        yield event("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                                      "usage": {"output_tokens": reply.output_tokens}})  # fmt: skip
+        yield event("message_stop", {"type": "message_stop"})
+
+    async def chat_completions(self, request: Request) -> Response:
+        body = await request.json()
+        reply = self._next(body)
+        await self._enter(reply)
+        try:
+            if reply.status != 200:
+                return self._error(reply)
+            if body.get("stream"):
+                async def chunks() -> AsyncIterator[bytes]:
+                    for piece in _pieces(reply.text):
+                        yield f"data: {json.dumps({'choices': [{'delta': {'content': piece}}]})}\n\n".encode()
+                    yield b"data: [DONE]\n\n"
+
+                return StreamingResponse(chunks(), media_type="text/event-stream")
+            return JSONResponse({
+                "model": body["model"], "choices": [{"message": {"role": "assistant", "content": reply.text}}],
+                "usage": {"prompt_tokens": reply.input_tokens, "completion_tokens": reply.output_tokens},
+            })  # fmt: skip
+        finally:
+            self.in_flight -= 1
+
+
+def _pieces(text: str, size: int = 5) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def serve_stub() -> tuple[MessagesStub, Callable[[], None]]:
+    stub = MessagesStub()
+    app = Starlette(routes=[
+        Route("/v1/messages", stub.messages, methods=["POST"]),
+        Route("/v1/chat/completions", stub.chat_completions, methods=["POST"]),
+    ])  # fmt: skip
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    stub.url = f"http://127.0.0.1:{port}"
+
+    def stop() -> None:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+    return stub, stop
+

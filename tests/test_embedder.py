@@ -1,0 +1,43 @@
+"""The embedder with the real offline model (ONNX int8 MiniLM from the installed packages)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sparqlrag.models.embedder import Embedder, ModelUnavailable
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    return Embedder(models_dir=tmp_path_factory.mktemp("models"))
+
+
+def test_vectors_are_normalized_and_semantic(embedder: Embedder) -> None:
+    vectors = embedder.embed(["The cat sits on the mat.", "A kitten is sitting on a rug.", "Quarterly revenue grew by 12 percent."])
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32 and embedder.dim == 384
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    similar, unrelated = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
+    assert similar > 0.5 > 0.2 > unrelated
+
+
+def test_batches_match_single_calls_and_are_cached(embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = [f"fact number {i} about knowledge graphs" for i in range(100)]
+    batch = embedder.embed(texts)
+    assert np.allclose(batch[42], embedder.embed_one(texts[42]), atol=1e-5)
+    sent: list[int] = []
+    original = embedder._model.embed
+    monkeypatch.setattr(embedder._model, "embed", lambda docs, **kw: sent.append(len(docs)) or original(docs, **kw))
+    again = embedder.embed(texts[:50] + ["a sentence never seen before"])
+    assert sent == [1]  # only the new text reached the model
+    assert np.allclose(again[:50], batch[:50])
+    assert embedder.embed([]).shape == (0, 384)
+
+
+def test_unknown_or_missing_models_fail_fast(tmp_path: Path) -> None:
+    with pytest.raises(ModelUnavailable, match="no embedding model 'no/such-model'"):
+        Embedder("no/such-model", models_dir=tmp_path)
+    with pytest.raises(ModelUnavailable, match="offline mode forbids downloading"):
+        Embedder("BAAI/bge-small-en-v1.5", models_dir=tmp_path, offline=True)
