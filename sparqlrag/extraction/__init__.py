@@ -1,0 +1,1 @@
+"""From documents to knowledge: decoding, chunking, extraction, provenance, the ingest pipeline."""

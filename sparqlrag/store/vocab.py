@@ -1,0 +1,130 @@
+"""Vocabulary (PROV-O, Dublin Core, SKOS and the small `sr:` namespace) and IRI minting.
+
+Every IRI the system writes is minted here, so the layout of DESIGN.md ("Data model") lives
+in one place: graphs per collection, entity and predicate IRIs from names, statement
+reifiers from the triple they reify, documents, chunks and extraction activities.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from pyoxigraph import NamedNode, Triple
+
+SR = "https://w3id.org/sparqlrag/ns#"
+PROV = "http://www.w3.org/ns/prov#"
+DCTERMS = "http://purl.org/dc/terms/"
+RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+RDFS = "http://www.w3.org/2000/01/rdf-schema#"
+SKOS = "http://www.w3.org/2004/02/skos/core#"
+OWL = "http://www.w3.org/2002/07/owl#"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+PREFIXES = {"sr": SR, "prov": PROV, "dcterms": DCTERMS, "rdf": RDF, "rdfs": RDFS, "skos": SKOS, "owl": OWL, "xsd": XSD}
+SPARQL_PREFIXES = "".join(f"PREFIX {name}: <{iri}>\n" for name, iri in PREFIXES.items())
+
+
+def term(namespace: str, local: str) -> NamedNode:
+    return NamedNode(namespace + local)
+
+
+RDF_TYPE = term(RDF, "type")
+RDF_REIFIES = term(RDF, "reifies")
+RDFS_LABEL = term(RDFS, "label")
+SKOS_DEFINITION = term(SKOS, "definition")
+SKOS_ALT_LABEL = term(SKOS, "altLabel")
+OWL_SAME_AS = term(OWL, "sameAs")
+PROV_DERIVED = term(PROV, "wasDerivedFrom")
+PROV_USED = term(PROV, "used")
+PROV_ACTIVITY = term(PROV, "Activity")
+PROV_GENERATED = term(PROV, "wasGeneratedBy")
+PROV_STARTED = term(PROV, "startedAtTime")
+PROV_ENDED = term(PROV, "endedAtTime")
+DCTERMS_TITLE = term(DCTERMS, "title")
+DCTERMS_SOURCE = term(DCTERMS, "source")
+DCTERMS_FORMAT = term(DCTERMS, "format")
+DCTERMS_CREATED = term(DCTERMS, "created")
+SR_DOCUMENT = term(SR, "Document")
+SR_CHUNK = term(SR, "Chunk")
+SR_STATEMENT = term(SR, "Statement")
+SR_TEXT = term(SR, "text")
+SR_OFFSET = term(SR, "offset")
+SR_INDEX = term(SR, "index")
+SR_SHA256 = term(SR, "sha256")
+SR_STATUS = term(SR, "status")
+SR_PROGRESS = term(SR, "progress")
+SR_MODEL = term(SR, "model")
+SR_EXTRACTOR = term(SR, "extractor")
+SR_SENTENCE = term(SR, "sentence")
+SR_COOCCURS = term(SR, "cooccursWith")
+
+_COLLECTION = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
+class InvalidName(ValueError):
+    """A collection or document name that cannot be part of an IRI."""
+
+
+def slug(name: str) -> str:
+    """Lower-case, NFKC-normalised, hyphenated, percent-encoded: the same name gives the same IRI."""
+    text = unicodedata.normalize("NFKC", name).strip().lower()
+    text = re.sub(r"\s+", "-", text)
+    return quote(text, safe="-._~")
+
+
+def check_collection(name: str) -> str:
+    if not _COLLECTION.match(name):
+        raise InvalidName(
+            f"collection names are 1-64 characters of a-z, 0-9, '-' and '_', starting with a letter or digit; got {name!r}"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class Iris:
+    """The IRIs of one collection under one base IRI."""
+
+    base: str
+    collection: str = "default"
+
+    def __post_init__(self) -> None:
+        check_collection(self.collection)
+
+    @property
+    def knowledge_graph(self) -> NamedNode:
+        return NamedNode(f"{self.base}graph/{self.collection}")
+
+    @property
+    def source_graph(self) -> NamedNode:
+        return NamedNode(f"{self.base}graph/{self.collection}/source")
+
+    @property
+    def trace_graph(self) -> NamedNode:
+        return NamedNode(f"{self.base}graph/{self.collection}/trace")
+
+    def entity(self, name: str) -> NamedNode:
+        return NamedNode(f"{self.base}id/{self.collection}/{slug(name)}")
+
+    def predicate(self, phrase: str) -> NamedNode:
+        return NamedNode(f"{self.base}rel/{slug(phrase)}")
+
+    def statement(self, triple: Triple) -> NamedNode:
+        """The reifier of a fact: named by a hash of the fact, so re-extraction finds it again."""
+        digest = hashlib.sha1(str(triple).encode("utf-8")).hexdigest()
+        return NamedNode(f"{self.base}stmt/{self.collection}/{digest}")
+
+    def document(self, document_id: str) -> NamedNode:
+        return NamedNode(f"{self.base}doc/{self.collection}/{quote(document_id, safe='-._~')}")
+
+    def chunk(self, document: NamedNode, text: str) -> NamedNode:
+        """Named by the chunk's content: unchanged text keeps its IRI (and its facts) on re-ingest."""
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
+        return NamedNode(f"{document.value}/chunk/{digest}")
+
+    @staticmethod
+    def activity(chunk: NamedNode) -> NamedNode:
+        return NamedNode(f"{chunk.value}/extraction")

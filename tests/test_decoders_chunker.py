@@ -1,0 +1,92 @@
+"""Decoding documents (text, Markdown, HTML, PDF, and what is not any of them) and chunking."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparqlrag.extraction.chunker import split
+from sparqlrag.extraction.decoders import HTML, MARKDOWN, PDF, TEXT, DecodeError, decode
+
+
+def minimal_pdf(text: str, title: str = "A Test PDF") -> bytes:
+    """A one-page PDF with `text` in Helvetica, with a correct cross-reference table."""
+    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        f"<< /Title ({title}) >>".encode(),
+    ]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R /Info 6 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def test_plain_markdown_html_and_pdf() -> None:
+    assert decode("Plain words.\n".encode(), "text/plain").text == "Plain words.\n"
+    markdown = decode(b"Intro\n\n# The Title\n\nBody text.", None, "notes.md")
+    assert (markdown.media_type, markdown.title) == (MARKDOWN, "The Title")
+    html = decode(b"<!DOCTYPE html><html><head><title>Page &amp; Co</title><style>p{}</style></head>"
+                  b"<body><h1>Heading</h1><p>First <b>para</b>.</p><script>var x;</script><p>Second.</p></body></html>")  # fmt: skip
+    assert (html.media_type, html.title, html.text) == (HTML, "Page & Co", "Heading\n\nFirst para.\n\nSecond.")
+    pdf = decode(minimal_pdf("Hello PDF world"), "application/pdf")
+    assert (pdf.media_type, pdf.title) == (PDF, "A Test PDF") and "Hello PDF world" in pdf.text
+    assert decode(minimal_pdf("Sniffed"), None).media_type == PDF
+    assert decode("\ufeffWith a BOM".encode("utf-8"), TEXT).text == "With a BOM"
+
+
+@pytest.mark.parametrize(
+    "data,media_type,message",
+    [
+        (b"", "text/plain", "empty"),
+        (b"  \n\t ", None, "empty"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 20, "text/plain", "not UTF-8"),
+        (bytes(range(1, 32)) * 40, "text/plain", "binary data"),
+        (b"just some text", "application/pdf", "labelled PDF but is not a PDF"),
+        (b"%PDF-1.4\nthis is not really a pdf", "application/pdf", "cannot be read"),
+        (minimal_pdf("x"), "text/plain", "send it as application/pdf"),
+        (b"<html><body><script>only()</script></body></html>", "text/html", "has no text"),
+        (b"data", "application/zip", "unsupported document type application/zip"),
+    ],
+)
+def test_what_is_not_a_document_is_refused(data: bytes, media_type: str | None, message: str) -> None:
+    with pytest.raises(DecodeError, match=message):
+        decode(data, media_type)
+
+
+def test_split_respects_size_overlap_and_offsets() -> None:
+    paragraphs = [" ".join(f"p{p}w{w}" for w in range(60)) for p in range(12)]  # ~ 330-char paragraphs
+    text = "\n\n".join(paragraphs)
+    chunks = split(text, size=1000, overlap=100)
+    assert len(chunks) > 3
+    for chunk in chunks:
+        assert len(chunk.text) <= 1000
+        assert text[chunk.offset : chunk.offset + len(chunk.text)] == chunk.text
+    covered = "".join(text[c.offset : c.offset + len(c.text)] for c in chunks)
+    assert all(p in covered for p in paragraphs)  # nothing lost
+    for before, after in zip(chunks, chunks[1:]):
+        assert after.offset <= before.offset + len(before.text) + 2  # contiguous (but for "\n\n") or overlapping
+
+
+def test_split_falls_back_to_words_and_characters() -> None:
+    one_line = " ".join(f"w{i}" for i in range(500))
+    word_chunks = split(one_line, size=200, overlap=20)
+    assert all(len(c.text) <= 200 for c in word_chunks)
+    for before, after in zip(word_chunks, word_chunks[1:]):  # words are small: chunks repeat a few
+        repeated = before.offset + len(before.text) - after.offset
+        assert 0 < repeated <= 20
+    no_spaces = "x" * 950
+    chunks = split(no_spaces, size=300, overlap=0)
+    assert [len(c.text) for c in chunks] == [300, 300, 300, 50]
+    assert split("short text", size=2000, overlap=100)[0].text == "short text"
+    assert split("   ", size=10, overlap=0) == []
+    with pytest.raises(ValueError, match="overlap"):
+        split("x", size=10, overlap=10)
