@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from sparqlrag.extraction.knowledge import Fact
-from sparqlrag.extraction.offline import COOCCURS, OfflineExtractor
+from sparqlrag.extraction.knowledge import COOCCURS, Fact
+from sparqlrag.extraction.offline import OfflineExtractor
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
+
+
+COOCCURS = "co-occurs with"  # the predicate of a fact that only says two names share a sentence
 
 
 @dataclass(frozen=True)
@@ -27,3 +31,12 @@ class Knowledge:
     entities: list[Entity] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
     rejected: int = 0  # items the extractor produced in the wrong shape
+
+
+class Extractor(Protocol):
+    """Reads one chunk. `name` and `model` are recorded on the extraction activity."""
+
+    name: str
+    model: str | None
+
+    async def extract(self, text: str, document_id: str) -> Knowledge: ...

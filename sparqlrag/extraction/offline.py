@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from nltk.tokenize import TreebankWordTokenizer
 from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 
-from sparqlrag.extraction.knowledge import Entity, Fact, Knowledge
+from sparqlrag.extraction.knowledge import COOCCURS, Entity, Fact, Knowledge
 
-COOCCURS = "co-occurs with"
 ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "inc", "ltd", "co", "corp", "vs", "no", "e.g",
                  "i.e", "etc", "u.s", "u.k", "a.d", "b.c", "ca", "approx", "gen", "gov", "sen", "rep", "mt", "ft",
                  "jan", "feb", "mar", "apr", "aug", "sept", "oct", "nov", "dec"}  # fmt: skip
@@ -89,7 +88,7 @@ class OfflineExtractor:
         self._sentences = _sentence_splitter()
         self._words = TreebankWordTokenizer()
 
-    async def extract(self, text: str) -> Knowledge:
+    async def extract(self, text: str, document_id: str = "") -> Knowledge:
         return self.extract_sync(text)
 
     def extract_sync(self, text: str) -> Knowledge:

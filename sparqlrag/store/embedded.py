@@ -192,6 +192,14 @@ class EmbeddedStore:
         return existed
 
     @_exclusive
+    def add_quads(self, nquads: bytes) -> None:
+        """Add serialized quads (N-Quads) in one transaction: all of them or none."""
+        try:
+            self._store.load(input=nquads, format=RdfFormat.N_QUADS)
+        except SyntaxError as error:
+            raise DataSyntaxError(f"invalid N-Quads data: {error}") from error
+
+    @_exclusive
     def drop_graph(self, graph: Graph) -> None:
         """Delete a named graph, or empty the default graph (which always exists)."""
         if graph is None:

@@ -45,7 +45,7 @@ def _rdf_format(name: str) -> RdfFormat:
 copyreg.pickle(RdfFormat, lambda fmt: (_rdf_format, (fmt.name,)))
 
 READ_METHODS = frozenset({"query", "graph_exists", "named_graphs", "serialize_graph", "count", "dump"})
-WRITE_METHODS = frozenset({"update", "replace_graph", "add_to_graph", "drop_graph", "load", "optimize"})
+WRITE_METHODS = frozenset({"update", "replace_graph", "add_to_graph", "add_quads", "drop_graph", "load", "optimize"})
 
 
 def _send(sock: socket.socket, lock: threading.Lock, message: object) -> None:
@@ -337,6 +337,9 @@ class WorkerStore:
 
     def add_to_graph(self, graph: str | None, source: Path, format: RdfFormat, base_iri: str | None) -> bool:
         return self._call("add_to_graph", graph, source, format, base_iri)
+
+    def add_quads(self, nquads: bytes) -> None:
+        self._call("add_quads", nquads)
 
     def drop_graph(self, graph: str | None) -> None:
         self._call("drop_graph", graph)
