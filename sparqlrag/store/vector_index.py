@@ -1,0 +1,110 @@
+"""Vector indexes in Qdrant: local mode on disk by default, a Qdrant server when a URL is set.
+
+Each knowledge collection has two Qdrant collections, `{collection}__chunks` and
+`{collection}__entities`. A point's id is derived from the IRI it indexes (UUID v5), so
+re-indexing the same chunk or entity overwrites it and deleting needs only the IRIs (which
+the store knows); the payload carries the IRI and whatever the caller adds (text, label).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from qdrant_client import QdrantClient, models
+
+Kind = Literal["chunks", "entities"]
+BATCH = 256
+
+
+@dataclass(frozen=True)
+class Hit:
+    iri: str
+    score: float
+    payload: dict
+
+
+def point_id(iri: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, iri))
+
+
+class VectorIndex:
+    """Thread-safe wrapper: qdrant-client's local mode is not safe to call from many threads."""
+
+    def __init__(self, dim: int, *, path: Path | None = None, url: str | None = None, api_key: str | None = None) -> None:
+        self.dim = dim
+        if url:
+            self._client = QdrantClient(url=url, api_key=api_key)
+        elif path is not None:
+            path.mkdir(parents=True, exist_ok=True)
+            self._client = QdrantClient(path=str(path))
+        else:
+            self._client = QdrantClient(location=":memory:")
+        self._lock = threading.Lock()
+        self._known: set[str] = set()
+
+    def close(self) -> None:
+        with self._lock:
+            self._client.close()
+
+    @staticmethod
+    def name(collection: str, kind: Kind) -> str:
+        return f"{collection}__{kind}"
+
+    def _ensure(self, name: str) -> None:
+        if name in self._known:
+            return
+        if not self._client.collection_exists(name):
+            self._client.create_collection(
+                name, vectors_config=models.VectorParams(size=self.dim, distance=models.Distance.COSINE)
+            )
+        self._known.add(name)
+
+    def upsert(self, collection: str, kind: Kind, iris: Sequence[str], vectors: np.ndarray, payloads: Sequence[dict]) -> None:
+        """Write points in batches; each payload gets its IRI as "iri"."""
+        if len(iris) != len(vectors) or len(iris) != len(payloads):
+            raise ValueError("iris, vectors and payloads must have the same length")
+        name = self.name(collection, kind)
+        with self._lock:
+            self._ensure(name)
+            for start in range(0, len(iris), BATCH):
+                points = [
+                    models.PointStruct(id=point_id(iri), vector=vector.tolist(), payload={**payload, "iri": iri})
+                    for iri, vector, payload in zip(
+                        iris[start : start + BATCH], vectors[start : start + BATCH], payloads[start : start + BATCH]
+                    )
+                ]
+                self._client.upsert(name, points=points, wait=True)
+
+    def search(self, collection: str, kind: Kind, vector: np.ndarray, limit: int) -> list[Hit]:
+        name = self.name(collection, kind)
+        with self._lock:
+            if name not in self._known and not self._client.collection_exists(name):
+                return []
+            self._known.add(name)
+            points = self._client.query_points(name, query=vector.tolist(), limit=limit, with_payload=True).points
+        return [Hit(p.payload["iri"], float(p.score), p.payload) for p in points]
+
+    def delete(self, collection: str, kind: Kind, iris: Sequence[str]) -> None:
+        name = self.name(collection, kind)
+        with self._lock:
+            if iris and self._client.collection_exists(name):
+                self._client.delete(name, points_selector=models.PointIdsList(points=[point_id(i) for i in iris]), wait=True)
+
+    def count(self, collection: str, kind: Kind) -> int:
+        name = self.name(collection, kind)
+        with self._lock:
+            return self._client.count(name).count if self._client.collection_exists(name) else 0
+
+    def drop(self, collection: str) -> None:
+        with self._lock:
+            for kind in ("chunks", "entities"):
+                name = self.name(collection, kind)
+                if self._client.collection_exists(name):
+                    self._client.delete_collection(name)
+                self._known.discard(name)

@@ -1,0 +1,59 @@
+"""The vector index (qdrant-client local mode on disk) and the keyword index (SQLite FTS5 BM25)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sparqlrag.models.embedder import Embedder
+from sparqlrag.store.keyword_index import KeywordIndex
+from sparqlrag.store.vector_index import VectorIndex
+from sparqlrag.store.vocab import InvalidName
+
+PASSAGES = {
+    "http://kb/c/1": "Marie Curie was born in Warsaw and studied physics in Paris.",
+    "http://kb/c/2": "The Eiffel Tower is a wrought-iron lattice tower in Paris.",
+    "http://kb/c/3": "Bread is made from flour, water and yeast.",
+}
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    return Embedder(models_dir=tmp_path_factory.mktemp("models"))
+
+
+def test_vector_index_on_disk(tmp_path: Path, embedder: Embedder) -> None:
+    index = VectorIndex(embedder.dim, path=tmp_path / "qdrant")
+    iris = list(PASSAGES)
+    index.upsert("default", "chunks", iris, embedder.embed(list(PASSAGES.values())), [{"text": t} for t in PASSAGES.values()])
+    index.upsert("other", "chunks", iris[:1], embedder.embed([PASSAGES[iris[0]]]), [{}])  # collections are separate
+    hits = index.search("default", "chunks", embedder.embed_one("Where was Marie Curie born?"), limit=2)
+    assert [h.iri for h in hits][0] == "http://kb/c/1" and hits[0].payload["text"].startswith("Marie Curie")
+    index.upsert("default", "chunks", iris[:1], embedder.embed([PASSAGES[iris[0]]]), [{"text": "again"}])
+    assert index.count("default", "chunks") == 3  # same IRI, same point
+    index.delete("default", "chunks", iris[:2])
+    assert index.count("default", "chunks") == 1 and index.count("other", "chunks") == 1
+    index.close()
+    reopened = VectorIndex(embedder.dim, path=tmp_path / "qdrant")
+    assert reopened.count("default", "chunks") == 1
+    reopened.drop("default")
+    assert reopened.count("default", "chunks") == 0 and reopened.search("default", "chunks", np.ones(384), 3) == []
+    reopened.close()
+
+
+def test_keyword_index_bm25(tmp_path: Path) -> None:
+    index = KeywordIndex(tmp_path / "keywords.sqlite")
+    index.add("default", list(PASSAGES.items()))
+    hits = index.search("default", "Which tower is in Paris?", limit=3)
+    assert hits[0].iri == "http://kb/c/2" and {h.iri for h in hits} == {"http://kb/c/1", "http://kb/c/2"}
+    assert hits[0].score > hits[1].score
+    assert index.search("default", 'flour" OR text:* NEAR(', limit=3)[0].iri == "http://kb/c/3"  # FTS5 syntax is inert
+    assert index.search("default", "?!", limit=3) == [] and index.search("empty", "paris", limit=3) == []
+    index.add("default", [("http://kb/c/3", "Now about Paris bakeries.")])
+    assert index.count("default") == 3
+    index.delete("default", ["http://kb/c/1"])
+    assert {h.iri for h in index.search("default", "Paris", limit=5)} == {"http://kb/c/2", "http://kb/c/3"}
+    with pytest.raises(InvalidName):
+        index.search('x"; DROP TABLE', "paris", 3)
