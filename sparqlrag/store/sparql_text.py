@@ -10,7 +10,10 @@ written as <...> so client text is never pasted unescaped.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+from pyoxigraph import Quad
 
 from sparqlrag.store.base import QuerySyntaxError, UpdateDatasetConflict
 
@@ -123,3 +126,30 @@ def remote_access_keyword(sparql: str) -> str | None:
         if token.kind == "word" and token.text.upper() in REMOTE_KEYWORDS:
             return token.text.upper()
     return None
+
+
+def sparql_term(term: object) -> str:
+    """A pyoxigraph term in SPARQL syntax: pyoxigraph escapes IRIs and literals; triple terms
+    need the <<( )>> wrapper that str() leaves out."""
+    from pyoxigraph import Triple
+
+    if isinstance(term, Triple):
+        return f"<<( {sparql_term(term.subject)} {sparql_term(term.predicate)} {sparql_term(term.object)} )>>"
+    return str(term)
+
+
+def insert_data(quads: Iterable[Quad]) -> str:
+    """INSERT DATA for quads, grouped by graph (named graphs only), or "" when there are none."""
+    by_graph: dict[str, list[str]] = {}
+    for quad in quads:
+        line = f"{sparql_term(quad.subject)} {sparql_term(quad.predicate)} {sparql_term(quad.object)} ."
+        by_graph.setdefault(sparql_term(quad.graph_name), []).append(line)
+    if not by_graph:
+        return ""
+    return "INSERT DATA {\n" + "".join(
+        f"GRAPH {graph} {{\n" + "\n".join(lines) + "\n}\n" for graph, lines in by_graph.items()
+    ) + "}"
+
+
+def values(variable: str, terms: Iterable[object]) -> str:
+    return f"VALUES ?{variable} {{ " + " ".join(sparql_term(t) for t in terms) + " }"

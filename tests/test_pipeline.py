@@ -1,0 +1,158 @@
+"""The ingest pipeline's lifecycle on real parts: pyoxigraph on disk, Qdrant local, FTS5, the offline
+embedder and extractor."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from pyoxigraph import RdfFormat
+
+from sparqlrag.extraction import librarian
+from sparqlrag.extraction.decoders import DecodeError
+from sparqlrag.extraction.knowledge import Knowledge
+from sparqlrag.extraction.offline import OfflineExtractor
+from sparqlrag.extraction.pipeline import Pipeline
+from sparqlrag.models.embedder import Embedder
+from sparqlrag.store import EmbeddedStore
+from sparqlrag.store.keyword_index import KeywordIndex
+from sparqlrag.store.select import select
+from sparqlrag.store.vector_index import VectorIndex
+from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
+
+BASE = "http://kb.example/"
+PARAGRAPHS = [
+    "Marie Curie was born in Warsaw. She studied physics in Paris.",
+    "The Sorbonne is a university in Paris. Pierre Curie taught at the Sorbonne.",
+    "Warsaw is the capital of Poland. The Vistula flows through Warsaw.",
+]
+
+
+class CountingExtractor(OfflineExtractor):
+    """The offline extractor, remembering which chunk texts it was asked to read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    async def extract(self, text: str, document_id: str = "") -> Knowledge:
+        self.seen.append(text)
+        return await super().extract(text, document_id)
+
+
+@dataclass
+class Kit:
+    pipeline: Pipeline
+    store: EmbeddedStore
+    vectors: VectorIndex
+    keywords: KeywordIndex
+    extractor: CountingExtractor
+    iris: Iris
+
+    def ingest(self, document_id: str, text: str | bytes, **kwargs: object):  # type: ignore[no-untyped-def]
+        data = text.encode() if isinstance(text, str) else text
+        return asyncio.run(self.pipeline.ingest("default", document_id, data, **kwargs))  # type: ignore[arg-type]
+
+    def snapshot(self) -> list[bytes]:
+        out = io.BytesIO()
+        self.store.dump(out, RdfFormat.N_QUADS)  # type: ignore[arg-type]
+        return sorted(out.getvalue().splitlines())
+
+    def facts(self) -> set[tuple[str, str, str]]:
+        rows = select(self.store, SPARQL_PREFIXES + f"""SELECT ?s ?label ?o WHERE {{ GRAPH <{self.iris.knowledge_graph.value}> {{
+            ?s ?p ?o . ?p rdfs:label ?label }} }}""")  # fmt: skip
+        name = self.iris.entity("").value
+        return {(r["s"].removeprefix(name), r["label"], r["o"].removeprefix(name)) for r in rows}
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    return Embedder(models_dir=tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture
+def kit(tmp_path: Path, embedder: Embedder) -> Iterator[Kit]:
+    store = EmbeddedStore(tmp_path / "store")
+    vectors = VectorIndex(embedder.dim, path=tmp_path / "qdrant")
+    keywords = KeywordIndex(tmp_path / "keywords.sqlite")
+    extractor = CountingExtractor()
+    pipeline = Pipeline(store=store, vectors=vectors, keywords=keywords, embedder=embedder, extractor=extractor,
+                        base_iri=BASE, work_dir=tmp_path, chunk_size=120, chunk_overlap=0)  # fmt: skip
+    yield Kit(pipeline, store, vectors, keywords, extractor, Iris(BASE))
+    vectors.close()
+    keywords.close()
+    store.close()
+
+
+def test_ingest_writes_store_vectors_and_keywords(kit: Kit) -> None:
+    result = kit.ingest("curie", "\n\n".join(PARAGRAPHS), filename="curie.txt")
+    assert (result.status, result.chunks_added, result.chunks_removed) == ("ready", 3, 0) and result.facts > 3
+    (info,) = librarian.documents(kit.store, kit.iris)
+    assert (info.id, info.title, info.status, info.progress, info.chunks) == ("curie", "curie.txt", "ready", 1.0, 3)
+    assert ("marie-curie", "was born in", "warsaw") in kit.facts()
+    assert kit.vectors.count("default", "chunks") == 3 and kit.keywords.count("default") == 3
+    assert kit.vectors.count("default", "entities") >= 6
+    assert kit.keywords.search("default", "Vistula", 1)[0].iri.startswith(info.iri + "/chunk/")
+
+
+def test_unchanged_content_is_a_no_op(kit: Kit) -> None:
+    kit.ingest("curie", "\n\n".join(PARAGRAPHS))
+    before, seen = kit.snapshot(), len(kit.extractor.seen)
+    result = kit.ingest("curie", "\n\n".join(PARAGRAPHS))
+    assert result.status == "unchanged" and result.chunks_kept == 3
+    assert kit.snapshot() == before and len(kit.extractor.seen) == seen
+
+
+def test_changed_content_extracts_only_changed_chunks(kit: Kit) -> None:
+    kit.ingest("curie", "\n\n".join(PARAGRAPHS))
+    kit.extractor.seen.clear()
+    changed = PARAGRAPHS[:2] + ["Krakow is a city in Poland. The Vistula flows through Krakow."]
+    result = kit.ingest("curie", "\n\n".join(changed))
+    assert (result.chunks_added, result.chunks_removed, result.chunks_kept) == (1, 1, 2)
+    assert kit.extractor.seen == [changed[2]]
+    facts = kit.facts()
+    assert ("warsaw", "is capital of", "poland") not in facts  # only the removed chunk said so
+    assert ("marie-curie", "was born in", "warsaw") in facts  # a kept chunk says so
+    assert kit.keywords.search("default", "capital", 5) == [] and kit.vectors.count("default", "chunks") == 3
+    offsets = select(kit.store, SPARQL_PREFIXES + "SELECT ?text ?offset WHERE { GRAPH ?g { ?c sr:text ?text ; sr:offset ?offset } }")
+    full = "\n\n".join(changed)
+    assert all(full[int(r["offset"]) :].startswith(r["text"]) for r in offsets)
+
+
+def test_forgetting_keeps_facts_another_document_supports(kit: Kit) -> None:
+    kit.ingest("a", "Marie Curie was born in Warsaw. The Vistula flows through Warsaw.")
+    kit.ingest("b", "Marie Curie was born in Warsaw. She won the Nobel Prize.")
+    vistula = kit.iris.entity("Vistula").value
+    assert asyncio.run(kit.pipeline.forget("default", "a")) is True
+    facts = kit.facts()
+    assert ("marie-curie", "was born in", "warsaw") in facts
+    assert not any(s == "vistula" or o == "vistula" for s, _, o in facts)
+    derivations = select(kit.store, SPARQL_PREFIXES + f"""SELECT ?doc WHERE {{
+        GRAPH <{kit.iris.source_graph.value}> {{ << ?s ?p ?o >> prov:wasDerivedFrom ?chunk . ?chunk prov:wasDerivedFrom ?doc }}
+        GRAPH <{kit.iris.knowledge_graph.value}> {{ ?p rdfs:label "was born in" }} }}""")  # fmt: skip
+    assert [r["doc"] for r in derivations] == [kit.iris.document("b").value]
+    entity_iris = {h.iri for h in kit.vectors.search("default", "entities", kit.pipeline.embedder.embed_one("Vistula"), 50)}
+    assert vistula not in entity_iris and kit.iris.entity("Warsaw").value in entity_iris
+    assert asyncio.run(kit.pipeline.forget("default", "b")) is True
+    assert kit.facts() == set() and kit.snapshot() == []
+    assert kit.vectors.count("default", "chunks") == 0 and kit.vectors.count("default", "entities") == 0
+    assert kit.keywords.count("default") == 0
+    assert asyncio.run(kit.pipeline.forget("default", "b")) is False
+
+
+@pytest.mark.parametrize(
+    "data,media_type,message",
+    [(b"", None, "empty"), (b"\x00\x01\x02binary\x00" * 50, "text/plain", "binary"),
+     (b"not a pdf at all", "application/pdf", "not a PDF")],
+)  # fmt: skip
+def test_bad_documents_change_nothing(kit: Kit, data: bytes, media_type: str | None, message: str) -> None:
+    kit.ingest("keep", "Marie Curie was born in Warsaw.")
+    before = kit.snapshot()
+    with pytest.raises(DecodeError, match=message):
+        kit.ingest("bad", data, media_type=media_type)
+    assert kit.snapshot() == before and kit.vectors.count("default", "chunks") == 1
+    assert not list((kit.pipeline.pending_dir).glob("*.json")) if kit.pipeline.pending_dir.exists() else True
