@@ -11,9 +11,7 @@ from pyoxigraph import Literal, NamedNode
 from sparqlrag.store import vocab as v
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import sparql_term
-from sparqlrag.store.vocab import Iris
-
-QUEUED, PROCESSING, READY, FAILED = "queued", "processing", "ready", "failed"
+from sparqlrag.store.vocab import FAILED, PROCESSING, QUEUED, READY, Iris  # noqa: F401 (statuses re-exported)
 
 
 @dataclass(frozen=True)

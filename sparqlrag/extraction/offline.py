@@ -20,13 +20,10 @@ import re
 from dataclasses import dataclass
 
 from nltk.tokenize import TreebankWordTokenizer
-from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 
 from sparqlrag.extraction.knowledge import COOCCURS, Entity, Fact, Knowledge
+from sparqlrag.models.sentences import sentence_splitter
 
-ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "inc", "ltd", "co", "corp", "vs", "no", "e.g",
-                 "i.e", "etc", "u.s", "u.k", "a.d", "b.c", "ca", "approx", "gen", "gov", "sen", "rep", "mt", "ft",
-                 "jan", "feb", "mar", "apr", "aug", "sept", "oct", "nov", "dec"}  # fmt: skip
 CONNECTORS = {"of", "de", "du", "des", "la", "le", "van", "von", "der", "den", "da", "di", "del", "bin", "al", "and", "for", "the", "&"}
 FUNCTION_WORDS = {"the", "a", "an", "it", "its", "in", "on", "at", "this", "that", "these", "those", "he", "she",
                   "they", "we", "i", "you", "his", "her", "their", "our", "my", "after", "before", "during", "when",
@@ -64,12 +61,6 @@ class _Mention:
     is_name: bool
 
 
-def _sentence_splitter() -> PunktSentenceTokenizer:
-    parameters = PunktParameters()
-    parameters.abbrev_types = set(ABBREVIATIONS)
-    return PunktSentenceTokenizer(parameters)
-
-
 def _is_capitalised(token: str) -> bool:
     return token[:1].isupper() and bool(_WORD.search(token))
 
@@ -85,7 +76,7 @@ class OfflineExtractor:
     model = None
 
     def __init__(self) -> None:
-        self._sentences = _sentence_splitter()
+        self._sentences = sentence_splitter()
         self._words = TreebankWordTokenizer()
 
     async def extract(self, text: str, document_id: str = "") -> Knowledge:

@@ -61,6 +61,21 @@ SR_MODEL = term(SR, "model")
 SR_EXTRACTOR = term(SR, "extractor")
 SR_SENTENCE = term(SR, "sentence")
 SR_COOCCURS = term(SR, "cooccursWith")
+SR_TRACE = term(SR, "Trace")
+SR_SOURCE_CLASS = term(SR, "Source")
+SR_QUESTION = term(SR, "question")
+SR_ANSWER = term(SR, "answer")
+SR_MODE = term(SR, "mode")
+SR_SOURCE = term(SR, "source")
+SR_CHUNK_OF_SOURCE = term(SR, "chunk")
+SR_RANK = term(SR, "rank")
+SR_SCORE = term(SR, "score")
+SR_INPUT_TOKENS = term(SR, "inputTokens")
+SR_OUTPUT_TOKENS = term(SR, "outputTokens")
+SR_DURATION = term(SR, "durationMs")
+
+# sr:status values of a document
+QUEUED, PROCESSING, READY, FAILED = "queued", "processing", "ready", "failed"
 
 _COLLECTION = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
@@ -124,6 +139,9 @@ class Iris:
         """Named by the chunk's content: unchanged text keeps its IRI (and its facts) on re-ingest."""
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
         return NamedNode(f"{document.value}/chunk/{digest}")
+
+    def trace(self, trace_id: str) -> NamedNode:
+        return NamedNode(f"{self.base}trace/{self.collection}/{trace_id}")
 
     @staticmethod
     def activity(chunk: NamedNode) -> NamedNode:

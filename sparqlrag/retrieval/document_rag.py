@@ -1,0 +1,168 @@
+"""Document RAG: passages by vector, keyword (BM25) or hybrid search, then an answer.
+
+hybrid = weighted reciprocal rank fusion (k=60) of the vector and keyword rankings. An
+optional reranker rescores the fused candidates, and MMR trades relevance for variety.
+Passages come only from chunks whose document is `ready` in the store. Without an LLM the
+answer is extractive: the question's best-matching sentences from the top passages, cited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from pyoxigraph import NamedNode, RdfFormat, serialize
+
+from sparqlrag.models.embedder import Embedder
+from sparqlrag.models.llm import ChatModel
+from sparqlrag.models.prompts import render
+from sparqlrag.models.reranker import Reranker
+from sparqlrag.models.sentences import sentence_splitter
+from sparqlrag.retrieval.trace import Trace, TracedSource
+from sparqlrag.store import vocab as v
+from sparqlrag.store.keyword_index import KeywordIndex
+from sparqlrag.store.select import select
+from sparqlrag.store.sparql_text import sparql_term, values
+from sparqlrag.store.vector_index import VectorIndex
+from sparqlrag.store.vocab import READY, Iris
+
+Mode = Literal["vector", "keyword", "hybrid"]
+MODES: tuple[Mode, ...] = ("vector", "keyword", "hybrid")
+RRF_K = 60
+
+
+@dataclass(frozen=True)
+class Passage:
+    chunk: str
+    document: str
+    title: str
+    text: str
+    score: float
+
+
+@dataclass
+class Answer:
+    question: str
+    answer: str
+    passages: list[Passage]
+    trace: str
+    model: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+def rrf(rankings: list[list[str]], weights: list[float], k: int = RRF_K) -> list[tuple[str, float]]:
+    """Weighted reciprocal rank fusion: each list adds weight / (k + rank) to its items."""
+    scores: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights):
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+    return sorted(scores.items(), key=lambda pair: -pair[1])
+
+
+def mmr(relevance: np.ndarray, vectors: np.ndarray, k: int, lam: float) -> list[int]:
+    """Maximal marginal relevance: indexes of k items, each chosen for relevance minus redundancy."""
+    if len(relevance) == 0:
+        return []
+    spread = float(relevance.max() - relevance.min()) or 1.0
+    relevance = (relevance - relevance.min()) / spread
+    chosen: list[int] = []
+    remaining = list(range(len(relevance)))
+    while remaining and len(chosen) < k:
+        def gain(i: int) -> float:
+            redundancy = max((float(vectors[i] @ vectors[j]) for j in chosen), default=0.0)
+            return lam * relevance[i] - (1 - lam) * redundancy
+
+        best = max(remaining, key=gain)
+        chosen.append(best)
+        remaining.remove(best)
+    return chosen
+
+
+class DocumentRag:
+    def __init__(
+        self, *, store: Any, vectors: VectorIndex, keywords: KeywordIndex, embedder: Embedder, base_iri: str,
+        reranker: Reranker | None = None, llm: ChatModel | None = None, prompts_dir: Any = None,
+    ) -> None:  # fmt: skip
+        self.store, self.vectors, self.keywords, self.embedder = store, vectors, keywords, embedder
+        self.base_iri, self.reranker, self.llm, self.prompts_dir = base_iri, reranker, llm, prompts_dir
+        self._sentences = sentence_splitter()
+
+    async def retrieve(
+        self, collection: str, question: str, *, mode: Mode = "hybrid", k: int = 5, candidates: int = 50,
+        weights: tuple[float, float] = (1.0, 1.0), rerank: bool = False, mmr_lambda: float | None = None,
+    ) -> list[Passage]:  # fmt: skip
+        """The k best passages of the collection for the question."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        iris = Iris(self.base_iri, collection)
+        rankings: list[list[str]] = []
+        scores: dict[str, float] = {}
+        if mode in ("vector", "hybrid"):
+            query = await asyncio.to_thread(self.embedder.embed_one, question)
+            hits = await asyncio.to_thread(self.vectors.search, collection, "chunks", query, candidates)
+            rankings.append([h.iri for h in hits])
+            scores.update({h.iri: h.score for h in hits})
+        if mode in ("keyword", "hybrid"):
+            hits = await asyncio.to_thread(self.keywords.search, collection, question, candidates)
+            rankings.append([h.iri for h in hits])
+            if mode == "keyword":
+                scores.update({h.iri: h.score for h in hits})
+        if mode == "hybrid":
+            fused = rrf(rankings, list(weights))
+            scores = dict(fused)
+            order = [iri for iri, _ in fused]
+        else:
+            order = rankings[0]
+        passages = await asyncio.to_thread(self._passages, iris, order[:candidates], scores)
+        if rerank and self.reranker is not None and passages:
+            rescored = await asyncio.to_thread(self.reranker.score, question, [p.text for p in passages])
+            passages = [Passage(p.chunk, p.document, p.title, p.text, float(s)) for p, s in zip(passages, rescored)]
+            passages.sort(key=lambda p: -p.score)
+        if mmr_lambda is not None and len(passages) > k:
+            vectors = await asyncio.to_thread(self.embedder.embed, [p.text for p in passages])
+            picked = mmr(np.array([p.score for p in passages]), vectors, k, mmr_lambda)
+            passages = [passages[i] for i in picked]
+        return passages[:k]
+
+    def _passages(self, iris: Iris, chunks: list[str], scores: dict[str, float]) -> list[Passage]:
+        """Chunk text and document for the ranked IRIs, keeping only chunks of ready documents."""
+        if not chunks:
+            return []
+        rows = select(self.store, v.SPARQL_PREFIXES + f"""
+            SELECT ?chunk ?text ?doc ?title WHERE {{ {values("chunk", map(NamedNode, chunks))}
+              GRAPH {sparql_term(iris.source_graph)} {{
+                ?chunk sr:text ?text ; prov:wasDerivedFrom ?doc . ?doc sr:status "{READY}" ; dcterms:title ?title }} }}""")  # fmt: skip
+        found = {row["chunk"]: row for row in rows}
+        return [
+            Passage(iri, found[iri]["doc"], found[iri]["title"], found[iri]["text"], scores.get(iri, 0.0))
+            for iri in chunks if iri in found
+        ]  # fmt: skip
+
+    async def answer(self, collection: str, question: str, *, mode: Mode = "hybrid", k: int = 5, **options: Any) -> Answer:
+        """Retrieve, answer (LLM or extractive), and write the trace."""
+        trace = Trace(question, f"document-rag/{mode}")
+        passages = await self.retrieve(collection, question, mode=mode, k=k, **options)
+        trace.sources = [TracedSource(p.chunk, rank, p.score) for rank, p in enumerate(passages, start=1)]
+        if self.llm is not None and passages:
+            knowledge = "\n\n".join(f"[{i}] ({p.title}) {p.text}" for i, p in enumerate(passages, start=1))
+            completion = await self.llm.complete(render("synthesis", self.prompts_dir, question=question, knowledge=knowledge))
+            trace.answer, trace.model = completion.text, completion.model
+            trace.input_tokens, trace.output_tokens = completion.input_tokens, completion.output_tokens
+        else:
+            trace.answer = await asyncio.to_thread(self.extractive_answer, question, passages)
+        iris = Iris(self.base_iri, collection)
+        await asyncio.to_thread(self.store.add_quads, serialize(trace.quads(iris), format=RdfFormat.N_QUADS))
+        usage = {"input_tokens": trace.input_tokens, "output_tokens": trace.output_tokens}
+        return Answer(question, trace.answer, passages, iris.trace(trace.id).value, trace.model, usage)
+
+    def extractive_answer(self, question: str, passages: list[Passage], sentences: int = 3) -> str:
+        """The sentences of the top passages closest to the question, in passage order, cited."""
+        if not passages:
+            return "No passage in this collection matches the question."
+        candidates = [(rank, s) for rank, p in enumerate(passages[:3], start=1) for s in self._sentences.tokenize(p.text)]
+        vectors = self.embedder.embed([question] + [s for _, s in candidates])
+        similarity = vectors[1:] @ vectors[0]
+        best = sorted(np.argsort(-similarity)[:sentences])
+        return " ".join(f"{candidates[i][1]} [{candidates[i][0]}]" for i in best)

@@ -1,0 +1,106 @@
+"""Document RAG over ingested documents: the three modes, rerank, MMR, extractive and LLM answers, trace."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sparqlrag.extraction.offline import OfflineExtractor
+from sparqlrag.extraction.pipeline import Pipeline
+from sparqlrag.models.embedder import Embedder
+from sparqlrag.models.llm import AnthropicModel
+from sparqlrag.models.reranker import CosineReranker
+from sparqlrag.retrieval.document_rag import DocumentRag, mmr, rrf
+from sparqlrag.store import EmbeddedStore
+from sparqlrag.store.keyword_index import KeywordIndex
+from sparqlrag.store.select import select
+from sparqlrag.store.vector_index import VectorIndex
+from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
+from tests.llm_stub import Reply, serve_stub
+
+BASE = "http://kb.example/"
+DOCS = {
+    "curie": "Marie Curie was born in Warsaw. She won the Nobel Prize in Physics in 1903 and in Chemistry in 1911.",
+    "eiffel": "The Eiffel Tower is a wrought-iron lattice tower in Paris. It was completed in 1889.",
+    "bread": "Bread is baked from flour, water, salt and yeast. Sourdough uses a fermented starter.",
+    "vistula": "The Vistula is the longest river in Poland. It flows through Krakow and Warsaw.",
+}
+
+
+@pytest.fixture(scope="module")
+def rag(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocumentRag]:
+    root = tmp_path_factory.mktemp("rag")
+    embedder = Embedder(models_dir=root / "models")
+    store, vectors, keywords = EmbeddedStore(root / "store"), VectorIndex(embedder.dim, path=root / "qdrant"), KeywordIndex(root / "kw.sqlite")
+    pipeline = Pipeline(store=store, vectors=vectors, keywords=keywords, embedder=embedder, extractor=OfflineExtractor(),
+                        base_iri=BASE, work_dir=root)  # fmt: skip
+    for document_id, text in DOCS.items():
+        asyncio.run(pipeline.ingest("default", document_id, text.encode(), title=document_id))
+    yield DocumentRag(store=store, vectors=vectors, keywords=keywords, embedder=embedder, base_iri=BASE,
+                      reranker=CosineReranker(embedder))  # fmt: skip
+    vectors.close()
+    keywords.close()
+    store.close()
+
+
+def titles(passages: list) -> list[str]:
+    return [p.title for p in passages]
+
+
+@pytest.mark.parametrize("mode", ["vector", "keyword", "hybrid"])
+def test_each_mode_finds_the_right_passage(rag: DocumentRag, mode: str) -> None:
+    passages = asyncio.run(rag.retrieve("default", "Where was Marie Curie born?", mode=mode, k=2))  # type: ignore[arg-type]
+    assert titles(passages)[0] == "curie"
+    assert passages[0].text == DOCS["curie"] and passages[0].score > 0
+
+
+def test_hybrid_fuses_both_rankings() -> None:
+    fused = rrf([["a", "b", "c"], ["c", "a"]], [1.0, 1.0])
+    assert [item for item, _ in fused] == ["a", "c", "b"]
+    assert fused[0][1] == pytest.approx(1 / 61 + 1 / 62)
+    assert [item for item, _ in rrf([["a", "b"], ["b", "a"]], [1.0, 3.0])] == ["b", "a"]  # weights matter
+
+
+def test_mmr_prefers_variety() -> None:
+    vectors = np.array([[1.0, 0.0], [0.999, 0.045], [0.0, 1.0]])
+    assert mmr(np.array([1.0, 0.95, 0.5]), vectors, 2, lam=0.5) == [0, 2]
+    assert mmr(np.array([1.0, 0.95, 0.5]), vectors, 2, lam=1.0) == [0, 1]
+
+
+def test_rerank_and_mmr_options(rag: DocumentRag) -> None:
+    reranked = asyncio.run(rag.retrieve("default", "Which river flows through Warsaw?", k=2, rerank=True))
+    assert titles(reranked)[0] == "vistula"
+    diverse = asyncio.run(rag.retrieve("default", "Warsaw", k=3, mmr_lambda=0.5))
+    assert len(diverse) == 3 and len(set(titles(diverse))) == 3
+    with pytest.raises(ValueError, match="mode must be one of"):
+        asyncio.run(rag.retrieve("default", "x", mode="psychic"))  # type: ignore[arg-type]
+    assert asyncio.run(rag.retrieve("empty-collection", "Warsaw")) == []
+
+
+def test_extractive_answer_and_trace(rag: DocumentRag) -> None:
+    answer = asyncio.run(rag.answer("default", "When was the Eiffel Tower completed?", k=3))
+    assert "It was completed in 1889. [1]" in answer.answer and answer.model is None
+    iris = Iris(BASE)
+    rows = select(rag.store, SPARQL_PREFIXES + f"""SELECT ?question ?mode ?chunk ?rank WHERE {{
+        GRAPH <{iris.trace_graph.value}> {{ <{answer.trace}> a sr:Trace ; sr:question ?question ; sr:mode ?mode ;
+          sr:source [ sr:chunk ?chunk ; sr:rank ?rank ] }} }} ORDER BY ?rank""")  # fmt: skip
+    assert rows[0]["question"] == "When was the Eiffel Tower completed?" and rows[0]["mode"] == "document-rag/hybrid"
+    assert [r["chunk"] for r in rows] == [p.chunk for p in answer.passages]
+
+
+def test_llm_answer_through_the_stub(rag: DocumentRag) -> None:
+    stub, stop = serve_stub()
+    try:
+        stub.script(Reply("Marie Curie was born in Warsaw [1].", input_tokens=120, output_tokens=9))
+        rag.llm = AnthropicModel("claude-test", api_key="sk-test", base_url=stub.url)
+        answer = asyncio.run(rag.answer("default", "Where was Marie Curie born?", k=2))
+    finally:
+        rag.llm = None
+        stop()
+    assert answer.answer == "Marie Curie was born in Warsaw [1]." and answer.usage == {"input_tokens": 120, "output_tokens": 9}
+    prompt = stub.requests[0]["messages"][0]["content"]
+    assert "[1] (curie) Marie Curie was born in Warsaw." in prompt and "Where was Marie Curie born?" in prompt
