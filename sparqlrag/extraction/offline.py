@@ -16,6 +16,7 @@ words from its Treebank tokenizer; neither needs data files. Then, per sentence:
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 
@@ -80,7 +81,7 @@ class OfflineExtractor:
         self._words = TreebankWordTokenizer()
 
     async def extract(self, text: str, document_id: str = "") -> Knowledge:
-        return self.extract_sync(text)
+        return await asyncio.to_thread(self.extract_sync, text)  # pure Python: keep it off the event loop
 
     def extract_sync(self, text: str) -> Knowledge:
         lowercase_words = {w for w in re.findall(r"\b[a-z]\w*\b", text)}

@@ -18,7 +18,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,17 @@ class IngestResult:
 
 
 @dataclass(frozen=True)
+class Source:
+    """A document to ingest."""
+
+    document_id: str
+    data: bytes
+    media_type: str | None = None
+    filename: str | None = None
+    title: str | None = None
+
+
+@dataclass(frozen=True)
 class Upload:
     """What re-running an interrupted ingest needs besides the bytes."""
 
@@ -60,6 +71,35 @@ class Upload:
     media_type: str | None
     filename: str | None
     title: str | None
+
+
+@dataclass
+class _Plan:
+    """One document between the phases of ingest_many."""
+
+    iris: Iris
+    record: DocumentRecord
+    created: datetime
+    marker: Path
+    added: list[ChunkRecord] = field(default_factory=list)
+    kept: list[ChunkRecord] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    knowledge: list[tuple[Knowledge, datetime, datetime]] = field(default_factory=list)
+
+
+class _Progress:
+    """Chunks extracted so far, out of the chunks known to need extraction so far."""
+
+    def __init__(self, callback: Progress | None) -> None:
+        self.callback, self.done, self.total = callback, 0, 0
+
+    def expect(self, chunks: int) -> None:
+        self.total += chunks
+
+    def step(self) -> None:
+        self.done += 1
+        if self.callback is not None:
+            self.callback(self.done, self.total)
 
 
 class Pipeline:
@@ -99,93 +139,147 @@ class Pipeline:
         self, collection: str, document_id: str, data: bytes, *, media_type: str | None = None,
         filename: str | None = None, title: str | None = None, on_progress: Progress | None = None,
     ) -> IngestResult:  # fmt: skip
-        """Add or update a document. Raises DecodeError (nothing written) for what is not a document."""
+        """Add or update one document. Raises DecodeError (nothing written) for what is not a document."""
+        source = Source(document_id, data, media_type, filename, title)
+        (result,) = await self.ingest_many(collection, [source], on_progress=on_progress)
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    async def ingest_many(
+        self, collection: str, sources: list[Source], *, on_progress: Progress | None = None,
+    ) -> list[IngestResult | Exception]:  # fmt: skip
+        """Ingest documents together, in three phases: prepare each (decode, compare with what is
+        stored, extract new chunks; concurrently), index them all at once (one embedding call and
+        one upsert per kind: model calls cost far less per text in big batches), then commit each
+        document in its own transaction. Each result is an IngestResult, or the exception that
+        document raised; the others go on."""
+        ids = [source.document_id for source in sources]
+        if len(set(ids)) != len(ids):
+            raise ValueError("a batch names the same document twice")
         iris = Iris(self.base_iri, collection)
-        decoded = decode(data, media_type, filename)
-        sha256 = hashlib.sha256(data).hexdigest()
-        doc = iris.document(document_id)
-        async with self._lock(collection, document_id):
-            (existing,) = (await asyncio.to_thread(librarian.documents, self.store, iris, doc)) or [None]
-            if existing is not None and existing.sha256 == sha256 and existing.status == librarian.READY:
-                return IngestResult(doc.value, "unchanged", chunks_kept=existing.chunks)
-            marker = self._save_pending(Upload(collection, document_id, media_type, filename, title), data)
-            record = DocumentRecord(doc, title or decoded.title or filename or document_id, filename or document_id,
-                                    decoded.media_type, sha256)  # fmt: skip
-            created = datetime.fromisoformat(existing.created) if existing else datetime.now(timezone.utc)
-            await self._update(self._record_update(iris, record, librarian.PROCESSING, created, existing))
+        locks = [self._lock(collection, document_id) for document_id in sorted(ids)]
+        for lock in locks:
+            await lock.acquire()
+        try:
+            results: list[IngestResult | Exception | None] = [None] * len(sources)
+            progress, slots = _Progress(on_progress), asyncio.Semaphore(self.concurrency)
+            prepared = await asyncio.gather(*(self._prepare(iris, s, slots, progress) for s in sources), return_exceptions=True)
+            plans: list[tuple[int, _Plan]] = []
+            for index, outcome in enumerate(prepared):
+                if isinstance(outcome, _Plan):
+                    plans.append((index, outcome))
+                elif isinstance(outcome, BaseException) and not isinstance(outcome, Exception):
+                    raise outcome  # cancellation: markers stay, recover() resumes
+                else:
+                    results[index] = outcome
             try:
-                result = await self._process(iris, record, created, decoded.text, on_progress)
-            except Exception:
-                await self._update(librarian.status_update(iris, doc, librarian.FAILED))
-                self._clear_pending(marker)  # a failure is reported, not retried at every start
-                raise
-            self._clear_pending(marker)  # (a cancelled ingest keeps its marker: recover() resumes it)
-            return result
+                chunks = [c for _, plan in plans for c in plan.added]
+                await self._index(iris, chunks, [k for _, plan in plans for k, _, _ in plan.knowledge])
+            except Exception as error:
+                for index, plan in plans:
+                    results[index] = await self._failed(plan, error)
+                plans = []
+            for index, plan in plans:
+                try:
+                    results[index] = await self._commit(plan)
+                except Exception as error:
+                    results[index] = await self._failed(plan, error)
+            return [result if result is not None else RuntimeError("not ingested") for result in results]
+        finally:
+            for lock in locks:
+                lock.release()
 
-    async def _process(
-        self, iris: Iris, record: DocumentRecord, created: datetime, text: str, on_progress: Progress | None
-    ) -> IngestResult:
-        chunks: dict[str, ChunkRecord] = {}
-        for index, piece in enumerate(split(text, self.chunk_size, self.chunk_overlap)):
-            iri = iris.chunk(record.iri, piece.text)
-            chunks.setdefault(iri.value, ChunkRecord(record.iri, iri, index, piece.offset, piece.text))
-        old = await asyncio.to_thread(librarian.chunks_of, self.store, iris, record.iri)
-        added = [chunk for iri, chunk in chunks.items() if iri not in old]
-        kept = [chunk for iri, chunk in chunks.items() if iri in old]
-        removed = sorted(old - chunks.keys())
+    async def _prepare(
+        self, iris: Iris, source: Source, slots: asyncio.Semaphore, progress: _Progress
+    ) -> _Plan | IngestResult:
+        """Decode, compare with the stored version, mark processing, extract the new chunks."""
+        decoded = decode(source.data, source.media_type, source.filename)
+        sha256 = hashlib.sha256(source.data).hexdigest()
+        doc = iris.document(source.document_id)
+        (existing,) = (await asyncio.to_thread(librarian.documents, self.store, iris, doc)) or [None]
+        if existing is not None and existing.sha256 == sha256 and existing.status == librarian.READY:
+            return IngestResult(doc.value, "unchanged", chunks_kept=existing.chunks)
+        upload = Upload(iris.collection, source.document_id, source.media_type, source.filename, source.title)
+        marker = self._save_pending(upload, source.data)
+        record = DocumentRecord(doc, source.title or decoded.title or source.filename or source.document_id,
+                                source.filename or source.document_id, decoded.media_type, sha256)  # fmt: skip
+        created = datetime.fromisoformat(existing.created) if existing else datetime.now(timezone.utc)
+        plan = _Plan(iris, record, created, marker)
+        await self._update(self._record_update(iris, record, librarian.PROCESSING, created, existing))
+        try:
+            chunks: dict[str, ChunkRecord] = {}
+            for index, piece in enumerate(split(decoded.text, self.chunk_size, self.chunk_overlap)):
+                iri = iris.chunk(doc, piece.text)
+                chunks.setdefault(iri.value, ChunkRecord(doc, iri, index, piece.offset, piece.text))
+            old = await asyncio.to_thread(librarian.chunks_of, self.store, iris, doc)
+            plan.added = [chunk for iri, chunk in chunks.items() if iri not in old]
+            plan.kept = [chunk for iri, chunk in chunks.items() if iri in old]
+            plan.removed = sorted(old - chunks.keys())
+            progress.expect(len(plan.added))
+            extractions = (self._extract(chunk, source.document_id, slots, progress) for chunk in plan.added)
+            plan.knowledge = list(await asyncio.gather(*extractions))
+        except Exception as error:
+            raise await self._failed(plan, error) from None
+        return plan
 
-        knowledge = await self._extract_all(added, record.iri.value.rsplit("/", 1)[-1], on_progress)
+    async def _extract(
+        self, chunk: ChunkRecord, document_id: str, slots: asyncio.Semaphore, progress: _Progress
+    ) -> tuple[Knowledge, datetime, datetime]:
+        async with slots:
+            started = datetime.now(timezone.utc)
+            result = await self.extractor.extract(chunk.text, document_id)
+            progress.step()
+            return result, started, datetime.now(timezone.utc)
+
+    async def _commit(self, plan: _Plan) -> IngestResult:
+        """The document's change in one transaction; then the index rows of what it no longer has."""
+        iris = plan.iris
         quads = []
-        for chunk, (result, started, ended) in zip(added, knowledge):
+        for chunk, (result, started, ended) in zip(plan.added, plan.knowledge):
             quads += chunk_quads(iris, chunk, result, self.extractor.name, self.extractor.model, started, ended)
-        await self._index(iris, added, [k for k, _, _ in knowledge])
-
-        candidates, named = await self._statements_of(iris, removed)
+        candidates, named = await self._statements_of(iris, plan.removed)
         await self._update(
-            self._removal(iris, removed, candidates),
-            self._placement(iris, kept),
-            self._record_update(iris, record, librarian.READY, created, record),
+            self._removal(iris, plan.removed, candidates),
+            self._placement(iris, plan.kept),
+            self._record_update(iris, plan.record, librarian.READY, plan.created, plan.record),
             insert_data(quads),
         )
-        await self._forget_index_rows(iris, removed, named)
-        facts = sum(len(result.facts) for result, _, _ in knowledge)
-        return IngestResult(record.iri.value, librarian.READY, len(added), len(removed), len(kept), facts)
+        await self._forget_index_rows(iris, plan.removed, named)
+        self._clear_pending(plan.marker)  # (a killed ingest keeps its marker: recover() resumes it)
+        facts = sum(len(result.facts) for result, _, _ in plan.knowledge)
+        added, removed, kept = len(plan.added), len(plan.removed), len(plan.kept)
+        return IngestResult(plan.record.iri.value, librarian.READY, added, removed, kept, facts)
 
-    async def _extract_all(
-        self, chunks: list[ChunkRecord], document_id: str, on_progress: Progress | None
-    ) -> list[tuple[Knowledge, datetime, datetime]]:
-        slots, done = asyncio.Semaphore(self.concurrency), 0
-
-        async def one(chunk: ChunkRecord) -> tuple[Knowledge, datetime, datetime]:
-            nonlocal done
-            async with slots:
-                started = datetime.now(timezone.utc)
-                result = await self.extractor.extract(chunk.text, document_id)
-                done += 1
-                if on_progress is not None:
-                    on_progress(done, len(chunks))
-                return result, started, datetime.now(timezone.utc)
-
-        return list(await asyncio.gather(*(one(chunk) for chunk in chunks)))
+    async def _failed(self, plan: _Plan, error: Exception) -> Exception:
+        """Mark the document failed; a reported failure is not retried at every start."""
+        await self._update(librarian.status_update(plan.iris, plan.record.iri, librarian.FAILED))
+        self._clear_pending(plan.marker)
+        return error
 
     async def _index(self, iris: Iris, chunks: list[ChunkRecord], knowledge: list[Knowledge]) -> None:
-        """Chunk vectors and keyword rows, and vectors of the entities those chunks name."""
+        """Chunk vectors and keyword rows, and vectors of the entities those chunks name that the
+        index does not hold yet (an entity's IRI comes from its name, so a known one is unchanged)."""
+        collection = iris.collection
         if chunks:
-            texts = [c.text for c in chunks]
-            vectors = await asyncio.to_thread(self.embedder.embed, texts)
+            vectors = await asyncio.to_thread(self.embedder.embed, [c.text for c in chunks])
             payloads = [{"document": c.document.value, "text": c.text} for c in chunks]
-            await asyncio.to_thread(self.vectors.upsert, iris.collection, "chunks", [c.iri.value for c in chunks], vectors, payloads)
-            await asyncio.to_thread(self.keywords.add, iris.collection, [(c.iri.value, c.text) for c in chunks])
-        entities = {e.name: e for result in knowledge for e in result.entities}
+            await asyncio.to_thread(self.vectors.upsert, collection, "chunks", [c.iri.value for c in chunks], vectors, payloads)
+            await asyncio.to_thread(self.keywords.add, collection, [(c.iri.value, c.text) for c in chunks])
+        definitions: dict[str, str | None] = {}
         for result in knowledge:
+            for entity in result.entities:
+                definitions[entity.name] = definitions.get(entity.name) or entity.definition
             for fact in result.facts:
                 for name in (fact.subject, fact.object) if fact.object_entity else (fact.subject,):
-                    entities.setdefault(name, None)  # type: ignore[arg-type]
-        if entities:
-            names = list(entities)
-            vectors = await asyncio.to_thread(self.embedder.embed, names)
-            payloads = [{"label": n, "definition": (entities[n].definition if entities[n] else None)} for n in names]
-            await asyncio.to_thread(self.vectors.upsert, iris.collection, "entities", [iris.entity(n).value for n in names], vectors, payloads)
+                    definitions.setdefault(name, None)
+        by_iri = {iris.entity(name).value: name for name in definitions}
+        known = await asyncio.to_thread(self.vectors.existing, collection, "entities", list(by_iri))
+        new = {iri: name for iri, name in by_iri.items() if iri not in known}
+        if new:
+            vectors = await asyncio.to_thread(self.embedder.embed, list(new.values()))
+            payloads = [{"label": name, "definition": definitions[name]} for name in new.values()]
+            await asyncio.to_thread(self.vectors.upsert, collection, "entities", list(new), vectors, payloads)
 
     # -- removal ------------------------------------------------------------------------------
 

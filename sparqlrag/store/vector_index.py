@@ -90,6 +90,15 @@ class VectorIndex:
             points = self._client.query_points(name, query=vector.tolist(), limit=limit, with_payload=True).points
         return [Hit(p.payload["iri"], float(p.score), p.payload) for p in points]
 
+    def existing(self, collection: str, kind: Kind, iris: Sequence[str]) -> set[str]:
+        """Which of `iris` have a point already."""
+        name = self.name(collection, kind)
+        with self._lock:
+            if not iris or not self._client.collection_exists(name):
+                return set()
+            points = self._client.retrieve(name, ids=[point_id(i) for i in iris], with_payload=True, with_vectors=False)
+        return {p.payload["iri"] for p in points}
+
     def delete(self, collection: str, kind: Kind, iris: Sequence[str]) -> None:
         name = self.name(collection, kind)
         with self._lock:
