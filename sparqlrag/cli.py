@@ -1,18 +1,19 @@
-"""`sparqlrag serve | query | update | load | dump | demo`.
+"""`sparqlrag serve | query | update | load | dump | ingest | documents | forget | demo`.
 
-query/update/load/dump open the data directory directly; while a server holds it they
+query, update, load, dump, ingest, documents and forget open the data directory directly; while a server holds it they
 stop with a clear error (use the server's HTTP endpoints instead).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from pydantic import ValidationError
 from tqdm import tqdm
@@ -22,6 +23,10 @@ from sparqlrag.store.base import StoreError
 from sparqlrag.store.data_dir import prepare_data_dir
 from sparqlrag.store.embedded import EmbeddedStore
 from sparqlrag.store.formats import FORMAT_NAMES, rdf_format_for_path, rdf_format_names
+from sparqlrag.store.vocab import InvalidName, Iris
+
+if TYPE_CHECKING:
+    from sparqlrag.services import Services
 
 DEMO_QUERY = """PREFIX schema: <http://schema.org/>
 SELECT ?standard ?name ?year WHERE {
@@ -72,6 +77,20 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--format", choices=rdf_format_names(), default=None, help="default trig (dataset) / turtle (graph)")
     dump.add_argument("--graph", help="one graph IRI, or DEFAULT for the default graph")
     dump.add_argument("--output", "-o", type=Path, help="file to write (default stdout)")
+
+    ingest = commands.add_parser("ingest", help="add or update documents (text, Markdown, HTML, PDF; folders are walked)")
+    _common(ingest)
+    ingest.add_argument("paths", nargs="+", type=Path)
+    ingest.add_argument("--collection", default="default")
+
+    documents = commands.add_parser("documents", help="list the documents of a collection")
+    _common(documents)
+    documents.add_argument("--collection", default="default")
+
+    forget = commands.add_parser("forget", help="delete a document, its chunks and the facts only it supported")
+    _common(forget)
+    forget.add_argument("document", help="the document id (as `sparqlrag documents` shows it)")
+    forget.add_argument("--collection", default="default")
 
     demo = commands.add_parser("demo", help="load the demo dataset, answer a query, then serve it")
     _common(demo)
@@ -176,6 +195,69 @@ def _dump(store: EmbeddedStore, args: argparse.Namespace) -> None:
         store.dump(sys.stdout.buffer, fmt, graph)  # type: ignore[arg-type]
 
 
+def _document_files(paths: list[Path]) -> list[tuple[str, Path]]:
+    """(document id, file): a file is named by its name, a folder's files by their path inside it."""
+    from sparqlrag.extraction.decoders import EXTENSIONS
+
+    found: list[tuple[str, Path]] = []
+    for path in paths:
+        if path.is_dir():
+            found += [(str(f.relative_to(path)), f) for f in sorted(path.rglob("*")) if f.suffix.lower() in EXTENSIONS]
+        elif path.is_file():
+            found.append((path.name, path))
+        else:
+            raise CliError(f"no such file or folder: {path}")
+    if not found:
+        raise CliError("no documents found (.txt, .md, .html, .pdf)")
+    ids = [document_id for document_id, _ in found]
+    if len(set(ids)) != len(ids):
+        raise CliError("two files would get the same document id; ingest them separately")
+    return found
+
+
+def _ingest(services: Services, args: argparse.Namespace) -> None:
+    from sparqlrag.extraction.pipeline import Source
+
+    pipeline = services.pipeline
+    for result in asyncio.run(pipeline.recover()):
+        print(f"recovered  {result.document}", file=sys.stderr)
+    sources = [Source(document_id, path.read_bytes(), filename=path.name) for document_id, path in _document_files(args.paths)]
+    with tqdm(total=0, unit="chunk", desc="extracting", file=sys.stderr) as bar:
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        results = asyncio.run(pipeline.ingest_many(args.collection, sources, on_progress=progress))
+    failed = 0
+    for source, result in zip(sources, results):
+        if isinstance(result, Exception):
+            failed += 1
+            print(f"failed     {source.document_id}: {result}")
+        elif result.status == "unchanged":
+            print(f"unchanged  {source.document_id}")
+        else:
+            print(f"ready      {source.document_id}: {result.chunks_added} chunks added, {result.chunks_removed} removed, "
+                  f"{result.chunks_kept} kept, {result.facts} facts")  # fmt: skip
+    if failed:
+        raise CliError(f"{failed} of {len(sources)} documents failed")
+
+
+def _documents(services: Services, args: argparse.Namespace) -> None:
+    from sparqlrag.extraction import librarian
+
+    rows = librarian.documents(services.store, Iris(services.settings.base_iri, args.collection))
+    if not rows:
+        print(f"no documents in collection {args.collection!r}", file=sys.stderr)
+    for info in rows:
+        print(f"{info.status:10} {info.chunks:5} chunks  {info.id}  ({info.title}, {info.media_type})")
+
+
+def _forget(services: Services, args: argparse.Namespace) -> None:
+    if not asyncio.run(services.pipeline.forget(args.collection, args.document)):
+        raise CliError(f"no document {args.document!r} in collection {args.collection!r}")
+    print(f"forgot {args.document}")
+
+
 def _serve(settings: Settings, access_log: bool) -> None:
     import uvicorn
 
@@ -228,12 +310,20 @@ def run(argv: list[str] | None = None) -> None:
                 _load(store, settings, args)
             elif args.command == "dump":
                 _dump(store, args)
+            else:  # the commands that need models load them only now (they take seconds to import)
+                from sparqlrag.services import Services
+
+                services = Services.open(settings, store)
+                try:
+                    {"ingest": _ingest, "documents": _documents, "forget": _forget}[args.command](services, args)
+                finally:
+                    services.close()
 
 
 def main(argv: list[str] | None = None) -> None:
     try:
         run(argv)
-    except (CliError, StoreError) as error:
+    except (CliError, StoreError, InvalidName) as error:
         print(f"sparqlrag: error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
     except KeyboardInterrupt:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import (
@@ -41,6 +41,22 @@ class Settings(BaseSettings):
     allow_remote: bool = False
     store_threads: int = 8
     cors_origins: Tokens = Field(default_factory=lambda: ["*"])
+    # models
+    offline: bool = True
+    embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    reranker_model: str | None = "ms-marco-TinyBERT-L-2-v2"
+    llm: Literal["none", "anthropic", "openai"] = "none"
+    llm_model: str = "claude-sonnet-4-5"
+    llm_base_url: str | None = None
+    llm_api_key: str | None = None
+    llm_concurrency: int = 4
+    prompts_dir: Path | None = None
+    # ingestion
+    extractor: Literal["offline", "llm"] = "offline"
+    chunk_size: int = 2000
+    chunk_overlap: int = 100
+    ingest_concurrency: int = 4
+    qdrant_url: str | None = None
 
     @field_validator("read_tokens", "write_tokens", "cors_origins", mode="before")
     @classmethod
@@ -67,6 +83,10 @@ class Settings(BaseSettings):
     @property
     def store_path(self) -> Path:
         return self.data_dir / "oxigraph"
+
+    @property
+    def models_dir(self) -> Path:
+        return self.data_dir / "models"
 
     @property
     def auth_enabled(self) -> bool:

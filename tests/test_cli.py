@@ -106,3 +106,29 @@ def test_demo_prints_an_answer(tmp_path: Path) -> None:
     result = cli(tmp_path, "demo", "--no-serve")
     assert result.returncode == 0, result.stderr
     assert "SPARQL 1.1" in result.stdout and "Resource Description Framework" in result.stdout
+
+
+def test_ingest_documents_and_forget(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    (corpus / "sub").mkdir(parents=True)
+    (corpus / "curie.md").write_text("# Marie Curie\n\nMarie Curie was born in Warsaw. She moved to Paris in 1891.")
+    (corpus / "sub" / "vistula.txt").write_text("The Vistula flows through Warsaw. Warsaw is the capital of Poland.")
+    (corpus / "empty.txt").write_text("")
+    (corpus / "ignored.csv").write_text("a,b")
+    first = cli(tmp_path / "data", "ingest", str(corpus))
+    assert first.returncode == 2 and "1 of 3 documents failed" in first.stderr
+    lines = sorted(first.stdout.splitlines())
+    assert lines[0].startswith("failed     empty.txt: the document is empty")
+    assert lines[1].startswith("ready      curie.md: 1 chunks added") and lines[2].startswith("ready      sub/vistula.txt")
+    listing = cli(tmp_path / "data", "documents").stdout.splitlines()
+    assert any(line.startswith("ready") and "curie.md  (Marie Curie, text/markdown)" in line for line in listing)
+    assert len(listing) == 2 and not any("empty.txt" in line for line in listing)  # bad input writes nothing
+    again = cli(tmp_path / "data", "ingest", str(corpus / "curie.md"))
+    assert again.returncode == 0 and again.stdout.strip() == "unchanged  curie.md"
+    assert cli(tmp_path / "data", "forget", "sub/vistula.txt").stdout.strip() == "forgot sub/vistula.txt"
+    missing = cli(tmp_path / "data", "forget", "sub/vistula.txt")
+    assert missing.returncode == 2 and "no document 'sub/vistula.txt'" in missing.stderr
+    nowhere = cli(tmp_path / "data", "ingest", str(tmp_path / "nowhere"))
+    assert nowhere.returncode == 2 and "no such file or folder" in nowhere.stderr
+    bad_collection = cli(tmp_path / "data", "documents", "--collection", "Not Valid")
+    assert bad_collection.returncode == 2 and "collection names are" in bad_collection.stderr

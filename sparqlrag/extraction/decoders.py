@@ -60,7 +60,7 @@ def decode(data: bytes, media_type: str | None = None, filename: str | None = No
         parser.close()
         text, title = parser.text(), parser.title
     else:
-        title = _markdown_title(text) if kind == MARKDOWN else None
+        title = _markdown_title(text)  # a "# Heading" line names plain text too
     if not text.strip():
         raise DecodeError(f"the {kind} document has no text")
     return Decoded(text, kind, title)

@@ -1,0 +1,71 @@
+"""The running parts built from Settings: store, indexes, models, pipeline, Document RAG.
+
+The CLI opens them on the data directory; the server does the same with its store in a
+WorkerStore. Models load once here and are shared.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from sparqlrag.config import Settings
+from sparqlrag.extraction.knowledge import Extractor
+from sparqlrag.extraction.llm_extractor import LLMExtractor
+from sparqlrag.extraction.offline import OfflineExtractor
+from sparqlrag.extraction.pipeline import Pipeline
+from sparqlrag.models.embedder import Embedder
+from sparqlrag.models.llm import AnthropicModel, ChatModel, OpenAICompatibleModel, ResponseCache
+from sparqlrag.models.reranker import build_reranker
+from sparqlrag.retrieval.document_rag import DocumentRag
+from sparqlrag.store.keyword_index import KeywordIndex
+from sparqlrag.store.vector_index import VectorIndex
+
+
+def build_llm(settings: Settings) -> ChatModel | None:
+    cache = ResponseCache(settings.data_dir / "llm-cache.sqlite")
+    common = {"max_concurrency": settings.llm_concurrency, "cache": cache}
+    if settings.llm == "anthropic":
+        key = settings.llm_api_key or os.environ.get("ANTHROPIC_API_KEY")
+        return AnthropicModel(settings.llm_model, api_key=key, base_url=settings.llm_base_url, **common)
+    if settings.llm == "openai":
+        if not settings.llm_base_url:
+            raise ValueError("llm = \"openai\" needs llm_base_url (for example http://127.0.0.1:11434/v1 for Ollama)")
+        return OpenAICompatibleModel(settings.llm_model, base_url=settings.llm_base_url, api_key=settings.llm_api_key, **common)
+    return None
+
+
+@dataclass
+class Services:
+    settings: Settings
+    store: Any
+    embedder: Embedder
+    vectors: VectorIndex
+    keywords: KeywordIndex
+    llm: ChatModel | None
+    pipeline: Pipeline
+    document_rag: DocumentRag
+
+    @classmethod
+    def open(cls, settings: Settings, store: Any) -> Services:
+        embedder = Embedder(settings.embedding_model, models_dir=settings.models_dir, offline=settings.offline)
+        vectors = VectorIndex(embedder.dim, path=settings.data_dir / "qdrant", url=settings.qdrant_url)
+        keywords = KeywordIndex(settings.data_dir / "keywords.sqlite")
+        llm = build_llm(settings)
+        if settings.extractor == "llm" and llm is None:
+            raise ValueError('extractor = "llm" needs an LLM: set llm to "anthropic" or "openai"')
+        extractor: Extractor = LLMExtractor(llm, settings.prompts_dir) if settings.extractor == "llm" and llm else OfflineExtractor()
+        pipeline = Pipeline(
+            store=store, vectors=vectors, keywords=keywords, embedder=embedder, extractor=extractor,
+            base_iri=settings.base_iri, work_dir=settings.data_dir, chunk_size=settings.chunk_size,
+            chunk_overlap=settings.chunk_overlap, concurrency=settings.ingest_concurrency,
+        )  # fmt: skip
+        reranker = build_reranker(settings.reranker_model, models_dir=settings.models_dir, embedder=embedder, offline=settings.offline)
+        rag = DocumentRag(store=store, vectors=vectors, keywords=keywords, embedder=embedder, base_iri=settings.base_iri,
+                          reranker=reranker, llm=llm, prompts_dir=settings.prompts_dir)  # fmt: skip
+        return cls(settings, store, embedder, vectors, keywords, llm, pipeline, rag)
+
+    def close(self) -> None:
+        self.vectors.close()
+        self.keywords.close()
