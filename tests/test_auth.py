@@ -31,6 +31,8 @@ WRITES = [
     ("gsp-delete", "DELETE", "/store?graph=http%3A%2F%2Fex%2Fg", {}, None),
     ("gsp-create", "POST", "/store", NT, TRIPLE),
     ("dataset-post", "POST", "/store", {"Content-Type": "application/n-quads"}, "<http://ex/a> <http://ex/b> <http://ex/c> <http://ex/g> .\n"),
+    ("document-upload", "POST", "/api/v1/documents", {"Content-Type": "application/json"}, '{"id": "d", "text": "Oslo is in Norway."}'),
+    ("document-delete", "DELETE", "/api/v1/documents/d", {}, None),
     ("dataset-put", "PUT", "/store", {"Content-Type": "application/n-quads"}, "<http://ex/a> <http://ex/b> <http://ex/c> <http://ex/g> .\n"),
 ]  # fmt: skip
 READS = [
@@ -40,6 +42,8 @@ READS = [
     ("gsp-get", "GET", "/store?default", {}, None),
     ("gsp-head", "HEAD", "/store?default", {}, None),
     ("dataset-get", "GET", "/store", {}, None),
+    ("documents-list", "GET", "/api/v1/documents", {}, None),
+    ("document-rag", "POST", "/api/v1/document-rag", {"Content-Type": "application/json"}, '{"question": "Where is Oslo?"}'),
 ]  # fmt: skip
 
 

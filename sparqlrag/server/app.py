@@ -15,9 +15,11 @@ from starlette.routing import Route
 
 from sparqlrag import __version__
 from sparqlrag.config import Settings
+from sparqlrag.server import documents
 from sparqlrag.server.errors import EXCEPTION_HANDLERS
 from sparqlrag.server.graph_store import graph_store
 from sparqlrag.server.sparql import sparql_endpoint
+from sparqlrag.services import Services
 from sparqlrag.store.data_dir import prepare_data_dir, scratch_dir
 from sparqlrag.store.worker import WorkerStore
 
@@ -39,9 +41,11 @@ def create_app(settings: Settings) -> Starlette:
             WorkerStore, settings.store_path, threads=settings.store_threads, allow_remote=settings.allow_remote
         )
         app.state.store = opened
+        app.state.services = await run_in_threadpool(Services.open, settings, opened)
         try:
             yield
         finally:
+            app.state.services.close()
             await run_in_threadpool(opened.close)
 
     app = Starlette(
@@ -50,6 +54,11 @@ def create_app(settings: Settings) -> Starlette:
             Route("/store", graph_store, methods=GSP_METHODS),
             Route("/store/{path:path}", graph_store, methods=GSP_METHODS),
             Route("/healthz", healthz, methods=["GET"]),
+            Route("/api/v1/documents", documents.upload, methods=["POST"]),
+            Route("/api/v1/documents", documents.list_documents, methods=["GET"]),
+            Route("/api/v1/documents/{id:path}", documents.get_document, methods=["GET"]),
+            Route("/api/v1/documents/{id:path}", documents.delete_document, methods=["DELETE"]),
+            Route("/api/v1/document-rag", documents.document_rag, methods=["POST"]),
         ],
         middleware=[
             Middleware(

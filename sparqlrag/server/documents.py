@@ -1,0 +1,154 @@
+"""`/api/v1/documents` (upload, list, status, delete) and `/api/v1/document-rag`.
+
+Uploads are multipart (one file a part), JSON (`{"id", "text", "title", "media_type"}`), or a
+raw body with its Content-Type and `?id=`. The request returns when the document is ingested
+(201, or 200 when its content was unchanged); `GET /api/v1/documents/{id}` shows the status
+and progress meanwhile. A document that cannot be read is refused with nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from sparqlrag.extraction import librarian
+from sparqlrag.extraction.decoders import DecodeError
+from sparqlrag.extraction.pipeline import IngestResult, Source
+from sparqlrag.models.llm import LLMError
+from sparqlrag.retrieval.document_rag import MODES
+from sparqlrag.server.auth import authorize
+from sparqlrag.server.bodies import read_body
+from sparqlrag.server.errors import ApiError
+from sparqlrag.services import Services
+from sparqlrag.store.formats import media_type_of
+from sparqlrag.store.vocab import InvalidName, Iris, check_collection
+
+
+def _services(request: Request) -> Services:
+    return request.app.state.services
+
+
+def _collection(request: Request, body: dict | None = None) -> str:
+    name = (body or {}).get("collection") or request.query_params.get("collection", "default")
+    try:
+        return check_collection(str(name))
+    except InvalidName as error:
+        raise ApiError(400, "bad_collection", str(error)) from None
+
+
+async def _sources(request: Request) -> list[Source]:
+    settings = request.app.state.settings
+    content_type = request.headers.get("content-type", "")
+    kind = media_type_of(content_type)
+    if kind == "multipart/form-data":
+        declared = request.headers.get("content-length", "")
+        if not declared.isdigit():
+            raise ApiError(411, "length_required", "multipart uploads need a Content-Length header")
+        if int(declared) > settings.max_upload_bytes:
+            raise ApiError(413, "body_too_large", f"the request body is larger than the {settings.max_upload_bytes} byte limit")
+        async with request.form(max_files=1000) as form:
+            files = [(name, value) for name, value in form.multi_items() if isinstance(value, UploadFile)]
+            sources = [
+                Source(value.filename or name, await value.read(), value.content_type, value.filename, None)
+                for name, value in files
+            ]
+        if not sources:
+            raise ApiError(400, "bad_request", "the multipart body has no file parts")
+        return sources
+    body = await read_body(request, settings.max_upload_bytes)
+    if kind == "application/json":
+        try:
+            item = json.loads(body)
+            text = item["text"]
+            if not isinstance(text, str):
+                raise TypeError("text must be a string")
+            return [Source(str(item["id"]), text.encode("utf-8"), item.get("media_type", "text/plain"), None, item.get("title"))]
+        except (ValueError, KeyError, TypeError) as error:
+            raise ApiError(400, "bad_request", f'JSON uploads are {{"id": ..., "text": ..., "title"?: ...}}: {error}') from None
+    document_id = request.query_params.get("id")
+    if not document_id:
+        raise ApiError(400, "bad_request", "a raw upload needs ?id= to name the document (or send multipart/form-data)")
+    return [Source(document_id, body, kind or None, None, request.query_params.get("title"))]
+
+
+def _result(result: IngestResult | Exception, source: Source) -> dict[str, Any]:
+    if isinstance(result, Exception):
+        return {"id": source.document_id, "status": "failed", "error": str(result)}
+    return {"id": source.document_id, **asdict(result)}
+
+
+async def upload(request: Request) -> Response:
+    authorize(request, "write")
+    collection = _collection(request)
+    sources = await _sources(request)
+    try:
+        results = await _services(request).pipeline.ingest_many(collection, sources)
+    except ValueError as error:  # the same document named twice in one upload
+        raise ApiError(400, "bad_request", str(error)) from None
+    items = [_result(r, s) for r, s in zip(results, sources)]
+    failures = [r for r in results if isinstance(r, Exception)]
+    if failures and len(failures) == len(results):
+        first = failures[0]
+        status, code = (400, "bad_document") if isinstance(first, DecodeError) else \
+            (502, "model_failed") if isinstance(first, LLMError) else (500, "ingest_failed")  # fmt: skip
+        raise ApiError(status, code, str(first) if len(items) == 1 else f"no document could be ingested: {first}")
+    changed = any(not isinstance(r, Exception) and r.status == "ready" for r in results)
+    return JSONResponse({"documents": items}, status_code=201 if changed else 200)
+
+
+def _info(info: librarian.DocumentInfo) -> dict[str, Any]:
+    return asdict(info)
+
+
+async def list_documents(request: Request) -> Response:
+    authorize(request, "read")
+    services = _services(request)
+    rows = await run_in_threadpool(librarian.documents, services.store, Iris(services.settings.base_iri, _collection(request)))
+    return JSONResponse({"documents": [_info(row) for row in rows]})
+
+
+async def get_document(request: Request) -> Response:
+    authorize(request, "read")
+    services = _services(request)
+    iris = Iris(services.settings.base_iri, _collection(request))
+    rows = await run_in_threadpool(librarian.documents, services.store, iris, iris.document(request.path_params["id"]))
+    if not rows:
+        raise ApiError(404, "document_not_found", f"no document {request.path_params['id']!r} in this collection")
+    return JSONResponse(_info(rows[0]))
+
+
+async def delete_document(request: Request) -> Response:
+    authorize(request, "write")
+    document_id = request.path_params["id"]
+    if not await _services(request).pipeline.forget(_collection(request), document_id):
+        raise ApiError(404, "document_not_found", f"no document {document_id!r} in this collection")
+    return Response(status_code=204)
+
+
+async def document_rag(request: Request) -> Response:
+    authorize(request, "read")
+    try:
+        body = json.loads(await read_body(request, request.app.state.settings.max_sparql_bytes))
+        question = body["question"]
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError("question must be a non-empty string")
+        mode, k = body.get("mode", "hybrid"), int(body.get("k", 5))
+        if mode not in MODES or not 1 <= k <= 100:
+            raise ValueError(f"mode is one of {', '.join(MODES)} and k is 1-100")
+        mmr = body.get("mmr")
+        options = {"rerank": bool(body.get("rerank", False)), "mmr_lambda": None if mmr is None else float(mmr)}
+    except (ValueError, KeyError, TypeError) as error:
+        raise ApiError(400, "bad_request", f'send {{"question": ..., "mode"?, "k"?, "rerank"?, "mmr"?}}: {error}') from None
+    answer = await _services(request).document_rag.answer(_collection(request, body), question, mode=mode, k=k, **options)
+    return JSONResponse({
+        "question": answer.question, "answer": answer.answer, "trace": answer.trace, "model": answer.model,
+        "usage": answer.usage,
+        "sources": [{"chunk": p.chunk, "document": p.document, "title": p.title, "score": p.score, "text": p.text}
+                    for p in answer.passages],
+    })  # fmt: skip

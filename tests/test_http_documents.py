@@ -1,0 +1,85 @@
+"""`/api/v1/documents` and `/api/v1/document-rag` over real HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.conftest import LiveServer, start_server
+from tests.test_decoders_chunker import minimal_pdf
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    live, stop = start_server(tmp_path_factory.mktemp("docs"), max_upload_bytes=20_000)
+    yield live
+    stop()
+
+
+@pytest.fixture
+def client(server: LiveServer) -> Iterator[httpx.Client]:
+    with server.client() as c:
+        yield c
+
+
+def snapshot(client: httpx.Client) -> list[str]:
+    return sorted(client.get("/store", headers={"Accept": "application/n-quads"}).text.splitlines())
+
+
+def test_upload_list_status_delete(client: httpx.Client) -> None:
+    created = client.post("/api/v1/documents", json={"id": "curie", "title": "Curie", "text": "Marie Curie was born in Warsaw."})
+    assert created.status_code == 201, created.text
+    (item,) = created.json()["documents"]
+    assert (item["id"], item["status"], item["chunks_added"]) == ("curie", "ready", 1)
+    assert client.post("/api/v1/documents", json={"id": "curie", "title": "Curie", "text": "Marie Curie was born in Warsaw."}).status_code == 200
+    files = [("file", ("eiffel.md", b"# Eiffel\n\nThe Eiffel Tower is in Paris.", "text/markdown")),
+             ("file", ("doc.pdf", minimal_pdf("Bread is baked from flour."), "application/pdf"))]  # fmt: skip
+    multi = client.post("/api/v1/documents", files=files)
+    assert multi.status_code == 201 and [d["status"] for d in multi.json()["documents"]] == ["ready", "ready"]
+    raw = client.post("/api/v1/documents?id=notes/raw.txt&title=Raw", content=b"Oslo is in Norway.", headers={"Content-Type": "text/plain"})
+    assert raw.status_code == 201
+    listing = client.get("/api/v1/documents").json()["documents"]
+    assert {d["id"] for d in listing} >= {"curie", "eiffel.md", "doc.pdf", "notes/raw.txt"}
+    status = client.get("/api/v1/documents/notes/raw.txt").json()
+    assert (status["title"], status["status"], status["progress"]) == ("Raw", "ready", 1.0)
+    assert client.delete("/api/v1/documents/notes/raw.txt").status_code == 204
+    gone = client.get("/api/v1/documents/notes/raw.txt")
+    assert gone.status_code == 404 and gone.json()["error"] == "document_not_found"
+    assert client.delete("/api/v1/documents/notes/raw.txt").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "kwargs,status,error",
+    [
+        ({"json": {"id": "e", "text": ""}}, 400, "bad_document"),
+        ({"content": b"\x00\x01binary\x00" * 40, "headers": {"Content-Type": "text/plain"}, "params": {"id": "junk"}}, 400, "bad_document"),
+        ({"content": b"not a pdf", "headers": {"Content-Type": "application/pdf"}, "params": {"id": "fake.pdf"}}, 400, "bad_document"),
+        ({"content": b"x" * 30_000, "headers": {"Content-Type": "text/plain"}, "params": {"id": "huge"}}, 413, "body_too_large"),
+        ({"json": {"id": "x", "text": "fine"}, "params": {"collection": "Not Valid"}}, 400, "bad_collection"),
+        ({"content": b"{not json", "headers": {"Content-Type": "application/json"}}, 400, "bad_request"),
+        ({"json": {"text": "no id"}}, 400, "bad_request"),
+        ({"content": b"text", "headers": {"Content-Type": "text/plain"}}, 400, "bad_request"),
+    ],
+)
+def test_bad_uploads_are_4xx_and_change_nothing(client: httpx.Client, kwargs: dict, status: int, error: str) -> None:
+    before = snapshot(client)
+    response = client.post("/api/v1/documents", **kwargs)
+    assert response.status_code == status, response.text
+    assert response.json()["error"] == error
+    assert snapshot(client) == before
+
+
+def test_document_rag(client: httpx.Client, server: LiveServer) -> None:
+    client.post("/api/v1/documents", json={"id": "vistula", "text": "The Vistula flows through Warsaw and Krakow."})
+    response = client.post("/api/v1/document-rag", json={"question": "Which river flows through Krakow?", "k": 2})
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["sources"][0]["title"] == "vistula" and "Vistula" in answer["answer"]
+    assert answer["trace"].startswith(server.settings.base_iri + "trace/default/")
+    trace = client.get("/sparql", params={"query": f"ASK {{ <{answer['trace']}> ?p ?o }}"}).json()
+    assert trace["boolean"] is True
+    for bad in ({}, {"question": ""}, {"question": "q", "mode": "psychic"}, {"question": "q", "k": 0}):
+        rejected = client.post("/api/v1/document-rag", json=bad)
+        assert rejected.status_code == 400 and rejected.json()["error"] == "bad_request"
