@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pydantic import ValidationError
 from tqdm import tqdm
@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(ingest)
     ingest.add_argument("paths", nargs="+", type=Path)
     ingest.add_argument("--collection", default="default")
+    ingest.add_argument("--triples", type=Path, help="pre-extracted triples JSONL (passage_id, entities, triples) "
+                        "to use instead of an extractor; documents are named by passage id")  # fmt: skip
 
     documents = commands.add_parser("documents", help="list the documents of a collection")
     _common(documents)
@@ -195,6 +197,25 @@ def _dump(store: EmbeddedStore, args: argparse.Namespace) -> None:
         store.dump(sys.stdout.buffer, fmt, graph)  # type: ignore[arg-type]
 
 
+def _jsonl_documents(path: Path) -> list[Source]:
+    """A corpus file of {"id", "title", "text"} lines, one document a line."""
+    import json
+
+    from sparqlrag.extraction.pipeline import Source
+
+    sources = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            sources.append(Source(str(item["id"]), f"{item.get('title', '')}\n\n{item['text']}".strip().encode(),
+                                  "text/plain", path.name, item.get("title")))  # fmt: skip
+        except (ValueError, KeyError, TypeError) as error:
+            raise CliError(f"{path}, line {number}: expected {{\"id\", \"title\", \"text\"}} ({error})") from None
+    return sources
+
+
 def _document_files(paths: list[Path]) -> list[tuple[str, Path]]:
     """(document id, file): a file is named by its name, a folder's files by their path inside it."""
     from sparqlrag.extraction.decoders import EXTENSIONS
@@ -221,7 +242,11 @@ def _ingest(services: Services, args: argparse.Namespace) -> None:
     pipeline = services.pipeline
     for result in asyncio.run(pipeline.recover()):
         print(f"recovered  {result.document}", file=sys.stderr)
-    sources = [Source(document_id, path.read_bytes(), filename=path.name) for document_id, path in _document_files(args.paths)]
+    corpora = [p for p in args.paths if p.suffix == ".jsonl" and p.is_file()]
+    files = [p for p in args.paths if p not in corpora]
+    sources = [s for corpus in corpora for s in _jsonl_documents(corpus)]
+    if files or not sources:
+        sources += [Source(document_id, path.read_bytes(), filename=path.name) for document_id, path in _document_files(files)]
     with tqdm(total=0, unit="chunk", desc="extracting", file=sys.stderr) as bar:
         def progress(done: int, total: int) -> None:
             bar.total = total
@@ -240,6 +265,20 @@ def _ingest(services: Services, args: argparse.Namespace) -> None:
                   f"{result.chunks_kept} kept, {result.facts} facts")  # fmt: skip
     if failed:
         raise CliError(f"{failed} of {len(sources)} documents failed")
+
+
+def _extractor_override(args: argparse.Namespace) -> Any:
+    """Pre-extracted triples (--triples), read and checked before anything is ingested."""
+    if getattr(args, "triples", None) is None:
+        return None
+    from sparqlrag.extraction.triples_import import PreExtracted, TriplesFormatError, read_triples
+
+    if not args.triples.is_file():
+        raise CliError(f"no such file: {args.triples}")
+    try:
+        return PreExtracted(read_triples(args.triples))
+    except TriplesFormatError as error:
+        raise CliError(f"{args.triples}: {error}") from None
 
 
 def _documents(services: Services, args: argparse.Namespace) -> None:
@@ -313,7 +352,7 @@ def run(argv: list[str] | None = None) -> None:
             else:  # the commands that need models load them only now (they take seconds to import)
                 from sparqlrag.services import Services
 
-                services = Services.open(settings, store)
+                services = Services.open(settings, store, _extractor_override(args))
                 try:
                     {"ingest": _ingest, "documents": _documents, "forget": _forget}[args.command](services, args)
                 finally:

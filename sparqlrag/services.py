@@ -48,14 +48,16 @@ class Services:
     document_rag: DocumentRag
 
     @classmethod
-    def open(cls, settings: Settings, store: Any) -> Services:
+    def open(cls, settings: Settings, store: Any, extractor: Extractor | None = None) -> Services:
+        """Everything on `store`; `extractor` replaces the configured one (e.g. pre-extracted triples)."""
         embedder = Embedder(settings.embedding_model, models_dir=settings.models_dir, offline=settings.offline)
         vectors = VectorIndex(embedder.dim, path=settings.data_dir / "qdrant", url=settings.qdrant_url)
         keywords = KeywordIndex(settings.data_dir / "keywords.sqlite")
         llm = build_llm(settings)
         if settings.extractor == "llm" and llm is None:
             raise ValueError('extractor = "llm" needs an LLM: set llm to "anthropic" or "openai"')
-        extractor: Extractor = LLMExtractor(llm, settings.prompts_dir) if settings.extractor == "llm" and llm else OfflineExtractor()
+        if extractor is None:
+            extractor = LLMExtractor(llm, settings.prompts_dir) if settings.extractor == "llm" and llm else OfflineExtractor()
         pipeline = Pipeline(
             store=store, vectors=vectors, keywords=keywords, embedder=embedder, extractor=extractor,
             base_iri=settings.base_iri, work_dir=settings.data_dir, chunk_size=settings.chunk_size,

@@ -132,3 +132,22 @@ def test_ingest_documents_and_forget(tmp_path: Path) -> None:
     assert nowhere.returncode == 2 and "no such file or folder" in nowhere.stderr
     bad_collection = cli(tmp_path / "data", "documents", "--collection", "Not Valid")
     assert bad_collection.returncode == 2 and "collection names are" in bad_collection.stderr
+
+
+def test_ingest_jsonl_corpus_with_pre_extracted_triples(tmp_path: Path) -> None:
+    shared = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "musique100"
+    corpus, triples = tmp_path / "corpus.jsonl", tmp_path / "triples.jsonl"
+    corpus.write_text("".join((shared / "corpus.jsonl").read_text().splitlines(keepends=True)[:3]))
+    triples.write_text("".join((shared / "triples.jsonl").read_text().splitlines(keepends=True)[:3]))
+    (tmp_path / "bad.jsonl").write_text('{"passage_id": "mq0", "triples": [["only two", "items"]]}\n')
+    bad = cli(tmp_path / "data", "ingest", str(corpus), "--triples", str(tmp_path / "bad.jsonl"))
+    assert bad.returncode == 2 and "line 1: each triple must be" in bad.stderr
+    empty = cli(tmp_path / "data", "query", "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }", "--format", "csv")
+    assert empty.stdout.split() == ["n", "0"]  # the bad triples file stopped everything before writing
+    result = cli(tmp_path / "data", "ingest", str(corpus), "--triples", str(triples))
+    assert result.returncode == 0, result.stderr
+    assert sorted(line.split(":")[0] for line in result.stdout.splitlines()) == ["ready      mq0", "ready      mq1", "ready      mq2"]
+    facts = cli(tmp_path / "data", "query",
+                'PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#> SELECT ?o WHERE { ?s ?p ?o . ?p rdfs:label "published by" . '
+                '?s rdfs:label "Journal of Mathematical Physics" }', "--format", "tsv")  # fmt: skip
+    assert facts.stdout.split("\n")[1] == "<http://localhost:7878/id/default/american-institute-of-physics>"

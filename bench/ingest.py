@@ -1,0 +1,110 @@
+"""Ingest throughput: chunks/s and facts/s, end to end (decode, chunk, extract, embed, index, store).
+
+    .venv/bin/python bench/ingest.py [--markdown]
+
+Runs: the offline extractor on ../shared/data/corpus (country profiles and speeches, 2,000-char
+chunks) and on the MuSiQue passages, and the pre-extracted triples import on MuSiQue. Each run
+starts from an empty data directory. "extractor only" times the offline extractor alone on the
+same chunks, to tell extraction from embedding and storage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from sparqlrag.extraction.chunker import split  # noqa: E402
+from sparqlrag.extraction.knowledge import Extractor  # noqa: E402
+from sparqlrag.extraction.offline import OfflineExtractor  # noqa: E402
+from sparqlrag.extraction.pipeline import Pipeline, Source  # noqa: E402
+from sparqlrag.extraction.triples_import import PreExtracted, read_triples  # noqa: E402
+from sparqlrag.models.embedder import Embedder  # noqa: E402
+from sparqlrag.store import EmbeddedStore  # noqa: E402
+from sparqlrag.store.keyword_index import KeywordIndex  # noqa: E402
+from sparqlrag.store.vector_index import VectorIndex  # noqa: E402
+
+SHARED = ROOT.parent / "shared" / "data"
+
+
+def corpus_files() -> list[Source]:
+    files = sorted((SHARED / "corpus").rglob("*.txt"))
+    return [Source(str(f.relative_to(SHARED / "corpus")), f.read_bytes(), "text/plain", f.name) for f in files]
+
+
+def musique() -> list[Source]:
+    lines = (SHARED / "musique100" / "corpus.jsonl").read_text().splitlines()
+    items = [json.loads(line) for line in lines if line.strip()]
+    return [Source(p["id"], f"{p['title']}\n\n{p['text']}".encode(), "text/plain", None, p["title"]) for p in items]
+
+
+async def run(sources: list[Source], extractor: Extractor, work: Path) -> dict[str, float]:
+    embedder = Embedder(models_dir=work / "models")
+    store = EmbeddedStore(work / "store")
+    vectors, keywords = VectorIndex(embedder.dim, path=work / "qdrant"), KeywordIndex(work / "kw.sqlite")
+    pipeline = Pipeline(store=store, vectors=vectors, keywords=keywords, embedder=embedder, extractor=extractor,
+                        base_iri="http://bench.example/", work_dir=work)  # fmt: skip
+    started = time.monotonic()
+    results = await pipeline.ingest_many("bench", sources)
+    seconds = time.monotonic() - started
+    failed = [r for r in results if isinstance(r, Exception)]
+    if failed:
+        raise SystemExit(f"{len(failed)} documents failed, first: {failed[0]}")
+    chunks = sum(r.chunks_added for r in results)  # type: ignore[union-attr]
+    facts = sum(r.facts for r in results)  # type: ignore[union-attr]
+    vectors.close()
+    keywords.close()
+    store.close()
+    return {"documents": len(sources), "chunks": chunks, "facts": facts, "seconds": seconds,
+            "chunks_per_s": chunks / seconds, "facts_per_s": facts / seconds}  # fmt: skip
+
+
+def extractor_only(sources: list[Source]) -> float:
+    chunks = [piece.text for s in sources for piece in split(s.data.decode("utf-8"))]
+    extractor = OfflineExtractor()
+    started = time.monotonic()
+    for chunk in chunks:
+        extractor.extract_sync(chunk)
+    return len(chunks) / (time.monotonic() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--markdown", action="store_true", help="append the table to bench/RESULTS.md")
+    args = parser.parse_args()
+    runs = {
+        "offline, corpus/": (corpus_files, OfflineExtractor),
+        "offline, MuSiQue passages": (musique, OfflineExtractor),
+        "triples import, MuSiQue": (musique, lambda: PreExtracted(read_triples(SHARED / "musique100" / "triples.jsonl"))),
+    }
+    report: dict[str, dict[str, float]] = {}
+    for name, (sources_of, make_extractor) in runs.items():
+        sources = sources_of()
+        with tempfile.TemporaryDirectory(prefix="ingest-bench-") as work:
+            report[name] = asyncio.run(run(sources, make_extractor(), Path(work)))
+        if name.startswith("offline"):
+            report[name]["extractor_only_chunks_per_s"] = extractor_only(sources)
+        print(name, json.dumps({k: round(v, 1) for k, v in report[name].items()}), flush=True)
+    lines = ["| run | documents | chunks | facts | seconds | chunks/s | facts/s | extractor only, chunks/s |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for name, m in report.items():
+        only = m.get("extractor_only_chunks_per_s")
+        lines.append(f"| {name} | {m['documents']:.0f} | {m['chunks']:.0f} | {m['facts']:.0f} | {m['seconds']:.0f} | "
+                     f"{m['chunks_per_s']:.1f} | {m['facts_per_s']:.0f} | {'' if only is None else f'{only:.0f}'} |")  # fmt: skip
+    table = "\n".join(lines)
+    print("\n" + table)
+    if args.markdown:
+        with (ROOT / "bench" / "RESULTS.md").open("a") as out:
+            out.write(f"\n## ingest.py, {time.strftime('%Y-%m-%d %H:%M')}\n\n{table}\n")
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
