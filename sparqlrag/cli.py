@@ -241,7 +241,7 @@ def _ingest(services: Services, args: argparse.Namespace) -> None:
 
     pipeline = services.pipeline
     for result in asyncio.run(pipeline.recover()):
-        print(f"recovered  {result.document}", file=sys.stderr)
+        print(f"recovered  {result}" if isinstance(result, Exception) else f"recovered  {result.document}", file=sys.stderr)
     corpora = [p for p in args.paths if p.suffix == ".jsonl" and p.is_file()]
     files = [p for p in args.paths if p not in corpora]
     sources = [s for corpus in corpora for s in _jsonl_documents(corpus)]

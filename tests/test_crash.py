@@ -40,11 +40,27 @@ def test_kill_during_ingest_then_recover(tmp_path: Path) -> None:
         assert info.status == "processing" and info.chunks == 0  # nothing half-written, nothing "ready"
         assert pipeline.vectors.count("default", "chunks") == 0
         (result,) = asyncio.run(pipeline.recover())
-        assert (result.status, result.chunks_added) == ("ready", chunks)
+        assert not isinstance(result, Exception) and (result.status, result.chunks_added) == ("ready", chunks)
         (info,) = librarian.documents(pipeline.store, iris)
         assert (info.status, info.chunks) == ("ready", chunks)
         assert not any(pending.glob("*"))
         assert asyncio.run(pipeline.ingest("default", "long", long_text().encode())).status == "unchanged"
+    finally:
+        pipeline.vectors.close()
+        pipeline.keywords.close()
+        pipeline.store.close()
+
+
+def test_a_marker_that_cannot_be_replayed_is_dropped(tmp_path: Path) -> None:
+    pipeline = build(tmp_path, OfflineExtractor())
+    try:
+        pipeline.pending_dir.mkdir(parents=True)
+        (pipeline.pending_dir / "broken.json").write_text('{"collection": "default", "document_id": "x", '
+                                                          '"media_type": null, "filename": null, "title": null}')  # fmt: skip
+        (pipeline.pending_dir / "broken.bin").write_bytes(b"")  # an empty document cannot be ingested
+        (result,) = asyncio.run(pipeline.recover())
+        assert isinstance(result, Exception) and "empty" in str(result)
+        assert not any(pipeline.pending_dir.glob("*")) and asyncio.run(pipeline.recover()) == []
     finally:
         pipeline.vectors.close()
         pipeline.keywords.close()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -39,6 +40,7 @@ from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import Iris
 
 Progress = Callable[[int, int], None]
+log = logging.getLogger("sparqlrag.ingest")
 
 
 @dataclass(frozen=True)
@@ -380,13 +382,19 @@ class Pipeline:
         marker.unlink(missing_ok=True)
         marker.with_suffix(".bin").unlink(missing_ok=True)
 
-    async def recover(self) -> list[IngestResult]:
-        """Finish the ingests a previous process did not (it was killed): ingest them again."""
-        results = []
+    async def recover(self) -> list[IngestResult | Exception]:
+        """Finish the ingests a previous process did not (it was killed): ingest them again.
+        A marker that cannot be replayed is reported once and dropped."""
+        results: list[IngestResult | Exception] = []
         for marker in sorted(self.pending_dir.glob("*.json")) if self.pending_dir.is_dir() else []:
-            upload = Upload(**json.loads(marker.read_text()))
-            data = marker.with_suffix(".bin").read_bytes()
-            results.append(await self.ingest(upload.collection, upload.document_id, data, media_type=upload.media_type,
-                                             filename=upload.filename, title=upload.title))  # fmt: skip
+            try:
+                upload = Upload(**json.loads(marker.read_text()))
+                data = marker.with_suffix(".bin").read_bytes()
+                results.append(await self.ingest(upload.collection, upload.document_id, data, media_type=upload.media_type,
+                                                 filename=upload.filename, title=upload.title))  # fmt: skip
+            except Exception as error:
+                log.warning("could not resume the ingest saved in %s: %s", marker, error)
+                self._clear_pending(marker)
+                results.append(error)
         return results
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
@@ -42,9 +43,12 @@ def create_app(settings: Settings) -> Starlette:
         )
         app.state.store = opened
         app.state.services = await run_in_threadpool(Services.open, settings, opened)
+        # ingests a killed process left unfinished resume in the background; the server is up meanwhile
+        resuming = asyncio.create_task(app.state.services.pipeline.recover())
         try:
             yield
         finally:
+            resuming.cancel()
             app.state.services.close()
             await run_in_threadpool(opened.close)
 
