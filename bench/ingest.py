@@ -21,15 +21,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from sparqlrag.config import Settings  # noqa: E402
 from sparqlrag.extraction.chunker import split  # noqa: E402
 from sparqlrag.extraction.knowledge import Extractor  # noqa: E402
 from sparqlrag.extraction.offline import OfflineExtractor  # noqa: E402
-from sparqlrag.extraction.pipeline import Pipeline, Source  # noqa: E402
+from sparqlrag.extraction.pipeline import Source  # noqa: E402
 from sparqlrag.extraction.triples_import import PreExtracted, read_triples  # noqa: E402
-from sparqlrag.models.embedder import Embedder  # noqa: E402
+from sparqlrag.services import Services  # noqa: E402
 from sparqlrag.store import EmbeddedStore  # noqa: E402
-from sparqlrag.store.keyword_index import KeywordIndex  # noqa: E402
-from sparqlrag.store.vector_index import VectorIndex  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 
@@ -46,11 +45,9 @@ def musique() -> list[Source]:
 
 
 async def run(sources: list[Source], extractor: Extractor, work: Path) -> dict[str, float]:
-    embedder = Embedder(models_dir=work / "models")
     store = EmbeddedStore(work / "store")
-    vectors, keywords = VectorIndex(embedder.dim, path=work / "qdrant"), KeywordIndex(work / "kw.sqlite")
-    pipeline = Pipeline(store=store, vectors=vectors, keywords=keywords, embedder=embedder, extractor=extractor,
-                        base_iri="http://bench.example/", work_dir=work)  # fmt: skip
+    services = Services.open(Settings(data_dir=work, base_iri="http://bench.example/"), store, extractor)
+    pipeline = services.pipeline
     started = time.monotonic()
     results = await pipeline.ingest_many("bench", sources)
     seconds = time.monotonic() - started
@@ -59,8 +56,7 @@ async def run(sources: list[Source], extractor: Extractor, work: Path) -> dict[s
         raise SystemExit(f"{len(failed)} documents failed, first: {failed[0]}")
     chunks = sum(r.chunks_added for r in results)  # type: ignore[union-attr]
     facts = sum(r.facts for r in results)  # type: ignore[union-attr]
-    vectors.close()
-    keywords.close()
+    services.close()
     store.close()
     return {"documents": len(sources), "chunks": chunks, "facts": facts, "seconds": seconds,
             "chunks_per_s": chunks / seconds, "facts_per_s": facts / seconds}  # fmt: skip

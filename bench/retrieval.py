@@ -24,13 +24,12 @@ from urllib.parse import unquote
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from sparqlrag.config import Settings  # noqa: E402
 from sparqlrag.extraction.offline import OfflineExtractor  # noqa: E402
-from sparqlrag.extraction.pipeline import Pipeline, Source  # noqa: E402
-from sparqlrag.models.embedder import Embedder  # noqa: E402
-from sparqlrag.retrieval.document_rag import MODES, DocumentRag  # noqa: E402
+from sparqlrag.extraction.pipeline import Source  # noqa: E402
+from sparqlrag.retrieval.document_rag import MODES  # noqa: E402
+from sparqlrag.services import Services  # noqa: E402
 from sparqlrag.store import EmbeddedStore  # noqa: E402
-from sparqlrag.store.keyword_index import KeywordIndex  # noqa: E402
-from sparqlrag.store.vector_index import VectorIndex  # noqa: E402
 from sparqlrag.store.vocab import Iris  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
@@ -51,17 +50,16 @@ def read_jsonl(path: Path) -> list[dict]:
 
 async def evaluate(dataset: Path, work: Path) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
     corpus, queries = read_jsonl(dataset / "corpus.jsonl"), read_jsonl(dataset / "queries.jsonl")
-    embedder = Embedder(models_dir=work / "models")
-    store, vectors, keywords = EmbeddedStore(work / "store"), VectorIndex(embedder.dim, path=work / "qdrant"), KeywordIndex(work / "kw.sqlite")
-    pipeline = Pipeline(store=store, vectors=vectors, keywords=keywords, embedder=embedder, extractor=OfflineExtractor(),
-                        base_iri=BASE, work_dir=work)  # fmt: skip
+    store = EmbeddedStore(work / "store")
+    services = Services.open(Settings(data_dir=work, base_iri=BASE, reranker_model=None), store, OfflineExtractor())
+    pipeline = services.pipeline
     started = time.monotonic()
     sources = [Source(p["id"], f"{p['title']}\n\n{p['text']}".encode(), title=p["title"]) for p in corpus]
     failures = [r for r in await pipeline.ingest_many("bench", sources) if isinstance(r, Exception)]
     if failures:
         raise SystemExit(f"{len(failures)} passages failed to ingest, first: {failures[0]}")
     timings = {"ingest_s": time.monotonic() - started, "passages": len(corpus)}
-    rag = DocumentRag(store=store, vectors=vectors, keywords=keywords, embedder=embedder, base_iri=BASE)
+    rag = services.document_rag
     prefix = Iris(BASE, "bench").document("").value
     metrics: dict[str, dict[str, float]] = {}
     for mode in MODES:
@@ -77,8 +75,7 @@ async def evaluate(dataset: Path, work: Path) -> tuple[dict[str, dict[str, float
         n = len(queries)
         metrics[mode] = {"recall@2": 100 * r2 / n, "recall@5": 100 * r5 / n, "all-gold@8": 100 * all8 / n,
                          "ms_per_query": 1000 * (time.monotonic() - started) / n}  # fmt: skip
-    vectors.close()
-    keywords.close()
+    services.close()
     store.close()
     return metrics, timings
 

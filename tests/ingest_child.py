@@ -8,11 +8,9 @@ from pathlib import Path
 
 from sparqlrag.extraction.knowledge import Knowledge
 from sparqlrag.extraction.offline import OfflineExtractor
-from sparqlrag.extraction.pipeline import Pipeline
-from sparqlrag.models.embedder import Embedder
+from sparqlrag.config import Settings
+from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore
-from sparqlrag.store.keyword_index import KeywordIndex
-from sparqlrag.store.vector_index import VectorIndex
 
 BASE = "http://kb.example/"
 
@@ -23,13 +21,9 @@ class SlowExtractor(OfflineExtractor):
         return await super().extract(text, document_id)
 
 
-def build(data_dir: Path, extractor: OfflineExtractor) -> Pipeline:
-    embedder = Embedder(models_dir=data_dir / "models")
-    return Pipeline(
-        store=EmbeddedStore(data_dir / "store"), vectors=VectorIndex(embedder.dim, path=data_dir / "qdrant"),
-        keywords=KeywordIndex(data_dir / "keywords.sqlite"), embedder=embedder, extractor=extractor,
-        base_iri=BASE, work_dir=data_dir, chunk_size=200, chunk_overlap=0, concurrency=1,
-    )  # fmt: skip
+def build(data_dir: Path, extractor: OfflineExtractor) -> Services:
+    settings = Settings(data_dir=data_dir, base_iri=BASE, chunk_size=200, chunk_overlap=0, ingest_concurrency=1)
+    return Services.open(settings, EmbeddedStore(data_dir / "store"), extractor)
 
 
 def long_text() -> str:
@@ -37,5 +31,5 @@ def long_text() -> str:
 
 
 if __name__ == "__main__":
-    pipeline = build(Path(sys.argv[1]), SlowExtractor())
-    asyncio.run(pipeline.ingest("default", "long", long_text().encode()))
+    services = build(Path(sys.argv[1]), SlowExtractor())
+    asyncio.run(services.pipeline.ingest("default", "long", long_text().encode()))

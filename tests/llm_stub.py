@@ -69,22 +69,27 @@ class MessagesStub:
         body = {"type": "error", "error": {"type": reply.error_type or "api_error", "message": f"stub {reply.status}"}}
         return JSONResponse(body, status_code=reply.status, headers=reply.headers)
 
-    async def messages(self, request: Request) -> Response:
+    async def _serve(self, request: Request, answer: Callable[[dict, Reply], Response]) -> Response:
+        """Record the request, take the next scripted reply, answer it (or fail as scripted)."""
         body = await request.json()
         reply = self._next(body)
         await self._enter(reply)
         try:
-            if reply.status != 200:
-                return self._error(reply)
-            if body.get("stream"):
-                return StreamingResponse(self._events(body, reply), media_type="text/event-stream")
-            return JSONResponse({
-                "id": "msg_stub", "type": "message", "role": "assistant", "model": body["model"],
-                "content": [{"type": "text", "text": reply.text}], "stop_reason": "end_turn", "stop_sequence": None,
-                "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
-            })  # fmt: skip
+            return self._error(reply) if reply.status != 200 else answer(body, reply)
         finally:
             self.in_flight -= 1
+
+    async def messages(self, request: Request) -> Response:
+        return await self._serve(request, self._message)
+
+    def _message(self, body: dict, reply: Reply) -> Response:
+        if body.get("stream"):
+            return StreamingResponse(self._events(body, reply), media_type="text/event-stream")
+        return JSONResponse({
+            "id": "msg_stub", "type": "message", "role": "assistant", "model": body["model"],
+            "content": [{"type": "text", "text": reply.text}], "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
+        })  # fmt: skip
 
     async def _events(self, body: dict, reply: Reply) -> AsyncIterator[bytes]:
         def event(name: str, data: dict) -> bytes:
@@ -103,25 +108,21 @@ class MessagesStub:
         yield event("message_stop", {"type": "message_stop"})
 
     async def chat_completions(self, request: Request) -> Response:
-        body = await request.json()
-        reply = self._next(body)
-        await self._enter(reply)
-        try:
-            if reply.status != 200:
-                return self._error(reply)
-            if body.get("stream"):
-                async def chunks() -> AsyncIterator[bytes]:
-                    for piece in _pieces(reply.text):
-                        yield f"data: {json.dumps({'choices': [{'delta': {'content': piece}}]})}\n\n".encode()
-                    yield b"data: [DONE]\n\n"
+        return await self._serve(request, self._chat_completion)
 
-                return StreamingResponse(chunks(), media_type="text/event-stream")
-            return JSONResponse({
-                "model": body["model"], "choices": [{"message": {"role": "assistant", "content": reply.text}}],
-                "usage": {"prompt_tokens": reply.input_tokens, "completion_tokens": reply.output_tokens},
-            })  # fmt: skip
-        finally:
-            self.in_flight -= 1
+    @staticmethod
+    def _chat_completion(body: dict, reply: Reply) -> Response:
+        if body.get("stream"):
+            async def chunks() -> AsyncIterator[bytes]:
+                for piece in _pieces(reply.text):
+                    yield f"data: {json.dumps({'choices': [{'delta': {'content': piece}}]})}\n\n".encode()
+                yield b"data: [DONE]\n\n"
+
+            return StreamingResponse(chunks(), media_type="text/event-stream")
+        return JSONResponse({
+            "model": body["model"], "choices": [{"message": {"role": "assistant", "content": reply.text}}],
+            "usage": {"prompt_tokens": reply.input_tokens, "completion_tokens": reply.output_tokens},
+        })  # fmt: skip
 
 
 def _pieces(text: str, size: int = 5) -> list[str]:

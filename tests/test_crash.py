@@ -32,7 +32,8 @@ def test_kill_during_ingest_then_recover(tmp_path: Path) -> None:
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
 
-    pipeline = build(tmp_path, OfflineExtractor())
+    services = build(tmp_path, OfflineExtractor())
+    pipeline = services.pipeline
     iris = Iris(pipeline.base_iri)
     chunks = len(split(long_text(), pipeline.chunk_size, pipeline.chunk_overlap))
     try:
@@ -46,13 +47,13 @@ def test_kill_during_ingest_then_recover(tmp_path: Path) -> None:
         assert not any(pending.glob("*"))
         assert asyncio.run(pipeline.ingest("default", "long", long_text().encode())).status == "unchanged"
     finally:
-        pipeline.vectors.close()
-        pipeline.keywords.close()
-        pipeline.store.close()
+        services.close()
+        services.store.close()
 
 
 def test_a_marker_that_cannot_be_replayed_is_dropped(tmp_path: Path) -> None:
-    pipeline = build(tmp_path, OfflineExtractor())
+    services = build(tmp_path, OfflineExtractor())
+    pipeline = services.pipeline
     try:
         pipeline.pending_dir.mkdir(parents=True)
         (pipeline.pending_dir / "broken.json").write_text('{"collection": "default", "document_id": "x", '
@@ -62,6 +63,5 @@ def test_a_marker_that_cannot_be_replayed_is_dropped(tmp_path: Path) -> None:
         assert isinstance(result, Exception) and "empty" in str(result)
         assert not any(pipeline.pending_dir.glob("*")) and asyncio.run(pipeline.recover()) == []
     finally:
-        pipeline.vectors.close()
-        pipeline.keywords.close()
-        pipeline.store.close()
+        services.close()
+        services.store.close()
