@@ -104,3 +104,25 @@ def test_llm_answer_through_the_stub(rag: DocumentRag) -> None:
     assert answer.answer == "Marie Curie was born in Warsaw [1]." and answer.usage == {"input_tokens": 120, "output_tokens": 9}
     prompt = stub.requests[0]["messages"][0]["content"]
     assert "[1] (curie) Marie Curie was born in Warsaw." in prompt and "Where was Marie Curie born?" in prompt
+
+
+def test_stream_relays_llm_tokens_then_writes_the_trace(rag: DocumentRag) -> None:
+    stub, stop = serve_stub()
+
+    async def collect() -> list[tuple[str, dict]]:
+        return [event async for event in rag.stream("default", "Where was Marie Curie born?", k=2)]
+
+    try:
+        stub.script(Reply("Marie Curie was born in Warsaw [1]."))
+        rag.llm = AnthropicModel("claude-test", api_key="sk-test", base_url=stub.url)
+        events = asyncio.run(collect())
+    finally:
+        rag.llm = None
+        stop()
+    names = [name for name, _ in events]
+    assert names[0] == "sources" and names[-1] == "done" and names.count("token") > 2
+    assert "".join(data["text"] for name, data in events if name == "token") == "Marie Curie was born in Warsaw [1]."
+    done = events[-1][1]
+    assert done["model"] == "anthropic:claude-test" and stub.requests[0]["stream"] is True
+    rows = select(rag.store, SPARQL_PREFIXES + f"SELECT ?answer WHERE {{ GRAPH ?g {{ <{done['trace']}> sr:answer ?answer }} }}")
+    assert rows == [{"answer": "Marie Curie was born in Warsaw [1]."}]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import httpx
@@ -83,3 +84,18 @@ def test_document_rag(client: httpx.Client, server: LiveServer) -> None:
     for bad in ({}, {"question": ""}, {"question": "q", "mode": "psychic"}, {"question": "q", "k": 0}):
         rejected = client.post("/api/v1/document-rag", json=bad)
         assert rejected.status_code == 400 and rejected.json()["error"] == "bad_request"
+
+
+def test_document_rag_streams_server_sent_events(client: httpx.Client, server: LiveServer) -> None:
+    client.post("/api/v1/documents", json={"id": "oslo", "text": "Oslo is the capital of Norway. It lies on a fjord."})
+    events = []
+    with client.stream("POST", "/api/v1/document-rag", json={"question": "What is the capital of Norway?", "k": 1},
+                       headers={"Accept": "text/event-stream"}) as response:  # fmt: skip
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        for block in response.read().decode().strip().split("\n\n"):
+            name, data = block.split("\n", 1)
+            events.append((name.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
+    assert [name for name, _ in events] == ["sources", "token", "done"]
+    assert events[0][1]["sources"][0]["title"] == "oslo"
+    assert events[1][1]["text"] == events[2][1]["answer"] and "Oslo is the capital of Norway." in events[2][1]["answer"]
+    assert events[2][1]["trace"].startswith(server.settings.base_iri + "trace/default/")

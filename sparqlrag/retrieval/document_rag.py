@@ -9,6 +9,7 @@ answer is extractive: the question's best-matching sentences from the top passag
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -50,6 +51,11 @@ class Answer:
     trace: str
     model: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
+
+
+def passage_json(passage: Passage) -> dict[str, Any]:
+    return {"chunk": passage.chunk, "document": passage.document, "title": passage.title, "score": passage.score,
+            "text": passage.text}  # fmt: skip
 
 
 def rrf(rankings: list[list[str]], weights: list[float], k: int = RRF_K) -> list[tuple[str, float]]:
@@ -142,20 +148,52 @@ class DocumentRag:
 
     async def answer(self, collection: str, question: str, *, mode: Mode = "hybrid", k: int = 5, **options: Any) -> Answer:
         """Retrieve, answer (LLM or extractive), and write the trace."""
-        trace = Trace(question, f"document-rag/{mode}")
-        passages = await self.retrieve(collection, question, mode=mode, k=k, **options)
-        trace.sources = [TracedSource(p.chunk, rank, p.score) for rank, p in enumerate(passages, start=1)]
+        trace, passages = await self._retrieve_traced(collection, question, mode, k, options)
         if self.llm is not None and passages:
-            knowledge = "\n\n".join(f"[{i}] ({p.title}) {p.text}" for i, p in enumerate(passages, start=1))
-            completion = await self.llm.complete(render("synthesis", self.prompts_dir, question=question, knowledge=knowledge))
+            completion = await self.llm.complete(self._prompt(question, passages))
             trace.answer, trace.model = completion.text, completion.model
             trace.input_tokens, trace.output_tokens = completion.input_tokens, completion.output_tokens
         else:
             trace.answer = await asyncio.to_thread(self.extractive_answer, question, passages)
+        iri = await self._write_trace(collection, trace)
+        usage = {"input_tokens": trace.input_tokens, "output_tokens": trace.output_tokens}
+        return Answer(question, trace.answer, passages, iri, trace.model, usage)
+
+    async def stream(
+        self, collection: str, question: str, *, mode: Mode = "hybrid", k: int = 5, **options: Any
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """(event, data) pairs: "sources" first, then "token" pieces of the answer, then "done"
+        with the whole answer and the trace IRI (written before "done" is sent)."""
+        trace, passages = await self._retrieve_traced(collection, question, mode, k, options)
+        yield "sources", {"sources": [passage_json(p) for p in passages]}
+        if self.llm is not None and passages:
+            pieces = []
+            async for piece in self.llm.stream(self._prompt(question, passages)):
+                pieces.append(piece)
+                yield "token", {"text": piece}
+            trace.answer, trace.model = "".join(pieces), self.llm.name
+        else:
+            trace.answer = await asyncio.to_thread(self.extractive_answer, question, passages)
+            yield "token", {"text": trace.answer}
+        iri = await self._write_trace(collection, trace)
+        yield "done", {"answer": trace.answer, "trace": iri, "model": trace.model}
+
+    async def _retrieve_traced(
+        self, collection: str, question: str, mode: Mode, k: int, options: dict[str, Any]
+    ) -> tuple[Trace, list[Passage]]:
+        trace = Trace(question, f"document-rag/{mode}")
+        passages = await self.retrieve(collection, question, mode=mode, k=k, **options)
+        trace.sources = [TracedSource(p.chunk, rank, p.score) for rank, p in enumerate(passages, start=1)]
+        return trace, passages
+
+    def _prompt(self, question: str, passages: list[Passage]) -> str:
+        knowledge = "\n\n".join(f"[{i}] ({p.title}) {p.text}" for i, p in enumerate(passages, start=1))
+        return render("synthesis", self.prompts_dir, question=question, knowledge=knowledge)
+
+    async def _write_trace(self, collection: str, trace: Trace) -> str:
         iris = Iris(self.base_iri, collection)
         await asyncio.to_thread(self.store.add_quads, serialize(trace.quads(iris), format=RdfFormat.N_QUADS))
-        usage = {"input_tokens": trace.input_tokens, "output_tokens": trace.output_tokens}
-        return Answer(question, trace.answer, passages, iris.trace(trace.id).value, trace.model, usage)
+        return iris.trace(trace.id).value
 
     def extractive_answer(self, question: str, passages: list[Passage], sentences: int = 3) -> str:
         """The sentences of the top passages closest to the question, in passage order, cited."""

@@ -9,25 +9,30 @@ and progress meanwhile. A document that cannot be read is refused with nothing w
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import AsyncIterator
 from dataclasses import asdict
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from sparqlrag.extraction import librarian
 from sparqlrag.extraction.decoders import DecodeError
 from sparqlrag.extraction.pipeline import IngestResult, Source
 from sparqlrag.models.llm import LLMError
-from sparqlrag.retrieval.document_rag import MODES
+from sparqlrag.retrieval.document_rag import MODES, passage_json
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import read_body
 from sparqlrag.server.errors import ApiError
 from sparqlrag.services import Services
 from sparqlrag.store.formats import media_type_of
 from sparqlrag.store.vocab import InvalidName, Iris, check_collection
+
+
+log = logging.getLogger("sparqlrag.server")
 
 
 def _services(request: Request) -> Services:
@@ -145,10 +150,22 @@ async def document_rag(request: Request) -> Response:
         options = {"rerank": bool(body.get("rerank", False)), "mmr_lambda": None if mmr is None else float(mmr)}
     except (ValueError, KeyError, TypeError) as error:
         raise ApiError(400, "bad_request", f'send {{"question": ..., "mode"?, "k"?, "rerank"?, "mmr"?}}: {error}') from None
-    answer = await _services(request).document_rag.answer(_collection(request, body), question, mode=mode, k=k, **options)
+    rag, collection = _services(request).document_rag, _collection(request, body)
+    if body.get("stream") or "text/event-stream" in request.headers.get("accept", ""):
+        events = rag.stream(collection, question, mode=mode, k=k, **options)
+        return StreamingResponse(_sse(events), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    answer = await rag.answer(collection, question, mode=mode, k=k, **options)
     return JSONResponse({
         "question": answer.question, "answer": answer.answer, "trace": answer.trace, "model": answer.model,
-        "usage": answer.usage,
-        "sources": [{"chunk": p.chunk, "document": p.document, "title": p.title, "score": p.score, "text": p.text}
-                    for p in answer.passages],
+        "usage": answer.usage, "sources": [passage_json(p) for p in answer.passages],
     })  # fmt: skip
+
+
+async def _sse(events: AsyncIterator[tuple[str, dict[str, Any]]]) -> AsyncIterator[bytes]:
+    """Server-sent events; a failure after the stream started becomes an "error" event."""
+    try:
+        async for name, data in events:
+            yield f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+    except Exception as error:  # the status line is sent already: report in-band
+        log.exception("document-rag stream failed")
+        yield f"event: error\ndata: {json.dumps({'error': 'answer_failed', 'detail': str(error)})}\n\n".encode()
