@@ -156,3 +156,23 @@ def test_bad_documents_change_nothing(kit: Kit, data: bytes, media_type: str | N
         kit.ingest("bad", data, media_type=media_type)
     assert kit.snapshot() == before and kit.vectors.count("default", "chunks") == 1
     assert not list((kit.pipeline.pending_dir).glob("*.json")) if kit.pipeline.pending_dir.exists() else True
+
+
+def test_progress_is_visible_while_a_document_is_processed(kit: Kit) -> None:
+    seen: list[tuple[str, float]] = []
+    read = kit.extractor.extract
+
+    async def watching(text: str, document_id: str = "") -> Knowledge:
+        rows = librarian.documents(kit.store, kit.iris, kit.iris.document("long"))
+        seen.append((rows[0].status, rows[0].progress))
+        return await read(text, document_id)
+
+    kit.extractor.extract = watching  # type: ignore[method-assign]
+    text = "\n\n".join(f"Person{i} Smith was born in City{i}. City{i} is in Country{i % 3}." for i in range(30))
+    result = kit.ingest("long", text)
+    assert result.chunks_added > 10
+    statuses, shares = {status for status, _ in seen}, [share for _, share in seen]
+    assert statuses == {"processing"} and shares == sorted(shares)  # never goes backwards
+    assert shares[0] == 0.0 and 0.3 < shares[-1] < 0.9  # seen part-way, before the final commit
+    (info,) = librarian.documents(kit.store, kit.iris, kit.iris.document("long"))
+    assert (info.status, info.progress) == ("ready", 1.0)
