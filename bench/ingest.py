@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from report import publish  # noqa: E402
 from sparqlrag.config import Settings  # noqa: E402
 from sparqlrag.extraction.chunker import split  # noqa: E402
 from sparqlrag.extraction.knowledge import Extractor  # noqa: E402
@@ -94,12 +95,7 @@ def main() -> None:
         only = m.get("extractor_only_chunks_per_s")
         lines.append(f"| {name} | {m['documents']:.0f} | {m['chunks']:.0f} | {m['facts']:.0f} | {m['seconds']:.0f} | "
                      f"{m['chunks_per_s']:.1f} | {m['facts_per_s']:.0f} | {'' if only is None else f'{only:.0f}'} |")  # fmt: skip
-    table = "\n".join(lines)
-    print("\n" + table)
-    if args.markdown:
-        with (ROOT / "bench" / "RESULTS.md").open("a") as out:
-            out.write(f"\n## ingest.py, {time.strftime('%Y-%m-%d %H:%M')}\n\n{table}\n")
-    print(json.dumps(report))
+    publish("ingest.py", "\n".join(lines), report, args.markdown)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from urllib.parse import unquote
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from report import publish  # noqa: E402
 from sparqlrag.config import Settings  # noqa: E402
 from sparqlrag.extraction.offline import OfflineExtractor  # noqa: E402
 from sparqlrag.extraction.pipeline import Source  # noqa: E402
@@ -102,12 +103,7 @@ def main() -> None:
             for name, value in refs.items():
                 lines.append(f"| {name} (reference) | | {value if metric == 'recall@5' else ''} | "
                              f"{value if metric == 'all-gold@8' else ''} | |")  # fmt: skip
-    text = "\n".join(lines)
-    print(text)
-    if args.markdown:
-        with (ROOT / "bench" / "RESULTS.md").open("a") as out:
-            out.write(f"\n## retrieval.py, {time.strftime('%Y-%m-%d %H:%M')}\n{text}\n")
-    print(json.dumps(report))
+    publish("retrieval.py", "\n".join(lines), report, args.markdown)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
+from report import publish
+
 BSBM = "http://bsbm.example/vocabulary/"
 INST = "http://bsbm.example/instances/"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
@@ -318,13 +320,7 @@ def main() -> None:
         label = "checked" if mode == "sparqlrag" else "no_transaction"
         table.append(f"| HTTP bulk load, ours {label} (triples/s) | 1 | {ours_load:,.0f} | {theirs_load:,.0f} | "
                      f"{ours_load / theirs_load:.2f}x | | |")  # fmt: skip
-    report = "\n".join(table)
-    print("\n" + report)
-    if args.markdown:
-        header = f"\n## sparql_http.py, {time.strftime('%Y-%m-%d %H:%M')}, {lines:,} triples, {args.seconds:g} s per cell\n\n"
-        with (Path(__file__).parent / "RESULTS.md").open("a") as out:
-            out.write(header + report + "\n")
-
+    publish(f"sparql_http.py, {lines:,} triples, {args.seconds:g} s per cell", "\n".join(table), None, args.markdown)
 
 if __name__ == "__main__":
     main()
