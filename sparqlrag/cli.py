@@ -352,7 +352,13 @@ def run(argv: list[str] | None = None) -> None:
             else:  # the commands that need models load them only now (they take seconds to import)
                 from sparqlrag.services import Services
 
-                services = Services.open(settings, store, _extractor_override(args))
+                from sparqlrag.models.embedder import ModelUnavailable
+                from sparqlrag.models.llm import LLMError
+
+                try:
+                    services = Services.open(settings, store, _extractor_override(args))
+                except (ValueError, LLMError, ModelUnavailable) as error:  # configuration the user can fix
+                    raise CliError(str(error)) from None
                 try:
                     {"ingest": _ingest, "documents": _documents, "forget": _forget}[args.command](services, args)
                 finally:

@@ -24,16 +24,15 @@ from sparqlrag.store.vector_index import VectorIndex
 
 
 def build_llm(settings: Settings) -> ChatModel | None:
-    cache = ResponseCache(settings.data_dir / "llm-cache.sqlite")
-    common = {"max_concurrency": settings.llm_concurrency, "cache": cache}
+    if settings.llm == "none":
+        return None
+    common = {"max_concurrency": settings.llm_concurrency, "cache": ResponseCache(settings.data_dir / "llm-cache.sqlite")}
     if settings.llm == "anthropic":
         key = settings.llm_api_key or os.environ.get("ANTHROPIC_API_KEY")
         return AnthropicModel(settings.llm_model, api_key=key, base_url=settings.llm_base_url, **common)
-    if settings.llm == "openai":
-        if not settings.llm_base_url:
-            raise ValueError("llm = \"openai\" needs llm_base_url (for example http://127.0.0.1:11434/v1 for Ollama)")
-        return OpenAICompatibleModel(settings.llm_model, base_url=settings.llm_base_url, api_key=settings.llm_api_key, **common)
-    return None
+    if not settings.llm_base_url:  # llm == "openai"
+        raise ValueError("llm = \"openai\" needs llm_base_url (for example http://127.0.0.1:11434/v1 for Ollama)")
+    return OpenAICompatibleModel(settings.llm_model, base_url=settings.llm_base_url, api_key=settings.llm_api_key, **common)
 
 
 @dataclass

@@ -151,3 +151,17 @@ def test_ingest_jsonl_corpus_with_pre_extracted_triples(tmp_path: Path) -> None:
                 'PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#> SELECT ?o WHERE { ?s ?p ?o . ?p rdfs:label "published by" . '
                 '?s rdfs:label "Journal of Mathematical Physics" }', "--format", "tsv")  # fmt: skip
     assert facts.stdout.split("\n")[1] == "<http://localhost:7878/id/default/american-institute-of-physics>"
+
+
+def test_model_configuration_errors_are_one_line(tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / "a.txt").write_text("Oslo is in Norway.")
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"} | {"SPARQLRAG_LLM": "anthropic"}
+    result = subprocess.run([SPARQLRAG, "ingest", str(tmp_path / "a.txt"), "--data-dir", str(tmp_path / "data")],
+                            capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
+    assert result.returncode == 2 and "ANTHROPIC_API_KEY" in result.stderr and "Traceback" not in result.stderr
+    env["SPARQLRAG_LLM"] = "openai"
+    result = subprocess.run([SPARQLRAG, "documents", "--data-dir", str(tmp_path / "data")],
+                            capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
+    assert result.returncode == 2 and "needs llm_base_url" in result.stderr

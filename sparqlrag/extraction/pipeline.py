@@ -28,7 +28,7 @@ from pyoxigraph import Literal, NamedNode, Quad
 
 from sparqlrag.extraction import librarian
 from sparqlrag.extraction.chunker import split
-from sparqlrag.extraction.decoders import decode
+from sparqlrag.extraction.decoders import Decoded, decode
 from sparqlrag.extraction.knowledge import Extractor, Knowledge
 from sparqlrag.extraction.provenance import ChunkRecord, DocumentRecord, chunk_quads, document_quads
 from sparqlrag.models.embedder import Embedder
@@ -88,6 +88,10 @@ class _Plan:
     removed: list[str] = field(default_factory=list)
     knowledge: list[tuple[Knowledge, datetime, datetime]] = field(default_factory=list)
     extracted: int = 0
+
+
+def _decode_and_hash(source: Source) -> tuple[Decoded, str]:
+    return decode(source.data, source.media_type, source.filename), hashlib.sha256(source.data).hexdigest()
 
 
 class _Progress:
@@ -197,14 +201,13 @@ class Pipeline:
         self, iris: Iris, source: Source, slots: asyncio.Semaphore, progress: _Progress
     ) -> _Plan | IngestResult:
         """Decode, compare with the stored version, mark processing, extract the new chunks."""
-        decoded = decode(source.data, source.media_type, source.filename)
-        sha256 = hashlib.sha256(source.data).hexdigest()
+        decoded, sha256 = await asyncio.to_thread(_decode_and_hash, source)  # PDFs take a while: off the loop
         doc = iris.document(source.document_id)
         (existing,) = (await asyncio.to_thread(librarian.documents, self.store, iris, doc)) or [None]
         if existing is not None and existing.sha256 == sha256 and existing.status == librarian.READY:
             return IngestResult(doc.value, "unchanged", chunks_kept=existing.chunks)
         upload = Upload(iris.collection, source.document_id, source.media_type, source.filename, source.title)
-        marker = self._save_pending(upload, source.data)
+        marker = await asyncio.to_thread(self._save_pending, upload, source.data)
         record = DocumentRecord(doc, source.title or decoded.title or source.filename or source.document_id,
                                 source.filename or source.document_id, decoded.media_type, sha256)  # fmt: skip
         created = datetime.fromisoformat(existing.created) if existing else datetime.now(timezone.utc)
@@ -212,7 +215,8 @@ class Pipeline:
         await self._update(self._record_update(iris, record, librarian.PROCESSING, created, existing))
         try:
             chunks: dict[str, ChunkRecord] = {}
-            for index, piece in enumerate(split(decoded.text, self.chunk_size, self.chunk_overlap)):
+            pieces = await asyncio.to_thread(split, decoded.text, self.chunk_size, self.chunk_overlap)
+            for index, piece in enumerate(pieces):
                 iri = iris.chunk(doc, piece.text)
                 chunks.setdefault(iri.value, ChunkRecord(doc, iri, index, piece.offset, piece.text))
             old = await asyncio.to_thread(librarian.chunks_of, self.store, iris, doc)

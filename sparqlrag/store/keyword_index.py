@@ -33,6 +33,7 @@ class KeywordIndex:
         self._db = sqlite3.connect(":memory:" if path is None else str(path), check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._lock = threading.Lock()
+        self._tables: set[str] = set()
 
     def close(self) -> None:
         with self._lock:
@@ -44,7 +45,9 @@ class KeywordIndex:
 
     def _ensure(self, collection: str) -> str:
         table = self._table(collection)
-        self._db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(iri UNINDEXED, text, tokenize='porter unicode61')")
+        if table not in self._tables:  # once per collection, not on every search
+            self._db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(iri UNINDEXED, text, tokenize='porter unicode61')")
+            self._tables.add(table)
         return table
 
     def add(self, collection: str, rows: Sequence[tuple[str, str]]) -> None:
@@ -79,3 +82,4 @@ class KeywordIndex:
     def drop(self, collection: str) -> None:
         with self._lock, self._db:
             self._db.execute(f"DROP TABLE IF EXISTS {self._table(collection)}")
+            self._tables.discard(self._table(collection))
