@@ -19,7 +19,6 @@ import http.client
 import json
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile

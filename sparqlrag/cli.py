@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 from sparqlrag.config import Settings, load_settings
+from sparqlrag.extraction.librarian import CollectionBusy, UnknownCollection
 from sparqlrag.store.base import StoreError
 from sparqlrag.store.data_dir import prepare_data_dir
 from sparqlrag.store.embedded import EmbeddedStore
@@ -26,6 +27,7 @@ from sparqlrag.store.formats import FORMAT_NAMES, rdf_format_for_path, rdf_forma
 from sparqlrag.store.vocab import InvalidName, Iris
 
 if TYPE_CHECKING:
+    from sparqlrag.extraction.pipeline import IngestResult, Source
     from sparqlrag.services import Services
 
 DEMO_QUERY = """PREFIX schema: <http://schema.org/>
@@ -93,6 +95,16 @@ def build_parser() -> argparse.ArgumentParser:
     _common(forget)
     forget.add_argument("document", help="the document id (as `sparqlrag documents` shows it)")
     forget.add_argument("--collection", default="default")
+
+    reingest = commands.add_parser("reingest", help="extract documents again (after changing the extractor, model or prompts)")
+    _common(reingest)
+    reingest.add_argument("documents", nargs="+", help="document ids (as `sparqlrag documents` shows them)")
+    reingest.add_argument("--collection", default="default")
+
+    collections = commands.add_parser("collections", help="list, create or delete collections")
+    _common(collections)
+    collections.add_argument("action", nargs="?", choices=["list", "create", "delete"], default="list")
+    collections.add_argument("name", nargs="?", help="the collection to create or delete")
 
     demo = commands.add_parser("demo", help="load the demo dataset, answer a query, then serve it")
     _common(demo)
@@ -253,6 +265,11 @@ def _ingest(services: Services, args: argparse.Namespace) -> None:
             bar.update(done - bar.n)
 
         results = asyncio.run(pipeline.ingest_many(args.collection, sources, on_progress=progress))
+    _report(sources, results)
+
+
+def _report(sources: list[Source], results: list[IngestResult | Exception]) -> None:
+    """One line per document; exit 2 when any failed."""
     failed = 0
     for source, result in zip(sources, results):
         if isinstance(result, Exception):
@@ -281,10 +298,39 @@ def _extractor_override(args: argparse.Namespace) -> Any:
         raise CliError(f"{args.triples}: {error}") from None
 
 
+def _reingest(services: Services, args: argparse.Namespace) -> None:
+    pipeline = services.pipeline
+    try:
+        sources = [asyncio.run(pipeline.kept_source(args.collection, document_id)) for document_id in args.documents]
+    except LookupError as error:
+        raise CliError(str(error)) from None
+    _report(sources, asyncio.run(pipeline.ingest_many(args.collection, sources, force=True)))
+
+
+def _collections(services: Services, args: argparse.Namespace) -> None:
+    collections = services.collections
+    if args.action != "list" and not args.name:
+        raise CliError(f"collections {args.action} needs a collection name")
+    if args.action == "create":
+        if not asyncio.run(collections.create(args.name)):
+            raise CliError(f"collection {args.name!r} exists already")
+        print(f"created {args.name}")
+    elif args.action == "delete":
+        if not asyncio.run(collections.delete(args.name)):
+            raise UnknownCollection(args.name)
+        print(f"deleted {args.name}")
+    else:
+        for info in asyncio.run(collections.list()):
+            print(f"{info.name:20} {info.documents:6} documents {info.chunks:7} chunks {info.facts:9} triples")
+
+
 def _documents(services: Services, args: argparse.Namespace) -> None:
     from sparqlrag.extraction import librarian
 
-    rows = librarian.documents(services.store, Iris(services.settings.base_iri, args.collection))
+    iris = Iris(services.settings.base_iri, args.collection)
+    if not librarian.collection_exists(services.store, iris):
+        raise UnknownCollection(args.collection)
+    rows = librarian.documents(services.store, iris)
     if not rows:
         print(f"no documents in collection {args.collection!r}", file=sys.stderr)
     for info in rows:
@@ -360,7 +406,9 @@ def run(argv: list[str] | None = None) -> None:
                 except (ValueError, LLMError, ModelUnavailable) as error:  # configuration the user can fix
                     raise CliError(str(error)) from None
                 try:
-                    {"ingest": _ingest, "documents": _documents, "forget": _forget}[args.command](services, args)
+                    commands = {"ingest": _ingest, "documents": _documents, "forget": _forget, "reingest": _reingest,
+                                "collections": _collections}  # fmt: skip
+                    commands[args.command](services, args)
                 finally:
                     services.close()
 
@@ -368,7 +416,7 @@ def run(argv: list[str] | None = None) -> None:
 def main(argv: list[str] | None = None) -> None:
     try:
         run(argv)
-    except (CliError, StoreError, InvalidName) as error:
+    except (CliError, StoreError, InvalidName, UnknownCollection, CollectionBusy) as error:
         print(f"sparqlrag: error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
     except KeyboardInterrupt:

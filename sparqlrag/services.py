@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparqlrag.config import Settings
+from sparqlrag.extraction.collections import Collections
 from sparqlrag.extraction.knowledge import Extractor
 from sparqlrag.extraction.llm_extractor import LLMExtractor
 from sparqlrag.extraction.offline import OfflineExtractor
@@ -44,6 +45,7 @@ class Services:
     keywords: KeywordIndex
     llm: ChatModel | None
     pipeline: Pipeline
+    collections: Collections
     document_rag: DocumentRag
 
     @classmethod
@@ -65,7 +67,7 @@ class Services:
         reranker = build_reranker(settings.reranker_model, models_dir=settings.models_dir, embedder=embedder, offline=settings.offline)
         rag = DocumentRag(store=store, vectors=vectors, keywords=keywords, embedder=embedder, base_iri=settings.base_iri,
                           reranker=reranker, llm=llm, prompts_dir=settings.prompts_dir)  # fmt: skip
-        return cls(settings, store, embedder, vectors, keywords, llm, pipeline, rag)
+        return cls(settings, store, embedder, vectors, keywords, llm, pipeline, Collections(pipeline), rag)
 
     def close(self) -> None:
         self.vectors.close()

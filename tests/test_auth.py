@@ -32,7 +32,10 @@ WRITES = [
     ("gsp-create", "POST", "/store", NT, TRIPLE),
     ("dataset-post", "POST", "/store", {"Content-Type": "application/n-quads"}, "<http://ex/a> <http://ex/b> <http://ex/c> <http://ex/g> .\n"),
     ("document-upload", "POST", "/api/v1/documents", {"Content-Type": "application/json"}, '{"id": "d", "text": "Oslo is in Norway."}'),
+    ("document-reingest", "POST", "/api/v1/documents/d/reingest", {}, None),
     ("document-delete", "DELETE", "/api/v1/documents/d", {}, None),
+    ("collection-create", "POST", "/api/v1/collections", {"Content-Type": "application/json"}, '{"name": "c"}'),
+    ("collection-delete", "DELETE", "/api/v1/collections/c", {}, None),
     ("dataset-put", "PUT", "/store", {"Content-Type": "application/n-quads"}, "<http://ex/a> <http://ex/b> <http://ex/c> <http://ex/g> .\n"),
 ]  # fmt: skip
 READS = [
@@ -43,6 +46,8 @@ READS = [
     ("gsp-head", "HEAD", "/store?default", {}, None),
     ("dataset-get", "GET", "/store", {}, None),
     ("documents-list", "GET", "/api/v1/documents", {}, None),
+    ("collections-list", "GET", "/api/v1/collections", {}, None),
+    ("collection-get", "GET", "/api/v1/collections/default", {}, None),
     ("document-rag", "POST", "/api/v1/document-rag", {"Content-Type": "application/json"}, '{"question": "Where is Oslo?"}'),
 ]  # fmt: skip
 

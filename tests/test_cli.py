@@ -165,3 +165,25 @@ def test_model_configuration_errors_are_one_line(tmp_path: Path) -> None:
     result = subprocess.run([SPARQLRAG, "documents", "--data-dir", str(tmp_path / "data")],
                             capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
     assert result.returncode == 2 and "needs llm_base_url" in result.stderr
+
+
+def test_collections_and_reingest(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (tmp_path / "bohr.txt").write_text("Niels Bohr was born in Copenhagen.")
+    unknown = cli(data, "ingest", str(tmp_path / "bohr.txt"), "--collection", "physics")
+    assert unknown.returncode == 2 and "no collection 'physics'" in unknown.stderr and "Traceback" not in unknown.stderr
+    assert cli(data, "collections", "create", "physics").stdout.strip() == "created physics"
+    exists = cli(data, "collections", "create", "physics")
+    assert exists.returncode == 2 and "exists already" in exists.stderr
+    assert cli(data, "ingest", str(tmp_path / "bohr.txt"), "--collection", "physics").returncode == 0
+    listing = {line.split()[0]: line.split()[1:] for line in cli(data, "collections").stdout.splitlines()}
+    assert listing["physics"][:4] == ["1", "documents", "1", "chunks"] and listing["default"][0] == "0"
+    again = cli(data, "reingest", "bohr.txt", "--collection", "physics")
+    assert again.returncode == 0 and again.stdout.startswith("ready      bohr.txt: 1 chunks added, 1 removed, 0 kept")
+    missing = cli(data, "reingest", "nope.txt", "--collection", "physics")
+    assert missing.returncode == 2 and "no copy of document 'nope.txt'" in missing.stderr
+    assert cli(data, "collections", "delete", "physics").stdout.strip() == "deleted physics"
+    gone = cli(data, "documents", "--collection", "physics")
+    assert gone.returncode == 2 and "no collection 'physics'" in gone.stderr
+    no_name = cli(data, "collections", "delete")
+    assert no_name.returncode == 2 and "needs a collection name" in no_name.stderr

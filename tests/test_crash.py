@@ -14,6 +14,7 @@ from pathlib import Path
 from sparqlrag.extraction import librarian
 from sparqlrag.extraction.chunker import split
 from sparqlrag.extraction.offline import OfflineExtractor
+from sparqlrag.extraction.pipeline import Upload
 from sparqlrag.store.vocab import Iris
 from tests.ingest_child import build, long_text
 
@@ -55,12 +56,14 @@ def test_a_marker_that_cannot_be_replayed_is_dropped(tmp_path: Path) -> None:
     services = build(tmp_path, OfflineExtractor())
     pipeline = services.pipeline
     try:
-        pipeline.pending_dir.mkdir(parents=True)
-        (pipeline.pending_dir / "broken.json").write_text('{"collection": "default", "document_id": "x", '
-                                                          '"media_type": null, "filename": null, "title": null}')  # fmt: skip
-        (pipeline.pending_dir / "broken.bin").write_bytes(b"")  # an empty document cannot be ingested
-        (result,) = asyncio.run(pipeline.recover())
-        assert isinstance(result, Exception) and "empty" in str(result)
+        pipeline._save(Upload("default", "empty", None, None, None), b"")  # an empty document cannot be ingested
+        pipeline.pending_dir.mkdir(parents=True, exist_ok=True)
+        (pipeline.pending_dir / "lost.json").write_text('{"collection": "default", "document_id": "lost", '
+                                                        '"media_type": null, "filename": null, "title": null}')  # fmt: skip
+        results = asyncio.run(pipeline.recover())
+        assert sorted(str(r) for r in results) == [
+            "the document is empty", "the library holds no copy of document 'lost' in collection 'default'"
+        ]
         assert not any(pipeline.pending_dir.glob("*")) and asyncio.run(pipeline.recover()) == []
     finally:
         services.close()

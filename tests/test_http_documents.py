@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -59,6 +60,10 @@ def test_upload_list_status_delete(client: httpx.Client) -> None:
         ({"content": b"not a pdf", "headers": {"Content-Type": "application/pdf"}, "params": {"id": "fake.pdf"}}, 400, "bad_document"),
         ({"content": b"x" * 30_000, "headers": {"Content-Type": "text/plain"}, "params": {"id": "huge"}}, 413, "body_too_large"),
         ({"json": {"id": "x", "text": "fine"}, "params": {"collection": "Not Valid"}}, 400, "bad_collection"),
+        ({"json": {"id": "x", "text": "fine"}, "params": {"collection": "never-created"}}, 404, "collection_not_found"),
+        ({"json": {"id": "x", "text": "fine"}, "params": {"collection": "never-created"}, "headers": {"Prefer": "respond-async"}},
+         404, "collection_not_found"),
+        ({"json": {"id": "e", "text": ""}, "headers": {"Prefer": "respond-async"}}, 400, "bad_document"),
         ({"content": b"{not json", "headers": {"Content-Type": "application/json"}}, 400, "bad_request"),
         ({"json": {"text": "no id"}}, 400, "bad_request"),
         ({"content": b"text", "headers": {"Content-Type": "text/plain"}}, 400, "bad_request"),
@@ -99,3 +104,66 @@ def test_document_rag_streams_server_sent_events(client: httpx.Client, server: L
     assert events[0][1]["sources"][0]["title"] == "oslo"
     assert events[1][1]["text"] == events[2][1]["answer"] and "Oslo is the capital of Norway." in events[2][1]["answer"]
     assert events[2][1]["trace"].startswith(server.settings.base_iri + "trace/default/")
+
+
+def test_background_upload_answers_202_then_the_status_url_shows_it_ready(client: httpx.Client) -> None:
+    text = "\n\n".join(f"Person{i} Smith was born in City{i}. City{i} is a town in Norway." for i in range(40))
+    accepted = client.post("/api/v1/documents", json={"id": "towns", "text": text}, headers={"Prefer": "respond-async"})
+    assert accepted.status_code == 202, accepted.text
+    (item,) = accepted.json()["documents"]
+    assert item["status"] == "queued" and accepted.headers["location"] == item["href"]
+    seen = set()
+    for _ in range(600):
+        status = client.get(item["href"]).json()
+        seen.add(status["status"])
+        if status["status"] == "ready":
+            break
+        time.sleep(0.05)
+    assert status["status"] == "ready" and status["chunks"] >= 1 and seen <= {"queued", "processing", "ready"}
+    again = client.post("/api/v1/documents?async=true", json={"id": "towns", "text": text})
+    assert again.status_code == 202 and again.json()["documents"][0]["status"] == "unchanged"
+
+
+def test_reingest_extracts_a_document_again(client: httpx.Client) -> None:
+    client.post("/api/v1/documents", json={"id": "again", "text": "Niels Bohr was born in Copenhagen."})
+    before = client.get("/api/v1/documents/again").json()
+    response = client.post("/api/v1/documents/again/reingest")
+    assert response.status_code == 201, response.text
+    (item,) = response.json()["documents"]
+    assert (item["status"], item["chunks_added"], item["chunks_removed"]) == ("ready", 1, 1)
+    after = client.get("/api/v1/documents/again").json()
+    assert (after["status"], after["chunks"], after["created"]) == ("ready", 1, before["created"])
+    background = client.post("/api/v1/documents/again/reingest", headers={"Prefer": "respond-async"})
+    assert background.status_code == 202 and background.json()["documents"][0]["status"] == "queued"
+    missing = client.post("/api/v1/documents/never-uploaded/reingest")
+    assert missing.status_code == 404 and missing.json()["error"] == "document_not_found"
+
+
+def test_collections_api(client: httpx.Client, server: LiveServer) -> None:
+    created = client.post("/api/v1/collections", json={"name": "papers"})
+    assert created.status_code == 201, created.text
+    assert created.headers["location"] == "/api/v1/collections/papers" and created.json()["documents"] == 0
+    assert client.post("/api/v1/collections", json={"name": "papers"}).json()["error"] == "collection_exists"
+    upload = client.post("/api/v1/documents?collection=papers", json={"id": "bohr", "text": "Niels Bohr was born in Copenhagen."})
+    assert upload.status_code == 201
+    listing = {c["name"]: c for c in client.get("/api/v1/collections").json()["collections"]}
+    assert listing["papers"]["documents"] == 1 and listing["papers"]["facts"] > 0 and "default" in listing
+    assert [d["id"] for d in client.get("/api/v1/documents", params={"collection": "papers"}).json()["documents"]] == ["bohr"]
+    rag = client.post("/api/v1/document-rag", json={"question": "Where was Bohr born?", "collection": "papers", "k": 3})
+    assert [s["title"] for s in rag.json()["sources"]] == ["bohr"]
+    assert client.delete("/api/v1/collections/papers").status_code == 204
+    graphs = client.get("/sparql", params={"query": "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }"}).json()
+    assert not [b for b in graphs["results"]["bindings"] if "/papers" in b["g"]["value"]]
+    for method, path, kwargs, status, error in [
+        ("GET", "/api/v1/collections/papers", {}, 404, "collection_not_found"),
+        ("DELETE", "/api/v1/collections/papers", {}, 404, "collection_not_found"),
+        ("GET", "/api/v1/documents", {"params": {"collection": "papers"}}, 404, "collection_not_found"),
+        ("POST", "/api/v1/document-rag", {"json": {"question": "q", "collection": "papers"}}, 404, "collection_not_found"),
+        ("POST", "/api/v1/collections", {"json": {"name": "Bad Name"}}, 400, "bad_collection"),
+        ("POST", "/api/v1/collections", {"json": {"title": "no name"}}, 400, "bad_request"),
+        ("DELETE", "/api/v1/collections/Bad%20Name", {}, 400, "bad_collection"),
+    ]:
+        before = snapshot(client)
+        response = client.request(method, path, **kwargs)
+        assert (response.status_code, response.json()["error"]) == (status, error), (method, path, response.text)
+        assert snapshot(client) == before

@@ -16,7 +16,9 @@ from sparqlrag.extraction import librarian
 from sparqlrag.extraction.decoders import DecodeError
 from sparqlrag.extraction.knowledge import Knowledge
 from sparqlrag.extraction.offline import OfflineExtractor
-from sparqlrag.extraction.pipeline import Pipeline
+from sparqlrag.extraction.collections import Collections
+from sparqlrag.extraction.librarian import CollectionBusy, UnknownCollection
+from sparqlrag.extraction.pipeline import Pipeline, Source
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.keyword_index import KeywordIndex
@@ -176,3 +178,103 @@ def test_progress_is_visible_while_a_document_is_processed(kit: Kit) -> None:
     assert shares[0] == 0.0 and 0.3 < shares[-1] < 0.9  # seen part-way, before the final commit
     (info,) = librarian.documents(kit.store, kit.iris, kit.iris.document("long"))
     assert (info.status, info.progress) == ("ready", 1.0)
+
+
+def test_reingest_extracts_every_chunk_again_with_the_current_extractor(kit: Kit) -> None:
+    kit.ingest("curie", "\n\n".join(PARAGRAPHS), filename="curie.txt")
+    before = kit.facts()
+
+    class Renaming(CountingExtractor):  # a "new model", which knows Warsaw as Varsovia
+        async def extract(self, text: str, document_id: str = "") -> Knowledge:
+            return await super().extract(text.replace("Warsaw", "Varsovia"), document_id)
+
+    kit.pipeline.extractor = Renaming()
+    source = asyncio.run(kit.pipeline.kept_source("default", "curie"))
+    assert (source.filename, source.data) == ("curie.txt", "\n\n".join(PARAGRAPHS).encode())
+    (result,) = asyncio.run(kit.pipeline.ingest_many("default", [source], force=True))
+    assert (result.status, result.chunks_added, result.chunks_removed, result.chunks_kept) == ("ready", 3, 3, 0)
+    assert len(kit.pipeline.extractor.seen) == 3  # type: ignore[attr-defined]
+    after = kit.facts()
+    assert ("marie-curie", "was born in", "warsaw") in before and ("marie-curie", "was born in", "warsaw") not in after
+    assert ("marie-curie", "was born in", "varsovia") in after and not any("warsaw" in (s, o) for s, _, o in after)
+    assert len(after) == len(before)
+    assert kit.vectors.count("default", "chunks") == 3 and kit.keywords.count("default") == 3  # rows rewritten, not lost
+    (info,) = librarian.documents(kit.store, kit.iris)
+    assert (info.status, info.chunks, info.title) == ("ready", 3, "curie.txt")
+    with pytest.raises(LookupError, match="no copy of document 'nope'"):
+        asyncio.run(kit.pipeline.kept_source("default", "nope"))
+
+
+def test_forgetting_a_document_drops_its_library_copy(kit: Kit) -> None:
+    kit.ingest("gone", "Marie Curie was born in Warsaw.")
+    assert asyncio.run(kit.pipeline.kept_source("default", "gone")).data
+    assert asyncio.run(kit.pipeline.forget("default", "gone"))
+    with pytest.raises(LookupError):
+        asyncio.run(kit.pipeline.kept_source("default", "gone"))
+
+
+def test_submit_queues_then_ingests_in_the_background(kit: Kit) -> None:
+    async def run() -> tuple[list, list, list]:
+        accepted = await kit.pipeline.submit("default", [Source("a", b"Marie Curie was born in Warsaw."),
+                                                          Source("b", b"Warsaw is the capital of Poland.")])  # fmt: skip
+        queued = [(i.id, i.status) for i in librarian.documents(kit.store, kit.iris)]
+        await kit.pipeline.wait_background()
+        again = await kit.pipeline.submit("default", [Source("a", b"Marie Curie was born in Warsaw.")])
+        return accepted, queued, again
+
+    accepted, queued, again = asyncio.run(run())
+    assert [r.status for r in accepted] == ["queued", "queued"] and sorted(queued) == [("a", "queued"), ("b", "queued")]
+    assert [(i.id, i.status) for i in librarian.documents(kit.store, kit.iris)] == [("a", "ready"), ("b", "ready")]
+    assert [r.status for r in again] == ["unchanged"]
+    assert ("marie-curie", "was born in", "warsaw") in kit.facts()
+    assert not list(kit.pipeline.pending_dir.glob("*.json"))
+
+
+def test_submit_refuses_a_bad_document_before_writing_anything(kit: Kit) -> None:
+    kit.ingest("keep", "Marie Curie was born in Warsaw.")
+    before = kit.snapshot()
+    with pytest.raises(DecodeError, match="empty"):
+        asyncio.run(kit.pipeline.submit("default", [Source("fine", b"Some text."), Source("bad", b"")]))
+    assert kit.snapshot() == before and not list(kit.pipeline.pending_dir.glob("*.json"))
+
+
+def test_locks_are_dropped_when_done(kit: Kit) -> None:
+    for index in range(5):
+        kit.ingest(f"doc-{index}", f"Person{index} was born in Warsaw.")
+    asyncio.run(kit.pipeline.forget("default", "doc-0"))
+    assert kit.pipeline.locks._locks == {} and not kit.pipeline.locks.active
+
+
+def test_collections_isolate_and_delete_with_full_cascade(kit: Kit) -> None:
+    collections = Collections(kit.pipeline)
+    other = Iris(BASE, "other")
+    before = kit.snapshot()
+    with pytest.raises(UnknownCollection, match="no collection 'other'"):
+        asyncio.run(kit.pipeline.ingest("other", "x", b"Marie Curie was born in Warsaw."))
+    assert kit.snapshot() == before and asyncio.run(collections.get("other")) is None
+    assert asyncio.run(collections.create("other")) is True and asyncio.run(collections.create("other")) is False
+    kit.ingest("same-id", "Marie Curie was born in Warsaw.")
+    asyncio.run(kit.pipeline.ingest("other", "same-id", b"The Vistula flows through Krakow."))
+    infos = {info.name: info for info in asyncio.run(collections.list())}
+    assert sorted(infos) == ["default", "other"]
+    assert (infos["other"].documents, infos["other"].chunks) == (1, 1) and infos["other"].facts > 0
+    assert infos["other"].created is not None and infos["default"].documents == 1
+    # nothing of one collection shows in the other
+    assert [h.iri.startswith(other.document("").value) for h in kit.keywords.search("other", "Vistula Warsaw", 5)] == [True]
+    assert kit.keywords.search("default", "Vistula", 5) == []
+    assert ("marie-curie", "was born in", "warsaw") in kit.facts()
+    assert not any("krakow" in o for _, _, o in kit.facts())
+    # a collection is not deleted under a running ingest
+    async def delete_while_busy() -> None:
+        async with kit.pipeline.locks.documents("other", ["x"]):
+            await collections.delete("other")
+
+    with pytest.raises(CollectionBusy):
+        asyncio.run(delete_while_busy())
+    assert asyncio.run(collections.delete("other")) is True
+    assert asyncio.run(collections.delete("other")) is False and asyncio.run(collections.exists("other")) is False
+    assert kit.vectors.count("other", "chunks") == 0 and kit.vectors.count("other", "entities") == 0
+    assert kit.keywords.count("other") == 0 and not (kit.pipeline.library_dir / "other").exists()
+    graphs = {r["g"] for r in select(kit.store, "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")}
+    assert not {g for g in graphs if "/other" in g}
+    assert kit.vectors.count("default", "chunks") == 1 and librarian.documents(kit.store, kit.iris)[0].id == "same-id"

@@ -57,3 +57,16 @@ def test_every_fact_has_chunks_and_documents() -> None:
     assert statements == [["1"]]  # one reifier for the fact, derived from both chunks
     activities = rows(store, "SELECT ?extractor WHERE { ?a a prov:Activity ; prov:used ?chunk ; sr:extractor ?extractor }")
     assert activities == [['"offline"'], ['"offline"']]
+
+
+def test_the_published_vocabulary_declares_every_term_the_code_writes() -> None:
+    from importlib import resources
+
+    from pyoxigraph import NamedNode, parse
+
+    from sparqlrag.store import vocab
+
+    with resources.as_file(resources.files("sparqlrag") / "store" / "vocab.ttl") as path:
+        declared = {quad.subject for quad in parse(path=str(path), format=RdfFormat.TURTLE)}
+    used = {value for value in vars(vocab).values() if isinstance(value, NamedNode) and value.value.startswith(vocab.SR)}
+    assert len(used) > 20 and used - declared == set()

@@ -1,17 +1,94 @@
-"""The document library: what is known about each document, read from the source graph."""
+"""The document library: collections and what is known about each document, in the source graphs.
+
+A collection exists once it is registered (`{base}collection/C a sr:Collection`, in its own
+source graph, so a knowledge core carries it along); `default` always exists.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import unquote
 
-from pyoxigraph import Literal, NamedNode
+from pyoxigraph import Literal, NamedNode, Quad
 
 from sparqlrag.store import vocab as v
 from sparqlrag.store.select import select
-from sparqlrag.store.sparql_text import sparql_term
+from sparqlrag.store.sparql_text import insert_data, sparql_term
 from sparqlrag.store.vocab import FAILED, PROCESSING, QUEUED, READY, Iris  # noqa: F401 (statuses re-exported)
+
+
+DEFAULT_COLLECTION = "default"
+
+
+class UnknownCollection(LookupError):
+    """A collection that was never created."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no collection {name!r}: create it first (POST /api/v1/collections, or `sparqlrag collections create {name}`)")
+        self.name = name
+
+
+class CollectionBusy(RuntimeError):
+    """A collection is being deleted, or has ingests running while someone tries to delete it."""
+
+
+@dataclass(frozen=True)
+class CollectionInfo:
+    name: str
+    iri: str
+    created: str | None
+    documents: int
+    chunks: int
+    facts: int
+
+
+def collection_exists(store: Any, iris: Iris) -> bool:
+    """Cheaper than collection_info: no counting."""
+    if iris.collection == DEFAULT_COLLECTION:
+        return True
+    found = select(store, f"""SELECT ?c WHERE {{ GRAPH {sparql_term(iris.source_graph)} {{
+        ?c a {sparql_term(v.SR_COLLECTION)} }} VALUES ?c {{ {sparql_term(iris.collection_iri)} }} }} LIMIT 1""")
+    return bool(found)
+
+
+def collection_quads(iris: Iris) -> list[Quad]:
+    """The registration of a collection: its class, creation time and graphs."""
+    graph, node = iris.source_graph, iris.collection_iri
+    created = Literal(datetime.now(timezone.utc).isoformat(), datatype=NamedNode(v.XSD + "dateTime"))
+    return [
+        Quad(node, v.RDF_TYPE, v.SR_COLLECTION, graph), Quad(node, v.RDFS_LABEL, Literal(iris.collection), graph),
+        Quad(node, v.DCTERMS_CREATED, created, graph), Quad(node, v.SR_KNOWLEDGE_GRAPH, iris.knowledge_graph, graph),
+        Quad(node, v.SR_SOURCE_GRAPH, iris.source_graph, graph), Quad(node, v.SR_TRACE_GRAPH, iris.trace_graph, graph),
+    ]  # fmt: skip
+
+
+def register_collection(iris: Iris) -> str:
+    """SPARQL update (with prologue) registering a collection."""
+    return insert_data(collection_quads(iris))
+
+
+def collections(store: Any, base: str) -> list[CollectionInfo]:
+    """Every registered collection (and `default`), by name, with its counts."""
+    rows = select(store, v.SPARQL_PREFIXES + "SELECT DISTINCT ?name WHERE { GRAPH ?g { ?c a sr:Collection ; rdfs:label ?name } }")
+    names = sorted({row["name"] for row in rows} | {DEFAULT_COLLECTION})
+    return [info for name in names if (info := collection_info(store, Iris(base, name))) is not None]
+
+
+def collection_info(store: Any, iris: Iris) -> CollectionInfo | None:
+    """A collection's counts (documents, chunks, triples of knowledge); None when it does not exist."""
+    src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
+    (row,) = select(store, v.SPARQL_PREFIXES + f"""
+        SELECT (SAMPLE(?when) AS ?created) (COUNT(DISTINCT ?doc) AS ?documents) (COUNT(DISTINCT ?chunk) AS ?chunks)
+               (COUNT(?s) AS ?facts) WHERE {{
+          {{ GRAPH {src} {{ {sparql_term(iris.collection_iri)} dcterms:created ?when }} }}
+          UNION {{ GRAPH {src} {{ ?doc a sr:Document }} }} UNION {{ GRAPH {src} {{ ?chunk a sr:Chunk }} }}
+          UNION {{ GRAPH {kg} {{ ?s ?p ?o }} }} }}""")  # fmt: skip
+    if "created" not in row and iris.collection != DEFAULT_COLLECTION:
+        return None
+    return CollectionInfo(iris.collection, iris.collection_iri.value, row.get("created"),
+                          int(row["documents"]), int(row["chunks"]), int(row["facts"]))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,11 @@ they are keyed by IRI, so writing them twice is harmless, and retrieval only tru
 the store knows.
 
 Chunks are named by their content, so re-ingesting changed text extracts only the chunks
-whose text changed; unchanged content is a no-op. Before processing, the upload is saved
+whose text changed; unchanged content is a no-op, unless re-extraction is forced
+(`reingest`, e.g. after changing the extractor). The library keeps each document's latest
+bytes under `work_dir/library/` (what `reingest` reads). Before processing, a marker is saved
 under `work_dir/pending/`; if the process dies (kill -9), `recover()` finds it there and
-ingests it again, so a document is either in its old state, or fully in its new one.
+ingests the document again, so a document is either in its old state, or fully in its new one.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Callable
+import shutil
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,6 +34,7 @@ from pyoxigraph import Literal, NamedNode, Quad
 from sparqlrag.extraction import librarian
 from sparqlrag.extraction.chunker import split
 from sparqlrag.extraction.decoders import Decoded, decode
+from sparqlrag.extraction.librarian import CollectionBusy
 from sparqlrag.extraction.knowledge import Extractor, Knowledge
 from sparqlrag.extraction.provenance import ChunkRecord, DocumentRecord, chunk_quads, document_quads
 from sparqlrag.models.embedder import Embedder
@@ -66,7 +72,7 @@ class Source:
 
 @dataclass(frozen=True)
 class Upload:
-    """What re-running an interrupted ingest needs besides the bytes."""
+    """What ingesting a document's bytes again needs (after a crash, or to re-extract)."""
 
     collection: str
     document_id: str
@@ -109,6 +115,53 @@ class _Progress:
             self.callback(self.done, self.total)
 
 
+class _Locks:
+    """Per-document locks, dropped once nobody holds or awaits them, and the number of
+    operations running in each collection (a collection is not deleted under an ingest)."""
+
+    def __init__(self) -> None:
+        self._locks: dict[tuple[str, str], tuple[asyncio.Lock, list[int]]] = {}
+        self.active: Counter[str] = Counter()
+        self.closing: set[str] = set()
+
+    @asynccontextmanager
+    async def documents(self, collection: str, document_ids: Iterable[str]) -> AsyncIterator[None]:
+        if collection in self.closing:
+            raise CollectionBusy(f"collection {collection!r} is being deleted")
+        keys = sorted({(collection, document_id) for document_id in document_ids})  # one order: no deadlock
+        for key in keys:
+            self._locks.setdefault(key, (asyncio.Lock(), [0]))[1][0] += 1
+        self.active[collection] += 1
+        held: list[asyncio.Lock] = []
+        try:
+            for key in keys:
+                await self._locks[key][0].acquire()
+                held.append(self._locks[key][0])
+            yield
+        finally:
+            for lock in held:
+                lock.release()
+            for key in keys:
+                users = self._locks[key][1]
+                users[0] -= 1
+                if users[0] == 0:
+                    del self._locks[key]
+            self.active[collection] -= 1
+            if self.active[collection] == 0:
+                del self.active[collection]
+
+    @asynccontextmanager
+    async def closed(self, collection: str) -> AsyncIterator[None]:
+        """Hold a collection shut: refused if anything runs in it, and nothing starts meanwhile."""
+        if self.active[collection] or collection in self.closing:
+            raise CollectionBusy(f"collection {collection!r} has ingests running; delete it when they finish")
+        self.closing.add(collection)
+        try:
+            yield
+        finally:
+            self.closing.discard(collection)
+
+
 class Pipeline:
     def __init__(
         self,
@@ -126,9 +179,10 @@ class Pipeline:
     ) -> None:
         self.store, self.vectors, self.keywords, self.embedder = store, vectors, keywords, embedder
         self.extractor, self.base_iri = extractor, base_iri
-        self.pending_dir = work_dir / "pending"
+        self.pending_dir, self.library_dir = work_dir / "pending", work_dir / "library"
         self.chunk_size, self.chunk_overlap, self.concurrency = chunk_size, chunk_overlap, concurrency
-        self._document_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self.locks = _Locks()
+        self._background: set[asyncio.Task[None]] = set()
 
     async def _store(self, method: str, *args: Any) -> Any:
         return await asyncio.to_thread(getattr(self.store, method), *args)
@@ -136,9 +190,6 @@ class Pipeline:
     async def _update(self, *operations: str) -> None:
         """One SPARQL update request (one transaction) of the non-empty operations, under one prologue."""
         await self._store("update", v.SPARQL_PREFIXES + " ;\n".join(op for op in operations if op))
-
-    def _lock(self, collection: str, document_id: str) -> asyncio.Lock:
-        return self._document_locks.setdefault((collection, document_id), asyncio.Lock())
 
     # -- ingest -------------------------------------------------------------------------------
 
@@ -154,24 +205,25 @@ class Pipeline:
         return result
 
     async def ingest_many(
-        self, collection: str, sources: list[Source], *, on_progress: Progress | None = None,
+        self, collection: str, sources: list[Source], *, on_progress: Progress | None = None, force: bool = False,
     ) -> list[IngestResult | Exception]:  # fmt: skip
         """Ingest documents together, in three phases: prepare each (decode, compare with what is
         stored, extract new chunks; concurrently), index them all at once (one embedding call and
         one upsert per kind: model calls cost far less per text in big batches), then commit each
         document in its own transaction. Each result is an IngestResult, or the exception that
-        document raised; the others go on."""
+        document raised; the others go on. `force` re-extracts every chunk, changed or not.
+        Raises UnknownCollection (nothing written) for a collection never created."""
         ids = [source.document_id for source in sources]
         if len(set(ids)) != len(ids):
             raise ValueError("a batch names the same document twice")
         iris = Iris(self.base_iri, collection)
-        locks = [self._lock(collection, document_id) for document_id in sorted(ids)]
-        for lock in locks:
-            await lock.acquire()
-        try:
+        if not await asyncio.to_thread(librarian.collection_exists, self.store, iris):
+            raise librarian.UnknownCollection(collection)
+        async with self.locks.documents(collection, ids):
             results: list[IngestResult | Exception | None] = [None] * len(sources)
             progress, slots = _Progress(on_progress), asyncio.Semaphore(self.concurrency)
-            prepared = await asyncio.gather(*(self._prepare(iris, s, slots, progress) for s in sources), return_exceptions=True)
+            prepared = await asyncio.gather(*(self._prepare(iris, s, slots, progress, force) for s in sources),
+                                            return_exceptions=True)  # fmt: skip
             plans: list[tuple[int, _Plan]] = []
             for index, outcome in enumerate(prepared):
                 if isinstance(outcome, _Plan):
@@ -193,23 +245,79 @@ class Pipeline:
                 except Exception as error:
                     results[index] = await self._failed(plan, error)
             return [result if result is not None else RuntimeError("not ingested") for result in results]
-        finally:
-            for lock in locks:
-                lock.release()
+
+    async def submit(self, collection: str, sources: list[Source], *, force: bool = False) -> list[IngestResult]:
+        """Accept documents to ingest in the background and return at once: each is decoded now
+        (the first that is not a document raises DecodeError, nothing written), kept in the
+        library, marked pending (a restart resumes it) and `queued`; unchanged ones come back
+        `unchanged`. A background task ingests the rest; `wait_background()` awaits it."""
+        ids = [source.document_id for source in sources]
+        if len(set(ids)) != len(ids):
+            raise ValueError("a batch names the same document twice")
+        iris = Iris(self.base_iri, collection)
+        if not await asyncio.to_thread(librarian.collection_exists, self.store, iris):
+            raise librarian.UnknownCollection(collection)
+        decoded = [await asyncio.to_thread(_decode_and_hash, source) for source in sources]  # all, before any write
+        results, queued = [], []
+        async with self.locks.documents(collection, ids):
+            for source, (text, sha256) in zip(sources, decoded):
+                doc = iris.document(source.document_id)
+                (existing,) = (await asyncio.to_thread(librarian.documents, self.store, iris, doc)) or [None]
+                if existing is not None and existing.sha256 == sha256 and existing.status == librarian.READY and not force:
+                    results.append(IngestResult(doc.value, "unchanged", chunks_kept=existing.chunks))
+                    continue
+                upload = Upload(collection, source.document_id, source.media_type, source.filename, source.title)
+                await asyncio.to_thread(self._save, upload, source.data)
+                record = self._record(iris, source, text, sha256)
+                created = datetime.fromisoformat(existing.created) if existing else datetime.now(timezone.utc)
+                await self._update(self._record_update(iris, record, librarian.QUEUED, created, existing))
+                results.append(IngestResult(doc.value, librarian.QUEUED))
+                queued.append(source)
+        if queued:
+            task = asyncio.create_task(self._ingest_in_background(collection, queued, force))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        return results
+
+    async def _ingest_in_background(self, collection: str, sources: list[Source], force: bool) -> None:
+        try:
+            results = await self.ingest_many(collection, sources, force=force)
+        except Exception as error:  # e.g. the collection was deleted meanwhile: pending markers stay for recover()
+            log.error("background ingest into %r failed: %s", collection, error)
+            return
+        for source, result in zip(sources, results):
+            if isinstance(result, Exception):
+                log.error("ingesting %r into %r failed: %s", source.document_id, collection, result)
+
+    async def wait_background(self) -> None:
+        """Wait for the background ingests (tests, orderly shutdown)."""
+        while self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+
+    async def cancel_background(self) -> None:
+        """Stop background ingests; their pending markers let the next start resume them."""
+        for task in self._background:
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+
+    @staticmethod
+    def _record(iris: Iris, source: Source, decoded: Decoded, sha256: str) -> DocumentRecord:
+        title = source.title or decoded.title or source.filename or source.document_id
+        return DocumentRecord(iris.document(source.document_id), title, source.filename or source.document_id,
+                              decoded.media_type, sha256)  # fmt: skip
 
     async def _prepare(
-        self, iris: Iris, source: Source, slots: asyncio.Semaphore, progress: _Progress
+        self, iris: Iris, source: Source, slots: asyncio.Semaphore, progress: _Progress, force: bool
     ) -> _Plan | IngestResult:
         """Decode, compare with the stored version, mark processing, extract the new chunks."""
         decoded, sha256 = await asyncio.to_thread(_decode_and_hash, source)  # PDFs take a while: off the loop
         doc = iris.document(source.document_id)
         (existing,) = (await asyncio.to_thread(librarian.documents, self.store, iris, doc)) or [None]
-        if existing is not None and existing.sha256 == sha256 and existing.status == librarian.READY:
+        if existing is not None and existing.sha256 == sha256 and existing.status == librarian.READY and not force:
             return IngestResult(doc.value, "unchanged", chunks_kept=existing.chunks)
         upload = Upload(iris.collection, source.document_id, source.media_type, source.filename, source.title)
-        marker = await asyncio.to_thread(self._save_pending, upload, source.data)
-        record = DocumentRecord(doc, source.title or decoded.title or source.filename or source.document_id,
-                                source.filename or source.document_id, decoded.media_type, sha256)  # fmt: skip
+        marker = await asyncio.to_thread(self._save, upload, source.data)
+        record = self._record(iris, source, decoded, sha256)
         created = datetime.fromisoformat(existing.created) if existing else datetime.now(timezone.utc)
         plan = _Plan(iris, record, created, marker)
         await self._update(self._record_update(iris, record, librarian.PROCESSING, created, existing))
@@ -220,9 +328,9 @@ class Pipeline:
                 iri = iris.chunk(doc, piece.text)
                 chunks.setdefault(iri.value, ChunkRecord(doc, iri, index, piece.offset, piece.text))
             old = await asyncio.to_thread(librarian.chunks_of, self.store, iris, doc)
-            plan.added = [chunk for iri, chunk in chunks.items() if iri not in old]
-            plan.kept = [chunk for iri, chunk in chunks.items() if iri in old]
-            plan.removed = sorted(old - chunks.keys())
+            plan.added = [chunk for iri, chunk in chunks.items() if force or iri not in old]
+            plan.kept = [chunk for iri, chunk in chunks.items() if not force and iri in old]
+            plan.removed = sorted(old if force else old - chunks.keys())
             progress.expect(len(plan.added))
             extractions = (self._extract(plan, chunk, source.document_id, slots, progress) for chunk in plan.added)
             plan.knowledge = list(await asyncio.gather(*extractions))
@@ -257,8 +365,9 @@ class Pipeline:
             self._record_update(iris, plan.record, librarian.READY, plan.created, plan.record),
             insert_data(quads),
         )
-        await self._forget_index_rows(iris, plan.removed, named)
-        self._clear_pending(plan.marker)  # (a killed ingest keeps its marker: recover() resumes it)
+        readded = {chunk.iri.value for chunk in plan.added}  # (forced: same IRIs, rows just rewritten)
+        await self._forget_index_rows(iris, [iri for iri in plan.removed if iri not in readded], named)
+        plan.marker.unlink(missing_ok=True)  # (a killed ingest keeps its marker: recover() resumes it)
         facts = sum(len(result.facts) for result, _, _ in plan.knowledge)
         added, removed, kept = len(plan.added), len(plan.removed), len(plan.kept)
         return IngestResult(plan.record.iri.value, librarian.READY, added, removed, kept, facts)
@@ -266,7 +375,7 @@ class Pipeline:
     async def _failed(self, plan: _Plan, error: Exception) -> Exception:
         """Mark the document failed; a reported failure is not retried at every start."""
         await self._update(librarian.status_update(plan.iris, plan.record.iri, librarian.FAILED))
-        self._clear_pending(plan.marker)
+        plan.marker.unlink(missing_ok=True)
         return error
 
     async def _index(self, iris: Iris, chunks: list[ChunkRecord], knowledge: list[Knowledge]) -> None:
@@ -365,7 +474,7 @@ class Pipeline:
         """Delete a document: its chunks, the facts only it supported, their index rows. False if unknown."""
         iris = Iris(self.base_iri, collection)
         doc = iris.document(document_id)
-        async with self._lock(collection, document_id):
+        async with self.locks.documents(collection, [document_id]):
             if not await asyncio.to_thread(librarian.documents, self.store, iris, doc):
                 return False
             chunks = sorted(await asyncio.to_thread(librarian.chunks_of, self.store, iris, doc))
@@ -375,22 +484,57 @@ class Pipeline:
                 self._removal(iris, chunks, statements), f"DELETE WHERE {{ GRAPH {src} {{ {sparql_term(doc)} ?p ?o }} }}"
             )
             await self._forget_index_rows(iris, chunks, named)
+            await asyncio.to_thread(self._discard, collection, document_id)
             return True
+
+    async def kept_source(self, collection: str, document_id: str) -> Source:
+        """The document as the library kept it, to extract again (after changing the extractor,
+        its model or its prompts) with `ingest_many(..., force=True)` or `submit(..., force=True)`.
+        Raises LookupError for a document the library does not hold."""
+        upload, data = await asyncio.to_thread(self._load, collection, document_id)
+        return Source(document_id, data, upload.media_type, upload.filename, upload.title)
+
+    # -- the library and pending markers --------------------------------------------------------
+
+    def _entry(self, collection: str, document_id: str) -> Path:
+        """The library's copy of a document: `{hash}.bin` (bytes) beside `{hash}.json` (Upload)."""
+        return self.library_dir / collection / hashlib.sha1(document_id.encode()).hexdigest()
 
     def _marker(self, collection: str, document_id: str) -> Path:
         return self.pending_dir / (hashlib.sha1(f"{collection}/{document_id}".encode()).hexdigest() + ".json")
 
-    def _save_pending(self, upload: Upload, data: bytes) -> Path:
+    def _save(self, upload: Upload, data: bytes) -> Path:
+        """Keep the bytes in the library, then mark the ingest pending; returns the marker."""
+        entry = self._entry(upload.collection, upload.document_id)
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        entry.with_suffix(".bin").write_bytes(data)
+        entry.with_suffix(".json").write_text(json.dumps(asdict(upload)))
         marker = self._marker(upload.collection, upload.document_id)
         marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.with_suffix(".bin").write_bytes(data)
         marker.write_text(json.dumps(asdict(upload)))  # written last: a marker always has its bytes
         return marker
 
-    @staticmethod
-    def _clear_pending(marker: Path) -> None:
-        marker.unlink(missing_ok=True)
-        marker.with_suffix(".bin").unlink(missing_ok=True)
+    def _load(self, collection: str, document_id: str) -> tuple[Upload, bytes]:
+        entry = self._entry(collection, document_id)
+        try:
+            return Upload(**json.loads(entry.with_suffix(".json").read_text())), entry.with_suffix(".bin").read_bytes()
+        except FileNotFoundError:
+            raise LookupError(f"the library holds no copy of document {document_id!r} in collection {collection!r}") from None
+
+    def _discard(self, collection: str, document_id: str) -> None:
+        entry = self._entry(collection, document_id)
+        for path in (entry.with_suffix(".bin"), entry.with_suffix(".json"), self._marker(collection, document_id)):
+            path.unlink(missing_ok=True)
+
+    def discard_collection(self, collection: str) -> None:
+        """The library and pending markers of a deleted collection."""
+        shutil.rmtree(self.library_dir / collection, ignore_errors=True)
+        for marker in self.pending_dir.glob("*.json") if self.pending_dir.is_dir() else []:
+            try:
+                if json.loads(marker.read_text()).get("collection") == collection:
+                    marker.unlink(missing_ok=True)
+            except (OSError, ValueError):
+                continue
 
     async def recover(self) -> list[IngestResult | Exception]:
         """Finish the ingests a previous process did not (it was killed): ingest them again.
@@ -398,13 +542,12 @@ class Pipeline:
         results: list[IngestResult | Exception] = []
         for marker in sorted(self.pending_dir.glob("*.json")) if self.pending_dir.is_dir() else []:
             try:
-                upload = Upload(**json.loads(marker.read_text()))
-                data = marker.with_suffix(".bin").read_bytes()
+                pending = Upload(**json.loads(marker.read_text()))
+                upload, data = await asyncio.to_thread(self._load, pending.collection, pending.document_id)
                 results.append(await self.ingest(upload.collection, upload.document_id, data, media_type=upload.media_type,
                                                  filename=upload.filename, title=upload.title))  # fmt: skip
             except Exception as error:
                 log.warning("could not resume the ingest saved in %s: %s", marker, error)
-                self._clear_pending(marker)
+                marker.unlink(missing_ok=True)
                 results.append(error)
         return results
-

@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from sparqlrag import __version__
 from sparqlrag.config import Settings
-from sparqlrag.server import documents
+from sparqlrag.server import collections, documents
 from sparqlrag.server.errors import EXCEPTION_HANDLERS
 from sparqlrag.server.graph_store import graph_store
 from sparqlrag.server.sparql import sparql_endpoint
@@ -49,6 +49,8 @@ def create_app(settings: Settings) -> Starlette:
             yield
         finally:
             resuming.cancel()
+            await asyncio.gather(resuming, return_exceptions=True)
+            await app.state.services.pipeline.cancel_background()  # pending markers: the next start resumes them
             app.state.services.close()
             await run_in_threadpool(opened.close)
 
@@ -60,9 +62,14 @@ def create_app(settings: Settings) -> Starlette:
             Route("/healthz", healthz, methods=["GET"]),
             Route("/api/v1/documents", documents.upload, methods=["POST"]),
             Route("/api/v1/documents", documents.list_documents, methods=["GET"]),
+            Route("/api/v1/documents/{id:path}/reingest", documents.reingest, methods=["POST"]),
             Route("/api/v1/documents/{id:path}", documents.get_document, methods=["GET"]),
             Route("/api/v1/documents/{id:path}", documents.delete_document, methods=["DELETE"]),
             Route("/api/v1/document-rag", documents.document_rag, methods=["POST"]),
+            Route("/api/v1/collections", collections.list_collections, methods=["GET"]),
+            Route("/api/v1/collections", collections.create_collection, methods=["POST"]),
+            Route("/api/v1/collections/{name}", collections.get_collection, methods=["GET"]),
+            Route("/api/v1/collections/{name}", collections.delete_collection, methods=["DELETE"]),
         ],
         middleware=[
             Middleware(

@@ -1,9 +1,11 @@
-"""`/api/v1/documents` (upload, list, status, delete) and `/api/v1/document-rag`.
+"""`/api/v1/documents` (upload, list, status, re-ingest, delete) and `/api/v1/document-rag`.
 
 Uploads are multipart (one file a part), JSON (`{"id", "text", "title", "media_type"}`), or a
 raw body with its Content-Type and `?id=`. The request returns when the document is ingested
-(201, or 200 when its content was unchanged); `GET /api/v1/documents/{id}` shows the status
-and progress meanwhile. A document that cannot be read is refused with nothing written.
+(201, or 200 when its content was unchanged), or at once with 202 when the client sends
+`Prefer: respond-async` (or `?async=true`): `GET /api/v1/documents/{id}` then shows the status
+and progress. A document that cannot be read is refused with nothing written, either way.
+`POST /api/v1/documents/{id}/reingest` extracts a document again from the bytes the library kept.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import asdict
 from typing import Any
+from urllib.parse import quote
 
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
@@ -21,6 +24,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from sparqlrag.extraction import librarian
 from sparqlrag.extraction.decoders import DecodeError
+from sparqlrag.extraction.librarian import UnknownCollection
 from sparqlrag.extraction.pipeline import IngestResult, Source
 from sparqlrag.models.llm import LLMError
 from sparqlrag.retrieval.document_rag import MODES, passage_json
@@ -39,12 +43,22 @@ def _services(request: Request) -> Services:
     return request.app.state.services
 
 
-def _collection(request: Request, body: dict | None = None) -> str:
+async def _collection(request: Request, body: dict | None = None) -> str:
+    """The collection a request names (`default` if none); 400 for a bad name, 404 for an unknown one."""
     name = (body or {}).get("collection") or request.query_params.get("collection", "default")
     try:
-        return check_collection(str(name))
+        name = check_collection(str(name))
     except InvalidName as error:
         raise ApiError(400, "bad_collection", str(error)) from None
+    if not await _services(request).collections.exists(name):
+        raise UnknownCollection(name)
+    return name
+
+
+def _in_background(request: Request) -> bool:
+    """RFC 7240 `Prefer: respond-async`, or `?async=true`."""
+    prefer = request.headers.get("prefer", "").lower()
+    return "respond-async" in prefer or request.query_params.get("async", "").lower() in ("true", "1", "yes")
 
 
 async def _sources(request: Request) -> list[Source]:
@@ -82,21 +96,48 @@ async def _sources(request: Request) -> list[Source]:
     return [Source(document_id, body, kind or None, None, request.query_params.get("title"))]
 
 
-def _result(result: IngestResult | Exception, source: Source) -> dict[str, Any]:
+def _status_url(collection: str, document_id: str) -> str:
+    return f"/api/v1/documents/{quote(document_id, safe='')}?collection={collection}"
+
+
+def _result(collection: str, result: IngestResult | Exception, source: Source) -> dict[str, Any]:
+    href = _status_url(collection, source.document_id)
     if isinstance(result, Exception):
-        return {"id": source.document_id, "status": "failed", "error": str(result)}
-    return {"id": source.document_id, **asdict(result)}
+        return {"id": source.document_id, "status": "failed", "error": str(result), "href": href}
+    return {"id": source.document_id, **asdict(result), "href": href}
 
 
 async def upload(request: Request) -> Response:
     authorize(request, "write")
-    collection = _collection(request)
-    sources = await _sources(request)
+    collection = await _collection(request)
+    return await _ingest(request, collection, await _sources(request), force=False)
+
+
+async def reingest(request: Request) -> Response:
+    """Extract a document again (e.g. after changing the extractor or its prompts)."""
+    authorize(request, "write")
+    collection, document_id = await _collection(request), request.path_params["id"]
     try:
-        results = await _services(request).pipeline.ingest_many(collection, sources)
+        source = await _services(request).pipeline.kept_source(collection, document_id)
+    except LookupError:
+        raise ApiError(404, "document_not_found", f"no document {document_id!r} in this collection") from None
+    return await _ingest(request, collection, [source], force=True)
+
+
+async def _ingest(request: Request, collection: str, sources: list[Source], *, force: bool) -> Response:
+    pipeline = _services(request).pipeline
+    try:
+        if _in_background(request):
+            accepted = await pipeline.submit(collection, sources, force=force)
+            items = [_result(collection, r, s) for r, s in zip(accepted, sources)]
+            headers = {"Location": items[0]["href"]} if len(items) == 1 else None
+            return JSONResponse({"documents": items}, status_code=202, headers=headers)
+        results = await pipeline.ingest_many(collection, sources, force=force)
+    except DecodeError as error:
+        raise ApiError(400, "bad_document", str(error)) from None
     except ValueError as error:  # the same document named twice in one upload
         raise ApiError(400, "bad_request", str(error)) from None
-    items = [_result(r, s) for r, s in zip(results, sources)]
+    items = [_result(collection, r, s) for r, s in zip(results, sources)]
     failures = [r for r in results if isinstance(r, Exception)]
     if failures and len(failures) == len(results):
         first = failures[0]
@@ -114,14 +155,15 @@ def _info(info: librarian.DocumentInfo) -> dict[str, Any]:
 async def list_documents(request: Request) -> Response:
     authorize(request, "read")
     services = _services(request)
-    rows = await run_in_threadpool(librarian.documents, services.store, Iris(services.settings.base_iri, _collection(request)))
+    iris = Iris(services.settings.base_iri, await _collection(request))
+    rows = await run_in_threadpool(librarian.documents, services.store, iris)
     return JSONResponse({"documents": [_info(row) for row in rows]})
 
 
 async def get_document(request: Request) -> Response:
     authorize(request, "read")
     services = _services(request)
-    iris = Iris(services.settings.base_iri, _collection(request))
+    iris = Iris(services.settings.base_iri, await _collection(request))
     rows = await run_in_threadpool(librarian.documents, services.store, iris, iris.document(request.path_params["id"]))
     if not rows:
         raise ApiError(404, "document_not_found", f"no document {request.path_params['id']!r} in this collection")
@@ -131,7 +173,7 @@ async def get_document(request: Request) -> Response:
 async def delete_document(request: Request) -> Response:
     authorize(request, "write")
     document_id = request.path_params["id"]
-    if not await _services(request).pipeline.forget(_collection(request), document_id):
+    if not await _services(request).pipeline.forget(await _collection(request), document_id):
         raise ApiError(404, "document_not_found", f"no document {document_id!r} in this collection")
     return Response(status_code=204)
 
@@ -150,7 +192,7 @@ async def document_rag(request: Request) -> Response:
         options = {"rerank": bool(body.get("rerank", False)), "mmr_lambda": None if mmr is None else float(mmr)}
     except (ValueError, KeyError, TypeError) as error:
         raise ApiError(400, "bad_request", f'send {{"question": ..., "mode"?, "k"?, "rerank"?, "mmr"?}}: {error}') from None
-    rag, collection = _services(request).document_rag, _collection(request, body)
+    rag, collection = _services(request).document_rag, await _collection(request, body)
     if body.get("stream") or "text/event-stream" in request.headers.get("accept", ""):
         events = rag.stream(collection, question, mode=mode, k=k, **options)
         return StreamingResponse(_sse(events), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})

@@ -8,6 +8,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from sparqlrag.extraction.librarian import CollectionBusy, UnknownCollection
 from sparqlrag.store import base
 
 log = logging.getLogger("sparqlrag.server")
@@ -55,6 +56,14 @@ async def store_error_handler(request: Request, exc: Exception) -> Response:
     return error_response(status, error, str(exc))
 
 
+async def unknown_collection_handler(request: Request, exc: Exception) -> Response:
+    return error_response(404, "collection_not_found", str(exc))
+
+
+async def collection_busy_handler(request: Request, exc: Exception) -> Response:
+    return error_response(409, "collection_busy", str(exc))
+
+
 async def http_exception_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     error = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
@@ -69,6 +78,8 @@ async def unexpected_error_handler(request: Request, exc: Exception) -> Response
 EXCEPTION_HANDLERS = {
     ApiError: api_error_handler,
     base.StoreError: store_error_handler,
+    UnknownCollection: unknown_collection_handler,
+    CollectionBusy: collection_busy_handler,
     HTTPException: http_exception_handler,
     Exception: unexpected_error_handler,
 }

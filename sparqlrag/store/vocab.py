@@ -48,6 +48,10 @@ DCTERMS_TITLE = term(DCTERMS, "title")
 DCTERMS_SOURCE = term(DCTERMS, "source")
 DCTERMS_FORMAT = term(DCTERMS, "format")
 DCTERMS_CREATED = term(DCTERMS, "created")
+SR_COLLECTION = term(SR, "Collection")
+SR_KNOWLEDGE_GRAPH = term(SR, "knowledgeGraph")
+SR_SOURCE_GRAPH = term(SR, "sourceGraph")
+SR_TRACE_GRAPH = term(SR, "traceGraph")
 SR_DOCUMENT = term(SR, "Document")
 SR_CHUNK = term(SR, "Chunk")
 SR_STATEMENT = term(SR, "Statement")
@@ -120,6 +124,10 @@ class Iris:
     @property
     def trace_graph(self) -> NamedNode:
         return NamedNode(f"{self.base}graph/{self.collection}/trace")
+
+    @property
+    def collection_iri(self) -> NamedNode:
+        return NamedNode(f"{self.base}collection/{self.collection}")
 
     def entity(self, name: str) -> NamedNode:
         return NamedNode(f"{self.base}id/{self.collection}/{slug(name)}")

@@ -1,0 +1,55 @@
+"""Collections: create, list (with counts) and delete with the full cascade.
+
+Everything of a collection lives under its name: three named graphs, two Qdrant collections,
+one FTS5 table, a folder of the library. Deleting it removes them all; documents cannot be
+added to a collection that was never created (`default` always exists).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from sparqlrag.extraction import librarian
+from sparqlrag.extraction.librarian import CollectionInfo
+from sparqlrag.extraction.pipeline import Pipeline
+from sparqlrag.store import vocab as v
+from sparqlrag.store.sparql_text import sparql_term
+from sparqlrag.store.vocab import Iris
+
+
+class Collections:
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+        self.store, self.base_iri = pipeline.store, pipeline.base_iri
+
+    async def exists(self, name: str) -> bool:
+        return await asyncio.to_thread(librarian.collection_exists, self.store, Iris(self.base_iri, name))
+
+    async def create(self, name: str) -> bool:
+        """Register `name`; False when it exists already."""
+        iris = Iris(self.base_iri, name)
+        async with self.pipeline.locks.closed(name):  # not while it is being deleted
+            if await self.exists(name):
+                return False
+            await asyncio.to_thread(self.store.update, v.SPARQL_PREFIXES + librarian.register_collection(iris))
+            return True
+
+    async def list(self) -> list[CollectionInfo]:
+        return await asyncio.to_thread(librarian.collections, self.store, self.base_iri)
+
+    async def get(self, name: str) -> CollectionInfo | None:
+        return await asyncio.to_thread(librarian.collection_info, self.store, Iris(self.base_iri, name))
+
+    async def delete(self, name: str) -> bool:
+        """Drop the collection's graphs, vectors, keyword rows and library; False when unknown.
+        Raises CollectionBusy while ingests run in it. `default` is emptied and stays."""
+        iris = Iris(self.base_iri, name)
+        async with self.pipeline.locks.closed(name):
+            if not await self.exists(name):
+                return False
+            graphs = (iris.knowledge_graph, iris.source_graph, iris.trace_graph)
+            await asyncio.to_thread(self.store.update, " ;\n".join(f"DROP SILENT GRAPH {sparql_term(g)}" for g in graphs))
+            await asyncio.to_thread(self.pipeline.vectors.drop, name)
+            await asyncio.to_thread(self.pipeline.keywords.drop, name)
+            await asyncio.to_thread(self.pipeline.discard_collection, name)
+            return True

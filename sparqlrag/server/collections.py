@@ -1,0 +1,67 @@
+"""`/api/v1/collections`: create, list with counts, show one, delete with the full cascade."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from sparqlrag.extraction.collections import Collections
+from sparqlrag.extraction.librarian import UnknownCollection
+from sparqlrag.server.auth import authorize
+from sparqlrag.server.bodies import read_body
+from sparqlrag.server.errors import ApiError
+from sparqlrag.services import Services
+from sparqlrag.store.vocab import InvalidName, check_collection
+
+
+def _collections(request: Request) -> Collections:
+    services: Services = request.app.state.services
+    return services.collections
+
+
+def _name(name: object) -> str:
+    try:
+        return check_collection(str(name))
+    except InvalidName as error:
+        raise ApiError(400, "bad_collection", str(error)) from None
+
+
+async def list_collections(request: Request) -> Response:
+    authorize(request, "read")
+    return JSONResponse({"collections": [asdict(info) for info in await _collections(request).list()]})
+
+
+async def create_collection(request: Request) -> Response:
+    """`{"name": ...}`; 201 with Location, 409 when it exists."""
+    authorize(request, "write")
+    try:
+        body = json.loads(await read_body(request, request.app.state.settings.max_sparql_bytes))
+        name = body["name"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise ApiError(400, "bad_request", f'send {{"name": ...}}: {error}') from None
+    name = _name(name)
+    if not await _collections(request).create(name):
+        raise ApiError(409, "collection_exists", f"collection {name!r} exists already")
+    info = await _collections(request).get(name)
+    return JSONResponse(asdict(info), status_code=201, headers={"Location": f"/api/v1/collections/{name}"})
+
+
+async def get_collection(request: Request) -> Response:
+    authorize(request, "read")
+    name = _name(request.path_params["name"])
+    info = await _collections(request).get(name)
+    if info is None:
+        raise UnknownCollection(name)
+    return JSONResponse(asdict(info))
+
+
+async def delete_collection(request: Request) -> Response:
+    """Everything of the collection goes: graphs, vectors, keyword rows, kept documents."""
+    authorize(request, "write")
+    name = _name(request.path_params["name"])
+    if not await _collections(request).delete(name):
+        raise UnknownCollection(name)
+    return Response(status_code=204)
