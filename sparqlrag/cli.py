@@ -28,7 +28,7 @@ from sparqlrag.store.vocab import InvalidName, Iris
 
 if TYPE_CHECKING:
     from sparqlrag.extraction.pipeline import IngestResult, Source
-    from sparqlrag.services import Services
+    from sparqlrag.services import Models, Services
 
 DEMO_QUERY = """PREFIX schema: <http://schema.org/>
 SELECT ?standard ?name ?year WHERE {
@@ -343,6 +343,17 @@ def _forget(services: Services, args: argparse.Namespace) -> None:
     print(f"forgot {args.document}")
 
 
+def _load_models(settings: Settings) -> Models:
+    from sparqlrag.models.embedder import ModelUnavailable
+    from sparqlrag.models.llm import LLMError
+    from sparqlrag.services import Models
+
+    try:
+        return Models.load(settings)
+    except (ValueError, LLMError, ModelUnavailable) as error:  # configuration the user can fix
+        raise CliError(str(error)) from None
+
+
 def _serve(settings: Settings, access_log: bool) -> None:
     import uvicorn
 
@@ -352,8 +363,9 @@ def _serve(settings: Settings, access_log: bool) -> None:
         settings.check_bind_address()
     except ValueError as error:
         raise CliError(str(error)) from None
+    models = _load_models(settings)
     print(f"sparqlrag serving {settings.data_dir} on http://{settings.host}:{settings.port}/sparql", file=sys.stderr)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, access_log=access_log, log_level="info")
+    uvicorn.run(create_app(settings, models), host=settings.host, port=settings.port, access_log=access_log, log_level="info")
 
 
 def _demo(settings: Settings, args: argparse.Namespace) -> None:
@@ -398,13 +410,7 @@ def run(argv: list[str] | None = None) -> None:
             else:  # the commands that need models load them only now (they take seconds to import)
                 from sparqlrag.services import Services
 
-                from sparqlrag.models.embedder import ModelUnavailable
-                from sparqlrag.models.llm import LLMError
-
-                try:
-                    services = Services.open(settings, store, _extractor_override(args))
-                except (ValueError, LLMError, ModelUnavailable) as error:  # configuration the user can fix
-                    raise CliError(str(error)) from None
+                services = Services.open(settings, store, _extractor_override(args), _load_models(settings))
                 try:
                     commands = {"ingest": _ingest, "documents": _documents, "forget": _forget, "reingest": _reingest,
                                 "collections": _collections}  # fmt: skip

@@ -18,7 +18,7 @@ from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.extraction.pipeline import Pipeline
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.llm import AnthropicModel, ChatModel, OpenAICompatibleModel, ResponseCache
-from sparqlrag.models.reranker import build_reranker
+from sparqlrag.models.reranker import Reranker, build_reranker
 from sparqlrag.retrieval.document_rag import DocumentRag
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.vector_index import VectorIndex
@@ -37,6 +37,26 @@ def build_llm(settings: Settings) -> ChatModel | None:
 
 
 @dataclass
+class Models:
+    """The models, loaded once (seconds): the CLI loads them before serving, so a model
+    configuration error is one line instead of a failed server start."""
+
+    embedder: Embedder
+    reranker: Reranker
+    llm: ChatModel | None
+
+    @classmethod
+    def load(cls, settings: Settings) -> Models:
+        """Raises ValueError, LLMError or ModelUnavailable for a configuration the user can fix."""
+        embedder = Embedder(settings.embedding_model, models_dir=settings.models_dir, offline=settings.offline)
+        reranker = build_reranker(settings.reranker_model, models_dir=settings.models_dir, embedder=embedder, offline=settings.offline)
+        llm = build_llm(settings)
+        if settings.extractor == "llm" and llm is None:
+            raise ValueError('extractor = "llm" needs an LLM: set llm to "anthropic" or "openai"')
+        return cls(embedder, reranker, llm)
+
+
+@dataclass
 class Services:
     settings: Settings
     store: Any
@@ -49,14 +69,12 @@ class Services:
     document_rag: DocumentRag
 
     @classmethod
-    def open(cls, settings: Settings, store: Any, extractor: Extractor | None = None) -> Services:
+    def open(cls, settings: Settings, store: Any, extractor: Extractor | None = None, models: Models | None = None) -> Services:
         """Everything on `store`; `extractor` replaces the configured one (e.g. pre-extracted triples)."""
-        embedder = Embedder(settings.embedding_model, models_dir=settings.models_dir, offline=settings.offline)
+        models = models or Models.load(settings)
+        embedder, llm = models.embedder, models.llm
         vectors = VectorIndex(embedder.dim, path=settings.data_dir / "qdrant", url=settings.qdrant_url)
         keywords = KeywordIndex(settings.data_dir / "keywords.sqlite")
-        llm = build_llm(settings)
-        if settings.extractor == "llm" and llm is None:
-            raise ValueError('extractor = "llm" needs an LLM: set llm to "anthropic" or "openai"')
         if extractor is None:
             extractor = LLMExtractor(llm, settings.prompts_dir) if settings.extractor == "llm" and llm else OfflineExtractor()
         pipeline = Pipeline(
@@ -64,9 +82,8 @@ class Services:
             base_iri=settings.base_iri, work_dir=settings.data_dir, chunk_size=settings.chunk_size,
             chunk_overlap=settings.chunk_overlap, concurrency=settings.ingest_concurrency,
         )  # fmt: skip
-        reranker = build_reranker(settings.reranker_model, models_dir=settings.models_dir, embedder=embedder, offline=settings.offline)
         rag = DocumentRag(store=store, vectors=vectors, keywords=keywords, embedder=embedder, base_iri=settings.base_iri,
-                          reranker=reranker, llm=llm, prompts_dir=settings.prompts_dir)  # fmt: skip
+                          reranker=models.reranker, llm=llm, prompts_dir=settings.prompts_dir)  # fmt: skip
         return cls(settings, store, embedder, vectors, keywords, llm, pipeline, Collections(pipeline), rag)
 
     def close(self) -> None:

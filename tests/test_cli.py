@@ -161,6 +161,9 @@ def test_model_configuration_errors_are_one_line(tmp_path: Path) -> None:
     result = subprocess.run([SPARQLRAG, "ingest", str(tmp_path / "a.txt"), "--data-dir", str(tmp_path / "data")],
                             capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
     assert result.returncode == 2 and "ANTHROPIC_API_KEY" in result.stderr and "Traceback" not in result.stderr
+    serve = subprocess.run([SPARQLRAG, "serve", "--port", "0", "--data-dir", str(tmp_path / "data")],
+                           capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
+    assert serve.returncode == 2 and "ANTHROPIC_API_KEY" in serve.stderr and "Traceback" not in serve.stderr
     env["SPARQLRAG_LLM"] = "openai"
     result = subprocess.run([SPARQLRAG, "documents", "--data-dir", str(tmp_path / "data")],
                             capture_output=True, text=True, timeout=120, env=env)  # fmt: skip

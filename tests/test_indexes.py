@@ -57,3 +57,17 @@ def test_keyword_index_bm25(tmp_path: Path) -> None:
     assert {h.iri for h in index.search("default", "Paris", limit=5)} == {"http://kb/c/2", "http://kb/c/3"}
     with pytest.raises(InvalidName):
         index.search('x"; DROP TABLE', "paris", 3)
+
+
+def test_an_entity_has_a_label_point_and_a_definition_point_but_is_found_once(tmp_path: Path, embedder: Embedder) -> None:
+    index = VectorIndex(embedder.dim, path=tmp_path / "qdrant")
+    iris = ["http://x/curie", "http://x/bohr"]
+    index.upsert("c", "entities", iris, embedder.embed(["Marie Curie", "Niels Bohr"]), [{}, {}])
+    index.upsert("c", "entities", iris[:1], embedder.embed(["Marie Curie: a physicist and chemist"]), [{}], "definition")
+    assert index.count("c", "entities") == 3
+    assert index.existing("c", "entities", iris, "definition") == {"http://x/curie"}
+    hits = index.search("c", "entities", embedder.embed_one("chemist"), 2)
+    assert [h.iri for h in hits] == ["http://x/curie", "http://x/bohr"] and hits[0].payload["facet"] == "definition"
+    index.delete("c", "entities", iris[:1])
+    assert index.count("c", "entities") == 1 and [h.iri for h in index.search("c", "entities", embedder.embed_one("x"), 5)] == iris[1:]
+    index.close()

@@ -213,12 +213,7 @@ class Pipeline:
         document in its own transaction. Each result is an IngestResult, or the exception that
         document raised; the others go on. `force` re-extracts every chunk, changed or not.
         Raises UnknownCollection (nothing written) for a collection never created."""
-        ids = [source.document_id for source in sources]
-        if len(set(ids)) != len(ids):
-            raise ValueError("a batch names the same document twice")
-        iris = Iris(self.base_iri, collection)
-        if not await asyncio.to_thread(librarian.collection_exists, self.store, iris):
-            raise librarian.UnknownCollection(collection)
+        iris, ids = await self._batch(collection, sources)
         async with self.locks.documents(collection, ids):
             results: list[IngestResult | Exception | None] = [None] * len(sources)
             progress, slots = _Progress(on_progress), asyncio.Semaphore(self.concurrency)
@@ -246,25 +241,36 @@ class Pipeline:
                     results[index] = await self._failed(plan, error)
             return [result if result is not None else RuntimeError("not ingested") for result in results]
 
-    async def submit(self, collection: str, sources: list[Source], *, force: bool = False) -> list[IngestResult]:
-        """Accept documents to ingest in the background and return at once: each is decoded now
-        (the first that is not a document raises DecodeError, nothing written), kept in the
-        library, marked pending (a restart resumes it) and `queued`; unchanged ones come back
-        `unchanged`. A background task ingests the rest; `wait_background()` awaits it."""
+    async def _batch(self, collection: str, sources: list[Source]) -> tuple[Iris, list[str]]:
+        """The collection's IRIs and the documents' ids, once the batch is known to be valid."""
         ids = [source.document_id for source in sources]
         if len(set(ids)) != len(ids):
             raise ValueError("a batch names the same document twice")
         iris = Iris(self.base_iri, collection)
         if not await asyncio.to_thread(librarian.collection_exists, self.store, iris):
             raise librarian.UnknownCollection(collection)
+        return iris, ids
+
+    @staticmethod
+    def _unchanged(existing: librarian.DocumentInfo | None, sha256: str, force: bool) -> IngestResult | None:
+        if existing is not None and existing.sha256 == sha256 and existing.status == librarian.READY and not force:
+            return IngestResult(existing.iri, "unchanged", chunks_kept=existing.chunks)
+        return None
+
+    async def submit(self, collection: str, sources: list[Source], *, force: bool = False) -> list[IngestResult]:
+        """Accept documents to ingest in the background and return at once: each is decoded now
+        (the first that is not a document raises DecodeError, nothing written), kept in the
+        library, marked pending (a restart resumes it) and `queued`; unchanged ones come back
+        `unchanged`. A background task ingests the rest; `wait_background()` awaits it."""
+        iris, ids = await self._batch(collection, sources)
         decoded = [await asyncio.to_thread(_decode_and_hash, source) for source in sources]  # all, before any write
         results, queued = [], []
         async with self.locks.documents(collection, ids):
             for source, (text, sha256) in zip(sources, decoded):
                 doc = iris.document(source.document_id)
                 (existing,) = (await asyncio.to_thread(librarian.documents, self.store, iris, doc)) or [None]
-                if existing is not None and existing.sha256 == sha256 and existing.status == librarian.READY and not force:
-                    results.append(IngestResult(doc.value, "unchanged", chunks_kept=existing.chunks))
+                if unchanged := self._unchanged(existing, sha256, force):
+                    results.append(unchanged)
                     continue
                 upload = Upload(collection, source.document_id, source.media_type, source.filename, source.title)
                 await asyncio.to_thread(self._save, upload, source.data)
@@ -313,8 +319,8 @@ class Pipeline:
         decoded, sha256 = await asyncio.to_thread(_decode_and_hash, source)  # PDFs take a while: off the loop
         doc = iris.document(source.document_id)
         (existing,) = (await asyncio.to_thread(librarian.documents, self.store, iris, doc)) or [None]
-        if existing is not None and existing.sha256 == sha256 and existing.status == librarian.READY and not force:
-            return IngestResult(doc.value, "unchanged", chunks_kept=existing.chunks)
+        if unchanged := self._unchanged(existing, sha256, force):
+            return unchanged
         upload = Upload(iris.collection, source.document_id, source.media_type, source.filename, source.title)
         marker = await asyncio.to_thread(self._save, upload, source.data)
         record = self._record(iris, source, decoded, sha256)
@@ -380,7 +386,8 @@ class Pipeline:
 
     async def _index(self, iris: Iris, chunks: list[ChunkRecord], knowledge: list[Knowledge]) -> None:
         """Chunk vectors and keyword rows, and vectors of the entities those chunks name that the
-        index does not hold yet (an entity's IRI comes from its name, so a known one is unchanged)."""
+        index does not hold yet (an entity's IRI comes from its name, so a known one is unchanged):
+        one of its label, and one of its label with its definition when it has one."""
         collection = iris.collection
         if chunks:
             vectors = await asyncio.to_thread(self.embedder.embed, [c.text for c in chunks])
@@ -395,12 +402,18 @@ class Pipeline:
                 for name in (fact.subject, fact.object) if fact.object_entity else (fact.subject,):
                     definitions.setdefault(name, None)
         by_iri = {iris.entity(name).value: name for name in definitions}
+        defined = [iri for iri, name in by_iri.items() if definitions[name]]
         known = await asyncio.to_thread(self.vectors.existing, collection, "entities", list(by_iri))
-        new = {iri: name for iri, name in by_iri.items() if iri not in known}
-        if new:
-            vectors = await asyncio.to_thread(self.embedder.embed, list(new.values()))
-            payloads = [{"label": name, "definition": definitions[name]} for name in new.values()]
-            await asyncio.to_thread(self.vectors.upsert, collection, "entities", list(new), vectors, payloads)
+        known_defined = await asyncio.to_thread(self.vectors.existing, collection, "entities", defined, "definition")
+        labels = [iri for iri in by_iri if iri not in known]
+        described = [iri for iri in defined if iri not in known_defined]
+        texts = [by_iri[iri] for iri in labels] + [f"{by_iri[iri]}: {definitions[by_iri[iri]]}" for iri in described]
+        if texts:
+            vectors = await asyncio.to_thread(self.embedder.embed, texts)
+            for iri_list, rows, facet in ((labels, vectors[: len(labels)], ""), (described, vectors[len(labels) :], "definition")):
+                if iri_list:
+                    payloads = [{"label": by_iri[iri], "definition": definitions[by_iri[iri]]} for iri in iri_list]
+                    await asyncio.to_thread(self.vectors.upsert, collection, "entities", iri_list, rows, payloads, facet)
 
     # -- removal ------------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from sparqlrag.server import collections, documents
 from sparqlrag.server.errors import EXCEPTION_HANDLERS
 from sparqlrag.server.graph_store import graph_store
 from sparqlrag.server.sparql import sparql_endpoint
-from sparqlrag.services import Services
+from sparqlrag.services import Models, Services
 from sparqlrag.store.data_dir import prepare_data_dir, scratch_dir
 from sparqlrag.store.worker import WorkerStore
 
@@ -32,8 +32,9 @@ async def healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok", "version": __version__})
 
 
-def create_app(settings: Settings) -> Starlette:
-    """The app; it runs a WorkerStore on settings.data_dir for its lifetime."""
+def create_app(settings: Settings, models: Models | None = None) -> Starlette:
+    """The app; it runs a WorkerStore on settings.data_dir for its lifetime. `models` are
+    loaded at startup when not given."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -42,7 +43,7 @@ def create_app(settings: Settings) -> Starlette:
             WorkerStore, settings.store_path, threads=settings.store_threads, allow_remote=settings.allow_remote
         )
         app.state.store = opened
-        app.state.services = await run_in_threadpool(Services.open, settings, opened)
+        app.state.services = await run_in_threadpool(Services.open, settings, opened, None, models)
         # ingests a killed process left unfinished resume in the background; the server is up meanwhile
         resuming = asyncio.create_task(app.state.services.pipeline.recover())
         try:

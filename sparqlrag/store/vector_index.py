@@ -1,9 +1,11 @@
 """Vector indexes in Qdrant: local mode on disk by default, a Qdrant server when a URL is set.
 
 Each knowledge collection has two Qdrant collections, `{collection}__chunks` and
-`{collection}__entities`. A point's id is derived from the IRI it indexes (UUID v5), so
-re-indexing the same chunk or entity overwrites it and deleting needs only the IRIs (which
-the store knows); the payload carries the IRI and whatever the caller adds (text, label).
+`{collection}__entities`. A point's id is derived from the IRI it indexes and its facet (UUID
+v5), so re-indexing the same chunk or entity overwrites it and deleting needs only the IRIs
+(which the store knows); the payload carries the IRI and whatever the caller adds (text, label).
+An IRI may have a point per facet: an entity has one for its label, and one for its label with
+its definition when it has one; a search returns each IRI once, at its best score.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 
 Kind = Literal["chunks", "entities"]
+Facet = Literal["", "definition"]
+FACETS: tuple[Facet, ...] = ("", "definition")
 BATCH = 256
 
 
@@ -29,8 +33,8 @@ class Hit:
     payload: dict
 
 
-def point_id(iri: str) -> str:
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, iri))
+def point_id(iri: str, facet: Facet = "") -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{iri}#{facet}" if facet else iri))
 
 
 class VectorIndex:
@@ -65,8 +69,11 @@ class VectorIndex:
             )
         self._known.add(name)
 
-    def upsert(self, collection: str, kind: Kind, iris: Sequence[str], vectors: np.ndarray, payloads: Sequence[dict]) -> None:
-        """Write points in batches; each payload gets its IRI as "iri"."""
+    def upsert(
+        self, collection: str, kind: Kind, iris: Sequence[str], vectors: np.ndarray, payloads: Sequence[dict],
+        facet: Facet = "",
+    ) -> None:  # fmt: skip
+        """Write points in batches; each payload gets its IRI as "iri" (and its facet, if any)."""
         if len(iris) != len(vectors) or len(iris) != len(payloads):
             raise ValueError("iris, vectors and payloads must have the same length")
         name = self.name(collection, kind)
@@ -74,7 +81,8 @@ class VectorIndex:
             self._ensure(name)
             for start in range(0, len(iris), BATCH):
                 points = [
-                    models.PointStruct(id=point_id(iri), vector=vector.tolist(), payload={**payload, "iri": iri})
+                    models.PointStruct(id=point_id(iri, facet), vector=vector.tolist(),
+                                       payload={**payload, "iri": iri} | ({"facet": facet} if facet else {}))  # fmt: skip
                     for iri, vector, payload in zip(
                         iris[start : start + BATCH], vectors[start : start + BATCH], payloads[start : start + BATCH]
                     )
@@ -87,23 +95,29 @@ class VectorIndex:
             if name not in self._known and not self._client.collection_exists(name):
                 return []
             self._known.add(name)
-            points = self._client.query_points(name, query=vector.tolist(), limit=limit, with_payload=True).points
-        return [Hit(p.payload["iri"], float(p.score), p.payload) for p in points]
+            fetch = limit * len(FACETS) if kind == "entities" else limit
+            points = self._client.query_points(name, query=vector.tolist(), limit=fetch, with_payload=True).points
+        best: dict[str, Hit] = {}
+        for p in points:  # best first: the first point of an IRI is its best
+            best.setdefault(p.payload["iri"], Hit(p.payload["iri"], float(p.score), p.payload))
+        return list(best.values())[:limit]
 
-    def existing(self, collection: str, kind: Kind, iris: Sequence[str]) -> set[str]:
-        """Which of `iris` have a point already."""
+    def existing(self, collection: str, kind: Kind, iris: Sequence[str], facet: Facet = "") -> set[str]:
+        """Which of `iris` have a point (of `facet`) already."""
         name = self.name(collection, kind)
         with self._lock:
             if not iris or not self._client.collection_exists(name):
                 return set()
-            points = self._client.retrieve(name, ids=[point_id(i) for i in iris], with_payload=True, with_vectors=False)
+            ids = [point_id(i, facet) for i in iris]
+            points = self._client.retrieve(name, ids=ids, with_payload=True, with_vectors=False)
         return {p.payload["iri"] for p in points}
 
     def delete(self, collection: str, kind: Kind, iris: Sequence[str]) -> None:
         name = self.name(collection, kind)
         with self._lock:
             if iris and self._client.collection_exists(name):
-                self._client.delete(name, points_selector=models.PointIdsList(points=[point_id(i) for i in iris]), wait=True)
+                ids = [point_id(i, facet) for i in iris for facet in FACETS]
+                self._client.delete(name, points_selector=models.PointIdsList(points=ids), wait=True)
 
     def count(self, collection: str, kind: Kind) -> int:
         name = self.name(collection, kind)
