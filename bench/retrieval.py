@@ -5,7 +5,7 @@
 Each DIR holds `corpus.jsonl` {id,title,text} and `queries.jsonl` {id,question,gold_ids}
 (the shared format, see ../shared/data/README.md). Every passage is ingested as one document
 (title line + text) with the offline extractor, then each question retrieves 8 passages per
-mode. Metrics: recall@k = share of a question's gold passages in the top k, averaged;
+mode (hybrid also at other fusion weights, to show how much they matter). Metrics: recall@k = share of a question's gold passages in the top k, averaged;
 all-gold@8 = share of questions with every gold passage in the top 8. The last line printed
 is one JSON object with every metric per dataset and mode.
 """
@@ -34,6 +34,7 @@ from sparqlrag.store import EmbeddedStore  # noqa: E402
 from sparqlrag.store.vocab import Iris  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
+SWEEP = [(0.5, 0.5), (0.75, 0.25)]  # hybrid fusion weights shown beside the configured ones
 BASE = "http://bench.example/"
 # Published or previously measured figures for these exact files (../shared/data/README.md), in %.
 REFERENCE = {
@@ -56,25 +57,27 @@ async def evaluate(dataset: Path, work: Path) -> tuple[dict[str, dict[str, float
     pipeline = services.pipeline
     started = time.monotonic()
     sources = [Source(p["id"], f"{p['title']}\n\n{p['text']}".encode(), title=p["title"]) for p in corpus]
-    failures = [r for r in await pipeline.ingest_many("bench", sources) if isinstance(r, Exception)]
+    failures = [r for r in await pipeline.ingest_many("default", sources) if isinstance(r, Exception)]
     if failures:
         raise SystemExit(f"{len(failures)} passages failed to ingest, first: {failures[0]}")
     timings = {"ingest_s": time.monotonic() - started, "passages": len(corpus)}
     rag = services.document_rag
-    prefix = Iris(BASE, "bench").document("").value
+    prefix = Iris(BASE).document("").value
     metrics: dict[str, dict[str, float]] = {}
-    for mode in MODES:
+    # the modes as configured, then hybrid at other fusion weights (vector, keyword), for comparison
+    runs = [(mode, mode, None) for mode in MODES] + [(f"hybrid {v}/{k}", "hybrid", (v, k)) for v, k in SWEEP]
+    for name, mode, weights in runs:
         started = time.monotonic()
         r2 = r5 = all8 = 0.0
         for query in queries:
-            passages = await rag.retrieve("bench", query["question"], mode=mode, k=8)
+            passages = await rag.retrieve("default", query["question"], mode=mode, k=8, weights=weights)
             ranked = [unquote(p.document.removeprefix(prefix)) for p in passages]
             gold = set(query["gold_ids"])
             r2 += len(gold & set(ranked[:2])) / len(gold)
             r5 += len(gold & set(ranked[:5])) / len(gold)
             all8 += gold <= set(ranked[:8])
         n = len(queries)
-        metrics[mode] = {"recall@2": 100 * r2 / n, "recall@5": 100 * r5 / n, "all-gold@8": 100 * all8 / n,
+        metrics[name] = {"recall@2": 100 * r2 / n, "recall@5": 100 * r5 / n, "all-gold@8": 100 * all8 / n,
                          "ms_per_query": 1000 * (time.monotonic() - started) / n}  # fmt: skip
     services.close()
     store.close()

@@ -57,6 +57,8 @@ class Settings(BaseSettings):
     chunk_overlap: int = 100
     ingest_concurrency: int = 4
     qdrant_url: str | None = None
+    # retrieval: weights of the vector and keyword rankings in hybrid fusion (Weaviate's default alpha 0.7)
+    hybrid_weights: tuple[float, float] = (0.7, 0.3)
 
     @field_validator("read_tokens", "write_tokens", "cors_origins", mode="before")
     @classmethod
@@ -64,6 +66,13 @@ class Settings(BaseSettings):
         """Env vars carry lists as comma-separated text: SPARQLRAG_READ_TOKENS=a,b."""
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("hybrid_weights")
+    @classmethod
+    def _weights(cls, value: tuple[float, float]) -> tuple[float, float]:
+        if min(value) < 0 or sum(value) <= 0:
+            raise ValueError("hybrid_weights are two non-negative numbers (vector, keyword), not both zero")
         return value
 
     @field_validator("base_iri")

@@ -83,7 +83,8 @@ class Services:
             chunk_overlap=settings.chunk_overlap, concurrency=settings.ingest_concurrency,
         )  # fmt: skip
         rag = DocumentRag(store=store, vectors=vectors, keywords=keywords, embedder=embedder, base_iri=settings.base_iri,
-                          reranker=models.reranker, llm=llm, prompts_dir=settings.prompts_dir)  # fmt: skip
+                          reranker=models.reranker, llm=llm, prompts_dir=settings.prompts_dir,
+                          weights=settings.hybrid_weights)  # fmt: skip
         return cls(settings, store, embedder, vectors, keywords, llm, pipeline, Collections(pipeline), rag)
 
     def close(self) -> None:

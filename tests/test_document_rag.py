@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from sparqlrag.config import Settings
 from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.extraction.pipeline import Pipeline
 from sparqlrag.models.embedder import Embedder
@@ -40,7 +41,7 @@ def rag(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocumentRag]:
     for document_id, text in DOCS.items():
         asyncio.run(pipeline.ingest("default", document_id, text.encode(), title=document_id))
     yield DocumentRag(store=store, vectors=vectors, keywords=keywords, embedder=embedder, base_iri=BASE,
-                      reranker=CosineReranker(embedder))  # fmt: skip
+                      weights=Settings().hybrid_weights, reranker=CosineReranker(embedder))  # fmt: skip
     vectors.close()
     keywords.close()
     store.close()
@@ -125,3 +126,12 @@ def test_stream_relays_llm_tokens_then_writes_the_trace(rag: DocumentRag) -> Non
     assert done["model"] == "anthropic:claude-test" and stub.requests[0]["stream"] is True
     rows = select(rag.store, SPARQL_PREFIXES + f"SELECT ?answer WHERE {{ GRAPH ?g {{ <{done['trace']}> sr:answer ?answer }} }}")
     assert rows == [{"answer": "Marie Curie was born in Warsaw [1]."}]
+
+
+def test_hybrid_weights_choose_between_the_rankings(rag: DocumentRag) -> None:
+    question = "Which river flows through the capital?"
+    only = {mode: [p.chunk for p in asyncio.run(rag.retrieve("default", question, mode=mode, k=3))] for mode in ("vector", "keyword")}
+    assert only["vector"] != only["keyword"]  # the question is chosen so that the two disagree
+    for weights, mode in (((1.0, 0.0), "vector"), ((0.0, 1.0), "keyword")):
+        fused = [p.chunk for p in asyncio.run(rag.retrieve("default", question, mode="hybrid", k=3, weights=weights))]
+        assert fused[: len(only[mode])] == only[mode]

@@ -86,7 +86,10 @@ def test_document_rag(client: httpx.Client, server: LiveServer) -> None:
     assert answer["trace"].startswith(server.settings.base_iri + "trace/default/")
     trace = client.get("/sparql", params={"query": f"ASK {{ <{answer['trace']}> ?p ?o }}"}).json()
     assert trace["boolean"] is True
-    for bad in ({}, {"question": ""}, {"question": "q", "mode": "psychic"}, {"question": "q", "k": 0}):
+    weighted = client.post("/api/v1/document-rag", json={"question": "Which river flows through Krakow?", "weights": [0, 1]})
+    assert weighted.status_code == 200 and weighted.json()["sources"][0]["title"] == "vistula"
+    for bad in ({}, {"question": ""}, {"question": "q", "mode": "psychic"}, {"question": "q", "k": 0},
+                {"question": "q", "weights": [1]}, {"question": "q", "weights": [-1, 2]}, {"question": "q", "weights": "x"}):
         rejected = client.post("/api/v1/document-rag", json=bad)
         assert rejected.status_code == 400 and rejected.json()["error"] == "bad_request"
 

@@ -1,6 +1,8 @@
 """Document RAG: passages by vector, keyword (BM25) or hybrid search, then an answer.
 
-hybrid = weighted reciprocal rank fusion (k=60) of the vector and keyword rankings. An
+hybrid = weighted reciprocal rank fusion (k=60) of the vector and keyword rankings (weights:
+the setting `hybrid_weights`, 0.7 / 0.3 by default, Weaviate's default hybrid alpha; see
+bench/RESULTS.md for a sweep). An
 optional reranker rescores the fused candidates, and MMR trades relevance for variety.
 Passages come only from chunks whose document is `ready` in the store. Without an LLM the
 answer is extractive: the question's best-matching sentences from the top passages, cited.
@@ -89,17 +91,20 @@ def mmr(relevance: np.ndarray, vectors: np.ndarray, k: int, lam: float) -> list[
 class DocumentRag:
     def __init__(
         self, *, store: Any, vectors: VectorIndex, keywords: KeywordIndex, embedder: Embedder, base_iri: str,
-        reranker: Reranker | None = None, llm: ChatModel | None = None, prompts_dir: Any = None,
+        weights: tuple[float, float], reranker: Reranker | None = None, llm: ChatModel | None = None,
+        prompts_dir: Any = None,
     ) -> None:  # fmt: skip
         self.store, self.vectors, self.keywords, self.embedder = store, vectors, keywords, embedder
         self.base_iri, self.reranker, self.llm, self.prompts_dir = base_iri, reranker, llm, prompts_dir
+        self.weights = weights
         self._sentences = sentence_splitter()
 
     async def retrieve(
         self, collection: str, question: str, *, mode: Mode = "hybrid", k: int = 5, candidates: int = 50,
-        weights: tuple[float, float] = (1.0, 1.0), rerank: bool = False, mmr_lambda: float | None = None,
+        weights: tuple[float, float] | None = None, rerank: bool = False, mmr_lambda: float | None = None,
     ) -> list[Passage]:  # fmt: skip
-        """The k best passages of the collection for the question."""
+        """The k best passages of the collection for the question; `weights` (vector, keyword)
+        of the hybrid fusion default to the instance's."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         iris = Iris(self.base_iri, collection)
@@ -116,7 +121,7 @@ class DocumentRag:
             if mode == "keyword":
                 scores.update({h.iri: h.score for h in hits})
         if mode == "hybrid":
-            fused = rrf(rankings, list(weights))
+            fused = rrf(rankings, list(weights or self.weights))
             scores = dict(fused)
             order = [iri for iri, _ in fused]
         else:

@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from pyoxigraph import BlankNode, Literal, NamedNode, Quad
+from pyoxigraph import BlankNode, Literal, NamedNode, Quad, Triple
 
 from sparqlrag.store import vocab as v
 from sparqlrag.store.vocab import Iris
@@ -27,6 +27,27 @@ class TracedSource:
     score: float
 
 
+@dataclass(frozen=True)
+class TracedSeed:
+    entity: str
+    score: float
+    concept: str
+
+
+@dataclass(frozen=True)
+class TracedEdge:
+    fact: Triple
+    statement: str | None  # the reifier, when the fact has provenance
+    score: float
+    hop: int
+    concept: str
+    reasoning: str | None = None
+
+
+def _double(value: float) -> Literal:
+    return Literal(repr(float(value)), datatype=XSD_DOUBLE)
+
+
 @dataclass
 class Trace:
     question: str
@@ -38,6 +59,11 @@ class Trace:
     model: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    concepts: list[str] = field(default_factory=list)
+    seeds: list[TracedSeed] = field(default_factory=list)
+    explored: int | None = None
+    edges: list[TracedEdge] = field(default_factory=list)
+    steps: dict[str, float] = field(default_factory=dict)  # stage -> milliseconds, in order
 
     def quads(self, iris: Iris, ended: datetime | None = None) -> list[Quad]:
         ended = ended or datetime.now(timezone.utc)
@@ -49,7 +75,7 @@ class Trace:
             Quad(node, v.SR_ANSWER, Literal(self.answer), graph),
             Quad(node, v.PROV_STARTED, Literal(self.started.isoformat(), datatype=XSD_DATETIME), graph),
             Quad(node, v.PROV_ENDED, Literal(ended.isoformat(), datatype=XSD_DATETIME), graph),
-            Quad(node, v.SR_DURATION, Literal(str((ended - self.started).total_seconds() * 1000), datatype=XSD_DOUBLE), graph),
+            Quad(node, v.SR_DURATION, _double((ended - self.started).total_seconds() * 1000), graph),
             Quad(node, v.SR_INPUT_TOKENS, Literal(self.input_tokens), graph),
             Quad(node, v.SR_OUTPUT_TOKENS, Literal(self.output_tokens), graph),
         ]
@@ -64,6 +90,39 @@ class Trace:
                 Quad(item, v.RDF_TYPE, v.SR_SOURCE_CLASS, graph),
                 Quad(item, v.SR_CHUNK_OF_SOURCE, chunk, graph),
                 Quad(item, v.SR_RANK, Literal(source.rank), graph),
-                Quad(item, v.SR_SCORE, Literal(str(source.score), datatype=XSD_DOUBLE), graph),
+                Quad(item, v.SR_SCORE, _double(source.score), graph),
             ]
+        return quads + self._graph_quads(node, graph)
+
+    def _graph_quads(self, node: NamedNode, graph: NamedNode) -> list[Quad]:
+        """Graph RAG's steps: concepts, seeds, explored and selected edges, stage timings."""
+        quads = [Quad(node, v.SR_CONCEPT, Literal(concept), graph) for concept in self.concepts]
+        if self.explored is not None:
+            quads.append(Quad(node, v.SR_EXPLORED, Literal(self.explored), graph))
+        for seed in self.seeds:
+            item = BlankNode()
+            quads += [
+                Quad(node, v.SR_SEED, item, graph), Quad(item, v.RDF_TYPE, v.SR_SEED_CLASS, graph),
+                Quad(item, v.SR_ENTITY, NamedNode(seed.entity), graph), Quad(item, v.SR_SCORE, _double(seed.score), graph),
+                Quad(item, v.SR_CONCEPT, Literal(seed.concept), graph),
+            ]  # fmt: skip
+        for edge in self.edges:
+            item = BlankNode()
+            quads += [
+                Quad(node, v.SR_SELECTED_EDGE, item, graph), Quad(item, v.RDF_TYPE, v.SR_SELECTED_EDGE_CLASS, graph),
+                Quad(item, v.SR_FACT, edge.fact, graph), Quad(item, v.SR_SCORE, _double(edge.score), graph),
+                Quad(item, v.SR_HOP, Literal(edge.hop), graph), Quad(item, v.SR_CONCEPT, Literal(edge.concept), graph),
+            ]  # fmt: skip
+            if edge.statement:
+                statement = NamedNode(edge.statement)
+                quads += [Quad(item, v.SR_STATEMENT_OF_EDGE, statement, graph), Quad(node, v.PROV_USED, statement, graph)]
+            if edge.reasoning:
+                quads.append(Quad(item, v.SR_REASONING, Literal(edge.reasoning), graph))
+        for index, (stage, ms) in enumerate(self.steps.items()):
+            item = BlankNode()
+            quads += [
+                Quad(node, v.SR_STEP, item, graph), Quad(item, v.RDF_TYPE, v.SR_STEP_CLASS, graph),
+                Quad(item, v.RDFS_LABEL, Literal(stage), graph), Quad(item, v.SR_INDEX, Literal(index), graph),
+                Quad(item, v.SR_DURATION, _double(ms), graph),
+            ]  # fmt: skip
         return quads

@@ -188,10 +188,15 @@ async def document_rag(request: Request) -> Response:
         mode, k = body.get("mode", "hybrid"), int(body.get("k", 5))
         if mode not in MODES or not 1 <= k <= 100:
             raise ValueError(f"mode is one of {', '.join(MODES)} and k is 1-100")
-        mmr = body.get("mmr")
-        options = {"rerank": bool(body.get("rerank", False)), "mmr_lambda": None if mmr is None else float(mmr)}
-    except (ValueError, KeyError, TypeError) as error:
-        raise ApiError(400, "bad_request", f'send {{"question": ..., "mode"?, "k"?, "rerank"?, "mmr"?}}: {error}') from None
+        mmr, weights = body.get("mmr"), body.get("weights")
+        if weights is not None:
+            weights = (float(weights[0]), float(weights[1]))
+            if len(body["weights"]) != 2 or min(weights) < 0 or sum(weights) <= 0:
+                raise ValueError("weights are [vector, keyword], two non-negative numbers, not both zero")
+        options = {"rerank": bool(body.get("rerank", False)), "mmr_lambda": None if mmr is None else float(mmr),
+                   "weights": weights}  # fmt: skip
+    except (ValueError, KeyError, TypeError, IndexError) as error:
+        raise ApiError(400, "bad_request", f'send {{"question": ..., "mode"?, "k"?, "rerank"?, "mmr"?, "weights"?}}: {error}') from None
     rag, collection = _services(request).document_rag, await _collection(request, body)
     if body.get("stream") or "text/event-stream" in request.headers.get("accept", ""):
         events = rag.stream(collection, question, mode=mode, k=k, **options)

@@ -1,13 +1,42 @@
-"""SELECT results as plain rows, for the system's own queries (values as strings)."""
+"""SELECT results as plain rows, for the system's own queries: values as strings, or as RDF terms."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from pyoxigraph import BlankNode, Literal, NamedNode, Triple
+
+Term = NamedNode | BlankNode | Literal | Triple
+
+
+def _bindings(store: Any, sparql: str) -> list[dict[str, dict]]:
+    """SELECT over the real dataset (no union default graph: our queries name graphs)."""
+    result = store.query(sparql, accept="application/sparql-results+json")
+    return json.loads(result.body)["results"]["bindings"]
+
 
 def select(store: Any, sparql: str) -> list[dict[str, str]]:
-    """Rows of a SELECT over the real dataset (no union default graph: our queries name graphs)."""
-    result = store.query(sparql, accept="application/sparql-results+json")
-    bindings = json.loads(result.body)["results"]["bindings"]
-    return [{name: value["value"] for name, value in row.items()} for row in bindings]
+    """Rows of a SELECT, each value as its lexical form or IRI."""
+    return [{name: value["value"] for name, value in row.items()} for row in _bindings(store, sparql)]
+
+
+def select_terms(store: Any, sparql: str) -> list[dict[str, Term]]:
+    """Rows of a SELECT, each value as the RDF term it is (kind, datatype and language kept)."""
+    return [{name: _term(value) for name, value in row.items()} for row in _bindings(store, sparql)]
+
+
+def _term(value: dict) -> Term:
+    kind = value["type"]
+    if kind == "uri":
+        return NamedNode(value["value"])
+    if kind == "bnode":
+        return BlankNode(value["value"])
+    if kind == "triple":
+        part = value["value"]
+        return Triple(_term(part["subject"]), _term(part["predicate"]), _term(part["object"]))  # type: ignore[arg-type]
+    if "xml:lang" in value:
+        return Literal(value["value"], language=value["xml:lang"])
+    if "datatype" in value:
+        return Literal(value["value"], datatype=NamedNode(value["datatype"]))
+    return Literal(value["value"])

@@ -1,0 +1,411 @@
+"""Graph RAG: answer by walking the knowledge graph from the entities a question names.
+
+The stages (DESIGN.md, "Retrieval"; TrustGraph's algorithm and defaults):
+concepts (LLM, or the question and the names in it) -> one embedding batch -> grounding in
+the entity index -> hops: the frontier's edges as subject and object, schema predicates
+dropped, labels resolved in one query, edges scored against the concepts, the best kept and
+their far ends the next frontier -> sources through the reifiers (optionally beside an LLM's
+reasoning about the edges) -> synthesis (LLM, or extractive from facts and their sentences).
+Chunks rank by the scores of the selected edges they support, so Graph RAG also returns
+passages. Every stage is timed and written to the collection's trace graph.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field, fields
+from typing import Any
+from urllib.parse import unquote
+
+import numpy as np
+from pyoxigraph import Literal, NamedNode, RdfFormat, Triple, serialize
+
+from sparqlrag.models.embedder import Embedder
+from sparqlrag.models.llm import ChatModel, Completion
+from sparqlrag.models.prompts import json_items, parse_concepts, render
+from sparqlrag.models.reranker import Reranker
+from sparqlrag.retrieval.document_rag import Passage, passage_json
+from sparqlrag.retrieval.trace import Trace, TracedEdge, TracedSeed, TracedSource
+from sparqlrag.store import vocab as v
+from sparqlrag.store.select import select, select_terms
+from sparqlrag.store.sparql_text import sparql_term, values
+from sparqlrag.store.vector_index import VectorIndex
+from sparqlrag.store.vocab import READY, Iris
+
+MAX_QUESTION_CHARS = 2000
+# predicates that describe the schema or names, not the world: never walked
+SCHEMA_NAMESPACES = (v.RDF, v.RDFS, v.OWL)
+SKIPPED_PREDICATES = (v.SKOS_ALT_LABEL.value,)
+
+
+class EmptyGraph(LookupError):
+    """The collection has no entities to ground a question on."""
+
+
+@dataclass(frozen=True)
+class GraphRagOptions:
+    """The walk's limits; every one can be set per request."""
+
+    entity_limit: int = 50  # seeds, shared among the concepts
+    triple_limit: int = 30  # edges fetched per frontier entity and direction
+    max_path_length: int = 2  # hops
+    edge_limit: int = 25  # edges kept per hop
+    max_reranker_input: int = 350  # candidate edges scored per hop
+    k: int = 5  # passages returned
+    reasoning: bool = False  # ask the LLM why each kept edge matters
+
+    BOUNDS = {"entity_limit": 500, "triple_limit": 1000, "max_path_length": 5, "edge_limit": 500,
+              "max_reranker_input": 5000, "k": 100}  # fmt: skip
+
+    def __post_init__(self) -> None:
+        for name, highest in self.BOUNDS.items():
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= highest:
+                raise ValueError(f"{name} must be an integer from 1 to {highest}, got {value!r}")
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+
+@dataclass
+class Edge:
+    fact: Triple
+    labels: tuple[str, str, str]
+    score: float = 0.0
+    concept: str = ""
+    hop: int = 0
+    statement: str | None = None
+    sentence: str | None = None
+    chunks: list[str] = field(default_factory=list)
+    reasoning: str | None = None
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.labels)
+
+    def json(self) -> dict[str, Any]:
+        s, p, o = self.fact.subject, self.fact.predicate, self.fact.object
+        return {"subject": s.value, "predicate": p.value, "object": o.value, "object_is_literal": isinstance(o, Literal),
+                "labels": list(self.labels), "text": self.text, "score": self.score, "concept": self.concept, "hop": self.hop,
+                "statement": self.statement, "sentence": self.sentence, "chunks": self.chunks, "reasoning": self.reasoning}  # fmt: skip
+
+
+@dataclass
+class GraphAnswer:
+    question: str
+    answer: str
+    concepts: list[str]
+    seeds: list[TracedSeed]
+    explored: int
+    edges: list[Edge]
+    passages: list[Passage]
+    trace: str
+    model: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "question": self.question, "answer": self.answer, "trace": self.trace, "model": self.model, "usage": self.usage,
+            "concepts": self.concepts, "seeds": [seed_json(s) for s in self.seeds], "explored_edges": self.explored,
+            "edges": [e.json() for e in self.edges], "sources": [passage_json(p) for p in self.passages],
+        }  # fmt: skip
+
+
+def seed_json(seed: TracedSeed) -> dict[str, Any]:
+    return {"entity": seed.entity, "score": seed.score, "concept": seed.concept}
+
+
+def check_question(question: object) -> str:
+    """A question fit to answer: ValueError says what is wrong."""
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("question must be a non-empty string")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ValueError(f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}")
+    return question.strip()
+
+
+def local_name(iri: str) -> str:
+    """A readable name for an IRI that has no label: its last segment, hyphens as spaces."""
+    return unquote(iri.rstrip("/").rsplit("/", 1)[-1].rsplit("#", 1)[-1]).replace("-", " ").replace("_", " ")
+
+
+@dataclass
+class _Walk:
+    """What the stages build up for one question."""
+
+    trace: Trace
+    options: GraphRagOptions
+    concepts: list[str] = field(default_factory=list)
+    concept_vectors: np.ndarray | None = None
+    seeds: list[TracedSeed] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
+    passages: list[Passage] = field(default_factory=list)
+    explored: int = 0
+    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+
+    def count(self, completion: Completion) -> None:
+        self.usage["input_tokens"] += completion.input_tokens
+        self.usage["output_tokens"] += completion.output_tokens
+
+
+class _Stage:
+    """Times a stage into the trace: `with _Stage(walk, "grounding"):`."""
+
+    def __init__(self, walk: _Walk, name: str) -> None:
+        self.walk, self.name = walk, name
+
+    def __enter__(self) -> None:
+        self.started = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.walk.trace.steps[self.name] = 1000 * (time.perf_counter() - self.started)
+
+
+class GraphRag:
+    def __init__(
+        self, *, store: Any, vectors: VectorIndex, embedder: Embedder, reranker: Reranker, base_iri: str,
+        llm: ChatModel | None = None, prompts_dir: Any = None, phrases: Callable[[str], list[str]] | None = None,
+    ) -> None:  # fmt: skip
+        self.store, self.vectors, self.embedder, self.reranker = store, vectors, embedder, reranker
+        self.base_iri, self.llm, self.prompts_dir = base_iri, llm, prompts_dir
+        self.phrases = phrases or (lambda question: [])
+
+    # -- the public calls -----------------------------------------------------------------------
+
+    async def retrieve(self, collection: str, question: str, options: GraphRagOptions | None = None) -> _Walk:
+        """Every stage but synthesis (no trace written): for passage-recall benchmarks."""
+        walk = _Walk(Trace(check_question(question), "graph-rag"), options or GraphRagOptions())
+        async for _ in self._walk(Iris(self.base_iri, collection), walk):
+            pass
+        return walk
+
+    async def answer(self, collection: str, question: str, options: GraphRagOptions | None = None) -> GraphAnswer:
+        """Walk, synthesise, write the trace. Raises EmptyGraph when nothing can be grounded."""
+        iris = Iris(self.base_iri, collection)
+        walk = _Walk(Trace(check_question(question), "graph-rag"), options or GraphRagOptions())
+        async for _ in self._walk(iris, walk):
+            pass
+        with _Stage(walk, "synthesis"):
+            if self.llm is not None:
+                completion = await self.llm.complete(self._prompt(walk))
+                walk.count(completion)
+                walk.trace.answer, walk.trace.model = completion.text, completion.model
+            else:
+                walk.trace.answer = self.extractive_answer(walk)
+        return await self._finish(iris, walk)
+
+    async def stream(
+        self, collection: str, question: str, options: GraphRagOptions | None = None
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """(event, data) pairs: the explanation as stages finish ("concepts", "seeds", "hop"...,
+        "edges"), the answer as "token"s, then "sources", then "done" with the trace IRI."""
+        iris = Iris(self.base_iri, collection)
+        walk = _Walk(Trace(check_question(question), "graph-rag"), options or GraphRagOptions())
+        async for event in self._walk(iris, walk):
+            yield event
+        with _Stage(walk, "synthesis"):
+            if self.llm is not None:
+                pieces = []
+                async for piece in self.llm.stream(self._prompt(walk)):
+                    pieces.append(piece)
+                    yield "token", {"text": piece}
+                walk.trace.answer, walk.trace.model = "".join(pieces), self.llm.name
+            else:
+                walk.trace.answer = self.extractive_answer(walk)
+                yield "token", {"text": walk.trace.answer}
+        answer = await self._finish(iris, walk)
+        yield "sources", {"sources": [passage_json(p) for p in answer.passages]}
+        yield "done", {"answer": answer.answer, "trace": answer.trace, "model": answer.model, "usage": answer.usage}
+
+    async def _finish(self, iris: Iris, walk: _Walk) -> GraphAnswer:
+        trace = walk.trace
+        trace.input_tokens, trace.output_tokens = walk.usage["input_tokens"], walk.usage["output_tokens"]
+        await asyncio.to_thread(self.store.add_quads, serialize(trace.quads(iris), format=RdfFormat.N_QUADS))
+        return GraphAnswer(trace.question, trace.answer, walk.concepts, walk.seeds, walk.explored, walk.edges,
+                           walk.passages, iris.trace(trace.id).value, trace.model, dict(walk.usage))  # fmt: skip
+
+    # -- the walk -------------------------------------------------------------------------------
+
+    async def _walk(self, iris: Iris, walk: _Walk) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        with _Stage(walk, "concepts"):
+            walk.concepts = walk.trace.concepts = await self._concepts(walk)
+        yield "concepts", {"concepts": walk.concepts}
+        with _Stage(walk, "grounding"):
+            walk.seeds = walk.trace.seeds = await self._ground(iris, walk)
+        if not walk.seeds:
+            raise EmptyGraph(f"collection {iris.collection!r} has no entities to answer from: ingest documents first")
+        yield "seeds", {"seeds": [seed_json(s) for s in walk.seeds]}
+        frontier, visited, seen = [s.entity for s in walk.seeds], set(), set()
+        for hop in range(1, walk.options.max_path_length + 1):
+            frontier = [node for node in frontier if node not in visited]
+            if not frontier:
+                break
+            with _Stage(walk, f"hop {hop}"):
+                kept, explored = await self._hop(iris, walk, frontier, seen, hop)
+            visited.update(frontier)
+            walk.explored += explored
+            walk.edges += kept
+            yield "hop", {"hop": hop, "frontier": len(frontier), "explored": explored, "kept": [e.json() for e in kept]}
+            ends = [term.value for e in kept for term in (e.fact.subject, e.fact.object) if isinstance(term, NamedNode)]
+            frontier = list(dict.fromkeys(ends))
+        walk.edges.sort(key=lambda e: -e.score)
+        walk.trace.explored = walk.explored
+        with _Stage(walk, "sources"):
+            reasoning = self._reason(walk) if walk.options.reasoning and self.llm is not None and walk.edges else None
+            await asyncio.gather(self._trace_sources(iris, walk), *([reasoning] if reasoning else []))
+        walk.trace.edges = [TracedEdge(e.fact, e.statement, e.score, e.hop, e.concept, e.reasoning) for e in walk.edges]
+        walk.trace.sources = [TracedSource(p.chunk, rank, p.score) for rank, p in enumerate(walk.passages, start=1)]
+        yield "edges", {"explored": walk.explored, "edges": [e.json() for e in walk.edges]}
+
+    async def _concepts(self, walk: _Walk) -> list[str]:
+        """The LLM's key concepts (the question itself if it lists none); offline, the question
+        and each name or value it mentions, so that each grounds on its own."""
+        question = walk.trace.question
+        if self.llm is None:
+            found = await asyncio.to_thread(self.phrases, question)
+            return list(dict.fromkeys([question, *found]))
+        completion = await self.llm.complete(render("concepts", self.prompts_dir, question=question), max_tokens=512)
+        walk.count(completion)
+        return list(dict.fromkeys(parse_concepts(completion.text).items)) or [question]
+
+    async def _ground(self, iris: Iris, walk: _Walk) -> list[TracedSeed]:
+        """The entities nearest each concept (the limit shared among them), best score kept."""
+        walk.concept_vectors = await asyncio.to_thread(self.embedder.embed, walk.concepts)
+        per_concept = max(1, walk.options.entity_limit // len(walk.concepts))
+        searches = [
+            asyncio.to_thread(self.vectors.search, iris.collection, "entities", vector, per_concept)
+            for vector in walk.concept_vectors
+        ]
+        best: dict[str, TracedSeed] = {}
+        for concept, hits in zip(walk.concepts, await asyncio.gather(*searches)):
+            for hit in hits:
+                if hit.iri not in best or best[hit.iri].score < hit.score:
+                    best[hit.iri] = TracedSeed(hit.iri, hit.score, concept)
+        return sorted(best.values(), key=lambda s: -s.score)[: walk.options.entity_limit]
+
+    async def _hop(
+        self, iris: Iris, walk: _Walk, frontier: list[str], seen: set[Triple], hop: int
+    ) -> tuple[list[Edge], int]:
+        """Score the frontier's unseen edges against the concepts; keep the best."""
+        options = walk.options
+        triples = await asyncio.to_thread(self._edges_around, iris, frontier, options.triple_limit)
+        candidates = [t for t in dict.fromkeys(triples) if t not in seen][: options.max_reranker_input]
+        seen.update(candidates)
+        if not candidates:
+            return [], 0
+        labels = await asyncio.to_thread(self._labels, iris, candidates)
+        edges = [Edge(t, tuple(labels.get(term.value, term.value) for term in t), hop=hop) for t in candidates]  # type: ignore[misc]
+        scores = await asyncio.to_thread(self._score, walk.concepts, [e.text for e in edges])
+        for edge, row in zip(edges, scores.T):
+            best = int(np.argmax(row))
+            edge.score, edge.concept = float(row[best]), walk.concepts[best]
+        edges.sort(key=lambda e: -e.score)
+        return edges[: options.edge_limit], len(candidates)
+
+    def _score(self, concepts: list[str], texts: list[str]) -> np.ndarray:
+        """(concepts, texts) relevance: the cross-encoder's, or embedding cosine."""
+        return np.array([self.reranker.score(concept, texts) for concept in concepts])
+
+    def _edges_around(self, iris: Iris, frontier: list[str], limit: int) -> list[Triple]:
+        """Each frontier entity's edges, as subject and as object, `limit` of each, schema
+        predicates left out; one query (a UNION of limited subqueries) for the whole frontier.
+        Entities come first in frontier order, so a hub cannot crowd the others out."""
+        kg = sparql_term(iris.knowledge_graph)
+        keep = " && ".join([f'!STRSTARTS(STR(?p), "{ns}")' for ns in SCHEMA_NAMESPACES] +
+                           [f"?p != <{p}>" for p in SKIPPED_PREDICATES])  # fmt: skip
+        branches = []
+        for index, entity in enumerate(frontier):
+            node = sparql_term(NamedNode(entity))
+            for pattern in (f"{node} ?p ?o BIND({node} AS ?s)", f"?s ?p {node} BIND({node} AS ?o)"):
+                branches.append(f"{{ SELECT ?s ?p ?o ({index} AS ?rank) WHERE {{ GRAPH {kg} {{ {pattern} }} FILTER({keep}) }} LIMIT {limit} }}")
+        rows = select_terms(self.store, f"SELECT ?s ?p ?o ?rank WHERE {{ {' UNION '.join(branches)} }}")
+        rows.sort(key=lambda row: int(row["rank"].value))  # type: ignore[union-attr]
+        return [Triple(row["s"], row["p"], row["o"]) for row in rows]  # type: ignore[arg-type]
+
+    def _labels(self, iris: Iris, triples: list[Triple]) -> dict[str, str]:
+        """rdfs:label of every IRI in the triples, in one query; literals are their own label."""
+        nodes = {term.value for t in triples for term in t if isinstance(term, NamedNode)}
+        labels = {term.value: term.value for t in triples for term in t if isinstance(term, Literal)}
+        labels.update({node: local_name(node) for node in nodes})
+        if nodes:
+            rows = select(self.store, v.SPARQL_PREFIXES + f"""SELECT ?x ?label WHERE {{
+                {values("x", map(NamedNode, sorted(nodes)))} GRAPH {sparql_term(iris.knowledge_graph)} {{ ?x rdfs:label ?label }} }}""")  # fmt: skip
+            labels.update({row["x"]: row["label"] for row in rows})
+        return labels
+
+    # -- sources and reasoning ------------------------------------------------------------------
+
+    async def _trace_sources(self, iris: Iris, walk: _Walk) -> None:
+        """Each kept edge's reifier, evidence sentence and chunks; chunks then rank by the
+        summed scores of the edges they support."""
+        if not walk.edges:
+            return
+        rows = await asyncio.to_thread(self._provenance, iris, [e.fact for e in walk.edges])
+        by_fact = {e.fact: e for e in walk.edges}
+        chunks: dict[str, dict[str, str]] = {}
+        support: dict[str, float] = {}
+        for row in rows:
+            edge = by_fact.get(Triple(row["s"], row["p"], row["o"]))  # type: ignore[arg-type]
+            if edge is None:
+                continue
+            edge.statement = row["st"].value
+            edge.sentence = edge.sentence or (row["sentence"].value if "sentence" in row else None)
+            chunk = row["chunk"].value
+            if chunk not in edge.chunks:
+                edge.chunks.append(chunk)
+                support[chunk] = support.get(chunk, 0.0) + edge.score
+            chunks[chunk] = {name: row[name].value for name in ("text", "doc", "title")}
+        ranked = sorted(support, key=lambda chunk: -support[chunk])[: walk.options.k]
+        walk.passages = [Passage(c, chunks[c]["doc"], chunks[c]["title"], chunks[c]["text"], support[c]) for c in ranked]
+
+    def _provenance(self, iris: Iris, facts: list[Triple]) -> list[dict]:
+        rows = " ".join(f"({sparql_term(t.subject)} {sparql_term(t.predicate)} {sparql_term(t.object)})" for t in facts)
+        return select_terms(self.store, v.SPARQL_PREFIXES + f"""
+            SELECT ?s ?p ?o ?st ?sentence ?chunk ?text ?doc ?title WHERE {{ VALUES (?s ?p ?o) {{ {rows} }}
+              GRAPH {sparql_term(iris.source_graph)} {{
+                ?st rdf:reifies <<( ?s ?p ?o )>> ; prov:wasDerivedFrom ?chunk . OPTIONAL {{ ?st sr:sentence ?sentence }}
+                ?chunk sr:text ?text ; prov:wasDerivedFrom ?doc . ?doc sr:status "{READY}" ; dcterms:title ?title }} }}""")  # fmt: skip
+
+    async def _reason(self, walk: _Walk) -> None:
+        """The LLM says, for each kept edge, why it matters to the question (edges it skips get none)."""
+        assert self.llm is not None
+        listing = "\n".join(f"{i}. {e.text}" for i, e in enumerate(walk.edges, start=1))
+        prompt = render("edge_reasoning", self.prompts_dir, question=walk.trace.question, edges=listing)
+        completion = await self.llm.complete(prompt, max_tokens=2048)
+        walk.count(completion)
+        for item in json_items(completion.text):
+            if isinstance(item, dict) and isinstance(item.get("id"), int) and isinstance(item.get("reasoning"), str):
+                if 1 <= item["id"] <= len(walk.edges):
+                    walk.edges[item["id"] - 1].reasoning = item["reasoning"].strip() or None
+
+    # -- synthesis ------------------------------------------------------------------------------
+
+    def _prompt(self, walk: _Walk) -> str:
+        numbers = {p.chunk: i for i, p in enumerate(walk.passages, start=1)}
+        facts = []
+        for edge in walk.edges:
+            cited = sorted({numbers[c] for c in edge.chunks if c in numbers})
+            facts.append(f"- {edge.text}" + (f" [{', '.join(map(str, cited))}]" if cited else ""))
+        sources = [f"[{i}] ({p.title}) {p.text}" for i, p in enumerate(walk.passages, start=1)]
+        knowledge = "Facts from the knowledge graph:\n" + "\n".join(facts) + "\n\nSources:\n" + "\n\n".join(sources)
+        return render("synthesis", self.prompts_dir, question=walk.trace.question, knowledge=knowledge)
+
+    @staticmethod
+    def extractive_answer(walk: _Walk, facts: int = 5) -> str:
+        """Offline: the best facts, each told by its evidence sentence when known, cited."""
+        if not walk.edges:
+            return "The knowledge graph holds nothing that connects to the question."
+        numbers = {p.chunk: i for i, p in enumerate(walk.passages, start=1)}
+        told: list[str] = []
+        for edge in walk.edges:
+            text = edge.sentence or f"{edge.labels[0]} {edge.labels[1]} {edge.labels[2]}."
+            cited = sorted({numbers[c] for c in edge.chunks if c in numbers})
+            line = text + (f" [{', '.join(map(str, cited))}]" if cited else "")
+            if text not in (t.split(" [")[0] for t in told):
+                told.append(line)
+            if len(told) == facts:
+                break
+        return " ".join(told)
