@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,10 +31,7 @@ if TYPE_CHECKING:
     from sparqlrag.extraction.pipeline import IngestResult, Source
     from sparqlrag.services import Models, Services
 
-DEMO_QUERY = """PREFIX schema: <http://schema.org/>
-SELECT ?standard ?name ?year WHERE {
-  ?standard a schema:CreativeWork ; schema:name ?name ; schema:datePublished ?year .
-} ORDER BY ?year"""
+DEMO_QUESTION = "Where did the inventor of the World Wide Web invent it, and where is that?"
 
 
 class CliError(Exception):
@@ -96,6 +94,15 @@ def build_parser() -> argparse.ArgumentParser:
     forget.add_argument("document", help="the document id (as `sparqlrag documents` shows it)")
     forget.add_argument("--collection", default="default")
 
+    ask = commands.add_parser("ask", help="answer a question from a collection, with its sources and trace")
+    _common(ask)
+    ask.add_argument("question")
+    ask.add_argument("--mode", choices=["graph", "document", "hybrid"], default="graph",
+                     help="graph: walk the knowledge graph; document: passages only; hybrid: both, fused")  # fmt: skip
+    ask.add_argument("--collection", default="default")
+    ask.add_argument("--k", type=int, default=5, help="passages to use (default 5)")
+    ask.add_argument("--explain", action="store_true", help="also print concepts, seeds and the facts used, with scores")
+
     reingest = commands.add_parser("reingest", help="extract documents again (after changing the extractor, model or prompts)")
     _common(reingest)
     reingest.add_argument("documents", nargs="+", help="document ids (as `sparqlrag documents` shows them)")
@@ -106,8 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     collections.add_argument("action", nargs="?", choices=["list", "create", "delete"], default="list")
     collections.add_argument("name", nargs="?", help="the collection to create or delete")
 
-    demo = commands.add_parser("demo", help="load the demo dataset, answer a query, then serve it")
+    demo = commands.add_parser("demo", help="ingest the demo corpus, answer a question with its sources, then serve")
     _common(demo)
+    demo.add_argument("--question", default=DEMO_QUESTION)
     demo.add_argument("--port", type=int)
     demo.add_argument("--no-serve", action="store_true", help="stop after printing the answer")
     return parser
@@ -298,6 +306,38 @@ def _extractor_override(args: argparse.Namespace) -> Any:
         raise CliError(f"{args.triples}: {error}") from None
 
 
+def _ask(services: Services, args: argparse.Namespace) -> None:
+    from sparqlrag.extraction import librarian
+    from sparqlrag.retrieval.graph_rag import EmptyGraph, GraphRagOptions, local_name
+
+    if not librarian.collection_exists(services.store, Iris(services.settings.base_iri, args.collection)):
+        raise UnknownCollection(args.collection)
+    try:
+        options = GraphRagOptions(k=args.k)
+        if args.mode == "document":
+            answer = asyncio.run(services.document_rag.answer(args.collection, args.question, k=args.k))
+            passages, explained = answer.passages, None
+        else:
+            also = asyncio.run(services.document_rag.retrieve(args.collection, args.question, k=args.k)) if args.mode == "hybrid" else None
+            answer = explained = asyncio.run(services.graph_rag.answer(args.collection, args.question, options, also=also))
+            passages = answer.passages
+    except (ValueError, EmptyGraph) as error:
+        raise CliError(str(error)) from None
+    print(answer.answer.strip() + "\n")
+    if explained is not None and args.explain:
+        print("Concepts: " + "; ".join(explained.concepts))
+        print("Seeds:    " + "; ".join(f"{local_name(s.entity)} ({s.score:.2f})" for s in explained.seeds[:10]))
+        print(f"Facts ({len(explained.edges)} kept of {explained.explored} explored):")
+        for edge in explained.edges[:15]:
+            print(f"  {edge.score:5.2f}  hop {edge.hop}  {edge.text}")
+        print()
+    print("Sources:" if passages else "Sources: none")
+    for number, passage in enumerate(passages, start=1):
+        snippet = " ".join(passage.text.split())
+        print(f"  [{number}] {passage.title}: {snippet[:150]}{'...' if len(snippet) > 150 else ''}")
+    print(f"\nTrace: {answer.trace}")
+
+
 def _reingest(services: Services, args: argparse.Namespace) -> None:
     pipeline = services.pipeline
     try:
@@ -369,16 +409,25 @@ def _serve(settings: Settings, access_log: bool) -> None:
 
 
 def _demo(settings: Settings, args: argparse.Namespace) -> None:
-    with _open_store(settings) as store:
-        demo = resources.files("sparqlrag") / "demo" / "demo.trig"
-        with resources.as_file(demo) as path:
-            store.load(path, FORMAT_NAMES["trig"], base_iri=settings.base_iri)  # type: ignore[arg-type]
-        print(f"demo dataset loaded into {settings.data_dir} ({store.count()} quads)\n")
-        print(DEMO_QUERY + "\n")
-        result = store.query(DEMO_QUERY, accept="text/tab-separated-values", union_default_graph=True)
-        print(result.body.decode())
+    """The main job on the embedded defaults: ingest the shipped corpus (unchanged files are
+    skipped on later runs), answer by Graph RAG with sources and trace, then serve. With
+    ANTHROPIC_API_KEY set (and no LLM configured) Claude answers; extraction stays as configured."""
+    from sparqlrag.services import Services
+
+    if settings.llm == "none" and os.environ.get("ANTHROPIC_API_KEY"):
+        settings = settings.model_copy(update={"llm": "anthropic"})
+    corpus = resources.files("sparqlrag") / "demo" / "corpus"
+    with resources.as_file(corpus) as folder, _open_store(settings) as store:
+        services = Services.open(settings, store, None, _load_models(settings))
+        try:
+            args.paths, args.collection = [folder], "default"
+            _ingest(services, args)
+            print(f"\nQuestion: {args.question}\n")
+            _ask(services, argparse.Namespace(question=args.question, mode="graph", collection="default", k=3, explain=True))
+        finally:
+            services.close()
     if not args.no_serve:
-        print(f"Open http://{settings.host}:{settings.port}/sparql with any SPARQL client. Ctrl-C stops.")
+        print(f"\nOpen http://{settings.host}:{settings.port}/sparql with any SPARQL client. Ctrl-C stops.")
         _serve(settings, access_log=False)
 
 
@@ -413,7 +462,7 @@ def run(argv: list[str] | None = None) -> None:
                 services = Services.open(settings, store, _extractor_override(args), _load_models(settings))
                 try:
                     commands = {"ingest": _ingest, "documents": _documents, "forget": _forget, "reingest": _reingest,
-                                "collections": _collections}  # fmt: skip
+                                "collections": _collections, "ask": _ask}  # fmt: skip
                     commands[args.command](services, args)
                 finally:
                     services.close()

@@ -20,6 +20,7 @@ from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.llm import AnthropicModel, ChatModel, OpenAICompatibleModel, ResponseCache
 from sparqlrag.models.reranker import Reranker, build_reranker
 from sparqlrag.retrieval.document_rag import DocumentRag
+from sparqlrag.retrieval.graph_rag import GraphRag
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.vector_index import VectorIndex
 
@@ -67,6 +68,7 @@ class Services:
     pipeline: Pipeline
     collections: Collections
     document_rag: DocumentRag
+    graph_rag: GraphRag
 
     @classmethod
     def open(cls, settings: Settings, store: Any, extractor: Extractor | None = None, models: Models | None = None) -> Services:
@@ -85,7 +87,9 @@ class Services:
         rag = DocumentRag(store=store, vectors=vectors, keywords=keywords, embedder=embedder, base_iri=settings.base_iri,
                           reranker=models.reranker, llm=llm, prompts_dir=settings.prompts_dir,
                           weights=settings.hybrid_weights)  # fmt: skip
-        return cls(settings, store, embedder, vectors, keywords, llm, pipeline, Collections(pipeline), rag)
+        graph = GraphRag(store=store, vectors=vectors, embedder=embedder, reranker=models.reranker, base_iri=settings.base_iri,
+                         llm=llm, prompts_dir=settings.prompts_dir, phrases=OfflineExtractor().phrases)  # fmt: skip
+        return cls(settings, store, embedder, vectors, keywords, llm, pipeline, Collections(pipeline), rag, graph)
 
     def close(self) -> None:
         self.vectors.close()

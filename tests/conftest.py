@@ -87,3 +87,10 @@ def clean_server(live_server: LiveServer) -> LiveServer:
         response = client.post("/sparql", content="DROP ALL", headers={"Content-Type": "application/sparql-update"})
         assert response.status_code == 204, response.text
     return live_server
+
+
+@pytest.fixture
+def client(server: LiveServer) -> Iterator[httpx.Client]:
+    """A client of the module's `server` fixture (each HTTP test module starts its own)."""
+    with server.client() as c:
+        yield c

@@ -10,8 +10,10 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
@@ -149,3 +151,19 @@ def serve_stub() -> tuple[MessagesStub, Callable[[], None]]:
 
     return stub, stop
 
+
+
+@contextmanager
+def stubbed_llm(owner: Any, *replies: Reply) -> Iterator[MessagesStub]:
+    """`owner.llm` is the real Anthropic client talking to a fresh stub scripted with `replies`,
+    until the block ends."""
+    from sparqlrag.models.llm import AnthropicModel
+
+    stub, stop = serve_stub()
+    stub.script(*replies)
+    owner.llm = AnthropicModel("claude-test", api_key="sk-test", base_url=stub.url)
+    try:
+        yield stub
+    finally:
+        owner.llm = None
+        stop()

@@ -102,10 +102,38 @@ def test_changed_base_iri_is_refused(tmp_path: Path) -> None:
     assert result.returncode == 2 and "was created with base IRI http://localhost:7878/" in result.stderr
 
 
-def test_demo_prints_an_answer(tmp_path: Path) -> None:
+def test_demo_ingests_the_corpus_and_answers_with_sources(tmp_path: Path) -> None:
     result = cli(tmp_path, "demo", "--no-serve")
     assert result.returncode == 0, result.stderr
-    assert "SPARQL 1.1" in result.stdout and "Resource Description Framework" in result.stdout
+    out = result.stdout
+    assert "ready      berners-lee.md" in out and "Question: Where did the inventor of the World Wide Web invent it" in out
+    answer = out.split("?\n\n", 1)[1].split("\n")[0]
+    assert "Tim Berners-Lee invented the World Wide Web at CERN in 1989. [1]" in answer
+    assert "\nSources:\n  [1] Tim Berners-Lee: " in out and "\nTrace: http://localhost:7878/trace/default/" in out
+    again = cli(tmp_path, "demo", "--no-serve")  # a second run finds the corpus ingested already
+    assert again.returncode == 0 and "unchanged  berners-lee.md" in again.stdout and "Trace: " in again.stdout
+
+
+def test_ask_in_each_mode_and_its_errors(tmp_path: Path) -> None:
+    assert cli(tmp_path, "demo", "--no-serve").returncode == 0
+    question = "Where is CERN located?"
+    for mode in ("graph", "document", "hybrid"):
+        result = cli(tmp_path, "ask", question, "--mode", mode, "--k", "2")
+        assert result.returncode == 0, result.stderr
+        assert "Sources:\n  [1] CERN: " in result.stdout and "Trace: http://localhost:7878/trace/default/" in result.stdout
+    explained = cli(tmp_path, "ask", question, "--explain").stdout
+    assert "Concepts: Where is CERN located?; CERN" in explained and "Facts (" in explained and "hop 1" in explained
+    trace_id = explained.rsplit("/", 1)[1].strip()
+    mode = cli(tmp_path, "query", f"SELECT ?m WHERE {{ ?t <https://w3id.org/sparqlrag/ns#mode> ?m FILTER(STRENDS(STR(?t), '{trace_id}')) }}",
+               "--format", "csv")  # fmt: skip
+    assert mode.stdout.split() == ["m", "graph-rag"]
+    for args, message in [(["ask", question, "--collection", "nope"], "no collection 'nope'"),
+                          (["ask", "why " * 600], "the limit is 2000"), (["ask", " "], "non-empty")]:  # fmt: skip
+        failed = cli(tmp_path, *args)
+        assert failed.returncode == 2 and message in failed.stderr and "Traceback" not in failed.stderr
+    assert cli(tmp_path, "collections", "create", "empty").returncode == 0
+    empty = cli(tmp_path, "ask", question, "--collection", "empty")
+    assert empty.returncode == 2 and "no entities to answer from" in empty.stderr
 
 
 def test_ingest_documents_and_forget(tmp_path: Path) -> None:

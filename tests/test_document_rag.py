@@ -12,7 +12,6 @@ from sparqlrag.config import Settings
 from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.extraction.pipeline import Pipeline
 from sparqlrag.models.embedder import Embedder
-from sparqlrag.models.llm import AnthropicModel
 from sparqlrag.models.reranker import CosineReranker
 from sparqlrag.retrieval.document_rag import DocumentRag, mmr, rrf
 from sparqlrag.store import EmbeddedStore
@@ -20,7 +19,7 @@ from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.select import select
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
-from tests.llm_stub import Reply, serve_stub
+from tests.llm_stub import Reply, stubbed_llm
 
 BASE = "http://kb.example/"
 DOCS = {
@@ -93,32 +92,19 @@ def test_extractive_answer_and_trace(rag: DocumentRag) -> None:
 
 
 def test_llm_answer_through_the_stub(rag: DocumentRag) -> None:
-    stub, stop = serve_stub()
-    try:
-        stub.script(Reply("Marie Curie was born in Warsaw [1].", input_tokens=120, output_tokens=9))
-        rag.llm = AnthropicModel("claude-test", api_key="sk-test", base_url=stub.url)
+    with stubbed_llm(rag, Reply("Marie Curie was born in Warsaw [1].", input_tokens=120, output_tokens=9)) as stub:
         answer = asyncio.run(rag.answer("default", "Where was Marie Curie born?", k=2))
-    finally:
-        rag.llm = None
-        stop()
     assert answer.answer == "Marie Curie was born in Warsaw [1]." and answer.usage == {"input_tokens": 120, "output_tokens": 9}
     prompt = stub.requests[0]["messages"][0]["content"]
     assert "[1] (curie) Marie Curie was born in Warsaw." in prompt and "Where was Marie Curie born?" in prompt
 
 
 def test_stream_relays_llm_tokens_then_writes_the_trace(rag: DocumentRag) -> None:
-    stub, stop = serve_stub()
-
     async def collect() -> list[tuple[str, dict]]:
         return [event async for event in rag.stream("default", "Where was Marie Curie born?", k=2)]
 
-    try:
-        stub.script(Reply("Marie Curie was born in Warsaw [1]."))
-        rag.llm = AnthropicModel("claude-test", api_key="sk-test", base_url=stub.url)
+    with stubbed_llm(rag, Reply("Marie Curie was born in Warsaw [1].")) as stub:
         events = asyncio.run(collect())
-    finally:
-        rag.llm = None
-        stop()
     names = [name for name, _ in events]
     assert names[0] == "sources" and names[-1] == "done" and names.count("token") > 2
     assert "".join(data["text"] for name, data in events if name == "token") == "Marie Curie was born in Warsaw [1]."

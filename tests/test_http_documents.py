@@ -20,12 +20,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     stop()
 
 
-@pytest.fixture
-def client(server: LiveServer) -> Iterator[httpx.Client]:
-    with server.client() as c:
-        yield c
-
-
 def snapshot(client: httpx.Client) -> list[str]:
     return sorted(client.get("/store", headers={"Accept": "application/n-quads"}).text.splitlines())
 

@@ -23,6 +23,7 @@ from sparqlrag.models.llm import ChatModel
 from sparqlrag.models.prompts import render
 from sparqlrag.models.reranker import Reranker
 from sparqlrag.models.sentences import sentence_splitter
+from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.trace import Trace, TracedSource
 from sparqlrag.store import vocab as v
 from sparqlrag.store.keyword_index import KeywordIndex
@@ -153,6 +154,7 @@ class DocumentRag:
 
     async def answer(self, collection: str, question: str, *, mode: Mode = "hybrid", k: int = 5, **options: Any) -> Answer:
         """Retrieve, answer (LLM or extractive), and write the trace."""
+        question = check_question(question)
         trace, passages = await self._retrieve_traced(collection, question, mode, k, options)
         if self.llm is not None and passages:
             completion = await self.llm.complete(self._prompt(question, passages))
@@ -169,6 +171,7 @@ class DocumentRag:
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """(event, data) pairs: "sources" first, then "token" pieces of the answer, then "done"
         with the whole answer and the trace IRI (written before "done" is sent)."""
+        question = check_question(question)
         trace, passages = await self._retrieve_traced(collection, question, mode, k, options)
         yield "sources", {"sources": [passage_json(p) for p in passages]}
         if self.llm is not None and passages:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from itertools import zip_longest
+from typing import Any, ClassVar
 from urllib.parse import unquote
 
 import numpy as np
@@ -26,7 +27,8 @@ from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.llm import ChatModel, Completion
 from sparqlrag.models.prompts import json_items, parse_concepts, render
 from sparqlrag.models.reranker import Reranker
-from sparqlrag.retrieval.document_rag import Passage, passage_json
+from sparqlrag.retrieval.document_rag import Passage, passage_json, rrf
+from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.trace import Trace, TracedEdge, TracedSeed, TracedSource
 from sparqlrag.store import vocab as v
 from sparqlrag.store.select import select, select_terms
@@ -34,7 +36,6 @@ from sparqlrag.store.sparql_text import sparql_term, values
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import READY, Iris
 
-MAX_QUESTION_CHARS = 2000
 # predicates that describe the schema or names, not the world: never walked
 SCHEMA_NAMESPACES = (v.RDF, v.RDFS, v.OWL)
 SKIPPED_PREDICATES = (v.SKOS_ALT_LABEL.value,)
@@ -56,7 +57,7 @@ class GraphRagOptions:
     k: int = 5  # passages returned
     reasoning: bool = False  # ask the LLM why each kept edge matters
 
-    BOUNDS = {"entity_limit": 500, "triple_limit": 1000, "max_path_length": 5, "edge_limit": 500,
+    BOUNDS: ClassVar[dict[str, int]] = {"entity_limit": 500, "triple_limit": 1000, "max_path_length": 5, "edge_limit": 500,
               "max_reranker_input": 5000, "k": 100}  # fmt: skip
 
     def __post_init__(self) -> None:
@@ -85,6 +86,16 @@ class Edge:
     @property
     def text(self) -> str:
         return " ".join(self.labels)
+
+    @property
+    def told(self) -> str:
+        """The fact as a sentence: its evidence sentence, a definition as written, or its labels."""
+        if self.sentence:
+            return self.sentence
+        if self.fact.predicate == v.SKOS_DEFINITION:
+            return self.labels[2]
+        text = self.text
+        return text if text.endswith((".", "!", "?")) else text + "."
 
     def json(self) -> dict[str, Any]:
         s, p, o = self.fact.subject, self.fact.predicate, self.fact.object
@@ -118,15 +129,6 @@ def seed_json(seed: TracedSeed) -> dict[str, Any]:
     return {"entity": seed.entity, "score": seed.score, "concept": seed.concept}
 
 
-def check_question(question: object) -> str:
-    """A question fit to answer: ValueError says what is wrong."""
-    if not isinstance(question, str) or not question.strip():
-        raise ValueError("question must be a non-empty string")
-    if len(question) > MAX_QUESTION_CHARS:
-        raise ValueError(f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}")
-    return question.strip()
-
-
 def local_name(iri: str) -> str:
     """A readable name for an IRI that has no label: its last segment, hyphens as spaces."""
     return unquote(iri.rstrip("/").rsplit("/", 1)[-1].rsplit("#", 1)[-1]).replace("-", " ").replace("_", " ")
@@ -145,6 +147,13 @@ class _Walk:
     passages: list[Passage] = field(default_factory=list)
     explored: int = 0
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+
+    def fuse(self, passages: list[Passage]) -> None:
+        """Reciprocal rank fusion of the graph's passages with others (equal weights), k kept."""
+        by_chunk = {p.chunk: p for p in passages} | {p.chunk: p for p in self.passages}
+        fused = rrf([[p.chunk for p in self.passages], [p.chunk for p in passages]], [1.0, 1.0])[: self.options.k]
+        self.passages = [replace(by_chunk[chunk], score=score) for chunk, score in fused]
+        self.trace.sources = [TracedSource(p.chunk, rank, p.score) for rank, p in enumerate(self.passages, start=1)]
 
     def count(self, completion: Completion) -> None:
         self.usage["input_tokens"] += completion.input_tokens
@@ -182,12 +191,18 @@ class GraphRag:
             pass
         return walk
 
-    async def answer(self, collection: str, question: str, options: GraphRagOptions | None = None) -> GraphAnswer:
-        """Walk, synthesise, write the trace. Raises EmptyGraph when nothing can be grounded."""
+    async def answer(
+        self, collection: str, question: str, options: GraphRagOptions | None = None, *, also: list[Passage] | None = None
+    ) -> GraphAnswer:  # fmt: skip
+        """Walk, synthesise, write the trace. Raises EmptyGraph when nothing can be grounded.
+        `also` (Document RAG's passages) is fused with the graph's passages (RRF) before
+        synthesis: the "hybrid" mode, which answers from the facts and both sets of passages."""
         iris = Iris(self.base_iri, collection)
-        walk = _Walk(Trace(check_question(question), "graph-rag"), options or GraphRagOptions())
+        walk = _Walk(Trace(check_question(question), "hybrid" if also is not None else "graph-rag"), options or GraphRagOptions())
         async for _ in self._walk(iris, walk):
             pass
+        if also is not None:
+            walk.fuse(also)
         with _Stage(walk, "synthesis"):
             if self.llm is not None:
                 completion = await self.llm.complete(self._prompt(walk))
@@ -312,7 +327,7 @@ class GraphRag:
     def _edges_around(self, iris: Iris, frontier: list[str], limit: int) -> list[Triple]:
         """Each frontier entity's edges, as subject and as object, `limit` of each, schema
         predicates left out; one query (a UNION of limited subqueries) for the whole frontier.
-        Entities come first in frontier order, so a hub cannot crowd the others out."""
+        The entities' edges are dealt in turns, so a cut (max_reranker_input) shares out fairly."""
         kg = sparql_term(iris.knowledge_graph)
         keep = " && ".join([f'!STRSTARTS(STR(?p), "{ns}")' for ns in SCHEMA_NAMESPACES] +
                            [f"?p != <{p}>" for p in SKIPPED_PREDICATES])  # fmt: skip
@@ -322,8 +337,10 @@ class GraphRag:
             for pattern in (f"{node} ?p ?o BIND({node} AS ?s)", f"?s ?p {node} BIND({node} AS ?o)"):
                 branches.append(f"{{ SELECT ?s ?p ?o ({index} AS ?rank) WHERE {{ GRAPH {kg} {{ {pattern} }} FILTER({keep}) }} LIMIT {limit} }}")
         rows = select_terms(self.store, f"SELECT ?s ?p ?o ?rank WHERE {{ {' UNION '.join(branches)} }}")
-        rows.sort(key=lambda row: int(row["rank"].value))  # type: ignore[union-attr]
-        return [Triple(row["s"], row["p"], row["o"]) for row in rows]  # type: ignore[arg-type]
+        per_entity: list[list[Triple]] = [[] for _ in frontier]
+        for row in rows:
+            per_entity[int(row["rank"].value)].append(Triple(row["s"], row["p"], row["o"]))  # type: ignore[arg-type]
+        return [t for turn in zip_longest(*per_entity) for t in turn if t is not None]
 
     def _labels(self, iris: Iris, triples: list[Triple]) -> dict[str, str]:
         """rdfs:label of every IRI in the triples, in one query; literals are their own label."""
@@ -399,13 +416,10 @@ class GraphRag:
         if not walk.edges:
             return "The knowledge graph holds nothing that connects to the question."
         numbers = {p.chunk: i for i, p in enumerate(walk.passages, start=1)}
-        told: list[str] = []
+        told: dict[str, str] = {}  # sentence -> with its citation
         for edge in walk.edges:
-            text = edge.sentence or f"{edge.labels[0]} {edge.labels[1]} {edge.labels[2]}."
             cited = sorted({numbers[c] for c in edge.chunks if c in numbers})
-            line = text + (f" [{', '.join(map(str, cited))}]" if cited else "")
-            if text not in (t.split(" [")[0] for t in told):
-                told.append(line)
+            told.setdefault(edge.told, edge.told + (f" [{', '.join(map(str, cited))}]" if cited else ""))
             if len(told) == facts:
                 break
-        return " ".join(told)
+        return " ".join(told.values())

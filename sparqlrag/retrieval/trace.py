@@ -2,7 +2,8 @@
 
 Graph RAG adds its own steps (concepts, seeds, edges) to the same record; Document RAG
 records the question, the retrieval mode, every passage used with its rank and score, the
-answer, the model and token counts, and the time taken.
+answer, the model and token counts, and the time taken. `read_trace` turns a trace's triples
+back into JSON for `/api/v1/traces/{id}`.
 """
 
 from __future__ import annotations
@@ -10,10 +11,13 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Any
 
 from pyoxigraph import BlankNode, Literal, NamedNode, Quad, Triple
 
 from sparqlrag.store import vocab as v
+from sparqlrag.store.select import select, select_terms
+from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vocab import Iris
 
 XSD_DOUBLE = NamedNode(v.XSD + "double")
@@ -126,3 +130,58 @@ class Trace:
                 Quad(item, v.SR_DURATION, _double(ms), graph),
             ]  # fmt: skip
         return quads
+
+
+def list_traces(store: Any, iris: Iris, limit: int = 50) -> list[dict[str, Any]]:
+    """The collection's traces, newest first: what each asked and answered, when, how long."""
+    rows = select(store, v.SPARQL_PREFIXES + f"""
+        SELECT ?trace ?question ?mode ?answer ?started ?ms WHERE {{ GRAPH {sparql_term(iris.trace_graph)} {{
+          ?trace a sr:Trace ; sr:question ?question ; sr:mode ?mode ; sr:answer ?answer ;
+                 prov:startedAtTime ?started ; sr:durationMs ?ms }} }} ORDER BY DESC(?started) LIMIT {int(limit)}""")  # fmt: skip
+    prefix = iris.trace("").value
+    return [{"id": row["trace"].removeprefix(prefix), "iri": row["trace"], "question": row["question"], "mode": row["mode"],
+             "answer": row["answer"], "started": row["started"], "duration_ms": float(row["ms"])} for row in rows]  # fmt: skip
+
+
+def read_trace(store: Any, iris: Iris, trace_id: str) -> dict[str, Any] | None:
+    """One trace as JSON (the same data as its triples in the trace graph); None if unknown."""
+    node = iris.trace(trace_id)
+    graph, subject = sparql_term(iris.trace_graph), sparql_term(node)
+    head = select(store, v.SPARQL_PREFIXES + f"""SELECT ?p ?o WHERE {{ GRAPH {graph} {{ {subject} ?p ?o FILTER(isLiteral(?o)) }} }}""")
+    if not head:
+        return None
+    fields = {row["p"].removeprefix(v.SR).removeprefix(v.PROV): row["o"] for row in head if row["p"] != v.SR_CONCEPT.value}
+    concepts = [row["o"] for row in head if row["p"] == v.SR_CONCEPT.value]
+
+    def items(prop: str, body: str, names: str) -> list[dict[str, Any]]:
+        return [dict(row) for row in select_terms(store, v.SPARQL_PREFIXES + f"""SELECT {names} WHERE {{ GRAPH {graph} {{
+            {subject} {prop} ?item . {body} }} }}""")]  # fmt: skip
+
+    seeds = items("sr:seed", "?item sr:entity ?entity ; sr:score ?score ; sr:concept ?concept", "?entity ?score ?concept")
+    edges = items("sr:selectedEdge", "?item sr:fact ?fact ; sr:score ?score ; sr:hop ?hop ; sr:concept ?concept "
+                  "OPTIONAL { ?item sr:statement ?statement } OPTIONAL { ?item sr:reasoning ?reasoning }",
+                  "?fact ?score ?hop ?concept ?statement ?reasoning")  # fmt: skip
+    sources = items("sr:source", "?item sr:chunk ?chunk ; sr:rank ?rank ; sr:score ?score", "?chunk ?rank ?score")
+    steps = items("sr:step", "?item rdfs:label ?name ; sr:index ?index ; sr:durationMs ?ms", "?name ?index ?ms")
+    return {
+        "id": trace_id, "iri": node.value, "question": fields.get("question"), "mode": fields.get("mode"),
+        "answer": fields.get("answer"), "model": fields.get("model"), "started": fields.get("startedAtTime"),
+        "ended": fields.get("endedAtTime"), "duration_ms": float(fields.get("durationMs", 0)),
+        "input_tokens": int(fields.get("inputTokens", 0)), "output_tokens": int(fields.get("outputTokens", 0)),
+        "explored_edges": int(fields["exploredEdges"]) if "exploredEdges" in fields else None, "concepts": concepts,
+        "seeds": sorted(({"entity": s["entity"].value, "score": float(s["score"].value), "concept": s["concept"].value}
+                         for s in seeds), key=lambda s: -s["score"]),
+        "edges": sorted((_edge_json(e) for e in edges), key=lambda e: -e["score"]),
+        "sources": sorted(({"chunk": s["chunk"].value, "rank": int(s["rank"].value), "score": float(s["score"].value)}
+                           for s in sources), key=lambda s: s["rank"]),
+        "steps": [{"name": s["name"].value, "ms": float(s["ms"].value)} for s in sorted(steps, key=lambda s: int(s["index"].value))],
+    }  # fmt: skip
+
+
+def _edge_json(row: dict[str, Any]) -> dict[str, Any]:
+    fact: Triple = row["fact"]
+    return {"subject": fact.subject.value, "predicate": fact.predicate.value, "object": fact.object.value,
+            "object_is_literal": isinstance(fact.object, Literal), "score": float(row["score"].value),
+            "hop": int(row["hop"].value), "concept": row["concept"].value,
+            "statement": row["statement"].value if "statement" in row else None,
+            "reasoning": row["reasoning"].value if "reasoning" in row else None}  # fmt: skip

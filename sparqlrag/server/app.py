@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from sparqlrag import __version__
 from sparqlrag.config import Settings
-from sparqlrag.server import collections, documents
+from sparqlrag.server import answers, collections, documents
 from sparqlrag.server.errors import EXCEPTION_HANDLERS
 from sparqlrag.server.graph_store import graph_store
 from sparqlrag.server.sparql import sparql_endpoint
@@ -67,6 +67,9 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
             Route("/api/v1/documents/{id:path}", documents.get_document, methods=["GET"]),
             Route("/api/v1/documents/{id:path}", documents.delete_document, methods=["DELETE"]),
             Route("/api/v1/document-rag", documents.document_rag, methods=["POST"]),
+            Route("/api/v1/graph-rag", answers.graph_rag, methods=["POST"]),
+            Route("/api/v1/traces", answers.traces, methods=["GET"]),
+            Route("/api/v1/traces/{id}", answers.trace, methods=["GET"]),
             Route("/api/v1/collections", collections.list_collections, methods=["GET"]),
             Route("/api/v1/collections", collections.create_collection, methods=["POST"]),
             Route("/api/v1/collections/{name}", collections.get_collection, methods=["GET"]),

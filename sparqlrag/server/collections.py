@@ -22,6 +22,14 @@ def _collections(request: Request) -> Collections:
     return services.collections
 
 
+async def collection_of(request: Request, body: dict | None = None) -> str:
+    """The collection a request names (`default` if none): 400 for a bad name, 404 for an unknown one."""
+    name = _name((body or {}).get("collection") or request.query_params.get("collection", "default"))
+    if not await _collections(request).exists(name):
+        raise UnknownCollection(name)
+    return name
+
+
 def _name(name: object) -> str:
     try:
         return check_collection(str(name))

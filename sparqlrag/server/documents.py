@@ -11,8 +11,6 @@ and progress. A document that cannot be read is refused with nothing written, ei
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import AsyncIterator
 from dataclasses import asdict
 from typing import Any
 from urllib.parse import quote
@@ -20,39 +18,28 @@ from urllib.parse import quote
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from sparqlrag.extraction import librarian
 from sparqlrag.extraction.decoders import DecodeError
-from sparqlrag.extraction.librarian import UnknownCollection
 from sparqlrag.extraction.pipeline import IngestResult, Source
 from sparqlrag.models.llm import LLMError
 from sparqlrag.retrieval.document_rag import MODES, passage_json
+from sparqlrag.retrieval.question import QuestionTooLong, check_question
 from sparqlrag.server.auth import authorize
+from sparqlrag.server.collections import collection_of
+from sparqlrag.server.streams import sse, wants_stream
 from sparqlrag.server.bodies import read_body
 from sparqlrag.server.errors import ApiError
 from sparqlrag.services import Services
 from sparqlrag.store.formats import media_type_of
-from sparqlrag.store.vocab import InvalidName, Iris, check_collection
+from sparqlrag.store.vocab import Iris
 
 
-log = logging.getLogger("sparqlrag.server")
 
 
 def _services(request: Request) -> Services:
     return request.app.state.services
-
-
-async def _collection(request: Request, body: dict | None = None) -> str:
-    """The collection a request names (`default` if none); 400 for a bad name, 404 for an unknown one."""
-    name = (body or {}).get("collection") or request.query_params.get("collection", "default")
-    try:
-        name = check_collection(str(name))
-    except InvalidName as error:
-        raise ApiError(400, "bad_collection", str(error)) from None
-    if not await _services(request).collections.exists(name):
-        raise UnknownCollection(name)
-    return name
 
 
 def _in_background(request: Request) -> bool:
@@ -109,14 +96,14 @@ def _result(collection: str, result: IngestResult | Exception, source: Source) -
 
 async def upload(request: Request) -> Response:
     authorize(request, "write")
-    collection = await _collection(request)
+    collection = await collection_of(request)
     return await _ingest(request, collection, await _sources(request), force=False)
 
 
 async def reingest(request: Request) -> Response:
     """Extract a document again (e.g. after changing the extractor or its prompts)."""
     authorize(request, "write")
-    collection, document_id = await _collection(request), request.path_params["id"]
+    collection, document_id = await collection_of(request), request.path_params["id"]
     try:
         source = await _services(request).pipeline.kept_source(collection, document_id)
     except LookupError:
@@ -155,7 +142,7 @@ def _info(info: librarian.DocumentInfo) -> dict[str, Any]:
 async def list_documents(request: Request) -> Response:
     authorize(request, "read")
     services = _services(request)
-    iris = Iris(services.settings.base_iri, await _collection(request))
+    iris = Iris(services.settings.base_iri, await collection_of(request))
     rows = await run_in_threadpool(librarian.documents, services.store, iris)
     return JSONResponse({"documents": [_info(row) for row in rows]})
 
@@ -163,7 +150,7 @@ async def list_documents(request: Request) -> Response:
 async def get_document(request: Request) -> Response:
     authorize(request, "read")
     services = _services(request)
-    iris = Iris(services.settings.base_iri, await _collection(request))
+    iris = Iris(services.settings.base_iri, await collection_of(request))
     rows = await run_in_threadpool(librarian.documents, services.store, iris, iris.document(request.path_params["id"]))
     if not rows:
         raise ApiError(404, "document_not_found", f"no document {request.path_params['id']!r} in this collection")
@@ -173,7 +160,7 @@ async def get_document(request: Request) -> Response:
 async def delete_document(request: Request) -> Response:
     authorize(request, "write")
     document_id = request.path_params["id"]
-    if not await _services(request).pipeline.forget(await _collection(request), document_id):
+    if not await _services(request).pipeline.forget(await collection_of(request), document_id):
         raise ApiError(404, "document_not_found", f"no document {document_id!r} in this collection")
     return Response(status_code=204)
 
@@ -182,9 +169,7 @@ async def document_rag(request: Request) -> Response:
     authorize(request, "read")
     try:
         body = json.loads(await read_body(request, request.app.state.settings.max_sparql_bytes))
-        question = body["question"]
-        if not isinstance(question, str) or not question.strip():
-            raise ValueError("question must be a non-empty string")
+        question = check_question(body["question"])
         mode, k = body.get("mode", "hybrid"), int(body.get("k", 5))
         if mode not in MODES or not 1 <= k <= 100:
             raise ValueError(f"mode is one of {', '.join(MODES)} and k is 1-100")
@@ -195,24 +180,15 @@ async def document_rag(request: Request) -> Response:
                 raise ValueError("weights are [vector, keyword], two non-negative numbers, not both zero")
         options = {"rerank": bool(body.get("rerank", False)), "mmr_lambda": None if mmr is None else float(mmr),
                    "weights": weights}  # fmt: skip
+    except QuestionTooLong as error:
+        raise ApiError(400, "question_too_long", str(error)) from None
     except (ValueError, KeyError, TypeError, IndexError) as error:
         raise ApiError(400, "bad_request", f'send {{"question": ..., "mode"?, "k"?, "rerank"?, "mmr"?, "weights"?}}: {error}') from None
-    rag, collection = _services(request).document_rag, await _collection(request, body)
-    if body.get("stream") or "text/event-stream" in request.headers.get("accept", ""):
-        events = rag.stream(collection, question, mode=mode, k=k, **options)
-        return StreamingResponse(_sse(events), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    rag, collection = _services(request).document_rag, await collection_of(request, body)
+    if wants_stream(body, request.headers.get("accept", "")):
+        return sse(rag.stream(collection, question, mode=mode, k=k, **options))
     answer = await rag.answer(collection, question, mode=mode, k=k, **options)
     return JSONResponse({
         "question": answer.question, "answer": answer.answer, "trace": answer.trace, "model": answer.model,
         "usage": answer.usage, "sources": [passage_json(p) for p in answer.passages],
     })  # fmt: skip
-
-
-async def _sse(events: AsyncIterator[tuple[str, dict[str, Any]]]) -> AsyncIterator[bytes]:
-    """Server-sent events; a failure after the stream started becomes an "error" event."""
-    try:
-        async for name, data in events:
-            yield f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
-    except Exception as error:  # the status line is sent already: report in-band
-        log.exception("document-rag stream failed")
-        yield f"event: error\ndata: {json.dumps({'error': 'answer_failed', 'detail': str(error)})}\n\n".encode()

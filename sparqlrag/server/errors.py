@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sparqlrag.extraction.librarian import CollectionBusy, UnknownCollection
+from sparqlrag.retrieval.graph_rag import EmptyGraph
 from sparqlrag.store import base
 
 log = logging.getLogger("sparqlrag.server")
@@ -64,6 +65,10 @@ async def collection_busy_handler(request: Request, exc: Exception) -> Response:
     return error_response(409, "collection_busy", str(exc))
 
 
+async def empty_graph_handler(request: Request, exc: Exception) -> Response:
+    return error_response(409, "empty_graph", str(exc))
+
+
 async def http_exception_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     error = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
@@ -80,6 +85,7 @@ EXCEPTION_HANDLERS = {
     base.StoreError: store_error_handler,
     UnknownCollection: unknown_collection_handler,
     CollectionBusy: collection_busy_handler,
+    EmptyGraph: empty_graph_handler,
     HTTPException: http_exception_handler,
     Exception: unexpected_error_handler,
 }

@@ -1,0 +1,185 @@
+"""Graph RAG on real parts: documents ingested by the offline pipeline into pyoxigraph on disk,
+Qdrant local and the packaged MiniLM; the LLM path through the real `anthropic` client and the stub."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from collections.abc import Iterator
+
+import pytest
+from pyoxigraph import NamedNode, RdfFormat
+
+from sparqlrag.config import Settings
+from sparqlrag.retrieval.graph_rag import EmptyGraph, GraphRag, GraphRagOptions
+from sparqlrag.services import Services
+from sparqlrag.store import EmbeddedStore
+from sparqlrag.store.select import select
+from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
+from tests.llm_stub import Reply, stubbed_llm
+
+BASE = "http://kb.example/"
+DOCS = {
+    "curie": "Marie Curie was born in Warsaw. Marie Curie worked at the Sorbonne.",
+    "warsaw": "Warsaw is the capital of Poland. The Vistula flows through Warsaw.",
+    "sorbonne": "The Sorbonne is a university in Paris.",
+    "bread": "Sourdough bread is baked from flour and a fermented starter.",
+}
+IRIS = Iris(BASE)
+
+
+@pytest.fixture(scope="module")
+def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
+    root = tmp_path_factory.mktemp("graph-rag")
+    store = EmbeddedStore(root / "store")
+    services = Services.open(Settings(data_dir=root, base_iri=BASE, reranker_model=None), store)
+    for document_id, text in DOCS.items():
+        asyncio.run(services.pipeline.ingest("default", document_id, text.encode(), title=document_id))
+    curie, kg = IRIS.entity("Marie Curie").value, IRIS.knowledge_graph.value
+    store.update(f"""INSERT DATA {{ GRAPH <{kg}> {{ <{curie}> a <http://schema.org/Person> ;
+        <http://www.w3.org/2002/07/owl#sameAs> <http://www.wikidata.org/entity/Q7186> }} }}""")  # schema edges
+    yield services
+    services.close()
+    store.close()
+
+
+def rag(services: Services) -> GraphRag:
+    return services.graph_rag
+
+
+def entity(name: str) -> str:
+    return IRIS.entity(name).value
+
+
+def test_seeds_ground_on_the_names_in_the_question(services: Services) -> None:
+    walk = asyncio.run(rag(services).retrieve("default", "Where was Marie Curie born?"))
+    assert walk.concepts[0] == "Where was Marie Curie born?" and "Marie Curie" in walk.concepts
+    assert walk.seeds[0].entity == entity("Marie Curie") and walk.seeds[0].concept == "Marie Curie"
+    assert [s.score for s in walk.seeds] == sorted((s.score for s in walk.seeds), reverse=True)
+
+
+def test_two_hops_reach_the_country_and_schema_edges_are_dropped(services: Services) -> None:
+    options = GraphRagOptions(entity_limit=1)  # start from Marie Curie alone
+    walk = asyncio.run(rag(services).retrieve("default", "In which country was Marie Curie born?", options))
+    assert [s.entity for s in walk.seeds] == [entity("Marie Curie")]
+    facts = {(e.hop, e.fact.subject.value, e.labels[1], e.fact.object.value) for e in walk.edges}
+    assert (1, entity("Marie Curie"), "was born in", entity("Warsaw")) in facts
+    assert (2, entity("Warsaw"), "is capital of", entity("Poland")) in facts  # reached only through Warsaw
+    predicates = {e.fact.predicate.value for e in walk.edges}
+    assert not any(p.startswith(("http://www.w3.org/1999/02/22-rdf-syntax-ns#", "http://www.w3.org/2000/01/rdf-schema#",
+                                 "http://www.w3.org/2002/07/owl#")) for p in predicates)  # fmt: skip
+    assert walk.edges == sorted(walk.edges, key=lambda e: -e.score)
+
+
+def test_limits_are_honoured(services: Services) -> None:
+    question = "In which country was Marie Curie born?"
+    narrow = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(entity_limit=4, max_path_length=1, edge_limit=1)))
+    assert 2 <= len(narrow.seeds) <= 4  # two concepts (the question, "Marie Curie"), two seeds each, deduplicated
+    assert len(narrow.edges) == 1 and {e.hop for e in narrow.edges} == {1}
+    capped = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(entity_limit=1, triple_limit=1, max_path_length=1)))
+    assert capped.explored <= 2  # one edge as subject, one as object
+    scored = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(max_reranker_input=3, max_path_length=1)))
+    assert scored.explored == 3
+    passages = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(k=1)))
+    assert len(passages.passages) == 1
+    for bad in ({"edge_limit": 0}, {"max_path_length": 6}, {"k": "5"}, {"entity_limit": True}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            GraphRagOptions(**bad)
+
+
+def test_sources_are_the_chunks_that_support_the_kept_edges(services: Services) -> None:
+    walk = asyncio.run(rag(services).retrieve("default", "Where was Marie Curie born?", GraphRagOptions(entity_limit=1, max_path_length=1)))
+    born = next(e for e in walk.edges if e.labels[1] == "was born in")
+    assert born.statement and born.sentence == "Marie Curie was born in Warsaw."
+    assert [p.title for p in walk.passages][0] == "curie"
+    assert all(chunk.startswith(IRIS.document("curie").value + "/chunk/") for chunk in born.chunks)
+    supported = {c for e in walk.edges for c in e.chunks}
+    assert {p.chunk for p in walk.passages} <= supported
+
+
+def test_answer_writes_a_complete_trace_that_sparql_can_read(services: Services) -> None:
+    answer = asyncio.run(rag(services).answer("default", "Where was Marie Curie born?"))
+    assert "Marie Curie was born in Warsaw. [1]" in answer.answer and answer.model is None
+    store, trace = services.store, NamedNode(answer.trace)
+    rows = select(store, SPARQL_PREFIXES + f"""SELECT ?question ?explored (COUNT(DISTINCT ?concept) AS ?concepts)
+        (COUNT(DISTINCT ?seed) AS ?seeds) (COUNT(DISTINCT ?edge) AS ?edges) (COUNT(DISTINCT ?source) AS ?sources)
+        (COUNT(DISTINCT ?step) AS ?steps) WHERE {{ GRAPH <{IRIS.trace_graph.value}> {{
+          <{trace.value}> sr:question ?question ; sr:exploredEdges ?explored ; sr:concept ?concept ; sr:seed ?seed ;
+            sr:selectedEdge ?edge ; sr:source ?source ; sr:step ?step ; sr:answer ?answer ; sr:durationMs ?ms . }} }}
+        GROUP BY ?question ?explored""")  # fmt: skip
+    (row,) = rows
+    assert row["question"] == "Where was Marie Curie born?" and int(row["explored"]) == answer.explored
+    assert (int(row["concepts"]), int(row["seeds"]), int(row["edges"])) == (len(answer.concepts), len(answer.seeds), len(answer.edges))
+    assert int(row["sources"]) == len(answer.passages)
+    steps = select(store, SPARQL_PREFIXES + f"""SELECT ?name WHERE {{ GRAPH ?g {{ <{trace.value}> sr:step ?s .
+        ?s rdfs:label ?name ; sr:index ?i ; sr:durationMs ?ms }} }} ORDER BY ?i""")  # fmt: skip
+    names = [s["name"] for s in steps]
+    assert names[:3] == ["concepts", "grounding", "hop 1"] and names[-2:] == ["sources", "synthesis"]
+    assert all(name.startswith("hop ") for name in names[2:-2]) and int(row["steps"]) == len(names)
+    # "which documents did this answer rely on?", in SPARQL alone (over the union of the graphs,
+    # as the server answers), through the statements it used
+    result = store.query(SPARQL_PREFIXES + f"""SELECT DISTINCT ?title WHERE {{
+        ?trace sr:answer {_literal(answer.answer)} ; sr:selectedEdge/sr:statement ?statement .
+        ?statement prov:wasDerivedFrom/prov:wasDerivedFrom ?doc . ?doc dcterms:title ?title }}""",
+        accept="application/sparql-results+json", union_default_graph=True)  # fmt: skip
+    titles = {row["title"]["value"] for row in json.loads(result.body)["results"]["bindings"]}
+    assert "curie" in titles and "bread" not in titles
+
+
+def _literal(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def test_injection_in_the_question_changes_nothing_but_the_trace(services: Services) -> None:
+    def snapshot() -> list[bytes]:
+        out = io.BytesIO()
+        services.store.dump(out, RdfFormat.N_QUADS)  # type: ignore[arg-type]
+        return sorted(line for line in out.getvalue().splitlines() if b"/trace" not in line)
+
+    before = snapshot()
+    for question in ['Marie Curie" } } ; DROP ALL ; INSERT DATA { <x:a> <x:b> <x:c> } #',
+                     "Warsaw> ?p ?o } DELETE WHERE { ?s ?p ?o", "Curie\\u0022 ) } ; CLEAR ALL"]:  # fmt: skip
+        answer = asyncio.run(rag(services).answer("default", question))
+        assert answer.trace and answer.seeds
+        stored = select(services.store, SPARQL_PREFIXES + f"SELECT ?q WHERE {{ GRAPH ?g {{ <{answer.trace}> sr:question ?q }} }}")
+        assert [r["q"] for r in stored] == [question]
+    assert snapshot() == before
+
+
+def test_empty_graph_and_oversized_question_are_clear_errors(services: Services) -> None:
+    asyncio.run(services.collections.create("empty"))
+    with pytest.raises(EmptyGraph, match="no entities"):
+        asyncio.run(rag(services).answer("empty", "Where was Marie Curie born?"))
+    with pytest.raises(ValueError, match="limit is 2000"):
+        asyncio.run(rag(services).answer("default", "why " * 600))
+    with pytest.raises(ValueError, match="non-empty"):
+        asyncio.run(rag(services).answer("default", "  "))
+
+
+def test_llm_concepts_reasoning_and_streamed_synthesis(services: Services) -> None:
+    graph = rag(services)
+
+    async def collect() -> list[tuple[str, dict]]:
+        options = GraphRagOptions(reasoning=True, max_path_length=1, entity_limit=4)
+        return [event async for event in graph.stream("default", "Where was Marie Curie born?", options)]
+
+    replies = (
+        Reply('Concepts: ```json\n["Marie Curie", "birthplace"]\n```', input_tokens=30, output_tokens=8),
+        Reply('[{"id": 1, "reasoning": "It names her birthplace."}, {"id": 99, "reasoning": "no such fact"}]',
+              input_tokens=50, output_tokens=12),
+        Reply("Marie Curie was born in Warsaw [1].", input_tokens=80, output_tokens=9),
+    )  # fmt: skip
+    with stubbed_llm(graph, *replies) as stub:
+        events = asyncio.run(collect())
+    names = [name for name, _ in events]
+    assert names[:3] == ["concepts", "seeds", "hop"] and names[3] == "edges" and names[-2:] == ["sources", "done"]
+    assert names.count("token") > 2 and set(names[4:-2]) == {"token"}
+    assert events[0][1]["concepts"] == ["Marie Curie", "birthplace"]
+    edges = events[3][1]["edges"]
+    assert edges[0]["reasoning"] == "It names her birthplace." and all(e["reasoning"] is None for e in edges[1:])
+    done = events[-1][1]
+    assert done["answer"] == "Marie Curie was born in Warsaw [1]." and done["model"] == "anthropic:claude-test"
+    assert done["usage"]["input_tokens"] == 80  # concepts and reasoning (30 + 50) are counted; streaming has no counts
+    synthesis_prompt = stub.requests[2]["messages"][0]["content"]
+    assert "Facts from the knowledge graph:" in synthesis_prompt and "[1] (curie)" in synthesis_prompt

@@ -1,0 +1,82 @@
+"""`/api/v1/graph-rag` and `/api/v1/traces` over real HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.conftest import LiveServer, start_server
+
+DOCS = {
+    "curie": "Marie Curie was born in Warsaw. Marie Curie worked at the Sorbonne.",
+    "warsaw": "Warsaw is the capital of Poland. The Vistula flows through Warsaw.",
+}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    live, stop = start_server(tmp_path_factory.mktemp("answers"))
+    with live.client() as client:
+        for document_id, text in DOCS.items():
+            assert client.post("/api/v1/documents", json={"id": document_id, "text": text}).status_code == 201
+        assert client.post("/api/v1/collections", json={"name": "empty"}).status_code == 201
+    yield live
+    stop()
+
+
+def test_graph_rag_answers_with_facts_sources_and_a_trace(client: httpx.Client, server: LiveServer) -> None:
+    response = client.post("/api/v1/graph-rag", json={"question": "Where was Marie Curie born?", "max_path_length": 1})
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert "Marie Curie was born in Warsaw." in answer["answer"] and answer["sources"][0]["title"] == "curie"
+    assert answer["seeds"][0]["entity"] == server.settings.base_iri + "id/default/marie-curie"
+    born = next(e for e in answer["edges"] if e["labels"][1] == "was born in")
+    assert born["statement"] and born["hop"] == 1 and born["chunks"] == [answer["sources"][0]["chunk"]]
+    trace_id = answer["trace"].rsplit("/", 1)[1]
+    listed = client.get("/api/v1/traces").json()["traces"]
+    assert listed[0]["id"] == trace_id and listed[0]["mode"] == "graph-rag"
+    trace = client.get(f"/api/v1/traces/{trace_id}").json()
+    assert trace["question"] == "Where was Marie Curie born?" and trace["answer"] == answer["answer"]
+    assert sorted(trace["concepts"]) == sorted(answer["concepts"]) and trace["explored_edges"] == answer["explored_edges"]
+    assert [s["entity"] for s in trace["seeds"]] == [s["entity"] for s in answer["seeds"]]
+    assert {(e["subject"], e["predicate"], e["object"]) for e in trace["edges"]} == \
+        {(e["subject"], e["predicate"], e["object"]) for e in answer["edges"]}  # fmt: skip
+    assert [s["chunk"] for s in trace["sources"]] == [s["chunk"] for s in answer["sources"]]
+    assert [s["name"] for s in trace["steps"]] == ["concepts", "grounding", "hop 1", "sources", "synthesis"]
+
+
+def test_graph_rag_streams_the_explanation_then_the_answer(client: httpx.Client) -> None:
+    with client.stream("POST", "/api/v1/graph-rag", json={"question": "Which river flows through Warsaw?"},
+                       headers={"Accept": "text/event-stream"}) as response:  # fmt: skip
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        events = []
+        for block in response.read().decode().strip().split("\n\n"):
+            name, data = block.split("\n", 1)
+            events.append((name.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
+    names = [name for name, _ in events]
+    assert names[:3] == ["concepts", "seeds", "hop"] and names[-3:] == ["token", "sources", "done"]
+    assert "Vistula" in events[-1][1]["answer"] and events[-1][1]["trace"]
+
+
+def test_graph_rag_errors_are_4xx(client: httpx.Client) -> None:
+    cases = [
+        ({"question": "q"}, {"collection": "nope"}, 404, "collection_not_found"),
+        ({"question": "Where was Marie Curie born?", "collection": "empty"}, {}, 409, "empty_graph"),
+        ({"question": "why " * 600}, {}, 400, "question_too_long"),
+        ({"question": ""}, {}, 400, "bad_request"),
+        ({"question": "q", "edge_limit": 0}, {}, 400, "bad_request"),
+        ({"question": "q", "max_path_length": "two"}, {}, 400, "bad_request"),
+        ({"question": "q", "hops": 2}, {}, 400, "bad_request"),
+        (["not", "an", "object"], {}, 400, "bad_request"),
+    ]
+    for body, params, status, error in cases:
+        response = client.post("/api/v1/graph-rag", json=body, params=params)
+        assert (response.status_code, response.json()["error"]) == (status, error), (body, response.text)
+    assert "edge_limit" in client.post("/api/v1/graph-rag", json={"question": "q", "edge_limit": 0}).json()["detail"]
+    missing = client.get("/api/v1/traces/0123abcd")
+    assert (missing.status_code, missing.json()["error"]) == (404, "trace_not_found")
+    assert client.get("/api/v1/traces", params={"limit": "lots"}).status_code == 400
+    assert client.get("/api/v1/traces", params={"collection": "nope"}).status_code == 404
