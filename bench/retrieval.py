@@ -1,13 +1,27 @@
-"""Passage retrieval quality of Document RAG (keyword, vector, hybrid) on multi-hop QA sets.
+"""Retrieval quality and speed of Document RAG and Graph RAG.
 
-    .venv/bin/python bench/retrieval.py [--dataset DIR ...] [--markdown]
+    .venv/bin/python bench/retrieval.py [--dataset DIR ...] [--metaqa DIR] [--metaqa-queries FILE]
+                                        [--latency] [--skip-passages] [--markdown]
 
-Each DIR holds `corpus.jsonl` {id,title,text} and `queries.jsonl` {id,question,gold_ids}
-(the shared format, see ../shared/data/README.md). Every passage is ingested as one document
-(title line + text) with the offline extractor, then each question retrieves 8 passages per
-mode (hybrid also at other fusion weights, to show how much they matter). Metrics: recall@k = share of a question's gold passages in the top k, averaged;
-all-gold@8 = share of questions with every gold passage in the top 8. The last line printed
-is one JSON object with every metric per dataset and mode.
+Passages (each --dataset DIR: `corpus.jsonl` {id,title,text}, `queries.jsonl` {id,question,
+gold_ids}, optional `triples.jsonl` {passage_id,entities,triples}): every passage is ingested as
+one document (title line + text), its knowledge from triples.jsonl when the folder has one,
+else from the offline extractor. Each question then retrieves 8 passages per mode: keyword,
+vector, hybrid (also at other fusion weights), graph (Graph RAG's ranked source passages) and
+graph+document (both fused, what `ask --mode hybrid` answers from). recall@k = share of a
+question's gold passages in the top k, averaged; all-gold@8 = share of questions with every
+gold passage in the top 8; ms/query p50 and p95.
+
+MetaQA (--metaqa DIR: `kb.txt` subject|relation|object, `queries.jsonl` {hops,question,
+topic_entity,answers}): the KB is loaded as the knowledge graph (labels from the names) and
+indexed; each question ([brackets] dropped) runs Graph RAG with its defaults. Per hop: grounding
+(topic entity is the best seed / among the seeds), answer recall inside the selected edges, and
+Hits@1 of the top-ranked entity (the best-scored entity of the selected edges, topic excluded).
+
+Latency (--latency): the retrieval stages (no LLM) on the MetaQA graph cut to 10k triples, whole
+(~130k), and repeated with renamed relations to 1M; p50 and p95 over the first 100 questions.
+
+The last line printed is one JSON object with every figure.
 """
 
 from __future__ import annotations
@@ -15,30 +29,40 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import unquote
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from pyoxigraph import Literal, Quad, RdfFormat, serialize  # noqa: E402
 from report import publish  # noqa: E402
 from sparqlrag.config import Settings  # noqa: E402
+from sparqlrag.extraction.knowledge import Extractor  # noqa: E402
 from sparqlrag.extraction.offline import OfflineExtractor  # noqa: E402
 from sparqlrag.extraction.pipeline import Source  # noqa: E402
-from sparqlrag.retrieval.document_rag import MODES  # noqa: E402
+from sparqlrag.extraction.triples_import import PreExtracted, read_triples  # noqa: E402
+from sparqlrag.retrieval.document_rag import MODES, Passage  # noqa: E402
+from sparqlrag.retrieval.graph_rag import GraphRagOptions  # noqa: E402
 from sparqlrag.services import Services  # noqa: E402
 from sparqlrag.store import EmbeddedStore  # noqa: E402
+from sparqlrag.store import vocab as v  # noqa: E402
 from sparqlrag.store.vocab import Iris  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 SWEEP = [(0.5, 0.5), (0.75, 0.25)]  # hybrid fusion weights shown beside the configured ones
 BASE = "http://bench.example/"
+IRIS = Iris(BASE)
 # Published or previously measured figures for these exact files (../shared/data/README.md), in %.
 REFERENCE = {
-    "musique100": {"recall@5": {"BM25 (measured here)": 50.9, "all-MiniLM-L6-v2 dense (measured here)": 62.2}},
+    "musique100": {"recall@5": {"BM25 (measured here)": 50.9, "all-MiniLM-L6-v2 dense (measured here)": 62.2,
+                                "HippoRAG 2 (1,000 questions, NV-Embed-v2)": 74.7}},
     "2wiki101": {
         "recall@5": {"BM25 (measured here)": 64.9, "all-MiniLM-L6-v2 dense (measured here)": 65.1},
         "all-gold@8": {"vector DB (fast-graphrag)": 41.6, "LightRAG": 44.6, "nano-graphrag": 73.3, "fast-graphrag": 93.1},
@@ -50,27 +74,55 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-async def evaluate(dataset: Path, work: Path) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
-    corpus, queries = read_jsonl(dataset / "corpus.jsonl"), read_jsonl(dataset / "queries.jsonl")
+def open_services(work: Path, extractor: Extractor | None = None) -> tuple[Services, EmbeddedStore]:
     store = EmbeddedStore(work / "store")
-    services = Services.open(Settings(data_dir=work, base_iri=BASE, reranker_model=None), store, OfflineExtractor())
-    pipeline = services.pipeline
+    return Services.open(Settings(data_dir=work, base_iri=BASE, reranker_model=None), store, extractor), store
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+# -- passages -----------------------------------------------------------------------------------
+
+
+async def evaluate(dataset: Path, work: Path) -> tuple[dict[str, dict[str, float]], dict[str, object]]:
+    corpus, queries = read_jsonl(dataset / "corpus.jsonl"), read_jsonl(dataset / "queries.jsonl")
+    triples = dataset / "triples.jsonl"
+    extractor = PreExtracted(read_triples(triples)) if triples.is_file() else OfflineExtractor()
+    services, store = open_services(work, extractor)
     started = time.monotonic()
     sources = [Source(p["id"], f"{p['title']}\n\n{p['text']}".encode(), title=p["title"]) for p in corpus]
-    failures = [r for r in await pipeline.ingest_many("default", sources) if isinstance(r, Exception)]
+    failures = [r for r in await services.pipeline.ingest_many("default", sources) if isinstance(r, Exception)]
     if failures:
         raise SystemExit(f"{len(failures)} passages failed to ingest, first: {failures[0]}")
-    timings = {"ingest_s": time.monotonic() - started, "passages": len(corpus)}
-    rag = services.document_rag
-    prefix = Iris(BASE).document("").value
+    ingest = {"ingest_s": time.monotonic() - started, "passages": len(corpus), "knowledge": extractor.name}
+    rag, graph = services.document_rag, services.graph_rag
+    prefix = IRIS.document("").value
+
+    def mode(name: str, weights: tuple[float, float] | None = None) -> Callable[[str], Awaitable[list[Passage]]]:
+        return lambda question: rag.retrieve("default", question, mode=name, k=8, weights=weights)  # type: ignore[arg-type]
+
+    async def graph_mode(question: str) -> list[Passage]:
+        return (await graph.retrieve("default", question, GraphRagOptions(k=8))).passages
+
+    async def fused_mode(question: str) -> list[Passage]:
+        walk = await graph.retrieve("default", question, GraphRagOptions(k=8))
+        walk.fuse(await rag.retrieve("default", question, k=8))
+        return walk.passages
+
+    runs: dict[str, Callable[[str], Awaitable[list[Passage]]]] = {name: mode(name) for name in MODES}
+    runs |= {f"hybrid {w[0]}/{w[1]}": mode("hybrid", w) for w in SWEEP}
+    runs |= {"graph": graph_mode, "graph+document": fused_mode}
     metrics: dict[str, dict[str, float]] = {}
-    # the modes as configured, then hybrid at other fusion weights (vector, keyword), for comparison
-    runs = [(mode, mode, None) for mode in MODES] + [(f"hybrid {v}/{k}", "hybrid", (v, k)) for v, k in SWEEP]
-    for name, mode, weights in runs:
-        started = time.monotonic()
+    for name, retrieve in runs.items():
         r2 = r5 = all8 = 0.0
+        times = []
         for query in queries:
-            passages = await rag.retrieve("default", query["question"], mode=mode, k=8, weights=weights)
+            started = time.perf_counter()
+            passages = await retrieve(query["question"])
+            times.append(1000 * (time.perf_counter() - started))
             ranked = [unquote(p.document.removeprefix(prefix)) for p in passages]
             gold = set(query["gold_ids"])
             r2 += len(gold & set(ranked[:2])) / len(gold)
@@ -78,34 +130,144 @@ async def evaluate(dataset: Path, work: Path) -> tuple[dict[str, dict[str, float
             all8 += gold <= set(ranked[:8])
         n = len(queries)
         metrics[name] = {"recall@2": 100 * r2 / n, "recall@5": 100 * r5 / n, "all-gold@8": 100 * all8 / n,
-                         "ms_per_query": 1000 * (time.monotonic() - started) / n}  # fmt: skip
+                         "p50_ms": percentile(times, 0.5), "p95_ms": percentile(times, 0.95)}  # fmt: skip
     services.close()
     store.close()
-    return metrics, timings
+    return metrics, ingest
+
+
+def passage_table(name: str, metrics: dict[str, dict[str, float]], ingest: dict[str, object]) -> list[str]:
+    lines = [f"\n### {name}: passage retrieval ({ingest['passages']} passages, knowledge by {ingest['knowledge']}, "
+             f"ingested in {ingest['ingest_s']:.0f} s)\n",
+             "| mode | recall@2 | recall@5 | all-gold@8 | ms/query p50 | p95 |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for mode, m in metrics.items():
+        lines.append(f"| {mode} | {m['recall@2']:.1f} | {m['recall@5']:.1f} | {m['all-gold@8']:.1f} | "
+                     f"{m['p50_ms']:.0f} | {m['p95_ms']:.0f} |")  # fmt: skip
+    for metric, refs in REFERENCE.get(name, {}).items():
+        for ref, value in refs.items():
+            lines.append(f"| {ref} (reference) | | {value if metric == 'recall@5' else ''} | "
+                         f"{value if metric == 'all-gold@8' else ''} | | |")  # fmt: skip
+    return lines
+
+
+# -- MetaQA -------------------------------------------------------------------------------------
+
+
+def metaqa_quads(kb: Path, limit: int | None = None, copies: int = 1) -> list[Quad]:
+    """The KB as knowledge-graph quads: entities and relations named as ingestion names them,
+    each with its label. `copies` > 1 repeats every triple with renamed relations (scale tests)."""
+    graph, labels, quads = IRIS.knowledge_graph, {}, []
+    lines = [line.split("|") for line in kb.read_text(encoding="utf-8").splitlines() if line.count("|") == 2]
+    for subject, relation, obj in lines[:limit]:
+        for copy in range(copies):
+            name = relation.replace("_", " ") + (f" {copy}" if copy else "")
+            s, p, o = IRIS.entity(subject), IRIS.predicate(name), IRIS.entity(obj)
+            quads.append(Quad(s, p, o, graph))
+            labels |= {s: subject, p: name, o: obj}
+    return quads + [Quad(node, v.RDFS_LABEL, Literal(label), graph) for node, label in labels.items()]
+
+
+async def load_graph(work: Path, quads: list[Quad]) -> tuple[Services, EmbeddedStore, dict[str, float]]:
+    services, store = open_services(work)
+    started = time.monotonic()
+    store.add_quads(serialize(quads, format=RdfFormat.N_QUADS))
+    loaded = time.monotonic() - started
+    vectors = await services.pipeline.index_graph("default")
+    return services, store, {"triples": len(quads), "load_s": loaded, "index_s": time.monotonic() - started - loaded,
+                             "entity_vectors": vectors}  # fmt: skip
+
+
+async def metaqa(directory: Path, queries_file: Path, work: Path) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    services, store, loading = await load_graph(work, metaqa_quads(directory / "kb.txt"))
+    queries = read_jsonl(queries_file)
+    per_hop: dict[int, dict[str, float]] = {}
+    for query in queries:
+        topic, answers = IRIS.entity(query["topic_entity"]).value, {IRIS.entity(a).value for a in query["answers"]}
+        walk = await services.graph_rag.retrieve("default", re.sub(r"[\[\]]", "", query["question"]))
+        seeds = [s.entity for s in walk.seeds]
+        best: dict[str, float] = {}
+        for edge in walk.edges:
+            for node in (edge.fact.subject.value, edge.fact.object.value):
+                if node != topic:
+                    best[node] = max(best.get(node, -1.0), edge.score)
+        top = max(best, key=best.__getitem__) if best else None
+        row = per_hop.setdefault(query["hops"], {"questions": 0, "grounding@1": 0, "grounding": 0, "answer_recall": 0, "hits@1": 0})
+        row["questions"] += 1
+        row["grounding@1"] += bool(seeds) and seeds[0] == topic
+        row["grounding"] += topic in seeds
+        row["answer_recall"] += len(answers & set(best)) / len(answers)
+        row["hits@1"] += top in answers
+    services.close()
+    store.close()
+    table = {f"{hops}-hop": {k: (100 * value / row["questions"] if k != "questions" else value) for k, value in row.items()}
+             for hops, row in sorted(per_hop.items())}  # fmt: skip
+    return table, loading
+
+
+# -- latency ------------------------------------------------------------------------------------
+
+
+async def latency(directory: Path, queries_file: Path, root: Path) -> dict[str, dict[str, float]]:
+    questions = [re.sub(r"[\[\]]", "", q["question"]) for q in read_jsonl(queries_file)[:100]]
+    sizes = {"10k": (directory / "kb.txt", 4_500, 1), "100k": (directory / "kb.txt", None, 1), "1M": (directory / "kb.txt", None, 8)}
+    out = {}
+    for name, (kb, limit, copies) in sizes.items():
+        services, store, loading = await load_graph(root / name, metaqa_quads(kb, limit, copies))
+        times, stages = [], {}
+        for question in questions:
+            started = time.perf_counter()
+            walk = await services.graph_rag.retrieve("default", question)
+            times.append(1000 * (time.perf_counter() - started))
+            for stage, ms in walk.trace.steps.items():
+                stages.setdefault(stage, []).append(ms)
+        out[name] = {"triples": loading["triples"], "p50_ms": percentile(times, 0.5), "p95_ms": percentile(times, 0.95)}
+        out[name] |= {f"{stage} p50_ms": statistics.median(ms) for stage, ms in stages.items()}
+        services.close()
+        store.close()
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", type=Path, nargs="+", default=[SHARED / "2wiki101", SHARED / "musique100"])
+    parser.add_argument("--skip-passages", action="store_true", help="run only the MetaQA / latency parts")
+    parser.add_argument("--metaqa", type=Path, default=SHARED / "metaqa", help="a folder with kb.txt and queries.jsonl")
+    parser.add_argument("--metaqa-queries", type=Path, help="MetaQA questions (default: the folder's queries.jsonl)")
+    parser.add_argument("--skip-metaqa", action="store_true")
+    parser.add_argument("--latency", action="store_true", help="Graph RAG latency on 10k / 100k / 1M triples")
     parser.add_argument("--markdown", action="store_true", help="append the tables to bench/RESULTS.md")
     args = parser.parse_args()
-    report: dict[str, dict] = {}
+    report: dict[str, object] = {}
     lines: list[str] = []
-    for dataset in args.dataset:
+    for dataset in [] if args.skip_passages else args.dataset:
         if not (dataset / "corpus.jsonl").is_file() or not (dataset / "queries.jsonl").is_file():
             raise SystemExit(f"{dataset} needs corpus.jsonl and queries.jsonl")
         with tempfile.TemporaryDirectory(prefix="retrieval-bench-") as work:
-            metrics, timings = asyncio.run(evaluate(dataset, Path(work)))
-        report[dataset.name] = {"document": metrics, "ingest": timings}
-        lines += [f"\n### {dataset.name}: document retrieval ({timings['passages']} passages, "
-                  f"ingested in {timings['ingest_s']:.0f} s)\n",
-                  "| mode | recall@2 | recall@5 | all-gold@8 | ms/query |", "|---|---|---|---|---|"]  # fmt: skip
-        for mode, m in metrics.items():
-            lines.append(f"| {mode} | {m['recall@2']:.1f} | {m['recall@5']:.1f} | {m['all-gold@8']:.1f} | {m['ms_per_query']:.0f} |")
-        for metric, refs in REFERENCE.get(dataset.name, {}).items():
-            for name, value in refs.items():
-                lines.append(f"| {name} (reference) | | {value if metric == 'recall@5' else ''} | "
-                             f"{value if metric == 'all-gold@8' else ''} | |")  # fmt: skip
+            metrics, ingest = asyncio.run(evaluate(dataset, Path(work)))
+        report[dataset.name] = {"passages": metrics, "ingest": ingest}
+        lines += passage_table(dataset.name, metrics, ingest)
+    queries_file = args.metaqa_queries or args.metaqa / "queries.jsonl"
+    if not args.skip_metaqa:
+        with tempfile.TemporaryDirectory(prefix="metaqa-bench-") as work:
+            table, loading = asyncio.run(metaqa(args.metaqa, queries_file, Path(work)))
+        report["metaqa"] = {"per_hop": table, "loading": loading}
+        lines += [f"\n### MetaQA: Graph RAG on the KB ({loading['triples']} triples, {loading['entity_vectors']} entity "
+                  f"vectors; load {loading['load_s']:.0f} s, index {loading['index_s']:.0f} s)\n",
+                  "| hops | questions | grounding@1 | grounding | answer recall | Hits@1 |", "|---|---|---|---|---|---|"]  # fmt: skip
+        for hops, row in table.items():
+            lines.append(f"| {hops} | {row['questions']:.0f} | {row['grounding@1']:.1f} | {row['grounding']:.1f} | "
+                         f"{row['answer_recall']:.1f} | {row['hits@1']:.1f} |")  # fmt: skip
+    if args.latency:
+        with tempfile.TemporaryDirectory(prefix="latency-bench-") as work:
+            timings = asyncio.run(latency(args.metaqa, queries_file, Path(work)))
+        report["latency"] = timings
+        stages = [key for key in next(iter(timings.values())) if key.endswith(" p50_ms") and key != "p50_ms"]
+        lines += ["\n### Graph RAG latency, retrieval stages without LLM (MetaQA graph, 100 questions)\n",
+                  "| graph | triples | p50 ms | p95 ms | " + " | ".join(s.removesuffix(" p50_ms") + " p50" for s in stages) + " |",
+                  "|---" * (3 + len(stages)) + "|---|"]  # fmt: skip
+        for name, row in timings.items():
+            lines.append(f"| {name} | {row['triples']:.0f} | {row['p50_ms']:.0f} | {row['p95_ms']:.0f} | "
+                         + " | ".join(f"{row.get(s, 0):.0f}" for s in stages) + " |")  # fmt: skip
     publish("retrieval.py", "\n".join(lines), report, args.markdown)
 
 

@@ -103,6 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--k", type=int, default=5, help="passages to use (default 5)")
     ask.add_argument("--explain", action="store_true", help="also print concepts, seeds and the facts used, with scores")
 
+    index = commands.add_parser("index", help="index the labelled entities of a loaded knowledge graph for Graph RAG")
+    _common(index)
+    index.add_argument("--collection", default="default")
+
     reingest = commands.add_parser("reingest", help="extract documents again (after changing the extractor, model or prompts)")
     _common(reingest)
     reingest.add_argument("documents", nargs="+", help="document ids (as `sparqlrag documents` shows them)")
@@ -338,6 +342,17 @@ def _ask(services: Services, args: argparse.Namespace) -> None:
     print(f"\nTrace: {answer.trace}")
 
 
+def _index(services: Services, args: argparse.Namespace) -> None:
+    """Entities of triples loaded into {base}graph/C (with `load --graph`) become groundable."""
+    with tqdm(total=0, unit="entity", desc="indexing", file=sys.stderr) as bar:
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        written = asyncio.run(services.pipeline.index_graph(args.collection, on_progress=progress))
+    print(f"indexed {written} entity vectors in collection {args.collection!r}")
+
+
 def _reingest(services: Services, args: argparse.Namespace) -> None:
     pipeline = services.pipeline
     try:
@@ -462,7 +477,7 @@ def run(argv: list[str] | None = None) -> None:
                 services = Services.open(settings, store, _extractor_override(args), _load_models(settings))
                 try:
                     commands = {"ingest": _ingest, "documents": _documents, "forget": _forget, "reingest": _reingest,
-                                "collections": _collections, "ask": _ask}  # fmt: skip
+                                "collections": _collections, "ask": _ask, "index": _index}  # fmt: skip
                     commands[args.command](services, args)
                 finally:
                     services.close()

@@ -218,3 +218,21 @@ def test_collections_and_reingest(tmp_path: Path) -> None:
     assert gone.returncode == 2 and "no collection 'physics'" in gone.stderr
     no_name = cli(data, "collections", "delete")
     assert no_name.returncode == 2 and "needs a collection name" in no_name.stderr
+
+
+def test_a_loaded_graph_is_indexed_then_answers(tmp_path: Path) -> None:
+    data, base = tmp_path / "data", "http://localhost:7878/"
+    (tmp_path / "kg.ttl").write_text(f"""@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+<{base}id/default/kismet> rdfs:label "Kismet" ; <{base}rel/directed-by> <{base}id/default/william-dieterle> .
+<{base}id/default/william-dieterle> rdfs:label "William Dieterle" .
+<{base}rel/directed-by> rdfs:label "directed by" .
+""")
+    assert cli(data, "load", str(tmp_path / "kg.ttl"), "--graph", f"{base}graph/default").returncode == 0
+    empty = cli(data, "ask", "Who directed Kismet?")
+    assert empty.returncode == 2 and "no entities to answer from" in empty.stderr
+    indexed = cli(data, "index")
+    assert indexed.returncode == 0 and indexed.stdout.strip() == "indexed 2 entity vectors in collection 'default'"
+    assert cli(data, "index").stdout.strip() == "indexed 0 entity vectors in collection 'default'"
+    answer = cli(data, "ask", "Who directed Kismet?", "--explain")
+    assert answer.returncode == 0 and "Kismet directed by William Dieterle." in answer.stdout
+    assert "Sources: none" in answer.stdout  # loaded facts have no provenance

@@ -183,3 +183,14 @@ def test_llm_concepts_reasoning_and_streamed_synthesis(services: Services) -> No
     assert done["usage"]["input_tokens"] == 80  # concepts and reasoning (30 + 50) are counted; streaming has no counts
     synthesis_prompt = stub.requests[2]["messages"][0]["content"]
     assert "Facts from the knowledge graph:" in synthesis_prompt and "[1] (curie)" in synthesis_prompt
+
+
+def test_the_label_scorer_walks_the_same_graph(services: Services) -> None:
+    options = GraphRagOptions(entity_limit=1, scorer="labels")
+    walk = asyncio.run(rag(services).retrieve("default", "In which country was Marie Curie born?", options))
+    facts = {(e.hop, e.fact.subject.value, e.labels[1], e.fact.object.value) for e in walk.edges}
+    assert (1, entity("Marie Curie"), "was born in", entity("Warsaw")) in facts
+    assert (2, entity("Warsaw"), "is capital of", entity("Poland")) in facts
+    assert all(0 < e.relevance <= 1.0 + 1e-6 and e.score == pytest.approx((e.relevance + 1.0) / 2) for e in walk.edges if e.hop == 1)
+    with pytest.raises(ValueError, match="scorer"):
+        GraphRagOptions(scorer="psychic")

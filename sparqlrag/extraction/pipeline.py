@@ -401,19 +401,46 @@ class Pipeline:
             for fact in result.facts:
                 for name in (fact.subject, fact.object) if fact.object_entity else (fact.subject,):
                     definitions.setdefault(name, None)
-        by_iri = {iris.entity(name).value: name for name in definitions}
-        defined = [iri for iri, name in by_iri.items() if definitions[name]]
-        known = await asyncio.to_thread(self.vectors.existing, collection, "entities", list(by_iri))
+        await self._index_entities(collection, {iris.entity(name).value: (name, d) for name, d in definitions.items()})
+
+    async def _index_entities(self, collection: str, entities: dict[str, tuple[str, str | None]]) -> int:
+        """Vectors for the entities (IRI -> label, definition) the index does not hold yet: one
+        of the label, and one of the label with the definition when there is one. Returns how
+        many vectors were written."""
+        defined = [iri for iri, (_, definition) in entities.items() if definition]
+        known = await asyncio.to_thread(self.vectors.existing, collection, "entities", list(entities))
         known_defined = await asyncio.to_thread(self.vectors.existing, collection, "entities", defined, "definition")
-        labels = [iri for iri in by_iri if iri not in known]
+        labels = [iri for iri in entities if iri not in known]
         described = [iri for iri in defined if iri not in known_defined]
-        texts = [by_iri[iri] for iri in labels] + [f"{by_iri[iri]}: {definitions[by_iri[iri]]}" for iri in described]
+        texts = [entities[iri][0] for iri in labels] + [f"{entities[iri][0]}: {entities[iri][1]}" for iri in described]
         if texts:
             vectors = await asyncio.to_thread(self.embedder.embed, texts)
             for iri_list, rows, facet in ((labels, vectors[: len(labels)], ""), (described, vectors[len(labels) :], "definition")):
                 if iri_list:
-                    payloads = [{"label": by_iri[iri], "definition": definitions[by_iri[iri]]} for iri in iri_list]
+                    payloads = [{"label": entities[iri][0], "definition": entities[iri][1]} for iri in iri_list]
                     await asyncio.to_thread(self.vectors.upsert, collection, "entities", iri_list, rows, payloads, facet)
+        return len(texts)
+
+    async def index_graph(self, collection: str, *, batch: int = 5000, on_progress: Progress | None = None) -> int:
+        """Index the labelled entities of the collection's knowledge graph that have no vector
+        yet: for a graph loaded with SPARQL or `sparqlrag load` rather than ingested, so Graph
+        RAG can ground questions on it. Predicates (IRIs used as one) are left out. Returns how
+        many vectors were written."""
+        iris = Iris(self.base_iri, collection)
+        if not await asyncio.to_thread(librarian.collection_exists, self.store, iris):
+            raise librarian.UnknownCollection(collection)
+        kg = sparql_term(iris.knowledge_graph)
+        rows = await asyncio.to_thread(select, self.store, v.SPARQL_PREFIXES + f"""
+            SELECT ?e (SAMPLE(?l) AS ?label) (SAMPLE(?d) AS ?definition) WHERE {{ GRAPH {kg} {{
+              ?e rdfs:label ?l OPTIONAL {{ ?e skos:definition ?d }} FILTER(isIRI(?e))
+              FILTER NOT EXISTS {{ ?x ?e ?y }} }} }} GROUP BY ?e""")  # fmt: skip
+        written = 0
+        for start in range(0, len(rows), batch):
+            part = {row["e"]: (row["label"], row.get("definition")) for row in rows[start : start + batch]}
+            written += await self._index_entities(collection, part)
+            if on_progress is not None:
+                on_progress(min(start + batch, len(rows)), len(rows))
+        return written
 
     # -- removal ------------------------------------------------------------------------------
 
