@@ -141,7 +141,7 @@ def local_name(iri: str) -> str:
 
 
 @dataclass
-class _Walk:
+class Walk:
     """What the stages build up for one question."""
 
     trace: Trace
@@ -169,7 +169,7 @@ class _Walk:
 class _Stage:
     """Times a stage into the trace: `with _Stage(walk, "grounding"):`."""
 
-    def __init__(self, walk: _Walk, name: str) -> None:
+    def __init__(self, walk: Walk, name: str) -> None:
         self.walk, self.name = walk, name
 
     def __enter__(self) -> None:
@@ -190,9 +190,9 @@ class GraphRag:
 
     # -- the public calls -----------------------------------------------------------------------
 
-    async def retrieve(self, collection: str, question: str, options: GraphRagOptions | None = None) -> _Walk:
+    async def retrieve(self, collection: str, question: str, options: GraphRagOptions | None = None) -> Walk:
         """Every stage but synthesis (no trace written): for passage-recall benchmarks."""
-        walk = _Walk(Trace(check_question(question), "graph-rag"), options or GraphRagOptions())
+        walk = Walk(Trace(check_question(question), "graph-rag"), options or GraphRagOptions())
         async for _ in self._walk(Iris(self.base_iri, collection), walk):
             pass
         return walk
@@ -204,7 +204,7 @@ class GraphRag:
         `also` (Document RAG's passages) is fused with the graph's passages (RRF) before
         synthesis: the "hybrid" mode, which answers from the facts and both sets of passages."""
         iris = Iris(self.base_iri, collection)
-        walk = _Walk(Trace(check_question(question), "hybrid" if also is not None else "graph-rag"), options or GraphRagOptions())
+        walk = Walk(Trace(check_question(question), "hybrid" if also is not None else "graph-rag"), options or GraphRagOptions())
         async for _ in self._walk(iris, walk):
             pass
         if also is not None:
@@ -224,7 +224,7 @@ class GraphRag:
         """(event, data) pairs: the explanation as stages finish ("concepts", "seeds", "hop"...,
         "edges"), the answer as "token"s, then "sources", then "done" with the trace IRI."""
         iris = Iris(self.base_iri, collection)
-        walk = _Walk(Trace(check_question(question), "graph-rag"), options or GraphRagOptions())
+        walk = Walk(Trace(check_question(question), "graph-rag"), options or GraphRagOptions())
         async for event in self._walk(iris, walk):
             yield event
         with _Stage(walk, "synthesis"):
@@ -241,7 +241,7 @@ class GraphRag:
         yield "sources", {"sources": [passage_json(p) for p in answer.passages]}
         yield "done", {"answer": answer.answer, "trace": answer.trace, "model": answer.model, "usage": answer.usage}
 
-    async def _finish(self, iris: Iris, walk: _Walk) -> GraphAnswer:
+    async def _finish(self, iris: Iris, walk: Walk) -> GraphAnswer:
         trace = walk.trace
         trace.input_tokens, trace.output_tokens = walk.usage["input_tokens"], walk.usage["output_tokens"]
         await asyncio.to_thread(self.store.add_quads, serialize(trace.quads(iris), format=RdfFormat.N_QUADS))
@@ -250,7 +250,7 @@ class GraphRag:
 
     # -- the walk -------------------------------------------------------------------------------
 
-    async def _walk(self, iris: Iris, walk: _Walk) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    async def _walk(self, iris: Iris, walk: Walk) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         with _Stage(walk, "concepts"):
             walk.concepts = walk.trace.concepts = await self._concepts(walk)
         yield "concepts", {"concepts": walk.concepts}
@@ -289,7 +289,7 @@ class GraphRag:
         walk.trace.sources = [TracedSource(p.chunk, rank, p.score) for rank, p in enumerate(walk.passages, start=1)]
         yield "edges", {"explored": walk.explored, "edges": [e.json() for e in walk.edges]}
 
-    async def _concepts(self, walk: _Walk) -> list[str]:
+    async def _concepts(self, walk: Walk) -> list[str]:
         """The LLM's key concepts (the question itself if it lists none); offline, the question
         and each name or value it mentions, so that each grounds on its own."""
         question = walk.trace.question
@@ -300,7 +300,7 @@ class GraphRag:
         walk.count(completion)
         return list(dict.fromkeys(parse_concepts(completion.text).items)) or [question]
 
-    async def _ground(self, iris: Iris, walk: _Walk) -> list[TracedSeed]:
+    async def _ground(self, iris: Iris, walk: Walk) -> list[TracedSeed]:
         """The entities nearest each concept (the limit shared among them), best score kept."""
         walk.concept_vectors = await asyncio.to_thread(self.embedder.embed, walk.concepts)
         per_concept = max(1, walk.options.entity_limit // len(walk.concepts))
@@ -316,7 +316,7 @@ class GraphRag:
         return sorted(best.values(), key=lambda s: -s.score)[: walk.options.entity_limit]
 
     async def _hop(
-        self, iris: Iris, walk: _Walk, frontier: dict[str, float], seen: set[Triple], hop: int
+        self, iris: Iris, walk: Walk, frontier: dict[str, float], seen: set[Triple], hop: int
     ) -> tuple[list[Edge], int]:
         """Score the frontier's unseen edges; keep the best. An edge's score is the mean of its
         relevance (its text against the best-matching concept) and the weight of the frontier
@@ -349,7 +349,7 @@ class GraphRag:
         """(concepts, texts) relevance: the cross-encoder's, or embedding cosine."""
         return np.array([self.reranker.score(concept, texts) for concept in concepts])
 
-    def _score_by_labels(self, iris: Iris, walk: _Walk, edges: list[Edge]) -> np.ndarray:
+    def _score_by_labels(self, iris: Iris, walk: Walk, edges: list[Edge]) -> np.ndarray:
         """(concepts, edges) cosine, each edge's vector the normalised sum of its three terms'
         label vectors: entities' from the entity index, the rest (predicates, literals) embedded
         (and cached). A lookup instead of a model run per edge: ~10x faster, less precise
@@ -398,7 +398,7 @@ class GraphRag:
 
     # -- sources and reasoning ------------------------------------------------------------------
 
-    async def _trace_sources(self, iris: Iris, walk: _Walk) -> None:
+    async def _trace_sources(self, iris: Iris, walk: Walk) -> None:
         """Each kept edge's reifier, evidence sentence and chunks; chunks then rank by the
         summed scores of the edges they support."""
         if not walk.edges:
@@ -429,7 +429,7 @@ class GraphRag:
                 ?st rdf:reifies <<( ?s ?p ?o )>> ; prov:wasDerivedFrom ?chunk . OPTIONAL {{ ?st sr:sentence ?sentence }}
                 ?chunk sr:text ?text ; prov:wasDerivedFrom ?doc . ?doc sr:status "{READY}" ; dcterms:title ?title }} }}""")  # fmt: skip
 
-    async def _reason(self, walk: _Walk) -> None:
+    async def _reason(self, walk: Walk) -> None:
         """The LLM says, for each kept edge, why it matters to the question (edges it skips get none)."""
         assert self.llm is not None
         listing = "\n".join(f"{i}. {e.text}" for i, e in enumerate(walk.edges, start=1))
@@ -443,7 +443,7 @@ class GraphRag:
 
     # -- synthesis ------------------------------------------------------------------------------
 
-    def _prompt(self, walk: _Walk) -> str:
+    def _prompt(self, walk: Walk) -> str:
         numbers = {p.chunk: i for i, p in enumerate(walk.passages, start=1)}
         facts = []
         for edge in walk.edges:
@@ -454,7 +454,7 @@ class GraphRag:
         return render("synthesis", self.prompts_dir, question=walk.trace.question, knowledge=knowledge)
 
     @staticmethod
-    def extractive_answer(walk: _Walk, facts: int = 5) -> str:
+    def extractive_answer(walk: Walk, facts: int = 5) -> str:
         """Offline: the best facts, each told by its evidence sentence when known, cited."""
         if not walk.edges:
             return "The knowledge graph holds nothing that connects to the question."
