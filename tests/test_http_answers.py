@@ -76,7 +76,8 @@ def test_graph_rag_errors_are_4xx(client: httpx.Client) -> None:
         response = client.post("/api/v1/graph-rag", json=body, params=params)
         assert (response.status_code, response.json()["error"]) == (status, error), (body, response.text)
     assert "edge_limit" in client.post("/api/v1/graph-rag", json={"question": "q", "edge_limit": 0}).json()["detail"]
-    missing = client.get("/api/v1/traces/0123abcd")
-    assert (missing.status_code, missing.json()["error"]) == (404, "trace_not_found")
+    for trace_id in ("0123abcd", "a%20b%3E", "0" * 32):
+        missing = client.get(f"/api/v1/traces/{trace_id}")
+        assert (missing.status_code, missing.json()["error"]) == (404, "trace_not_found")
     assert client.get("/api/v1/traces", params={"limit": "lots"}).status_code == 400
     assert client.get("/api/v1/traces", params={"collection": "nope"}).status_code == 404

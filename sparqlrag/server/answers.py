@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -19,6 +20,9 @@ from sparqlrag.server.errors import ApiError
 from sparqlrag.server.streams import sse, wants_stream
 from sparqlrag.services import Services
 from sparqlrag.store.vocab import Iris
+
+
+TRACE_ID = re.compile(r"^[0-9a-f]{32}$")  # what Trace mints (uuid4 hex); anything else cannot name one
 
 
 def _services(request: Request) -> Services:
@@ -66,7 +70,8 @@ async def trace(request: Request) -> Response:
     authorize(request, "read")
     services = _services(request)
     iris = Iris(services.settings.base_iri, await collection_of(request))
-    found = await run_in_threadpool(read_trace, services.store, iris, request.path_params["id"])
+    trace_id = request.path_params["id"]
+    found = await run_in_threadpool(read_trace, services.store, iris, trace_id) if TRACE_ID.match(trace_id) else None
     if found is None:
         raise ApiError(404, "trace_not_found", f"no trace {request.path_params['id']!r} in this collection")
     return JSONResponse(found)

@@ -106,8 +106,8 @@ async def reingest(request: Request) -> Response:
     collection, document_id = await collection_of(request), request.path_params["id"]
     try:
         source = await _services(request).pipeline.kept_source(collection, document_id)
-    except LookupError:
-        raise ApiError(404, "document_not_found", f"no document {document_id!r} in this collection") from None
+    except LookupError as error:
+        raise ApiError(404, "document_not_found", f"{error} (upload it again to keep a copy)") from None
     return await _ingest(request, collection, [source], force=True)
 
 
