@@ -6,8 +6,7 @@ the entity index -> hops: the frontier's edges as subject and object, schema pre
 dropped, labels resolved in one query, edges scored against the concepts, the best kept and
 their far ends the next frontier -> sources through the reifiers (optionally beside an LLM's
 reasoning about the edges) -> synthesis (LLM, or extractive from facts and their sentences).
-Chunks rank by the scores of the selected edges they support, so Graph RAG also returns
-passages. Every stage is timed and written to the collection's trace graph.
+Chunks rank by the best selected edge they support, so Graph RAG also returns passages. Every stage is timed and written to the collection's trace graph.
 """
 
 from __future__ import annotations
@@ -260,26 +259,31 @@ class GraphRag:
             raise EmptyGraph(f"collection {iris.collection!r} has no entities to answer from: ingest documents first")
         yield "seeds", {"seeds": [seed_json(s) for s in walk.seeds]}
         # the frontier's nodes, each weighted by how it was reached: a seed by its grounding
-        # score, a node further out by the score of the best kept edge that led to it
+        # score, a node further out by the score of the best kept edge that led to it. A node
+        # (or edge) met again through a stronger path is walked (scored) again with that weight.
         frontier: dict[str, float] = {s.entity: s.score for s in walk.seeds}
-        visited: set[str] = set()
-        seen: set[Triple] = set()
+        visited: dict[str, float] = {}
+        seen: dict[Triple, float] = {}
+        kept_by_fact: dict[Triple, Edge] = {}
         for hop in range(1, walk.options.max_path_length + 1):
-            frontier = {node: weight for node, weight in frontier.items() if node not in visited}
+            frontier = {node: weight for node, weight in frontier.items() if weight > visited.get(node, -1.0)}
             if not frontier:
                 break
             with _Stage(walk, f"hop {hop}"):
                 kept, explored = await self._hop(iris, walk, frontier, seen, hop)
             visited.update(frontier)
             walk.explored += explored
-            walk.edges += kept
+            for edge in kept:
+                if edge.fact not in kept_by_fact or kept_by_fact[edge.fact].score < edge.score:
+                    kept_by_fact[edge.fact] = edge
             yield "hop", {"hop": hop, "frontier": len(frontier), "explored": explored, "kept": [e.json() for e in kept]}
             ends: dict[str, float] = {}
             for edge in kept:
                 for term in (edge.fact.subject, edge.fact.object):
-                    if isinstance(term, NamedNode) and term.value not in visited:
+                    if isinstance(term, NamedNode) and edge.score > visited.get(term.value, -1.0):
                         ends[term.value] = max(ends.get(term.value, 0.0), edge.score)
             frontier = dict(sorted(ends.items(), key=lambda item: -item[1]))
+        walk.edges = list(kept_by_fact.values())
         walk.edges.sort(key=lambda e: -e.score)
         walk.trace.explored = walk.explored
         with _Stage(walk, "sources"):
@@ -316,7 +320,7 @@ class GraphRag:
         return sorted(best.values(), key=lambda s: -s.score)[: walk.options.entity_limit]
 
     async def _hop(
-        self, iris: Iris, walk: Walk, frontier: dict[str, float], seen: set[Triple], hop: int
+        self, iris: Iris, walk: Walk, frontier: dict[str, float], seen: dict[Triple, float], hop: int
     ) -> tuple[list[Edge], int]:
         """Score the frontier's unseen edges; keep the best. An edge's score is the mean of its
         relevance (its text against the best-matching concept) and the weight of the frontier
@@ -325,11 +329,11 @@ class GraphRag:
         options = walk.options
         found = await asyncio.to_thread(self._edges_around, iris, list(frontier), options.triple_limit)
         anchors: dict[Triple, str] = {}
-        for triple, anchor in found:
-            if triple not in seen:
+        for triple, anchor in found:  # an edge scored before counts again only through a stronger node
+            if frontier[anchor] > seen.get(triple, -1.0):
                 anchors.setdefault(triple, anchor)
         candidates = list(anchors)[: options.max_reranker_input]
-        seen.update(candidates)
+        seen.update({t: frontier[anchors[t]] for t in candidates})
         if not candidates:
             return [], 0
         labels = await asyncio.to_thread(self._labels, iris, candidates)
@@ -399,14 +403,15 @@ class GraphRag:
     # -- sources and reasoning ------------------------------------------------------------------
 
     async def _trace_sources(self, iris: Iris, walk: Walk) -> None:
-        """Each kept edge's reifier, evidence sentence and chunks; chunks then rank by the
-        summed scores of the edges they support."""
+        """Each kept edge's reifier, evidence sentence and chunks; a chunk then ranks by the best
+        edge it supports, ties broken by the sum of all it supports (a sum alone favours long
+        chunks full of weak facts: MuSiQue R@5 59.5 vs 62.2, 2Wiki 53.0 vs 61.4)."""
         if not walk.edges:
             return
         rows = await asyncio.to_thread(self._provenance, iris, [e.fact for e in walk.edges])
         by_fact = {e.fact: e for e in walk.edges}
         chunks: dict[str, dict[str, str]] = {}
-        support: dict[str, float] = {}
+        support: dict[str, list[float]] = {}
         for row in rows:
             edge = by_fact.get(Triple(row["s"], row["p"], row["o"]))  # type: ignore[arg-type]
             if edge is None:
@@ -416,10 +421,10 @@ class GraphRag:
             chunk = row["chunk"].value
             if chunk not in edge.chunks:
                 edge.chunks.append(chunk)
-                support[chunk] = support.get(chunk, 0.0) + edge.score
+                support.setdefault(chunk, []).append(edge.score)
             chunks[chunk] = {name: row[name].value for name in ("text", "doc", "title")}
-        ranked = sorted(support, key=lambda chunk: -support[chunk])[: walk.options.k]
-        walk.passages = [Passage(c, chunks[c]["doc"], chunks[c]["title"], chunks[c]["text"], support[c]) for c in ranked]
+        ranked = sorted(support, key=lambda chunk: (-max(support[chunk]), -sum(support[chunk])))[: walk.options.k]
+        walk.passages = [Passage(c, chunks[c]["doc"], chunks[c]["title"], chunks[c]["text"], max(support[c])) for c in ranked]
 
     def _provenance(self, iris: Iris, facts: list[Triple]) -> list[dict]:
         rows = " ".join(f"({sparql_term(t.subject)} {sparql_term(t.predicate)} {sparql_term(t.object)})" for t in facts)
