@@ -71,3 +71,18 @@ def test_an_entity_has_a_label_point_and_a_definition_point_but_is_found_once(tm
     index.delete("c", "entities", iris[:1])
     assert index.count("c", "entities") == 1 and [h.iri for h in index.search("c", "entities", embedder.embed_one("x"), 5)] == iris[1:]
     index.close()
+
+
+def test_local_search_sees_every_write_after_the_first_search(tmp_path: Path, embedder: Embedder) -> None:
+    index = VectorIndex(embedder.dim, path=tmp_path / "qdrant")
+    index.upsert("c", "chunks", ["http://x/a"], embedder.embed(["bread and flour"]), [{}])
+    query = embedder.embed_one("a river in Poland")
+    assert [h.iri for h in index.search("c", "chunks", query, 5)] == ["http://x/a"]  # loads the matrix
+    index.upsert("c", "chunks", ["http://x/b"], embedder.embed(["the Vistula flows through Warsaw"]), [{}])
+    assert [h.iri for h in index.search("c", "chunks", query, 5)] == ["http://x/b", "http://x/a"]
+    index.delete("c", "chunks", ["http://x/b"])
+    assert [h.iri for h in index.search("c", "chunks", query, 5)] == ["http://x/a"]
+    index.upsert("c", "chunks", ["http://x/a"], embedder.embed(["Krakow lies on the Vistula in Poland"]), [{"v": 2}])
+    (hit,) = index.search("c", "chunks", query, 5)
+    assert hit.payload["v"] == 2 and hit.score > 0.3
+    index.close()

@@ -52,7 +52,7 @@ log = logging.getLogger("sparqlrag.ingest")
 @dataclass(frozen=True)
 class IngestResult:
     document: str
-    status: str  # "ready" or "unchanged"
+    status: str  # "ready", "unchanged", or "queued" (accepted by submit)
     chunks_added: int = 0
     chunks_removed: int = 0
     chunks_kept: int = 0

@@ -154,34 +154,32 @@ class DocumentRag:
 
     async def answer(self, collection: str, question: str, *, mode: Mode = "hybrid", k: int = 5, **options: Any) -> Answer:
         """Retrieve, answer (LLM or extractive), and write the trace."""
-        question = check_question(question)
         trace, passages = await self._retrieve_traced(collection, question, mode, k, options)
         if self.llm is not None and passages:
-            completion = await self.llm.complete(self._prompt(question, passages))
+            completion = await self.llm.complete(self._prompt(trace.question, passages))
             trace.answer, trace.model = completion.text, completion.model
             trace.input_tokens, trace.output_tokens = completion.input_tokens, completion.output_tokens
         else:
-            trace.answer = await asyncio.to_thread(self.extractive_answer, question, passages)
+            trace.answer = await asyncio.to_thread(self.extractive_answer, trace.question, passages)
         iri = await self._write_trace(collection, trace)
         usage = {"input_tokens": trace.input_tokens, "output_tokens": trace.output_tokens}
-        return Answer(question, trace.answer, passages, iri, trace.model, usage)
+        return Answer(trace.question, trace.answer, passages, iri, trace.model, usage)
 
     async def stream(
         self, collection: str, question: str, *, mode: Mode = "hybrid", k: int = 5, **options: Any
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """(event, data) pairs: "sources" first, then "token" pieces of the answer, then "done"
         with the whole answer and the trace IRI (written before "done" is sent)."""
-        question = check_question(question)
         trace, passages = await self._retrieve_traced(collection, question, mode, k, options)
         yield "sources", {"sources": [passage_json(p) for p in passages]}
         if self.llm is not None and passages:
             pieces = []
-            async for piece in self.llm.stream(self._prompt(question, passages)):
+            async for piece in self.llm.stream(self._prompt(trace.question, passages)):
                 pieces.append(piece)
                 yield "token", {"text": piece}
             trace.answer, trace.model = "".join(pieces), self.llm.name
         else:
-            trace.answer = await asyncio.to_thread(self.extractive_answer, question, passages)
+            trace.answer = await asyncio.to_thread(self.extractive_answer, trace.question, passages)
             yield "token", {"text": trace.answer}
         iri = await self._write_trace(collection, trace)
         yield "done", {"answer": trace.answer, "trace": iri, "model": trace.model}
@@ -189,8 +187,8 @@ class DocumentRag:
     async def _retrieve_traced(
         self, collection: str, question: str, mode: Mode, k: int, options: dict[str, Any]
     ) -> tuple[Trace, list[Passage]]:
-        trace = Trace(question, f"document-rag/{mode}")
-        passages = await self.retrieve(collection, question, mode=mode, k=k, **options)
+        trace = Trace(check_question(question), f"document-rag/{mode}")
+        passages = await self.retrieve(collection, trace.question, mode=mode, k=k, **options)
         trace.sources = [TracedSource(p.chunk, rank, p.score) for rank, p in enumerate(passages, start=1)]
         return trace, passages
 

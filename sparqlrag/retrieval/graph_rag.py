@@ -153,6 +153,11 @@ class Walk:
     explored: int = 0
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
 
+    @classmethod
+    def start(cls, question: str, mode: str, options: GraphRagOptions | None) -> Walk:
+        """A walk for a checked question (ValueError says what is wrong with it)."""
+        return cls(Trace(check_question(question), mode), options or GraphRagOptions())
+
     def fuse(self, passages: list[Passage]) -> None:
         """Reciprocal rank fusion of the graph's passages with others (equal weights), k kept."""
         by_chunk = {p.chunk: p for p in passages} | {p.chunk: p for p in self.passages}
@@ -191,7 +196,7 @@ class GraphRag:
 
     async def retrieve(self, collection: str, question: str, options: GraphRagOptions | None = None) -> Walk:
         """Every stage but synthesis (no trace written): for passage-recall benchmarks."""
-        walk = Walk(Trace(check_question(question), "graph-rag"), options or GraphRagOptions())
+        walk = Walk.start(question, "graph-rag", options)
         async for _ in self._walk(Iris(self.base_iri, collection), walk):
             pass
         return walk
@@ -203,7 +208,7 @@ class GraphRag:
         `also` (Document RAG's passages) is fused with the graph's passages (RRF) before
         synthesis: the "hybrid" mode, which answers from the facts and both sets of passages."""
         iris = Iris(self.base_iri, collection)
-        walk = Walk(Trace(check_question(question), "hybrid" if also is not None else "graph-rag"), options or GraphRagOptions())
+        walk = Walk.start(question, "hybrid" if also is not None else "graph-rag", options)
         async for _ in self._walk(iris, walk):
             pass
         if also is not None:
@@ -223,7 +228,7 @@ class GraphRag:
         """(event, data) pairs: the explanation as stages finish ("concepts", "seeds", "hop"...,
         "edges"), the answer as "token"s, then "sources", then "done" with the trace IRI."""
         iris = Iris(self.base_iri, collection)
-        walk = Walk(Trace(check_question(question), "graph-rag"), options or GraphRagOptions())
+        walk = Walk.start(question, "graph-rag", options)
         async for event in self._walk(iris, walk):
             yield event
         with _Stage(walk, "synthesis"):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -37,19 +37,45 @@ def point_id(iri: str, facet: Facet = "") -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{iri}#{facet}" if facet else iri))
 
 
+def _normalised(vectors: np.ndarray) -> np.ndarray:
+    array = np.asarray(vectors, dtype=np.float32)
+    return array / np.maximum(np.linalg.norm(array, axis=-1, keepdims=True), 1e-12)
+
+
 @dataclass
 class _Matrix:
-    """A local collection's vectors as one normalised matrix, with each row's payload."""
+    """A local collection's vectors as one normalised matrix, with each row's payload (None
+    once deleted); kept up to date by writes, so a search after a write does not reload it."""
 
     vectors: np.ndarray
-    payloads: list[dict]
+    payloads: list[dict | None]
+    rows: dict[str, int]  # point id -> row
+    removed: set[int] = field(default_factory=set)  # rows of deleted points, never returned
+
+    def put(self, ids: list[str], vectors: np.ndarray, payloads: list[dict]) -> None:
+        fresh = []
+        for point, vector, payload in zip(ids, _normalised(vectors), payloads):
+            if point in self.rows:
+                self.vectors[self.rows[point]], self.payloads[self.rows[point]] = vector, payload
+            else:
+                self.rows[point] = len(self.payloads) + len(fresh)
+                fresh.append((vector, payload))
+        if fresh:
+            self.vectors = np.vstack([self.vectors, np.stack([vector for vector, _ in fresh])])
+            self.payloads += [payload for _, payload in fresh]
+
+    def remove(self, ids: list[str]) -> None:
+        for point in ids:
+            if (row := self.rows.pop(point, None)) is not None:
+                self.payloads[row] = None
+                self.removed.add(row)
 
 
 class VectorIndex:
     """Thread-safe wrapper: qdrant-client's local mode is not safe to call from many threads.
 
-    In local mode, searches use a matrix of the collection's vectors kept beside Qdrant (built
-    on the first search after a write): qdrant-client's local search re-normalises every stored
+    In local mode, searches use a matrix of the collection's vectors kept beside Qdrant (loaded
+    on the first search, then kept up to date by every write): qdrant-client's local search re-normalises every stored
     vector on every query (~50 ms at 40k points; ~3 ms as one matrix product). A Qdrant server
     searches itself."""
 
@@ -103,7 +129,9 @@ class VectorIndex:
                     )
                 ]
                 self._client.upsert(name, points=points, wait=True)
-            self._matrices.pop(name, None)
+                if name in self._matrices:
+                    self._matrices[name].put([str(p.id) for p in points], np.array([p.vector for p in points]),
+                                             [p.payload for p in points])  # fmt: skip
 
     def search(self, collection: str, kind: Kind, vector: np.ndarray, limit: int) -> list[Hit]:
         name = self.name(collection, kind)
@@ -123,26 +151,28 @@ class VectorIndex:
         return list(best.values())[:limit]
 
     def _matrix_search(self, name: str, vector: np.ndarray, limit: int) -> list[tuple[float, dict]]:
-        """Cosine search over the local collection's matrix (built now if a write dropped it)."""
+        """Cosine search over the local collection's matrix (loaded from Qdrant the first time)."""
         matrix = self._matrices.get(name)
         if matrix is None:
-            vectors, payloads, offset = [], [], None
+            ids, vectors, payloads, offset = [], [], [], None
             while True:
                 points, offset = self._client.scroll(name, limit=10_000, offset=offset, with_payload=True, with_vectors=True)
+                ids += [str(p.id) for p in points]
                 vectors += [p.vector for p in points]
                 payloads += [p.payload for p in points]
                 if offset is None:
                     break
-            array = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), self.dim)
-            array /= np.maximum(np.linalg.norm(array, axis=1, keepdims=True), 1e-12)
-            matrix = self._matrices[name] = _Matrix(array, payloads)
-        if not matrix.payloads:
+            array = _normalised(np.asarray(vectors, dtype=np.float32).reshape(len(vectors), self.dim))
+            matrix = self._matrices[name] = _Matrix(array, payloads, {point: row for row, point in enumerate(ids)})
+        if not matrix.rows:
             return []
         query = vector / max(float(np.linalg.norm(vector)), 1e-12)
         scores = matrix.vectors @ query
+        if matrix.removed:
+            scores[list(matrix.removed)] = -np.inf
         top = np.argpartition(-scores, min(limit, len(scores) - 1))[:limit]
         top = top[np.argsort(-scores[top])]
-        return [(float(scores[i]), matrix.payloads[i]) for i in top]
+        return [(float(scores[i]), payload) for i in top if (payload := matrix.payloads[i]) is not None]
 
     def existing(self, collection: str, kind: Kind, iris: Sequence[str], facet: Facet = "") -> set[str]:
         """Which of `iris` have a point (of `facet`) already."""
@@ -169,7 +199,8 @@ class VectorIndex:
             if iris and self._client.collection_exists(name):
                 ids = [point_id(i, facet) for i in iris for facet in FACETS]
                 self._client.delete(name, points_selector=models.PointIdsList(points=ids), wait=True)
-            self._matrices.pop(name, None)
+                if name in self._matrices:
+                    self._matrices[name].remove(ids)
 
     def count(self, collection: str, kind: Kind) -> int:
         name = self.name(collection, kind)
