@@ -9,10 +9,10 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from pyoxigraph import NamedNode, RdfFormat
+from pyoxigraph import NamedNode, RdfFormat, Triple
 
 from sparqlrag.config import Settings
-from sparqlrag.retrieval.graph_rag import EmptyGraph, GraphRag, GraphRagOptions
+from sparqlrag.retrieval.graph_rag import HUB_DAMPING, EmptyGraph, GraphRag, GraphRagOptions
 from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import select
@@ -66,10 +66,26 @@ def test_two_hops_reach_the_country_and_schema_edges_are_dropped(services: Servi
     facts = {(e.hop, e.fact.subject.value, e.labels[1], e.fact.object.value) for e in walk.edges}
     assert (1, entity("Marie Curie"), "was born in", entity("Warsaw")) in facts
     assert (2, entity("Warsaw"), "is capital of", entity("Poland")) in facts  # reached only through Warsaw
+    capital = next(e for e in walk.edges if e.hop == 2 and e.labels[1] == "is capital of")
+    assert capital.via is not None and capital.via.fact.object.value == entity("Warsaw")  # the path is kept
+    assert capital.path_text == f"{capital.via.text}. {capital.text}" and capital.json()["via"] == capital.via.text
     predicates = {e.fact.predicate.value for e in walk.edges}
     assert not any(p.startswith(("http://www.w3.org/1999/02/22-rdf-syntax-ns#", "http://www.w3.org/2000/01/rdf-schema#",
                                  "http://www.w3.org/2002/07/owl#")) for p in predicates)  # fmt: skip
     assert walk.edges == sorted(walk.edges, key=lambda e: -e.score)
+
+
+def test_a_hub_reached_through_an_edge_is_damped_and_a_seed_is_not() -> None:
+    """A node whose edges in one direction fill triple_limit is a hub: what was fetched from it
+    is a sample, so a path through it weighs less. A seed is what the question names: never damped."""
+    seed, hub, rare = (NamedNode(f"http://kb.example/entity/{name}") for name in ("seed", "hub", "rare"))
+    p = NamedNode("http://kb.example/predicate/p")
+    films = [NamedNode(f"http://kb.example/entity/film-{i}") for i in range(3)]
+    found = [(Triple(film, p, node), node.value) for node in (hub, seed) for film in films] + [(Triple(films[0], p, rare), rare.value)]
+    via = {hub.value: object(), rare.value: object()}  # both reached through an edge
+    weights = GraphRag._weights({seed.value: 0.9, hub.value: 0.8, rare.value: 0.7}, via, found, limit=3)  # type: ignore[arg-type]
+    assert weights == {seed.value: 0.9, hub.value: pytest.approx(0.8 * HUB_DAMPING), rare.value: 0.7}
+    assert GraphRag._weights({hub.value: 0.8}, via, found, limit=4) == {hub.value: 0.8}  # under the limit: no hub  # type: ignore[arg-type]
 
 
 def test_limits_are_honoured(services: Services) -> None:
