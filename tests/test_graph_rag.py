@@ -69,6 +69,8 @@ def test_two_hops_reach_the_country_and_schema_edges_are_dropped(services: Servi
     capital = next(e for e in walk.edges if e.hop == 2 and e.labels[1] == "is capital of")
     assert capital.via is not None and capital.via.fact.object.value == entity("Warsaw")  # the path is kept
     assert capital.path_text == f"{capital.via.text}. {capital.text}" and capital.json()["via"] == capital.via.text
+    assert capital.concept == walk.trace.question  # a path is scored against the question, a first hop against the concepts
+    assert {e.concept for e in walk.edges if e.hop == 1} <= set(walk.concepts)
     predicates = {e.fact.predicate.value for e in walk.edges}
     assert not any(p.startswith(("http://www.w3.org/1999/02/22-rdf-syntax-ns#", "http://www.w3.org/2000/01/rdf-schema#",
                                  "http://www.w3.org/2002/07/owl#")) for p in predicates)  # fmt: skip

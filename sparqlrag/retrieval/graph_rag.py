@@ -161,6 +161,7 @@ class Walk:
     options: GraphRagOptions
     concepts: list[str] = field(default_factory=list)
     concept_vectors: np.ndarray | None = None
+    question_vector: np.ndarray | None = None
     seeds: list[TracedSeed] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
@@ -327,7 +328,8 @@ class GraphRag:
 
     async def _ground(self, iris: Iris, walk: Walk) -> list[TracedSeed]:
         """The entities nearest each concept (the limit shared among them), best score kept."""
-        walk.concept_vectors = await asyncio.to_thread(self.embedder.embed, walk.concepts)
+        vectors = await asyncio.to_thread(self.embedder.embed, [*walk.concepts, walk.trace.question])
+        walk.concept_vectors, walk.question_vector = vectors[:-1], vectors[-1]
         per_concept = max(1, walk.options.entity_limit // len(walk.concepts))
         searches = [
             asyncio.to_thread(self.vectors.search, iris.collection, "entities", vector, per_concept)
@@ -362,13 +364,18 @@ class GraphRag:
         labels = await asyncio.to_thread(self._labels, iris, candidates)
         edges = [Edge(t, tuple(labels.get(term.value, term.value) for term in t), hop=hop, via=via.get(anchors[t]))  # type: ignore[arg-type]
                  for t in candidates]  # fmt: skip
+        # a first hop is scored against the concepts; a longer path, which answers the question as
+        # a whole rather than one concept of it, against the question (MetaQA 2-hop answer recall
+        # 80.6 -> 82.8 on questions 0-80, 85.2 -> 86.5 on 80-200; MuSiQue graph R@5 62.4 -> 64.6)
+        assert walk.concept_vectors is not None and walk.question_vector is not None
+        targets, vectors = (walk.concepts, walk.concept_vectors) if hop == 1 else ([walk.trace.question], walk.question_vector[None, :])
         if options.scorer == "labels":
-            scores = await asyncio.to_thread(self._score_by_labels, iris, walk, edges)
+            scores = await asyncio.to_thread(self._score_by_labels, iris, vectors, edges)
         else:
-            scores = await asyncio.to_thread(self._score, walk.concepts, [e.path_text for e in edges])
+            scores = await asyncio.to_thread(self._score, targets, [e.path_text for e in edges])
         for edge, row in zip(edges, scores.T):
             best = int(np.argmax(row))
-            edge.relevance, edge.concept = float(row[best]), walk.concepts[best]
+            edge.relevance, edge.concept = float(row[best]), targets[best]
             edge.score = (edge.relevance + weight[anchors[edge.fact]]) / 2
         edges.sort(key=lambda e: -e.score)
         return edges[: options.edge_limit], len(candidates)
@@ -387,8 +394,8 @@ class GraphRag:
         """(concepts, texts) relevance: the cross-encoder's, or embedding cosine."""
         return np.array([self.reranker.score(concept, texts) for concept in concepts])
 
-    def _score_by_labels(self, iris: Iris, walk: Walk, edges: list[Edge]) -> np.ndarray:
-        """(concepts, edges) cosine, each edge's vector the normalised sum of its three terms'
+    def _score_by_labels(self, iris: Iris, targets: np.ndarray, edges: list[Edge]) -> np.ndarray:
+        """(targets, edges) cosine, each edge's vector the normalised sum of its three terms'
         label vectors: entities' from the entity index, the rest (predicates, literals) embedded
         (and cached), plus the vector of the edge that led here (the path, as the text scorer
         reads it). A lookup instead of a model run per edge: ~10x faster, less precise (measured
@@ -405,8 +412,7 @@ class GraphRag:
             edge.vector = row
         paths = np.stack([e.vector + e.via.vector if e.via is not None and e.via.vector is not None else e.vector for e in edges])
         paths /= np.maximum(np.linalg.norm(paths, axis=1, keepdims=True), 1e-9)
-        assert walk.concept_vectors is not None
-        return walk.concept_vectors @ paths.T
+        return targets @ paths.T
 
     def _edges_around(self, iris: Iris, frontier: list[str], limit: int) -> list[tuple[Triple, str]]:
         """Each frontier entity's edges, as subject and as object, `limit` of each, schema
