@@ -68,7 +68,7 @@ def test_two_hops_reach_the_country_and_schema_edges_are_dropped(services: Servi
     assert (2, entity("Warsaw"), "is capital of", entity("Poland")) in facts  # reached only through Warsaw
     capital = next(e for e in walk.edges if e.hop == 2 and e.labels[1] == "is capital of")
     assert capital.via is not None and capital.via.fact.object.value == entity("Warsaw")  # the path is kept
-    assert capital.path_text == f"{capital.via.text}. {capital.text}" and capital.json()["via"] == capital.via.text
+    assert capital.path_text == f"{capital.via.text}. {capital.text}" and capital.json()["via"]["text"] == capital.via.text
     assert capital.concept == walk.trace.question  # a path is scored against the question, a first hop against the concepts
     assert {e.concept for e in walk.edges if e.hop == 1} <= set(walk.concepts)
     predicates = {e.fact.predicate.value for e in walk.edges}
@@ -135,6 +135,10 @@ def test_answer_writes_a_complete_trace_that_sparql_can_read(services: Services)
     names = [s["name"] for s in steps]
     assert names[:3] == ["concepts", "grounding", "hop 1"] and names[-2:] == ["sources", "synthesis"]
     assert all(name.startswith("hop ") for name in names[2:-2]) and int(row["steps"]) == len(names)
+    # each edge past the first hop names the fact that led to it, itself a selected edge: the path
+    (paths,) = select(store, SPARQL_PREFIXES + f"""SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH ?g {{ <{trace.value}> sr:selectedEdge ?edge .
+        ?edge sr:via ?via ; sr:hop ?hop . <{trace.value}> sr:selectedEdge ?prior . ?prior sr:fact ?via ; sr:hop ?before }} }}""")  # fmt: skip
+    assert int(paths["n"]) == sum(e.via is not None for e in answer.edges) > 0
     # "which documents did this answer rely on?", in SPARQL alone (over the union of the graphs,
     # as the server answers), through the statements it used
     result = store.query(SPARQL_PREFIXES + f"""SELECT DISTINCT ?title WHERE {{

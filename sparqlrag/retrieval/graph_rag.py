@@ -3,8 +3,9 @@
 The stages (DESIGN.md, "Retrieval"; TrustGraph's algorithm and defaults):
 concepts (LLM, or the question and the names in it) -> one embedding batch -> grounding in
 the entity index -> hops: the frontier's edges as subject and object, schema predicates
-dropped, labels resolved in one query, edges scored against the concepts, the best kept and
-their far ends the next frontier -> sources through the reifiers (optionally beside an LLM's
+dropped, labels resolved in one query, edges scored against the concepts (a longer path, the
+fact that led there then this one, against the question), the best kept and their far ends the
+next frontier -> sources through the reifiers (optionally beside an LLM's
 reasoning about the edges) -> synthesis (LLM, or extractive from facts and their sentences).
 Chunks rank by the best selected edge they support, so Graph RAG also returns passages. Every stage is timed and written to the collection's trace graph.
 """
@@ -28,7 +29,7 @@ from sparqlrag.models.prompts import json_items, parse_concepts, render
 from sparqlrag.models.reranker import Reranker
 from sparqlrag.retrieval.document_rag import Passage, passage_json, rrf
 from sparqlrag.retrieval.question import check_question
-from sparqlrag.retrieval.trace import Trace, TracedEdge, TracedSeed, TracedSource
+from sparqlrag.retrieval.trace import Trace, TracedEdge, TracedSeed, TracedSource, fact_json
 from sparqlrag.store import vocab as v
 from sparqlrag.store.select import select, select_terms
 from sparqlrag.store.sparql_text import sparql_term, values
@@ -40,8 +41,8 @@ SCHEMA_NAMESPACES = (v.RDF, v.RDFS, v.OWL)
 SKIPPED_PREDICATES = (v.SKOS_ALT_LABEL.value,)
 # A node reached through an edge whose edges in one direction fill triple_limit (a year, a
 # genre, a country) is a hub: what is fetched from it is an arbitrary sample, and a path through
-# it says little about the question, so its weight is damped (MetaQA 2-hop answer recall, 40
-# questions: 80.3 undamped, 84.6 at 0.8, 86.4 at 0.6, 86.0 at 0.3).
+# it says little about the question, so its weight is damped (MetaQA 2-hop answer recall,
+# questions 0-40, path scoring on: 80.3 undamped, 84.6 at 0.8, 86.4 at 0.6, 86.0 at 0.3).
 HUB_DAMPING = 0.6
 
 
@@ -102,7 +103,8 @@ class Edge:
     @property
     def path_text(self) -> str:
         """The edge that led here, then this one: what the text scorer judges, so that a second
-        hop is scored as the path it completes (MetaQA 2-hop answer recall 71.6 -> 80.3)."""
+        hop is scored as the path it completes (MetaQA 2-hop answer recall, questions 0-40:
+        71.6 -> 80.3)."""
         return f"{self.via.text}. {self.text}" if self.via else self.text
 
     @property
@@ -116,10 +118,9 @@ class Edge:
         return text if text.endswith((".", "!", "?")) else text + "."
 
     def json(self) -> dict[str, Any]:
-        s, p, o = self.fact.subject, self.fact.predicate, self.fact.object
-        return {"subject": s.value, "predicate": p.value, "object": o.value, "object_is_literal": isinstance(o, Literal),
-                "labels": list(self.labels), "text": self.text, "score": self.score, "relevance": self.relevance,
-                "concept": self.concept, "hop": self.hop, "via": self.via.text if self.via else None,
+        via = fact_json(self.via.fact) | {"text": self.via.text} if self.via else None
+        return {**fact_json(self.fact), "labels": list(self.labels), "text": self.text, "score": self.score,
+                "relevance": self.relevance, "concept": self.concept, "hop": self.hop, "via": via,
                 "statement": self.statement, "sentence": self.sentence, "chunks": self.chunks, "reasoning": self.reasoning}  # fmt: skip
 
 
@@ -311,7 +312,8 @@ class GraphRag:
         with _Stage(walk, "sources"):
             reasoning = self._reason(walk) if walk.options.reasoning and self.llm is not None and walk.edges else None
             await asyncio.gather(self._trace_sources(iris, walk), *([reasoning] if reasoning else []))
-        walk.trace.edges = [TracedEdge(e.fact, e.statement, e.score, e.hop, e.concept, e.reasoning) for e in walk.edges]
+        walk.trace.edges = [TracedEdge(e.fact, e.statement, e.score, e.hop, e.concept, e.reasoning, e.via.fact if e.via else None)
+                            for e in walk.edges]  # fmt: skip
         walk.trace.sources = [TracedSource(p.chunk, rank, p.score) for rank, p in enumerate(walk.passages, start=1)]
         yield "edges", {"explored": walk.explored, "edges": [e.json() for e in walk.edges]}
 

@@ -46,6 +46,7 @@ class TracedEdge:
     hop: int
     concept: str
     reasoning: str | None = None
+    via: Triple | None = None  # the fact that led the walk to this one
 
 
 def _double(value: float) -> Literal:
@@ -122,6 +123,8 @@ class Trace:
                 quads += [Quad(item, v.SR_STATEMENT_OF_EDGE, statement, graph), Quad(node, v.PROV_USED, statement, graph)]
             if edge.reasoning:
                 quads.append(Quad(item, v.SR_REASONING, Literal(edge.reasoning), graph))
+            if edge.via:
+                quads.append(Quad(item, v.SR_VIA, edge.via, graph))
         for index, (stage, ms) in enumerate(self.steps.items()):
             item = BlankNode()
             quads += [
@@ -159,8 +162,8 @@ def read_trace(store: Any, iris: Iris, trace_id: str) -> dict[str, Any] | None:
 
     seeds = items("sr:seed", "?item sr:entity ?entity ; sr:score ?score ; sr:concept ?concept", "?entity ?score ?concept")
     edges = items("sr:selectedEdge", "?item sr:fact ?fact ; sr:score ?score ; sr:hop ?hop ; sr:concept ?concept "
-                  "OPTIONAL { ?item sr:statement ?statement } OPTIONAL { ?item sr:reasoning ?reasoning }",
-                  "?fact ?score ?hop ?concept ?statement ?reasoning")  # fmt: skip
+                  "OPTIONAL { ?item sr:statement ?statement } OPTIONAL { ?item sr:reasoning ?reasoning } OPTIONAL { ?item sr:via ?via }",
+                  "?fact ?score ?hop ?concept ?statement ?reasoning ?via")  # fmt: skip
     sources = items("sr:source", "?item sr:chunk ?chunk ; sr:rank ?rank ; sr:score ?score", "?chunk ?rank ?score")
     steps = items("sr:step", "?item rdfs:label ?name ; sr:index ?index ; sr:durationMs ?ms", "?name ?index ?ms")
     return {
@@ -178,10 +181,13 @@ def read_trace(store: Any, iris: Iris, trace_id: str) -> dict[str, Any] | None:
     }  # fmt: skip
 
 
-def _edge_json(row: dict[str, Any]) -> dict[str, Any]:
-    fact: Triple = row["fact"]
+def fact_json(fact: Triple) -> dict[str, Any]:
     return {"subject": fact.subject.value, "predicate": fact.predicate.value, "object": fact.object.value,
-            "object_is_literal": isinstance(fact.object, Literal), "score": float(row["score"].value),
+            "object_is_literal": isinstance(fact.object, Literal)}
+
+
+def _edge_json(row: dict[str, Any]) -> dict[str, Any]:
+    return {**fact_json(row["fact"]), "score": float(row["score"].value), "via": fact_json(row["via"]) if "via" in row else None,
             "hop": int(row["hop"].value), "concept": row["concept"].value,
             "statement": row["statement"].value if "statement" in row else None,
             "reasoning": row["reasoning"].value if "reasoning" in row else None}  # fmt: skip
