@@ -333,7 +333,7 @@ def _ask(services: Services, args: argparse.Namespace) -> None:
         print("Seeds:    " + "; ".join(f"{local_name(s.entity)} ({s.score:.2f})" for s in explained.seeds[:10]))
         print(f"Facts ({len(explained.edges)} kept of {explained.explored} explored):")
         for edge in explained.edges[:15]:
-            print(f"  {edge.score:5.2f}  hop {edge.hop}  {edge.text}")
+            print(f"  {edge.score:5.2f}  hop {edge.hop}  {edge.text}" + (f"  (via: {edge.via.text})" if edge.via else ""))
         print()
     print("Sources:" if passages else "Sources: none")
     for number, passage in enumerate(passages, start=1):

@@ -123,6 +123,8 @@ def test_ask_in_each_mode_and_its_errors(tmp_path: Path) -> None:
         assert "Sources:\n  [1] CERN: " in result.stdout and "Trace: http://localhost:7878/trace/default/" in result.stdout
     explained = cli(tmp_path, "ask", question, "--explain").stdout
     assert "Concepts: Where is CERN located?; CERN" in explained and "Facts (" in explained and "hop 1" in explained
+    second = [line for line in explained.splitlines() if "  hop 2  " in line]
+    assert second and all("  (via: " in line for line in second)  # a second hop names the fact it continues
     trace_id = explained.rsplit("/", 1)[1].strip()
     mode = cli(tmp_path, "query", f"SELECT ?m WHERE {{ ?t <https://w3id.org/sparqlrag/ns#mode> ?m FILTER(STRENDS(STR(?t), '{trace_id}')) }}",
                "--format", "csv")  # fmt: skip
