@@ -1,7 +1,7 @@
 """Retrieval quality and speed of Document RAG and Graph RAG.
 
     .venv/bin/python bench/retrieval.py [--dataset DIR ...] [--metaqa DIR] [--metaqa-queries FILE]
-                                        [--latency] [--skip-passages] [--markdown]
+                                        [--latency] [--skip-passages] [--scorer text|labels] [--markdown]
 
 Passages (each --dataset DIR: `corpus.jsonl` {id,title,text}, `queries.jsonl` {id,question,
 gold_ids}, optional `triples.jsonl` {passage_id,entities,triples}): every passage is ingested as
@@ -14,7 +14,8 @@ gold passage in the top 8; ms/query p50 and p95.
 
 MetaQA (--metaqa DIR: `kb.txt` subject|relation|object, `queries.jsonl` {hops,question,
 topic_entity,answers}): the KB is loaded as the knowledge graph (labels from the names) and
-indexed; each question ([brackets] dropped) runs Graph RAG with its defaults. Per hop: grounding
+indexed; each question ([brackets] dropped) runs Graph RAG with its defaults (--scorer labels:
+the label-vector edge scorer, for the graph modes above too). Per hop: grounding
 (topic entity is the best seed / among the seeds), answer recall inside the selected edges, and
 Hits@1 of the top-ranked entity (the best-scored entity of the selected edges, topic excluded).
 
@@ -36,6 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -89,7 +91,7 @@ def percentile(values: list[float], share: float) -> float:
 # -- passages -----------------------------------------------------------------------------------
 
 
-async def evaluate(dataset: Path, work: Path) -> tuple[dict[str, dict[str, float]], dict[str, object]]:
+async def evaluate(dataset: Path, work: Path, options: GraphRagOptions) -> tuple[dict[str, dict[str, float]], dict[str, object]]:
     corpus, queries = read_jsonl(dataset / "corpus.jsonl"), read_jsonl(dataset / "queries.jsonl")
     triples = dataset / "triples.jsonl"
     extractor = PreExtracted(read_triples(triples)) if triples.is_file() else OfflineExtractor()
@@ -107,10 +109,10 @@ async def evaluate(dataset: Path, work: Path) -> tuple[dict[str, dict[str, float
         return lambda question: rag.retrieve("default", question, mode=name, k=8, weights=weights)  # type: ignore[arg-type]
 
     async def graph_mode(question: str) -> list[Passage]:
-        return (await graph.retrieve("default", question, GraphRagOptions(k=8))).passages
+        return (await graph.retrieve("default", question, replace(options, k=8))).passages
 
     async def fused_mode(question: str) -> list[Passage]:
-        walk = await graph.retrieve("default", question, GraphRagOptions(k=8))
+        walk = await graph.retrieve("default", question, replace(options, k=8))
         walk.fuse(await rag.retrieve("default", question, k=8))
         return walk.passages
 
@@ -138,8 +140,8 @@ async def evaluate(dataset: Path, work: Path) -> tuple[dict[str, dict[str, float
     return metrics, ingest
 
 
-def passage_table(name: str, metrics: dict[str, dict[str, float]], ingest: dict[str, object]) -> list[str]:
-    lines = [f"\n### {name}: passage retrieval ({ingest['passages']} passages, knowledge by {ingest['knowledge']}, "
+def passage_table(name: str, metrics: dict[str, dict[str, float]], ingest: dict[str, object], scorer: str = "") -> list[str]:
+    lines = [f"\n### {name}: passage retrieval{scorer} ({ingest['passages']} passages, knowledge by {ingest['knowledge']}, "
              f"ingested in {ingest['ingest_s']:.0f} s)\n",
              "| mode | recall@2 | recall@5 | all-gold@8 | ms/query p50 | p95 |", "|---|---|---|---|---|---|"]  # fmt: skip
     for mode, m in metrics.items():
@@ -179,13 +181,13 @@ async def load_graph(work: Path, quads: list[Quad]) -> tuple[Services, EmbeddedS
                              "entity_vectors": vectors}  # fmt: skip
 
 
-async def metaqa(directory: Path, queries_file: Path, work: Path) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+async def metaqa(directory: Path, queries_file: Path, work: Path, options: GraphRagOptions) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
     services, store, loading = await load_graph(work, metaqa_quads(directory / "kb.txt"))
     queries = read_jsonl(queries_file)
     per_hop: dict[int, dict[str, float]] = {}
     for query in queries:
         topic, answers = IRIS.entity(query["topic_entity"]).value, {IRIS.entity(a).value for a in query["answers"]}
-        walk = await services.graph_rag.retrieve("default", re.sub(r"[\[\]]", "", query["question"]))
+        walk = await services.graph_rag.retrieve("default", re.sub(r"[\[\]]", "", query["question"]), options)
         seeds = [s.entity for s in walk.seeds]
         best: dict[str, float] = {}
         for edge in walk.edges:
@@ -239,25 +241,29 @@ def main() -> None:
     parser.add_argument("--metaqa-queries", type=Path, help="MetaQA questions (default: the folder's queries.jsonl)")
     parser.add_argument("--skip-metaqa", action="store_true")
     parser.add_argument("--latency", action="store_true", help="Graph RAG latency on 10k / 100k / 1M triples")
+    parser.add_argument("--scorer", choices=["text", "labels"], default="text", help="Graph RAG's edge scorer (default: text)")
     parser.add_argument("--markdown", action="store_true", help="append the tables to bench/RESULTS.md")
     args = parser.parse_args()
+    options = GraphRagOptions(scorer=args.scorer)
+    scorer = f", {args.scorer} scorer" if args.scorer != "text" else ""
     report: dict[str, object] = {}
     lines: list[str] = []
     for dataset in [] if args.skip_passages else args.dataset:
         if not (dataset / "corpus.jsonl").is_file() or not (dataset / "queries.jsonl").is_file():
             raise SystemExit(f"{dataset} needs corpus.jsonl and queries.jsonl")
         with tempfile.TemporaryDirectory(prefix="retrieval-bench-") as work:
-            metrics, ingest = asyncio.run(evaluate(dataset, Path(work)))
+            metrics, ingest = asyncio.run(evaluate(dataset, Path(work), options))
         report[dataset.name] = {"passages": metrics, "ingest": ingest}
-        lines += passage_table(dataset.name, metrics, ingest)
-        print("\n".join(passage_table(dataset.name, metrics, ingest)), file=sys.stderr)  # progress, in case a later part fails
+        section = passage_table(dataset.name, metrics, ingest, scorer)
+        lines += section
+        print("\n".join(section), file=sys.stderr)  # progress, in case a later part fails
     queries_file = args.metaqa_queries or args.metaqa / "queries.jsonl"
     if not args.skip_metaqa:
         with tempfile.TemporaryDirectory(prefix="metaqa-bench-") as work:
-            table, loading = asyncio.run(metaqa(args.metaqa, queries_file, Path(work)))
+            table, loading = asyncio.run(metaqa(args.metaqa, queries_file, Path(work), options))
         report["metaqa"] = {"per_hop": table, "loading": loading}
         print(json.dumps(report["metaqa"]), file=sys.stderr)
-        lines += [f"\n### MetaQA: Graph RAG on the KB ({loading['triples']} triples, {loading['entity_vectors']} entity "
+        lines += [f"\n### MetaQA: Graph RAG{scorer} on the KB ({loading['triples']} triples, {loading['entity_vectors']} entity "
                   f"vectors; load {loading['load_s']:.0f} s, index {loading['index_s']:.0f} s)\n",
                   "| hops | questions | grounding@1 | grounding | answer recall | Hits@1 |", "|---|---|---|---|---|---|"]  # fmt: skip
         for hops, row in table.items():
