@@ -12,10 +12,11 @@ import pytest
 from pyoxigraph import NamedNode, RdfFormat, Triple
 
 from sparqlrag.config import Settings
-from sparqlrag.retrieval.graph_rag import HUB_DAMPING, EmptyGraph, GraphRag, GraphRagOptions
+from sparqlrag.retrieval.graph_rag import HUB_DAMPING, Edge, EmptyGraph, GraphRag, GraphRagOptions
 from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import select
+from sparqlrag.store import vocab
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 from tests.llm_stub import Reply, stubbed_llm
 
@@ -88,6 +89,18 @@ def test_a_hub_reached_through_an_edge_is_damped_and_a_seed_is_not() -> None:
     weights = GraphRag._weights({seed.value: 0.9, hub.value: 0.8, rare.value: 0.7}, via, found, limit=3)  # type: ignore[arg-type]
     assert weights == {seed.value: 0.9, hub.value: pytest.approx(0.8 * HUB_DAMPING), rare.value: 0.7}
     assert GraphRag._weights({hub.value: 0.8}, via, found, limit=4) == {hub.value: 0.8}  # under the limit: no hub  # type: ignore[arg-type]
+
+
+def test_a_path_through_a_co_occurrence_is_judged_by_its_last_fact() -> None:
+    """A co-occurrence says two names appear together, not how they relate: it leads to an edge
+    without being part of its path's text; a real relation is."""
+    a, b, c = (NamedNode(f"http://kb.example/entity/{name}") for name in "abc")
+    related = NamedNode("http://kb.example/predicate/works-with")
+    edge = Edge(Triple(b, related, c), ("B", "works with", "C"))
+    edge.via = Edge(Triple(a, vocab.SR_COOCCURS, b), ("A", "co-occurs with", "B"))
+    assert edge.leading is None and edge.path_text == "B works with C"
+    edge.via = Edge(Triple(a, related, b), ("A", "works with", "B"))
+    assert edge.leading is edge.via and edge.path_text == "A works with B. B works with C"
 
 
 def test_limits_are_honoured(services: Services) -> None:
