@@ -16,8 +16,7 @@ from sparqlrag.retrieval.graph_rag import HUB_DAMPING, Edge, EmptyGraph, GraphRa
 from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import select
-from sparqlrag.store import vocab
-from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
+from sparqlrag.store.vocab import SPARQL_PREFIXES, SR_COOCCURS, Iris
 from tests.llm_stub import Reply, stubbed_llm
 
 BASE = "http://kb.example/"
@@ -85,10 +84,10 @@ def test_a_hub_reached_through_an_edge_is_damped_and_a_seed_is_not() -> None:
     p = NamedNode("http://kb.example/predicate/p")
     films = [NamedNode(f"http://kb.example/entity/film-{i}") for i in range(3)]
     found = [(Triple(film, p, node), node.value) for node in (hub, seed) for film in films] + [(Triple(films[0], p, rare), rare.value)]
-    via = {hub.value: object(), rare.value: object()}  # both reached through an edge
-    weights = GraphRag._weights({seed.value: 0.9, hub.value: 0.8, rare.value: 0.7}, via, found, limit=3)  # type: ignore[arg-type]
+    via = {node.value: Edge(Triple(seed, p, node), ("seed", "p", node.value)) for node in (hub, rare)}  # reached through an edge
+    weights = GraphRag._weights({seed.value: 0.9, hub.value: 0.8, rare.value: 0.7}, via, found, limit=3)
     assert weights == {seed.value: 0.9, hub.value: pytest.approx(0.8 * HUB_DAMPING), rare.value: 0.7}
-    assert GraphRag._weights({hub.value: 0.8}, via, found, limit=4) == {hub.value: 0.8}  # under the limit: no hub  # type: ignore[arg-type]
+    assert GraphRag._weights({hub.value: 0.8}, via, found, limit=4) == {hub.value: 0.8}  # under the limit: no hub
 
 
 def test_a_path_through_a_co_occurrence_is_judged_by_its_last_fact() -> None:
@@ -97,7 +96,7 @@ def test_a_path_through_a_co_occurrence_is_judged_by_its_last_fact() -> None:
     a, b, c = (NamedNode(f"http://kb.example/entity/{name}") for name in "abc")
     related = NamedNode("http://kb.example/predicate/works-with")
     edge = Edge(Triple(b, related, c), ("B", "works with", "C"))
-    edge.via = Edge(Triple(a, vocab.SR_COOCCURS, b), ("A", "co-occurs with", "B"))
+    edge.via = Edge(Triple(a, SR_COOCCURS, b), ("A", "co-occurs with", "B"))
     assert edge.leading is None and edge.path_text == "B works with C"
     edge.via = Edge(Triple(a, related, b), ("A", "works with", "B"))
     assert edge.leading is edge.via and edge.path_text == "A works with B. B works with C"
@@ -150,7 +149,7 @@ def test_answer_writes_a_complete_trace_that_sparql_can_read(services: Services)
     assert all(name.startswith("hop ") for name in names[2:-2]) and int(row["steps"]) == len(names)
     # each edge past the first hop names the fact that led to it, itself a selected edge: the path
     (paths,) = select(store, SPARQL_PREFIXES + f"""SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH ?g {{ <{trace.value}> sr:selectedEdge ?edge .
-        ?edge sr:via ?via ; sr:hop ?hop . <{trace.value}> sr:selectedEdge ?prior . ?prior sr:fact ?via ; sr:hop ?before }} }}""")  # fmt: skip
+        ?edge sr:via ?via . <{trace.value}> sr:selectedEdge ?prior . ?prior sr:fact ?via }} }}""")  # fmt: skip
     assert int(paths["n"]) == sum(e.via is not None for e in answer.edges) > 0
     # "which documents did this answer rely on?", in SPARQL alone (over the union of the graphs,
     # as the server answers), through the statements it used

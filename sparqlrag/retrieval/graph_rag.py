@@ -4,10 +4,11 @@ The stages (DESIGN.md, "Retrieval"; TrustGraph's algorithm and defaults):
 concepts (LLM, or the question and the names in it) -> one embedding batch -> grounding in
 the entity index -> hops: the frontier's edges as subject and object, schema predicates
 dropped, labels resolved in one query, edges scored against the concepts (a longer path, the
-fact that led there then this one, against the question), the best kept and their far ends the
-next frontier -> sources through the reifiers (optionally beside an LLM's
-reasoning about the edges) -> synthesis (LLM, or extractive from facts and their sentences).
-Chunks rank by the best selected edge they support, so Graph RAG also returns passages. Every stage is timed and written to the collection's trace graph.
+fact that led there then this one, against the question), the best kept and their far ends
+the next frontier -> sources through the reifiers (optionally beside an LLM's reasoning about
+the edges) -> synthesis (LLM, or extractive from facts and their sentences). Chunks rank by
+the best selected edge they support, so Graph RAG also returns passages. Every stage is timed
+and written to the collection's trace graph.
 """
 
 from __future__ import annotations
@@ -426,9 +427,7 @@ class GraphRag:
     def _edges_around(self, iris: Iris, frontier: list[str], limit: int) -> list[tuple[Triple, str]]:
         """Each frontier entity's edges, as subject and as object, `limit` of each, schema
         predicates left out; one query (a UNION of limited subqueries) for the whole frontier.
-        Each edge comes with the frontier entity it was found from, in frontier order (the most
-        trusted first), so when max_reranker_input cuts the list, what is cut is what the walk
-        trusted least."""
+        Each edge comes with the frontier entity it was found from (its anchor)."""
         kg = sparql_term(iris.knowledge_graph)
         keep = " && ".join([f'!STRSTARTS(STR(?p), "{ns}")' for ns in SCHEMA_NAMESPACES] +
                            [f"?p != <{p}>" for p in SKIPPED_PREDICATES])  # fmt: skip
