@@ -13,9 +13,11 @@ from pyoxigraph import NamedNode, RdfFormat, Triple
 
 from sparqlrag.config import Settings
 from sparqlrag.retrieval.graph_rag import HUB_DAMPING, Edge, EmptyGraph, GraphRag, GraphRagOptions
+from sparqlrag.retrieval.trace import fact_json, read_trace
 from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import select
+from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vocab import SPARQL_PREFIXES, SR_COOCCURS, Iris
 from tests.llm_stub import Reply, stubbed_llm
 
@@ -118,14 +120,26 @@ def test_limits_are_honoured(services: Services) -> None:
             GraphRagOptions(**bad)
 
 
-def test_sources_are_the_chunks_that_support_the_kept_edges(services: Services) -> None:
+def test_sources_are_chunks_of_scored_edges_and_name_the_fact_they_support(services: Services) -> None:
     walk = asyncio.run(rag(services).retrieve("default", "Where was Marie Curie born?", GraphRagOptions(entity_limit=1, max_path_length=1)))
     born = next(e for e in walk.edges if e.labels[1] == "was born in")
     assert born.statement and born.sentence == "Marie Curie was born in Warsaw."
-    assert [p.title for p in walk.passages][0] == "curie"
     assert all(chunk.startswith(IRIS.document("curie").value + "/chunk/") for chunk in born.chunks)
-    supported = {c for e in walk.edges for c in e.chunks}
-    assert {p.chunk for p in walk.passages} <= supported
+    first = walk.passages[0]  # all edges of one seed are kept here: the first passage's best is among them
+    assert first.title == "curie" and first.supports == max((e for e in walk.edges if first.chunk in e.chunks), key=lambda e: e.score).fact
+    for passage in walk.passages:  # the named fact's own provenance leads to the passage
+        assert passage.supports is not None and _derived_from(services, passage.supports, passage.chunk)
+    # the kept edges lead the walk on; every scored edge's chunks are candidate passages
+    narrow = asyncio.run(rag(services).retrieve("default", "What is Warsaw?",
+                                                GraphRagOptions(entity_limit=1, max_path_length=1, edge_limit=1, k=3)))  # fmt: skip
+    assert len(narrow.edges) == 1 and len(narrow.passages) == 2 and narrow.explored > 1
+    assert {p.supports for p in narrow.passages} > {e.fact for e in narrow.edges}
+
+
+def _derived_from(services: Services, fact: Triple, chunk: str) -> bool:
+    rows = select(services.store, SPARQL_PREFIXES + f"""SELECT ?st WHERE {{ GRAPH <{IRIS.source_graph.value}> {{
+        ?st rdf:reifies {sparql_term(fact)} ; prov:wasDerivedFrom <{chunk}> }} }}""")  # fmt: skip
+    return bool(rows)
 
 
 def test_answer_writes_a_complete_trace_that_sparql_can_read(services: Services) -> None:
@@ -142,6 +156,8 @@ def test_answer_writes_a_complete_trace_that_sparql_can_read(services: Services)
     assert row["question"] == "Where was Marie Curie born?" and int(row["explored"]) == answer.explored
     assert (int(row["concepts"]), int(row["seeds"]), int(row["edges"])) == (len(answer.concepts), len(answer.seeds), len(answer.edges))
     assert int(row["sources"]) == len(answer.passages)
+    sources = read_trace(store, IRIS, answer.trace.rsplit("/", 1)[-1])["sources"]  # type: ignore[index]
+    assert [s["supports"] for s in sources] == [fact_json(p.supports) for p in answer.passages if p.supports]
     steps = select(store, SPARQL_PREFIXES + f"""SELECT ?name WHERE {{ GRAPH ?g {{ <{trace.value}> sr:step ?s .
         ?s rdfs:label ?name ; sr:index ?i ; sr:durationMs ?ms }} }} ORDER BY ?i""")  # fmt: skip
     names = [s["name"] for s in steps]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from pyoxigraph import NamedNode, RdfFormat, serialize
+from pyoxigraph import NamedNode, RdfFormat, Triple, serialize
 
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.llm import ChatModel
@@ -24,7 +24,7 @@ from sparqlrag.models.prompts import render
 from sparqlrag.models.reranker import Reranker
 from sparqlrag.models.sentences import sentence_splitter
 from sparqlrag.retrieval.question import check_question
-from sparqlrag.retrieval.trace import Trace, TracedSource
+from sparqlrag.retrieval.trace import Trace, TracedSource, fact_json
 from sparqlrag.store import vocab as v
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.select import select
@@ -44,6 +44,7 @@ class Passage:
     title: str
     text: str
     score: float
+    supports: Triple | None = None  # Graph RAG: the best fact the chunk is evidence for
 
 
 @dataclass
@@ -58,7 +59,7 @@ class Answer:
 
 def passage_json(passage: Passage) -> dict[str, Any]:
     return {"chunk": passage.chunk, "document": passage.document, "title": passage.title, "score": passage.score,
-            "text": passage.text}  # fmt: skip
+            "text": passage.text} | ({"supports": fact_json(passage.supports)} if passage.supports else {})  # fmt: skip
 
 
 def rrf(rankings: list[list[str]], weights: list[float], k: int = RRF_K) -> list[tuple[str, float]]:

@@ -29,6 +29,7 @@ class TracedSource:
     chunk: str
     rank: int
     score: float
+    supports: Triple | None = None  # Graph RAG: the best fact the chunk is evidence for
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,8 @@ class Trace:
                 Quad(item, v.SR_RANK, Literal(source.rank), graph),
                 Quad(item, v.SR_SCORE, _double(source.score), graph),
             ]
+            if source.supports:
+                quads.append(Quad(item, v.SR_SUPPORTS, source.supports, graph))
         return quads + self._graph_quads(node, graph)
 
     def _graph_quads(self, node: NamedNode, graph: NamedNode) -> list[Quad]:
@@ -164,7 +167,8 @@ def read_trace(store: Any, iris: Iris, trace_id: str) -> dict[str, Any] | None:
     edges = items("sr:selectedEdge", "?item sr:fact ?fact ; sr:score ?score ; sr:hop ?hop ; sr:concept ?concept "
                   "OPTIONAL { ?item sr:statement ?statement } OPTIONAL { ?item sr:reasoning ?reasoning } OPTIONAL { ?item sr:via ?via }",
                   "?fact ?score ?hop ?concept ?statement ?reasoning ?via")  # fmt: skip
-    sources = items("sr:source", "?item sr:chunk ?chunk ; sr:rank ?rank ; sr:score ?score", "?chunk ?rank ?score")
+    sources = items("sr:source", "?item sr:chunk ?chunk ; sr:rank ?rank ; sr:score ?score OPTIONAL { ?item sr:supports ?supports }",
+                    "?chunk ?rank ?score ?supports")
     steps = items("sr:step", "?item rdfs:label ?name ; sr:index ?index ; sr:durationMs ?ms", "?name ?index ?ms")
     return {
         "id": trace_id, "iri": node.value, "question": fields.get("question"), "mode": fields.get("mode"),
@@ -175,8 +179,9 @@ def read_trace(store: Any, iris: Iris, trace_id: str) -> dict[str, Any] | None:
         "seeds": sorted(({"entity": s["entity"].value, "score": float(s["score"].value), "concept": s["concept"].value}
                          for s in seeds), key=lambda s: -s["score"]),
         "edges": sorted((_edge_json(e) for e in edges), key=lambda e: -e["score"]),
-        "sources": sorted(({"chunk": s["chunk"].value, "rank": int(s["rank"].value), "score": float(s["score"].value)}
-                           for s in sources), key=lambda s: s["rank"]),
+        "sources": sorted(({"chunk": s["chunk"].value, "rank": int(s["rank"].value), "score": float(s["score"].value),
+                            "supports": fact_json(s["supports"]) if "supports" in s else None} for s in sources),
+                          key=lambda s: s["rank"]),
         "steps": [{"name": s["name"].value, "ms": float(s["ms"].value)} for s in sorted(steps, key=lambda s: int(s["index"].value))],
     }  # fmt: skip
 

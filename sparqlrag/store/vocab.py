@@ -89,6 +89,7 @@ SR_STATEMENT_OF_EDGE = term(SR, "statement")
 SR_HOP = term(SR, "hop")
 SR_REASONING = term(SR, "reasoning")
 SR_VIA = term(SR, "via")
+SR_SUPPORTS = term(SR, "supports")
 SR_STEP = term(SR, "step")
 SR_STEP_CLASS = term(SR, "Step")
 
