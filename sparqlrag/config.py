@@ -37,6 +37,7 @@ class Settings(BaseSettings):
     max_query_timeout: float = 300.0
     max_sparql_bytes: int = 10 * 1024 * 1024
     max_upload_bytes: int = 512 * 1024 * 1024
+    max_ontology_bytes: int = 32 * 1024 * 1024
     bulk_load_bytes: int = 16 * 1024 * 1024
     allow_remote: bool = False
     store_threads: int = 8

@@ -19,6 +19,7 @@ from sparqlrag.extraction.pipeline import Pipeline
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.llm import AnthropicModel, ChatModel, OpenAICompatibleModel, ResponseCache
 from sparqlrag.models.reranker import Reranker, build_reranker
+from sparqlrag.ontology.registry import Ontologies
 from sparqlrag.retrieval.document_rag import DocumentRag
 from sparqlrag.retrieval.graph_rag import GraphRag
 from sparqlrag.store.keyword_index import KeywordIndex
@@ -69,6 +70,7 @@ class Services:
     collections: Collections
     document_rag: DocumentRag
     graph_rag: GraphRag
+    ontologies: Ontologies
 
     @classmethod
     def open(cls, settings: Settings, store: Any, extractor: Extractor | None = None, models: Models | None = None) -> Services:
@@ -89,7 +91,8 @@ class Services:
                           weights=settings.hybrid_weights)  # fmt: skip
         graph = GraphRag(store=store, vectors=vectors, embedder=embedder, reranker=models.reranker, base_iri=settings.base_iri,
                          llm=llm, prompts_dir=settings.prompts_dir, phrases=OfflineExtractor().phrases)  # fmt: skip
-        return cls(settings, store, embedder, vectors, keywords, llm, pipeline, Collections(pipeline), rag, graph)
+        return cls(settings, store, embedder, vectors, keywords, llm, pipeline, Collections(pipeline), rag, graph,
+                   Ontologies(store, settings.base_iri))
 
     def close(self) -> None:
         self.vectors.close()

@@ -16,6 +16,7 @@ import pytest
 import uvicorn
 
 from sparqlrag.config import Settings
+from sparqlrag.models.embedder import Embedder
 from sparqlrag.server.app import create_app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,8 +53,11 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(data_dir: Path, **settings: Any) -> tuple[LiveServer, Callable[[], None]]:
+def start_server(data_dir: Path, own_base_iri: bool = False, **settings: Any) -> tuple[LiveServer, Callable[[], None]]:
+    """A server in a thread; `own_base_iri`: its base IRI is its own URL (IRIs dereferenceable in tests)."""
     port = _free_port()
+    if own_base_iri:
+        settings["base_iri"] = f"http://127.0.0.1:{port}/"
     config_settings = Settings(data_dir=data_dir, port=port, **settings)
     app = create_app(config_settings)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False))
@@ -87,6 +91,12 @@ def clean_server(live_server: LiveServer) -> LiveServer:
         response = client.post("/sparql", content="DROP ALL", headers={"Content-Type": "application/sparql-update"})
         assert response.status_code == 204, response.text
     return live_server
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    """The offline MiniLM, loaded once per test module (its cache starts empty in each)."""
+    return Embedder(models_dir=tmp_path_factory.mktemp("models"))
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from tests.conftest import SPARQLRAG, LiveServer, start_server
 READ, WRITE = "reader-token", "writer-token"
 NT = {"Content-Type": "application/n-triples"}
 TRIPLE = "<http://ex/a> <http://ex/b> <http://ex/c> .\n"
+ONTOLOGY = "<http://ex/onto> a <http://www.w3.org/2002/07/owl#Ontology> . <http://ex/A> a <http://www.w3.org/2002/07/owl#Class> .\n"
 MULTIPART_BODY = (
     "--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"f.nt\"\r\nContent-Type: application/n-triples\r\n\r\n"
     + TRIPLE + "\r\n--b--\r\n"
@@ -37,8 +38,12 @@ WRITES = [
     ("collection-create", "POST", "/api/v1/collections", {"Content-Type": "application/json"}, '{"name": "c"}'),
     ("collection-delete", "DELETE", "/api/v1/collections/c", {}, None),
     ("dataset-put", "PUT", "/store", {"Content-Type": "application/n-quads"}, "<http://ex/a> <http://ex/b> <http://ex/c> <http://ex/g> .\n"),
+    ("ontology-upload", "POST", "/api/v1/ontologies?name=tiny", {"Content-Type": "text/turtle"}, ONTOLOGY),
+    ("ontology-put", "PUT", "/api/v1/ontologies/tiny", {"Content-Type": "text/turtle"}, ONTOLOGY + "<http://ex/B> a <http://www.w3.org/2002/07/owl#Class> .\n"),
+    ("ontology-delete", "DELETE", "/api/v1/ontologies/tiny", {}, None),
 ]  # fmt: skip
 READS = [
+    ("ontologies-list", "GET", "/api/v1/ontologies", {}, None),
     ("query-get", "GET", "/sparql?query=ASK%7B%7D", {}, None),
     ("query-post", "POST", "/sparql", {"Content-Type": "application/sparql-query"}, "ASK {}"),
     ("service-description", "GET", "/sparql", {}, None),

@@ -10,11 +10,6 @@ import pytest
 from sparqlrag.models.embedder import Embedder, ModelUnavailable
 
 
-@pytest.fixture(scope="module")
-def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
-    return Embedder(models_dir=tmp_path_factory.mktemp("models"))
-
-
 def test_vectors_are_normalized_and_semantic(embedder: Embedder) -> None:
     vectors = embedder.embed(["The cat sits on the mat.", "A kitten is sitting on a rug.", "Quarterly revenue grew by 12 percent."])
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32 and embedder.dim == 384

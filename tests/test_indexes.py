@@ -19,11 +19,6 @@ PASSAGES = {
 }
 
 
-@pytest.fixture(scope="module")
-def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
-    return Embedder(models_dir=tmp_path_factory.mktemp("models"))
-
-
 def test_vector_index_on_disk(tmp_path: Path, embedder: Embedder) -> None:
     index = VectorIndex(embedder.dim, path=tmp_path / "qdrant")
     iris = list(PASSAGES)

@@ -71,11 +71,6 @@ class Kit:
         return {(r["s"].removeprefix(name), r["label"], r["o"].removeprefix(name)) for r in rows}
 
 
-@pytest.fixture(scope="module")
-def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
-    return Embedder(models_dir=tmp_path_factory.mktemp("models"))
-
-
 @pytest.fixture
 def kit(tmp_path: Path, embedder: Embedder) -> Iterator[Kit]:
     store = EmbeddedStore(tmp_path / "store")

@@ -54,11 +54,6 @@ def build_tiny_cross_encoder(models_dir: Path, name: str = "ms-marco-TinyBERT-L-
     return target
 
 
-@pytest.fixture(scope="module")
-def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
-    return Embedder(models_dir=tmp_path_factory.mktemp("models"))
-
-
 def test_flashrank_cross_encoder_scores_with_the_model(tmp_path: Path, embedder: Embedder) -> None:
     build_tiny_cross_encoder(tmp_path)
     reranker = build_reranker("ms-marco-TinyBERT-L-2-v2", models_dir=tmp_path, embedder=embedder)

@@ -19,7 +19,6 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
-from urllib.parse import unquote
 
 import numpy as np
 from pyoxigraph import Literal, NamedNode, RdfFormat, Triple, serialize
@@ -35,7 +34,7 @@ from sparqlrag.store import vocab as v
 from sparqlrag.store.select import select, select_terms
 from sparqlrag.store.sparql_text import sparql_term, values
 from sparqlrag.store.vector_index import VectorIndex
-from sparqlrag.store.vocab import READY, Iris
+from sparqlrag.store.vocab import READY, Iris, local_name
 
 # predicates that describe the schema or names, not the world: never walked
 SCHEMA_NAMESPACES = (v.RDF, v.RDFS, v.OWL)
@@ -154,11 +153,6 @@ class GraphAnswer:
 
 def seed_json(seed: TracedSeed) -> dict[str, Any]:
     return {"entity": seed.entity, "score": seed.score, "concept": seed.concept}
-
-
-def local_name(iri: str) -> str:
-    """A readable name for an IRI that has no label: its last segment, hyphens as spaces."""
-    return unquote(iri.rstrip("/").rsplit("/", 1)[-1].rsplit("#", 1)[-1]).replace("-", " ").replace("_", " ")
 
 
 @dataclass

@@ -11,7 +11,7 @@ import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from pyoxigraph import NamedNode, Triple
 
@@ -90,13 +90,19 @@ SR_HOP = term(SR, "hop")
 SR_REASONING = term(SR, "reasoning")
 SR_VIA = term(SR, "via")
 SR_SUPPORTS = term(SR, "supports")
+SR_ONTOLOGY = term(SR, "Ontology")
+SR_NAME = term(SR, "name")
+SR_CLASS_COUNT = term(SR, "classCount")
+SR_PROPERTY_COUNT = term(SR, "propertyCount")
+SR_TRIPLE_COUNT = term(SR, "tripleCount")
+DCTERMS_MODIFIED = term(DCTERMS, "modified")
 SR_STEP = term(SR, "step")
 SR_STEP_CLASS = term(SR, "Step")
 
 # sr:status values of a document
 QUEUED, PROCESSING, READY, FAILED = "queued", "processing", "ready", "failed"
 
-_COLLECTION = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
 class InvalidName(ValueError):
@@ -110,12 +116,20 @@ def slug(name: str) -> str:
     return quote(text, safe="-._~")
 
 
-def check_collection(name: str) -> str:
-    if not _COLLECTION.match(name):
-        raise InvalidName(
-            f"collection names are 1-64 characters of a-z, 0-9, '-' and '_', starting with a letter or digit; got {name!r}"
-        )
+def local_name(iri: str) -> str:
+    """A readable name for an IRI that has no label: its last segment, hyphens as spaces."""
+    return unquote(iri.rstrip("/").rsplit("/", 1)[-1].rsplit("#", 1)[-1]).replace("-", " ").replace("_", " ")
+
+
+def check_name(name: str, what: str) -> str:
+    """A collection's or ontology's name: it becomes part of IRIs and URLs."""
+    if not _NAME.match(name):
+        raise InvalidName(f"{what} names are 1-64 characters of a-z, 0-9, '-' and '_', starting with a letter or digit; got {name!r}")
     return name
+
+
+def check_collection(name: str) -> str:
+    return check_name(name, "collection")
 
 
 @dataclass(frozen=True)

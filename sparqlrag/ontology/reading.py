@@ -1,0 +1,64 @@
+"""Reading an ontology file in any of the formats tools write it in, into RDF triples.
+
+pyoxigraph parses Turtle, N-Triples, RDF/XML and JSON-LD; OWL/XML, which no RDF parser reads,
+goes through owlready2 and comes back as N-Triples. The format comes from the media type, else
+the file name, else a look at the first bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import PurePath
+
+from pyoxigraph import RdfFormat, Triple, parse
+
+from sparqlrag.ontology.owl import OntologyError, owlready
+
+OWL_XML = "owlxml"  # not an RdfFormat: owlready2's name for it
+
+MEDIA_TYPES: dict[str, RdfFormat | str] = {
+    "text/turtle": RdfFormat.TURTLE,
+    "application/x-turtle": RdfFormat.TURTLE,
+    "application/n-triples": RdfFormat.N_TRIPLES,
+    "application/rdf+xml": RdfFormat.RDF_XML,
+    "application/ld+json": RdfFormat.JSON_LD,
+    "application/owl+xml": OWL_XML,
+}
+EXTENSIONS: dict[str, RdfFormat | str] = {
+    "ttl": RdfFormat.TURTLE, "nt": RdfFormat.N_TRIPLES, "rdf": RdfFormat.RDF_XML, "jsonld": RdfFormat.JSON_LD,
+    "owx": OWL_XML,
+}  # fmt: skip  (".owl" and ".xml" are RDF/XML or OWL/XML: sniffed)
+FORMAT_NAMES: dict[str, RdfFormat | str] = {
+    "turtle": RdfFormat.TURTLE, "ntriples": RdfFormat.N_TRIPLES, "rdfxml": RdfFormat.RDF_XML, "jsonld": RdfFormat.JSON_LD,
+    "owlxml": OWL_XML,
+}  # fmt: skip
+_XML_ELEMENT = re.compile(rb"<[A-Za-z_][\w.-]*(?::[A-Za-z_][\w.-]*)?[\s/>]")  # not "<http://...>" (N-Triples)
+_OWL_XML_ROOT = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?Ontology[\s>][^>]*http://www\.w3\.org/2002/07/owl#", re.S)
+
+
+def detect_format(data: bytes, media_type: str | None = None, filename: str | None = None) -> RdfFormat | str:
+    if media_type and media_type in MEDIA_TYPES:
+        return MEDIA_TYPES[media_type]
+    suffix = PurePath(filename).suffix.lower().lstrip(".") if filename else ""
+    if suffix in EXTENSIONS:
+        return EXTENSIONS[suffix]
+    head = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith((b"{", b"[")):
+        return RdfFormat.JSON_LD
+    if head.startswith((b"<?xml", b"<!")) or _XML_ELEMENT.match(head):
+        return OWL_XML if _OWL_XML_ROOT.search(head) and b"rdf:RDF" not in head else RdfFormat.RDF_XML
+    return RdfFormat.TURTLE  # N-Triples is Turtle too
+
+
+def read_ontology(data: bytes, media_type: str | None = None, filename: str | None = None,
+                  format: RdfFormat | str | None = None) -> list[Triple]:  # fmt: skip
+    """The ontology's triples. Raises OntologyError naming the format and the parser's complaint."""
+    fmt = format or detect_format(data, media_type, filename)
+    if fmt == OWL_XML:
+        data, fmt = owlready.to_ntriples(data, OWL_XML), RdfFormat.N_TRIPLES
+    assert isinstance(fmt, RdfFormat)
+    try:
+        return [quad.triple for quad in parse(io.BytesIO(data), format=fmt)]
+    except SyntaxError as error:
+        raise OntologyError(f"not valid {fmt.name}: {error}") from None

@@ -1,0 +1,195 @@
+"""Loaded ontologies: each in its own named graph (named by the ontology IRI), registered by a
+short name in `{base}graph/ontologies`, and read by owlready2 into an `OntologyModel`.
+
+Loading checks everything before it writes (readable, has classes, no clash of name or IRI),
+then replaces the ontology's graph and registration in one update, so a reload of a changed
+file replaces the old one whole and a rejected file changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from pyoxigraph import Literal, NamedNode, Quad, RdfFormat, Triple, parse
+
+from sparqlrag.ontology.owl import OWL_ONTOLOGY, OntologyError, OntologyModel, ontology_iri, owlready
+from sparqlrag.ontology.reading import read_ontology
+from sparqlrag.store import vocab as v
+from sparqlrag.store.select import select
+from sparqlrag.store.sparql_text import insert_data, sparql_term
+from sparqlrag.store.vocab import check_name
+
+XSD_DATETIME = NamedNode(v.XSD + "dateTime")
+
+
+class UnknownOntology(LookupError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no ontology is loaded under the name {name!r}")
+
+
+class OntologyConflict(Exception):
+    """The name or the IRI is taken by another ontology."""
+
+
+@dataclass(frozen=True)
+class OntologyInfo:
+    name: str
+    iri: str  # also the name of its graph
+    classes: int
+    properties: int
+    triples: int
+    sha256: str
+    loaded: str
+
+    def json(self) -> dict[str, Any]:
+        return asdict(self) | {"graph": self.iri}
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    info: OntologyInfo
+    replaced: bool  # a changed ontology of that name was there before
+    unchanged: bool  # the same file was loaded already: nothing written
+    warnings: list[str]
+
+
+class Ontologies:
+    def __init__(self, store: Any, base_iri: str) -> None:
+        self.store, self.base_iri = store, base_iri
+        self.registry = NamedNode(f"{base_iri}graph/ontologies")
+        self._models: dict[str, OntologyModel] = {}
+        self._lock = threading.Lock()  # loads and removals one at a time: the clash checks hold until written
+
+    def default_iri(self, name: str) -> str:
+        """The IRI of an ontology that declares none (dereferenceable under the base IRI)."""
+        return f"{self.base_iri}ontology/{name}"
+
+    # -- blocking calls (the async ones below run them in threads) ------------------------------
+
+    def load_sync(self, name: str, data: bytes, media_type: str | None = None, filename: str | None = None,
+                  format: RdfFormat | str | None = None, replace: bool = False) -> LoadResult:  # fmt: skip
+        """Load or reload `data` as ontology `name`. Raises InvalidName, OntologyError (unreadable,
+        no classes, an IRI the server uses itself) or OntologyConflict (the name holds another
+        ontology and `replace` is not set, the IRI is loaded under another name, or a graph of
+        that IRI holds data that is no ontology of ours)."""
+        name = check_name(name, "ontology")
+        triples = read_ontology(data, media_type, filename, format)
+        declared = ontology_iri(triples)
+        iri = declared or self.default_iri(name)
+        if iri.startswith(f"{self.base_iri}graph/"):
+            raise OntologyError(f"the ontology IRI {iri} is a graph name of the server's own; give the ontology another IRI")
+        if declared is None:
+            triples.append(Triple(NamedNode(iri), v.RDF_TYPE, OWL_ONTOLOGY))
+        model = owlready.model(iri, triples)
+        if not model.classes:
+            raise OntologyError("the ontology declares no classes (owl:Class or rdfs:Class): nothing to type entities with")
+        digest = hashlib.sha256(data).hexdigest()
+        with self._lock:
+            before = self._info(name)
+            holder = self._name_of(iri)
+            if holder is not None and holder != name:
+                raise OntologyConflict(f"the ontology {iri} is loaded already, under the name {holder!r}")
+            if holder is None and self.store.graph_exists(iri):
+                raise OntologyConflict(f"the graph {iri} holds other data; loading the ontology {iri} would replace it")
+            if before is not None and before.iri != iri and not replace:
+                raise OntologyConflict(f"the name {name!r} holds another ontology ({before.iri}); remove it first, "
+                                       "or replace it (--replace, ?replace=true)")  # fmt: skip
+            if before is not None and before.sha256 == digest and before.iri == iri:
+                return LoadResult(before, replaced=False, unchanged=True, warnings=model.warnings)
+            info = OntologyInfo(name, iri, len(model.classes), len(model.properties), len(triples), digest,
+                                datetime.now(timezone.utc).isoformat().replace("+00:00", "Z"))  # fmt: skip
+            graphs = {iri} | ({before.iri} if before else set())
+            drops = [f"DROP SILENT GRAPH {sparql_term(NamedNode(g))}" for g in sorted(graphs)]
+            forget = f"DELETE WHERE {{ GRAPH {sparql_term(self.registry)} {{ {sparql_term(NamedNode(before.iri))} ?p ?o }} }}" \
+                if before else ""  # fmt: skip
+            quads = [Quad(t.subject, t.predicate, t.object, NamedNode(iri)) for t in triples] + self._registration(info)
+            self.store.update(" ;\n".join(part for part in [*drops, forget, insert_data(quads)] if part))
+            self._models[name] = model
+        return LoadResult(info, replaced=before is not None, unchanged=False, warnings=model.warnings)
+
+    def _registration(self, info: OntologyInfo) -> list[Quad]:
+        node, graph = NamedNode(info.iri), self.registry
+        return [
+            Quad(node, v.RDF_TYPE, v.SR_ONTOLOGY, graph), Quad(node, v.SR_NAME, Literal(info.name), graph),
+            Quad(node, v.SR_CLASS_COUNT, Literal(info.classes), graph), Quad(node, v.SR_PROPERTY_COUNT, Literal(info.properties), graph),
+            Quad(node, v.SR_TRIPLE_COUNT, Literal(info.triples), graph), Quad(node, v.SR_SHA256, Literal(info.sha256), graph),
+            Quad(node, v.DCTERMS_MODIFIED, Literal(info.loaded, datatype=XSD_DATETIME), graph),
+        ]  # fmt: skip
+
+    def list_sync(self) -> list[OntologyInfo]:
+        return self._infos()
+
+    def info_sync(self, name: str) -> OntologyInfo:
+        info = self._info(check_name(name, "ontology"))
+        if info is None:
+            raise UnknownOntology(name)
+        return info
+
+    def by_iri_sync(self, iri: str) -> OntologyInfo | None:
+        """The ontology whose IRI this is (a trailing '#' or '/' either way)."""
+        for info in self._infos():
+            if info.iri.rstrip("#/") == iri.rstrip("#/"):
+                return info
+        return None
+
+    def serialize_sync(self, name: str, format: RdfFormat) -> bytes:
+        return self.store.serialize_graph(self.info_sync(name).iri, format)
+
+    def remove_sync(self, name: str) -> None:
+        with self._lock:
+            info = self.info_sync(name)
+            node = sparql_term(NamedNode(info.iri))
+            self.store.update(f"DROP SILENT GRAPH {node} ;\n"
+                              f"DELETE WHERE {{ GRAPH {sparql_term(self.registry)} {{ {node} ?p ?o }} }}")  # fmt: skip
+            self._models.pop(info.name, None)
+
+    def model_sync(self, name: str) -> OntologyModel:
+        """The ontology as owlready2 reads it, built from its graph on first use after a start."""
+        if name not in self._models:
+            info = self.info_sync(name)
+            data = self.store.serialize_graph(info.iri, RdfFormat.N_TRIPLES)
+            self._models[name] = owlready.model(info.iri, [q.triple for q in parse(data, format=RdfFormat.N_TRIPLES)])
+        return self._models[name]
+
+    def _infos(self, name: str | None = None) -> list[OntologyInfo]:
+        where = f"FILTER(?name = {sparql_term(Literal(name))})" if name is not None else ""
+        rows = select(self.store, v.SPARQL_PREFIXES + f"""SELECT ?iri ?name ?classes ?properties ?triples ?sha ?loaded WHERE {{
+            GRAPH {sparql_term(self.registry)} {{ ?iri a sr:Ontology ; sr:name ?name ; sr:classCount ?classes ;
+              sr:propertyCount ?properties ; sr:tripleCount ?triples ; sr:sha256 ?sha ; dcterms:modified ?loaded }} {where} }}
+            ORDER BY ?name""")  # fmt: skip
+        return [OntologyInfo(r["name"], r["iri"], int(r["classes"]), int(r["properties"]), int(r["triples"]), r["sha"], r["loaded"])
+                for r in rows]  # fmt: skip
+
+    def _info(self, name: str) -> OntologyInfo | None:
+        found = self._infos(name)
+        return found[0] if found else None
+
+    def _name_of(self, iri: str) -> str | None:
+        return next((info.name for info in self._infos() if info.iri == iri), None)
+
+    # -- the async face, for the server ---------------------------------------------------------
+
+    async def load(self, name: str, data: bytes, media_type: str | None = None, filename: str | None = None,
+                   replace: bool = False) -> LoadResult:  # fmt: skip
+        return await asyncio.to_thread(self.load_sync, name, data, media_type, filename, None, replace)
+
+    async def list(self) -> list[OntologyInfo]:
+        return await asyncio.to_thread(self.list_sync)
+
+    async def info(self, name: str) -> OntologyInfo:
+        return await asyncio.to_thread(self.info_sync, name)
+
+    async def by_iri(self, iri: str) -> OntologyInfo | None:
+        return await asyncio.to_thread(self.by_iri_sync, iri)
+
+    async def serialize(self, name: str, format: RdfFormat) -> bytes:
+        return await asyncio.to_thread(self.serialize_sync, name, format)
+
+    async def remove(self, name: str) -> None:
+        await asyncio.to_thread(self.remove_sync, name)
+

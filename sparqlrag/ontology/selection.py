@@ -1,0 +1,143 @@
+"""Which part of an ontology a chunk of text is about: what an extraction prompt is shown.
+
+A large ontology does not fit a prompt, and most of it is irrelevant to any one chunk. Its
+classes and properties are embedded once (label, local name, the first sentence of the
+comment) into a FAISS inner-product index; a chunk's sentences and candidate phrases are
+embedded (the chunks of a batch together, in one model call) and each finds its `top_k`
+nearest elements at or above `threshold`. The subset is those elements, the parents of every
+selected class, the domain and range of every selected property, and the properties whose
+domain or range is a selected class. An ontology of fewer than `WHOLE_BELOW` elements is
+passed whole.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sparqlrag.models.embedder import Embedder
+from sparqlrag.models.sentences import sentence_splitter
+from sparqlrag.ontology.owl import OntClass, OntologyModel, OntProperty
+from sparqlrag.store.vocab import local_name
+
+WHOLE_BELOW = 5
+MAX_PHRASE_WORDS = 3
+STOPWORDS = frozenset("""a an the and or but nor of in on at to for from by with without into onto over under about
+    above below between among through during before after since until as than then that this these those there here
+    is are was were be been being am has have had do does did will would can could shall should may might must
+    it its it's he she they them their his her hers we us our you your i me my mine who whom whose which what when
+    where why how not no yes all any each every some such only also very more most much many few other another same
+    own so too just one ones s t""".split())  # fmt: skip
+_WORD = re.compile(r"[^\W_][\w'-]*", re.UNICODE)
+_SENTENCES = sentence_splitter()
+
+
+@dataclass(frozen=True)
+class Subset:
+    """The classes and properties shown to the extractor, with the score that selected each
+    directly (elements added as parents, domains or ranges have none)."""
+
+    classes: dict[str, OntClass]
+    properties: dict[str, OntProperty]
+    scores: dict[str, float] = field(default_factory=dict)
+
+
+def candidate_phrases(sentence: str) -> list[str]:
+    """Runs of up to three content words (stop words and punctuation break them): the noun
+    phrases a tagger would find, without needing one."""
+    phrases: list[str] = []
+    for part in re.split(r"[^\w\s'-]", sentence):
+        run: list[str] = []
+        for word in [*_WORD.findall(part), ""]:
+            if word and word.lower() not in STOPWORDS and not word.isdigit():
+                run.append(word)
+                continue
+            for start in range(0, len(run), MAX_PHRASE_WORDS):
+                phrases.append(" ".join(run[start : start + MAX_PHRASE_WORDS]))
+            run = []
+    return list(dict.fromkeys(phrases))
+
+
+def element_text(label: str, iri: str, comment: str) -> str:
+    """What an element is embedded as: its label, its local name when that says more, and the
+    first sentence of its comment (a whole comment buries the name)."""
+    name = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", local_name(iri))
+    text = label if name.lower() == label.lower() else f"{label} ({name})"
+    sentences = _SENTENCES.tokenize(comment)
+    gloss = " ".join(sentences[0].split())[:200] if sentences else ""
+    return f"{text}: {gloss}" if gloss else text
+
+
+class ElementIndex:
+    """One ontology's classes and properties in a FAISS inner-product index (vectors normalised,
+    so scores are cosines)."""
+
+    def __init__(self, model: OntologyModel, embedder: Embedder) -> None:
+        import faiss
+
+        self.model = model
+        elements = [*model.classes.values(), *model.properties.values()]
+        self.iris = [e.iri for e in elements]
+        vectors = embedder.embed([element_text(e.label, e.iri, e.comment) for e in elements])
+        self._index = faiss.IndexFlatIP(embedder.dim)
+        if len(vectors):
+            self._index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+        self._lock = threading.Lock()  # faiss indexes are not safe to search from several threads
+
+    def __len__(self) -> int:
+        return len(self.iris)
+
+    def search(self, vectors: np.ndarray, top_k: int) -> tuple[np.ndarray, np.ndarray]:
+        with self._lock:
+            return self._index.search(np.ascontiguousarray(vectors, dtype=np.float32), min(top_k, len(self.iris)))
+
+
+class Selector:
+    def __init__(self, embedder: Embedder, threshold: float = 0.3, top_k: int = 10) -> None:
+        self.embedder, self.threshold, self.top_k = embedder, threshold, top_k
+
+    def index(self, model: OntologyModel) -> ElementIndex:
+        return ElementIndex(model, self.embedder)
+
+    def select(self, index: ElementIndex, chunks: list[str]) -> list[Subset]:
+        """One subset per chunk; every sentence and phrase of all the chunks in one embedding call."""
+        model = index.model
+        if len(index) < WHOLE_BELOW:
+            return [Subset(dict(model.classes), dict(model.properties)) for _ in chunks]
+        queries: list[list[str]] = []
+        for chunk in chunks:
+            sentences = [" ".join(s.split()) for s in _SENTENCES.tokenize(chunk)]
+            queries.append(list(dict.fromkeys(sentences + [p for s in sentences for p in candidate_phrases(s)])))
+        texts = sorted({text for texts in queries for text in texts})
+        if not texts:
+            return [Subset({}, {}) for _ in chunks]
+        row = {text: i for i, text in enumerate(texts)}
+        scores, found = index.search(self.embedder.embed(texts), self.top_k)
+        subsets = []
+        for chunk_queries in queries:
+            best: dict[str, float] = {}
+            for text in chunk_queries:
+                for score, element in zip(scores[row[text]], found[row[text]]):
+                    if element >= 0 and score >= self.threshold:
+                        iri = index.iris[element]
+                        best[iri] = max(best.get(iri, -1.0), float(score))
+            subsets.append(expand(model, best))
+        return subsets
+
+
+def expand(model: OntologyModel, selected: dict[str, float]) -> Subset:
+    """The selected elements with what gives them meaning: each class's parents up the
+    hierarchy, each property's domain and range, the properties of the selected classes."""
+    classes = {iri for iri in selected if iri in model.classes}
+    properties = {iri for iri in selected if iri in model.properties}
+    properties |= {p.iri for p in model.properties.values() if set(p.domain) & classes or set(p.range) & classes}
+    for iri in properties:
+        classes |= {c for c in (*model.properties[iri].domain, *model.properties[iri].range) if c in model.classes}
+    # parents give the classes meaning, but not their properties: a selected Person does not
+    # bring in every property of Thing
+    classes = {ancestor for iri in classes for ancestor in model.ancestors(iri) if ancestor in model.classes}
+    return Subset({iri: model.classes[iri] for iri in sorted(classes)}, {iri: model.properties[iri] for iri in sorted(properties)},
+                  selected)  # fmt: skip

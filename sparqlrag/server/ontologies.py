@@ -1,0 +1,139 @@
+"""`/api/v1/ontologies`: load (upload or PUT), list, fetch in the format a tool asks for, remove;
+and the ontology IRI itself, when it lies under the base IRI, answering like a published
+ontology (RDF/XML unless the client prefers Turtle, N-Triples or JSON-LD)."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+from pyoxigraph import RdfFormat
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from sparqlrag.ontology.owl import OntologyError
+from sparqlrag.ontology.registry import LoadResult, Ontologies, OntologyConflict, UnknownOntology
+from sparqlrag.server.auth import authorize
+from sparqlrag.server.bodies import read_body
+from sparqlrag.server.errors import ApiError, api_error_handler, http_exception_handler
+from sparqlrag.store.formats import media_type_of, negotiate, with_charset
+from sparqlrag.store.vocab import InvalidName
+
+# what an ontology is served as; the first is the default (what Protégé and the OWL API ask for)
+ONTOLOGY_FORMATS: list[tuple[str, RdfFormat]] = [
+    ("application/rdf+xml", RdfFormat.RDF_XML),
+    ("text/turtle", RdfFormat.TURTLE),
+    ("application/n-triples", RdfFormat.N_TRIPLES),
+    ("application/ld+json", RdfFormat.JSON_LD),
+    ("application/owl+xml", RdfFormat.RDF_XML),  # asked for by OWL tools; RDF/XML is OWL too
+    ("application/xml", RdfFormat.RDF_XML),
+    ("text/plain", RdfFormat.N_TRIPLES),
+    ("application/json", RdfFormat.JSON_LD),
+]
+
+
+def _ontologies(request: Request) -> Ontologies:
+    return request.app.state.services.ontologies
+
+
+async def list_ontologies(request: Request) -> Response:
+    authorize(request, "read")
+    return JSONResponse({"ontologies": [info.json() for info in await _ontologies(request).list()]})
+
+
+async def upload(request: Request) -> Response:
+    """POST: multipart (one file; name from ?name= or the file name) or a raw body with ?name=."""
+    authorize(request, "write")
+    limit = request.app.state.settings.max_ontology_bytes
+    kind = media_type_of(request.headers.get("content-type"))
+    name = request.query_params.get("name")
+    if kind == "multipart/form-data":
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise _too_large(limit)
+        async with request.form(max_files=1, max_part_size=limit) as form:
+            files = [value for value in form.values() if isinstance(value, UploadFile)]
+            if len(files) != 1:
+                raise ApiError(400, "bad_request", "send one ontology file per request")
+            data, filename, kind = await files[0].read(), files[0].filename, media_type_of(files[0].content_type)
+            name = name or str(form.get("name") or "") or (PurePath(filename).stem if filename else None)
+        if len(data) > limit:
+            raise _too_large(limit)
+    else:
+        data, filename = await read_body(request, limit), None
+    if not name:
+        raise ApiError(400, "bad_request", "name the ontology: ?name=, a 'name' form field, or the file's name")
+    return await _load(request, name, data, kind, filename)
+
+
+async def put(request: Request) -> Response:
+    """PUT /api/v1/ontologies/{name}: the body is the ontology, loaded or reloaded under that name."""
+    authorize(request, "write")
+    data = await read_body(request, request.app.state.settings.max_ontology_bytes)
+    return await _load(request, request.path_params["name"], data, media_type_of(request.headers.get("content-type")), None)
+
+
+async def _load(request: Request, name: str, data: bytes, media_type: str, filename: str | None) -> Response:
+    if not data.strip():
+        raise ApiError(400, "bad_ontology", "the ontology is empty")
+    replace = request.query_params.get("replace", "false").lower() in ("true", "1", "yes")
+    try:
+        result = await _ontologies(request).load(name, data, media_type or None, filename, replace=replace)
+    except InvalidName as error:
+        raise ApiError(400, "bad_name", str(error)) from None
+    except OntologyError as error:
+        raise ApiError(400, "bad_ontology", str(error)) from None
+    except OntologyConflict as error:
+        raise ApiError(409, "ontology_conflict", str(error)) from None
+    return _loaded(result)
+
+
+def _loaded(result: LoadResult) -> Response:
+    body = result.info.json() | {"replaced": result.replaced, "unchanged": result.unchanged, "warnings": result.warnings}
+    status = 200 if result.replaced or result.unchanged else 201
+    return JSONResponse(body, status_code=status, headers={"Location": f"/api/v1/ontologies/{result.info.name}"})
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, "body_too_large", f"the ontology is larger than the {limit} byte limit (max_ontology_bytes)")
+
+
+async def get_ontology(request: Request) -> Response:
+    authorize(request, "read")
+    return await _serve(request, request.path_params["name"])
+
+
+async def delete_ontology(request: Request) -> Response:
+    authorize(request, "write")
+    try:
+        await _ontologies(request).remove(request.path_params["name"])
+    except (UnknownOntology, InvalidName) as error:
+        raise ApiError(404, "ontology_not_found", str(error)) from None
+    return Response(status_code=204)
+
+
+async def published_or_not_found(request: Request, exc: Exception) -> Response:
+    """The router's 404: a GET of a URL that is a loaded ontology's IRI (under the base IRI)
+    serves the ontology, as its publisher would; anything else is the usual JSON 404."""
+    if request.method in ("GET", "HEAD"):
+        try:
+            authorize(request, "read")
+            info = await _ontologies(request).by_iri(request.app.state.settings.base_iri + request.url.path.lstrip("/"))
+            if info is not None:
+                return await _serve(request, info.name)
+        except ApiError as error:
+            return await api_error_handler(request, error)
+    return await http_exception_handler(request, exc)
+
+
+async def _serve(request: Request, name: str) -> Response:
+    chosen = negotiate(request.headers.get("accept"), ONTOLOGY_FORMATS)
+    if chosen is None:
+        offered = ", ".join(media for media, _ in ONTOLOGY_FORMATS[:4])
+        raise ApiError(406, "not_acceptable", f"an ontology is served as {offered}", headers={"Vary": "Accept"})
+    media_type, fmt = chosen
+    try:
+        body = await _ontologies(request).serialize(name, fmt)
+    except (UnknownOntology, InvalidName) as error:
+        raise ApiError(404, "ontology_not_found", str(error)) from None
+    return Response(body, media_type=with_charset(media_type), headers={"Vary": "Accept"})
