@@ -119,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(collections)
     collections.add_argument("action", nargs="?", choices=["list", "create", "delete"], default="list")
     collections.add_argument("name", nargs="?", help="the collection to create or delete")
+    collections.add_argument("--ontology", help="create: a loaded ontology to guide extraction (typed entities, its properties)")
 
     ontology = commands.add_parser("ontology", help="load, list, show or remove OWL ontologies")
     actions = ontology.add_subparsers(dest="action", required=True)
@@ -388,7 +389,9 @@ def _collections(services: Services, args: argparse.Namespace) -> None:
     if args.action != "list" and not args.name:
         raise CliError(f"collections {args.action} needs a collection name")
     if args.action == "create":
-        if not asyncio.run(collections.create(args.name)):
+        if args.ontology:
+            services.ontologies.info_sync(args.ontology)  # UnknownOntology if it is not loaded
+        if not asyncio.run(collections.create(args.name, args.ontology)):
             raise CliError(f"collection {args.name!r} exists already")
         print(f"created {args.name}")
     elif args.action == "delete":

@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     chunk_overlap: int = 100
     ingest_concurrency: int = 4
     qdrant_url: str | None = None
+    # ontology subset selection: a sentence or phrase selects its top_k nearest elements at or above threshold
+    ontology_threshold: float = 0.3
+    ontology_top_k: int = 10
     # retrieval: weights of the vector and keyword rankings in hybrid fusion (Weaviate's default alpha 0.7)
     hybrid_weights: tuple[float, float] = (0.7, 0.3)
 

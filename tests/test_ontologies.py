@@ -223,6 +223,21 @@ def test_http_bad_inputs_are_4xx_and_change_nothing(server: LiveServer) -> None:
         assert client.get("/store", headers={"Accept": "application/n-quads"}).text == before
 
 
+def test_a_collection_created_with_an_ontology_holds_it(server: LiveServer) -> None:
+    with server.client() as client:
+        client.put("/api/v1/ontologies/pets", content=PETS, headers={"Content-Type": "text/turtle"})
+        unknown = client.post("/api/v1/collections", json={"name": "zoo", "ontology": "nothing"})
+        assert unknown.status_code == 400 and unknown.json()["error"] == "unknown_ontology"
+        assert client.post("/api/v1/collections", json={"name": "zoo", "ontology": 7}).status_code == 400
+        assert client.get("/api/v1/collections/zoo").status_code == 404  # nothing was created
+        created = client.post("/api/v1/collections", json={"name": "zoo", "ontology": "pets"})
+        assert created.status_code == 201 and created.json()["ontology"] == "pets"
+        in_use = client.delete("/api/v1/ontologies/pets")
+        assert in_use.status_code == 409 and in_use.json()["error"] == "ontology_in_use"
+        assert client.delete("/api/v1/collections/zoo").status_code == 204
+        assert client.delete("/api/v1/ontologies/pets").status_code == 204
+
+
 def test_a_50_mb_upload_is_refused_under_the_default_limit(tmp_path: Path) -> None:
     live, stop = start_server(tmp_path / "data")
     try:
@@ -272,6 +287,15 @@ def test_cli_load_list_show_remove(tmp_path: Path) -> None:
     bad.write_text("<rdf:RDF xmlns:rdf='http://www.w3.org/1999/02/22-rdf-syntax-ns#'><oops")
     refused = cli("load", str(bad))
     assert refused.returncode == 2 and "not valid RDF/XML" in refused.stderr
+    def collections(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([SPARQLRAG, "collections", *args, "--data-dir", str(tmp_path / "data")], capture_output=True, text=True)
+
+    unknown = collections("create", "hr", "--ontology", "nothing")
+    assert unknown.returncode == 2 and "no ontology is loaded under the name 'nothing'" in unknown.stderr
+    assert collections("create", "hr", "--ontology", "org").stdout.strip() == "created hr"
+    in_use = cli("remove", "org")
+    assert in_use.returncode == 2 and "'hr' extracts with ontology 'org'" in in_use.stderr
+    assert collections("delete", "hr").returncode == 0
     assert cli("remove", "org").stdout.strip() == "removed org" and cli("list").stdout == ""
 
 

@@ -25,13 +25,14 @@ class Collections:
     async def exists(self, name: str) -> bool:
         return await asyncio.to_thread(librarian.collection_exists, self.store, Iris(self.base_iri, name))
 
-    async def create(self, name: str) -> bool:
-        """Register `name`; False when it exists already."""
+    async def create(self, name: str, ontology: str | None = None) -> bool:
+        """Register `name`, its extraction guided by the loaded `ontology` if given (the caller
+        checks that it is loaded); False when it exists already."""
         iris = Iris(self.base_iri, name)
         async with self.pipeline.locks.closed(name):  # not while it is being deleted
             if await self.exists(name):
                 return False
-            await asyncio.to_thread(self.store.update, v.SPARQL_PREFIXES + librarian.register_collection(iris))
+            await asyncio.to_thread(self.store.update, v.SPARQL_PREFIXES + librarian.register_collection(iris, ontology))
             return True
 
     async def list(self) -> list[CollectionInfo]:

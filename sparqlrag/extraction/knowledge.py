@@ -13,6 +13,7 @@ COOCCURS = "co-occurs with"  # the predicate of a fact that only says two names 
 class Entity:
     name: str
     definition: str | None = None
+    type: str | None = None  # an ontology class IRI, when extraction was guided by an ontology
 
 
 @dataclass(frozen=True)
@@ -24,13 +25,15 @@ class Fact:
     object: str
     object_entity: bool = True
     sentence: str | None = None  # the evidence, when the extractor knows it
+    property: str | None = None  # the ontology property IRI the predicate is (guided extraction)
 
 
 @dataclass
 class Knowledge:
     entities: list[Entity] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
-    rejected: int = 0  # items the extractor produced in the wrong shape
+    rejected: int = 0  # items the extractor produced in the wrong shape, or that broke the ontology
+    ontology: str | None = None  # the name of the ontology that typed the entities
 
 
 class Extractor(Protocol):

@@ -42,6 +42,7 @@ class CollectionInfo:
     documents: int
     chunks: int
     facts: int
+    ontology: str | None = None  # the ontology that guides extraction into it
 
 
 def collection_exists(store: Any, iris: Iris) -> bool:
@@ -53,20 +54,27 @@ def collection_exists(store: Any, iris: Iris) -> bool:
     return bool(found)
 
 
-def collection_quads(iris: Iris) -> list[Quad]:
-    """The registration of a collection: its class, creation time and graphs."""
+def collection_ontology(store: Any, iris: Iris) -> str | None:
+    """The name of the ontology that guides extraction into the collection, if any."""
+    rows = select(store, f"""SELECT ?name WHERE {{ GRAPH {sparql_term(iris.source_graph)} {{
+        {sparql_term(iris.collection_iri)} {sparql_term(v.SR_USES_ONTOLOGY)} ?name }} }} LIMIT 1""")  # fmt: skip
+    return rows[0]["name"] if rows else None
+
+
+def collection_quads(iris: Iris, ontology: str | None = None) -> list[Quad]:
+    """The registration of a collection: its class, creation time, graphs, and its ontology."""
     graph, node = iris.source_graph, iris.collection_iri
     created = Literal(datetime.now(timezone.utc).isoformat(), datatype=NamedNode(v.XSD + "dateTime"))
     return [
         Quad(node, v.RDF_TYPE, v.SR_COLLECTION, graph), Quad(node, v.RDFS_LABEL, Literal(iris.collection), graph),
         Quad(node, v.DCTERMS_CREATED, created, graph), Quad(node, v.SR_KNOWLEDGE_GRAPH, iris.knowledge_graph, graph),
         Quad(node, v.SR_SOURCE_GRAPH, iris.source_graph, graph), Quad(node, v.SR_TRACE_GRAPH, iris.trace_graph, graph),
-    ]  # fmt: skip
+    ] + ([Quad(node, v.SR_USES_ONTOLOGY, Literal(ontology), graph)] if ontology else [])  # fmt: skip
 
 
-def register_collection(iris: Iris) -> str:
+def register_collection(iris: Iris, ontology: str | None = None) -> str:
     """SPARQL update (with prologue) registering a collection."""
-    return insert_data(collection_quads(iris))
+    return insert_data(collection_quads(iris, ontology))
 
 
 def collections(store: Any, base: str) -> list[CollectionInfo]:
@@ -80,15 +88,15 @@ def collection_info(store: Any, iris: Iris) -> CollectionInfo | None:
     """A collection's counts (documents, chunks, triples of knowledge); None when it does not exist."""
     src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
     (row,) = select(store, v.SPARQL_PREFIXES + f"""
-        SELECT (SAMPLE(?when) AS ?created) (COUNT(DISTINCT ?doc) AS ?documents) (COUNT(DISTINCT ?chunk) AS ?chunks)
-               (COUNT(?s) AS ?facts) WHERE {{
-          {{ GRAPH {src} {{ {sparql_term(iris.collection_iri)} dcterms:created ?when }} }}
+        SELECT (SAMPLE(?when) AS ?created) (SAMPLE(?uses) AS ?ontology) (COUNT(DISTINCT ?doc) AS ?documents)
+               (COUNT(DISTINCT ?chunk) AS ?chunks) (COUNT(?s) AS ?facts) WHERE {{
+          {{ GRAPH {src} {{ {sparql_term(iris.collection_iri)} dcterms:created ?when OPTIONAL {{ {sparql_term(iris.collection_iri)} sr:usesOntology ?uses }} }} }}
           UNION {{ GRAPH {src} {{ ?doc a sr:Document }} }} UNION {{ GRAPH {src} {{ ?chunk a sr:Chunk }} }}
           UNION {{ GRAPH {kg} {{ ?s ?p ?o }} }} }}""")  # fmt: skip
     if "created" not in row and iris.collection != DEFAULT_COLLECTION:
         return None
     return CollectionInfo(iris.collection, iris.collection_iri.value, row.get("created"),
-                          int(row["documents"]), int(row["chunks"]), int(row["facts"]))  # fmt: skip
+                          int(row["documents"]), int(row["chunks"]), int(row["facts"]), row.get("ontology"))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import json
 import logging
 import shutil
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -89,6 +89,7 @@ class _Plan:
     record: DocumentRecord
     created: datetime
     marker: Path
+    extractor: Extractor
     added: list[ChunkRecord] = field(default_factory=list)
     kept: list[ChunkRecord] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
@@ -176,9 +177,11 @@ class Pipeline:
         chunk_size: int = 2000,
         chunk_overlap: int = 100,
         concurrency: int = 4,
+        extractor_for: Callable[[str], Awaitable[Extractor | None]] | None = None,
     ) -> None:
         self.store, self.vectors, self.keywords, self.embedder = store, vectors, keywords, embedder
         self.extractor, self.base_iri = extractor, base_iri
+        self.extractor_for = extractor_for  # a collection's own extractor (its ontology's), if it has one
         self.pending_dir, self.library_dir = work_dir / "pending", work_dir / "library"
         self.chunk_size, self.chunk_overlap, self.concurrency = chunk_size, chunk_overlap, concurrency
         self.locks = _Locks()
@@ -214,10 +217,11 @@ class Pipeline:
         document raised; the others go on. `force` re-extracts every chunk, changed or not.
         Raises UnknownCollection (nothing written) for a collection never created."""
         iris, ids = await self._batch(collection, sources)
+        extractor = (await self.extractor_for(collection) if self.extractor_for else None) or self.extractor
         async with self.locks.documents(collection, ids):
             results: list[IngestResult | Exception | None] = [None] * len(sources)
             progress, slots = _Progress(on_progress), asyncio.Semaphore(self.concurrency)
-            prepared = await asyncio.gather(*(self._prepare(iris, s, slots, progress, force) for s in sources),
+            prepared = await asyncio.gather(*(self._prepare(iris, s, slots, progress, force, extractor) for s in sources),
                                             return_exceptions=True)  # fmt: skip
             plans: list[tuple[int, _Plan]] = []
             for index, outcome in enumerate(prepared):
@@ -313,7 +317,7 @@ class Pipeline:
                               decoded.media_type, sha256)  # fmt: skip
 
     async def _prepare(
-        self, iris: Iris, source: Source, slots: asyncio.Semaphore, progress: _Progress, force: bool
+        self, iris: Iris, source: Source, slots: asyncio.Semaphore, progress: _Progress, force: bool, extractor: Extractor
     ) -> _Plan | IngestResult:
         """Decode, compare with the stored version, mark processing, extract the new chunks."""
         decoded, sha256 = await asyncio.to_thread(_decode_and_hash, source)  # PDFs take a while: off the loop
@@ -325,7 +329,7 @@ class Pipeline:
         marker = await asyncio.to_thread(self._save, upload, source.data)
         record = self._record(iris, source, decoded, sha256)
         created = datetime.fromisoformat(existing.created) if existing else datetime.now(timezone.utc)
-        plan = _Plan(iris, record, created, marker)
+        plan = _Plan(iris, record, created, marker, extractor)
         await self._update(self._record_update(iris, record, librarian.PROCESSING, created, existing))
         try:
             chunks: dict[str, ChunkRecord] = {}
@@ -349,7 +353,7 @@ class Pipeline:
     ) -> tuple[Knowledge, datetime, datetime]:
         async with slots:
             started = datetime.now(timezone.utc)
-            result = await self.extractor.extract(chunk.text, document_id)
+            result = await plan.extractor.extract(chunk.text, document_id)
             progress.step()
             plan.extracted += 1
             # the document's sr:progress, every tenth of its chunks (extraction is ~90% of the work)
@@ -363,7 +367,7 @@ class Pipeline:
         iris = plan.iris
         quads = []
         for chunk, (result, started, ended) in zip(plan.added, plan.knowledge):
-            quads += chunk_quads(iris, chunk, result, self.extractor.name, self.extractor.model, started, ended)
+            quads += chunk_quads(iris, chunk, result, plan.extractor.name, plan.extractor.model, started, ended)
         candidates, named = await self._statements_of(iris, plan.removed)
         await self._update(
             self._removal(iris, plan.removed, candidates),

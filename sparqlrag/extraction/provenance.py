@@ -41,9 +41,14 @@ def knowledge_triples(iris: Iris, knowledge: Knowledge) -> list[tuple[Triple, st
         if triples.get(triple) is None:
             triples[triple] = sentence
 
+    types = {e.name: e.type for e in knowledge.entities if e.type}
+
     def entity(name: str) -> NamedNode:
-        node = iris.entity(name)
+        cls = types.get(name)
+        node = iris.typed_entity(knowledge.ontology, cls, name) if cls and knowledge.ontology else iris.entity(name)
         add(Triple(node, v.RDFS_LABEL, Literal(name)))
+        if cls:
+            add(Triple(node, v.RDF_TYPE, NamedNode(cls)))
         return node
 
     for item in knowledge.entities:
@@ -53,6 +58,8 @@ def knowledge_triples(iris: Iris, knowledge: Knowledge) -> list[tuple[Triple, st
     for fact in knowledge.facts:
         if fact.predicate == COOCCURS:
             predicate = v.SR_COOCCURS
+        elif fact.property:
+            predicate = NamedNode(fact.property)  # the ontology labels it
         else:
             predicate = iris.predicate(fact.predicate)
             add(Triple(predicate, v.RDFS_LABEL, Literal(fact.predicate)))
@@ -82,6 +89,8 @@ def chunk_quads(
     ]
     if model:
         quads.append(Quad(activity, v.SR_MODEL, Literal(model), source))
+    if knowledge.rejected:
+        quads.append(Quad(activity, v.SR_REJECTED, Literal(knowledge.rejected), source))
     for triple, sentence in knowledge_triples(iris, knowledge):
         statement = iris.statement(triple)
         quads += [

@@ -141,8 +141,14 @@ class Ontologies:
         return self.store.serialize_graph(self.info_sync(name).iri, format)
 
     def remove_sync(self, name: str) -> None:
+        """Raises UnknownOntology, or OntologyConflict while a collection's extraction uses it."""
         with self._lock:
             info = self.info_sync(name)
+            users = select(self.store, f"""SELECT ?c WHERE {{ GRAPH ?g {{ ?c {sparql_term(v.SR_USES_ONTOLOGY)}
+                {sparql_term(Literal(name))} }} }}""")  # fmt: skip
+            if users:
+                raise OntologyConflict(f"the collection {users[0]['c'].rsplit('/', 1)[-1]!r} extracts with ontology {name!r}: "
+                                       "delete the collection first")  # fmt: skip
             node = sparql_term(NamedNode(info.iri))
             self.store.update(f"DROP SILENT GRAPH {node} ;\n"
                               f"DELETE WHERE {{ GRAPH {sparql_term(self.registry)} {{ {node} ?p ?o }} }}")  # fmt: skip

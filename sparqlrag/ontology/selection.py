@@ -46,18 +46,20 @@ class Subset:
 
 
 def candidate_phrases(sentence: str) -> list[str]:
-    """Runs of up to three content words (stop words and punctuation break them): the noun
-    phrases a tagger would find, without needing one."""
+    """Runs of up to three content words, broken by stop words, punctuation and a change
+    between capitalised and lower-case words ("Acme Corporation" | "employs"): the noun
+    phrases and names a tagger would find, without needing one."""
     phrases: list[str] = []
     for part in re.split(r"[^\w\s'-]", sentence):
         run: list[str] = []
         for word in [*_WORD.findall(part), ""]:
-            if word and word.lower() not in STOPWORDS and not word.isdigit():
+            content = bool(word) and word.lower() not in STOPWORDS and not word.isdigit()
+            if content and (not run or run[-1][:1].isupper() == word[:1].isupper()):
                 run.append(word)
                 continue
             for start in range(0, len(run), MAX_PHRASE_WORDS):
                 phrases.append(" ".join(run[start : start + MAX_PHRASE_WORDS]))
-            run = []
+            run = [word] if content else []
     return list(dict.fromkeys(phrases))
 
 

@@ -10,6 +10,7 @@ from starlette.responses import JSONResponse, Response
 
 from sparqlrag.extraction.collections import Collections
 from sparqlrag.extraction.librarian import UnknownCollection
+from sparqlrag.ontology.registry import UnknownOntology
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import read_body
 from sparqlrag.server.errors import ApiError
@@ -43,15 +44,22 @@ async def list_collections(request: Request) -> Response:
 
 
 async def create_collection(request: Request) -> Response:
-    """`{"name": ...}`; 201 with Location, 409 when it exists."""
+    """`{"name": ..., "ontology"?: ...}`; 201 with Location, 409 when it exists."""
     authorize(request, "write")
     try:
         body = json.loads(await read_body(request, request.app.state.settings.max_sparql_bytes))
-        name = body["name"]
-    except (ValueError, KeyError, TypeError) as error:
-        raise ApiError(400, "bad_request", f'send {{"name": ...}}: {error}') from None
+        name, ontology = body["name"], body.get("ontology")
+        if ontology is not None and not isinstance(ontology, str):
+            raise TypeError("ontology must be the name of a loaded ontology")
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ApiError(400, "bad_request", f'send {{"name": ..., "ontology"?: ...}}: {error}') from None
     name = _name(name)
-    if not await _collections(request).create(name):
+    if ontology is not None:
+        try:
+            await request.app.state.services.ontologies.info(ontology)
+        except (UnknownOntology, InvalidName) as error:
+            raise ApiError(400, "unknown_ontology", f"{error}: load it first (POST /api/v1/ontologies)") from None
+    if not await _collections(request).create(name, ontology):
         raise ApiError(409, "collection_exists", f"collection {name!r} exists already")
     info = await _collections(request).get(name)
     return JSONResponse(asdict(info), status_code=201, headers={"Location": f"/api/v1/collections/{name}"})

@@ -109,6 +109,8 @@ async def delete_ontology(request: Request) -> Response:
         await _ontologies(request).remove(request.path_params["name"])
     except (UnknownOntology, InvalidName) as error:
         raise ApiError(404, "ontology_not_found", str(error)) from None
+    except OntologyConflict as error:
+        raise ApiError(409, "ontology_in_use", str(error)) from None
     return Response(status_code=204)
 
 

@@ -90,6 +90,8 @@ SR_HOP = term(SR, "hop")
 SR_REASONING = term(SR, "reasoning")
 SR_VIA = term(SR, "via")
 SR_SUPPORTS = term(SR, "supports")
+SR_REJECTED = term(SR, "rejected")
+SR_USES_ONTOLOGY = term(SR, "usesOntology")
 SR_ONTOLOGY = term(SR, "Ontology")
 SR_NAME = term(SR, "name")
 SR_CLASS_COUNT = term(SR, "classCount")
@@ -160,6 +162,10 @@ class Iris:
 
     def entity(self, name: str) -> NamedNode:
         return NamedNode(f"{self.base}id/{self.collection}/{slug(name)}")
+
+    def typed_entity(self, ontology: str, cls: str, name: str) -> NamedNode:
+        """An entity typed by an ontology class: `{base}id/C/{ontology}/{Class}/{slug}`."""
+        return NamedNode(f"{self.base}id/{self.collection}/{ontology}/{quote(local_name(cls).replace(' ', ''), safe='-._~')}/{slug(name)}")
 
     def predicate(self, phrase: str) -> NamedNode:
         return NamedNode(f"{self.base}rel/{slug(phrase)}")

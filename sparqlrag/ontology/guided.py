@@ -1,0 +1,210 @@
+"""Extraction guided by an ontology: entities typed by its classes, facts on its properties.
+
+With an LLM, the chunk's ontology subset (selection.py) goes into the `extract_with_ontology`
+prompt; what comes back is checked against the ontology before it becomes knowledge: classes
+and properties must exist, a relationship's subject must fit the property's domain and its
+object the range (subclasses count), an attribute must use a datatype property. What fails is
+dropped and counted (`sr:rejected` on the chunk's extraction activity).
+
+Offline, the NLP extractor runs as usual and an entity is typed when its name ends in, or an
+"is a" fact about it names, the label of a class in the chunk's subset ("Acme Corporation",
+"Warsaw is a city"), so the offline path still writes typed entities and `rdf:type` facts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from sparqlrag.extraction import librarian
+from sparqlrag.extraction.knowledge import Entity, Fact, Knowledge
+from sparqlrag.extraction.offline import OfflineExtractor
+from sparqlrag.models.llm import ChatModel
+from sparqlrag.models.prompts import json_items, render
+from sparqlrag.ontology.owl import OntologyModel
+from sparqlrag.ontology.registry import Ontologies
+from sparqlrag.ontology.selection import ElementIndex, Selector, Subset
+from sparqlrag.store.vocab import Iris, local_name
+
+IS_A = {"is a", "is an", "was a", "was an", "is the", "was the"}
+
+
+def _listing(subset: Subset) -> dict[str, str]:
+    """The subset as the prompt shows it: one line per class or property, IRI first."""
+    labels = {c.iri: c.label for c in subset.classes.values()}
+
+    def names(iris: tuple[str, ...]) -> str:
+        return " or ".join(labels.get(i, local_name(i)) for i in iris) or "anything"
+
+    classes = [f"- {c.iri} ({c.label})" + (f", a kind of {names(c.parents)}" if c.parents else "") + (f": {c.comment[:160]}" if c.comment else "")
+               for c in subset.classes.values()]  # fmt: skip
+
+    def lines(kind: str) -> list[str]:
+        return [f"- {p.iri} ({p.label}): {names(p.domain)} -> {names(p.range)}" for p in subset.properties.values() if p.kind == kind]
+
+    return {"classes": "\n".join(classes) or "(none)", "object_properties": "\n".join(lines("object")) or "(none)",
+            "datatype_properties": "\n".join(lines("datatype")) or "(none)"}  # fmt: skip
+
+
+class _Resolver:
+    """Maps what the LLM wrote (an IRI, a label, a local name; any case) to the ontology's IRIs."""
+
+    def __init__(self, model: OntologyModel) -> None:
+        self.classes = self._keys({c.iri: (c.label, local_name(c.iri)) for c in model.classes.values()})
+        self.properties = self._keys({p.iri: (p.label, local_name(p.iri)) for p in model.properties.values()})
+
+    @staticmethod
+    def _keys(names: dict[str, tuple[str, str]]) -> dict[str, str]:
+        keys: dict[str, str] = {}
+        for iri, others in names.items():
+            for key in (iri, *others):
+                keys.setdefault(key.strip().lower(), iri)
+        return keys
+
+    @staticmethod
+    def _find(keys: dict[str, str], value: Any) -> str | None:
+        return keys.get(value.strip().lower()) if isinstance(value, str) and value.strip() else None
+
+    def cls(self, value: Any) -> str | None:
+        return self._find(self.classes, value)
+
+    def property(self, value: Any) -> str | None:
+        return self._find(self.properties, value)
+
+
+def conform(model: OntologyModel, ontology: str, answer: Any) -> Knowledge:
+    """The LLM's answer as knowledge that fits the ontology; everything else counted as rejected."""
+    resolve = _Resolver(model)
+    answer = answer if isinstance(answer, dict) else {}
+    rejected = 0
+    entities: dict[str, Entity] = {}
+    for item in _list(answer.get("entities")):
+        name, cls = _string(item, "name"), resolve.cls(item.get("class")) if isinstance(item, dict) else None
+        if name and cls:
+            entities.setdefault(name, Entity(name, type=cls))
+        else:
+            rejected += 1
+    facts: list[Fact] = []
+    for item in _list(answer.get("relationships")):
+        subject, obj = _string(item, "subject"), _string(item, "object")
+        prop = resolve.property(item.get("property")) if isinstance(item, dict) else None
+        spec = model.properties.get(prop or "")
+        if (spec is None or spec.kind != "object" or subject not in entities or obj not in entities
+                or not model.is_a(entities[subject].type or "", spec.domain) or not model.is_a(entities[obj].type or "", spec.range)):  # fmt: skip
+            rejected += 1
+            continue
+        facts.append(Fact(subject, spec.label, obj, True, property=spec.iri))
+    for item in _list(answer.get("attributes")):
+        subject, value = _string(item, "entity"), _string(item, "value")
+        prop = resolve.property(item.get("property")) if isinstance(item, dict) else None
+        spec = model.properties.get(prop or "")
+        if spec is None or spec.kind != "datatype" or subject not in entities or not value \
+                or not model.is_a(entities[subject].type or "", spec.domain):  # fmt: skip
+            rejected += 1
+            continue
+        facts.append(Fact(subject, spec.label, value, False, property=spec.iri))
+    return Knowledge(list(entities.values()), facts, rejected, ontology)
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _string(item: Any, key: str) -> str | None:
+    value = item.get(key) if isinstance(item, dict) else None
+    return " ".join(value.split()) if isinstance(value, str) and value.strip() else None
+
+
+class GuidedExtractor:
+    """LLM extraction with an ontology subset in the prompt, checked against the ontology."""
+
+    name = "llm+ontology"
+
+    def __init__(self, llm: ChatModel, ontology: str, index: ElementIndex, selector: Selector,
+                 prompts_dir: Path | None = None, max_tokens: int = 4096) -> None:  # fmt: skip
+        self.llm, self.ontology, self.index, self.selector = llm, ontology, index, selector
+        self.model, self.prompts_dir, self.max_tokens = llm.name, prompts_dir, max_tokens
+
+    async def extract(self, text: str, document_id: str = "") -> Knowledge:
+        (subset,) = await asyncio.to_thread(self.selector.select, self.index, [text])
+        prompt = render("extract_with_ontology", self.prompts_dir, text=text, **_listing(subset))
+        completion = await self.llm.complete(prompt, max_tokens=self.max_tokens)
+        items = json_items(completion.text)
+        return conform(self.index.model, self.ontology, items[0] if items else None)
+
+
+class TypedOfflineExtractor:
+    """The offline extractor, its entities typed by the class labels of the chunk's subset."""
+
+    name = "offline+ontology"
+    model = None
+
+    def __init__(self, ontology: str, index: ElementIndex, selector: Selector, offline: OfflineExtractor | None = None) -> None:
+        self.ontology, self.index, self.selector = ontology, index, selector
+        self.offline = offline or OfflineExtractor()
+
+    async def extract(self, text: str, document_id: str = "") -> Knowledge:
+        return await asyncio.to_thread(self.extract_sync, text)
+
+    def extract_sync(self, text: str) -> Knowledge:
+        knowledge = self.offline.extract_sync(text)
+        (subset,) = self.selector.select(self.index, [text])
+        labels = {_plain(c.label): c.iri for c in subset.classes.values()}
+        labels.update({_plain(local_name(c.iri)): c.iri for c in subset.classes.values() if _plain(local_name(c.iri)) not in labels})
+        said: dict[str, str] = {}  # "Warsaw is a city": the class an is-a fact names
+        for fact in knowledge.facts:
+            if fact.predicate in IS_A:
+                cls = _named_class(fact.object, labels)
+                if cls:
+                    said.setdefault(fact.subject, cls)
+        typed = [replace(e, type=said.get(e.name) or _named_class(e.name, labels, last_word_only=True)) for e in knowledge.entities]
+        return replace(knowledge, entities=typed, ontology=self.ontology)
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", re.sub(r"(?<=[a-z])(?=[A-Z])", " ", text).lower()))
+
+
+def _named_class(phrase: str, labels: dict[str, str], last_word_only: bool = False) -> str | None:
+    """The class whose label ends the phrase ("Acme Corporation", "a large city"), longest first;
+    with `last_word_only`, one-word labels only (a name is not its description)."""
+    words = _plain(phrase).split()
+    for size in range(1 if last_word_only else min(3, len(words)), 0, -1):
+        tail = " ".join(words[-size:])
+        if tail in labels:
+            return labels[tail]
+        if tail.endswith("s") and tail[:-1] in labels:  # a plural in -s
+            return labels[tail[:-1]]
+    return None
+
+
+class CollectionExtractors:
+    """The extractor of a collection created with an ontology (None for the others): guided by
+    the LLM when extraction is the LLM's, else the typed offline one. An ontology's element
+    index is built on first use and again after the ontology is reloaded."""
+
+    def __init__(self, store: Any, base_iri: str, ontologies: Ontologies, selector: Selector, llm: ChatModel | None,
+                 prompts_dir: Path | None = None) -> None:  # fmt: skip
+        self.store, self.base_iri, self.ontologies, self.selector = store, base_iri, ontologies, selector
+        self.llm, self.prompts_dir = llm, prompts_dir
+        self._indexes: dict[tuple[str, str], ElementIndex] = {}
+
+    async def __call__(self, collection: str) -> GuidedExtractor | TypedOfflineExtractor | None:
+        name = await asyncio.to_thread(librarian.collection_ontology, self.store, Iris(self.base_iri, collection))
+        if name is None:
+            return None
+        index = await asyncio.to_thread(self.index, name)
+        if self.llm is not None:
+            return GuidedExtractor(self.llm, name, index, self.selector, self.prompts_dir)
+        return TypedOfflineExtractor(name, index, self.selector)
+
+    def index(self, name: str) -> ElementIndex:
+        info = self.ontologies.info_sync(name)
+        key = (name, info.sha256)
+        if key not in self._indexes:
+            self._indexes = {k: i for k, i in self._indexes.items() if k[0] != name}
+            self._indexes[key] = self.selector.index(self.ontologies.model_sync(name))
+        return self._indexes[key]
