@@ -106,6 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--k", type=int, default=5, help="passages to use (default 5)")
     ask.add_argument("--explain", action="store_true", help="also print concepts, seeds and the facts used, with scores")
 
+    nl = commands.add_parser("nl-query", help="a question written as SPARQL over an ontology by the LLM, checked, then run")
+    _common(nl)
+    nl.add_argument("question")
+    nl.add_argument("--collection", default="default")
+    nl.add_argument("--ontology", help="the ontology to write it against (default: the collection's, or the only one loaded)")
+
     index = commands.add_parser("index", help="index the labelled entities of a loaded knowledge graph for Graph RAG")
     _common(index)
     index.add_argument("--collection", default="default")
@@ -364,6 +370,27 @@ def _ask(services: Services, args: argparse.Namespace) -> None:
     print(f"\nTrace: {answer.trace}")
 
 
+def _nl_query(services: Services, args: argparse.Namespace) -> None:
+    from sparqlrag.queries.nl_query import NlQueryUnavailable, QueryRejected
+
+    def run(query: str, form: str) -> Any:
+        accept = "text/turtle" if form == "construct" else "text/tab-separated-values"
+        return services.store.query(query, accept=accept, union_default_graph=services.settings.union_default_graph)
+
+    if not asyncio.run(services.collections.exists(args.collection)):
+        raise UnknownCollection(args.collection)
+    try:
+        answer = asyncio.run(services.nl_query.ask(args.question, run, collection=args.collection, ontology=args.ontology))
+    except NlQueryUnavailable as error:
+        raise CliError(str(error)) from None
+    except QueryRejected as error:
+        raise CliError(f"{error}\n{error.query}") from None
+    except ValueError as error:
+        raise CliError(str(error)) from None
+    print(answer.query + "\n")
+    sys.stdout.buffer.write(answer.result.body)
+
+
 def _index(services: Services, args: argparse.Namespace) -> None:
     """Entities of triples loaded into {base}graph/C (with `load --graph`) become groundable."""
     with tqdm(total=0, unit="entity", desc="indexing", file=sys.stderr) as bar:
@@ -536,7 +563,7 @@ def run(argv: list[str] | None = None) -> None:
                 services = Services.open(settings, store, _extractor_override(args), _load_models(settings))
                 try:
                     commands = {"ingest": _ingest, "documents": _documents, "forget": _forget, "reingest": _reingest,
-                                "collections": _collections, "ask": _ask, "index": _index}  # fmt: skip
+                                "collections": _collections, "ask": _ask, "index": _index, "nl-query": _nl_query}  # fmt: skip
                     commands[args.command](services, args)
                 finally:
                     services.close()

@@ -22,6 +22,7 @@ from sparqlrag.models.reranker import Reranker, build_reranker
 from sparqlrag.ontology.guided import CollectionExtractors
 from sparqlrag.ontology.registry import Ontologies
 from sparqlrag.ontology.selection import Selector
+from sparqlrag.queries.nl_query import NlQuery
 from sparqlrag.retrieval.document_rag import DocumentRag
 from sparqlrag.retrieval.graph_rag import GraphRag
 from sparqlrag.store.keyword_index import KeywordIndex
@@ -73,6 +74,7 @@ class Services:
     document_rag: DocumentRag
     graph_rag: GraphRag
     ontologies: Ontologies
+    nl_query: NlQuery
 
     @classmethod
     def open(cls, settings: Settings, store: Any, extractor: Extractor | None = None, models: Models | None = None) -> Services:
@@ -82,23 +84,26 @@ class Services:
         vectors = VectorIndex(embedder.dim, path=settings.data_dir / "qdrant", url=settings.qdrant_url)
         keywords = KeywordIndex(settings.data_dir / "keywords.sqlite")
         ontologies = Ontologies(store, settings.base_iri)
+        selector = Selector(embedder, settings.ontology_threshold, settings.ontology_top_k)
         extracting_llm = llm if settings.extractor == "llm" else None
-        by_ontology = None if extractor is not None else CollectionExtractors(
-            store, settings.base_iri, ontologies, Selector(embedder, settings.ontology_threshold, settings.ontology_top_k),
-            extracting_llm, settings.prompts_dir)  # fmt: skip
+        by_ontology = CollectionExtractors(store, settings.base_iri, ontologies, selector, extracting_llm, settings.prompts_dir)
+        overridden = extractor is not None
         if extractor is None:
             extractor = LLMExtractor(extracting_llm, settings.prompts_dir) if extracting_llm else OfflineExtractor()
         pipeline = Pipeline(
             store=store, vectors=vectors, keywords=keywords, embedder=embedder, extractor=extractor,
             base_iri=settings.base_iri, work_dir=settings.data_dir, chunk_size=settings.chunk_size,
-            chunk_overlap=settings.chunk_overlap, concurrency=settings.ingest_concurrency, extractor_for=by_ontology,
+            chunk_overlap=settings.chunk_overlap, concurrency=settings.ingest_concurrency,
+            extractor_for=by_ontology if not overridden else None,
         )  # fmt: skip
         rag = DocumentRag(store=store, vectors=vectors, keywords=keywords, embedder=embedder, base_iri=settings.base_iri,
                           reranker=models.reranker, llm=llm, prompts_dir=settings.prompts_dir,
                           weights=settings.hybrid_weights)  # fmt: skip
         graph = GraphRag(store=store, vectors=vectors, embedder=embedder, reranker=models.reranker, base_iri=settings.base_iri,
                          llm=llm, prompts_dir=settings.prompts_dir, phrases=OfflineExtractor().phrases)  # fmt: skip
-        return cls(settings, store, embedder, vectors, keywords, llm, pipeline, Collections(pipeline), rag, graph, ontologies)
+        nl_query = NlQuery(llm=llm, ontologies=ontologies, extractors=by_ontology, selector=selector, base_iri=settings.base_iri,
+                           prompts_dir=settings.prompts_dir)  # fmt: skip
+        return cls(settings, store, embedder, vectors, keywords, llm, pipeline, Collections(pipeline), rag, graph, ontologies, nl_query)
 
     def close(self) -> None:
         self.vectors.close()

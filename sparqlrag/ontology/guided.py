@@ -26,27 +26,10 @@ from sparqlrag.models.llm import ChatModel
 from sparqlrag.models.prompts import json_items, render
 from sparqlrag.ontology.owl import OntologyModel
 from sparqlrag.ontology.registry import Ontologies
-from sparqlrag.ontology.selection import ElementIndex, Selector, Subset
+from sparqlrag.ontology.selection import ElementIndex, Selector, describe
 from sparqlrag.store.vocab import Iris, local_name
 
 IS_A = {"is a", "is an", "was a", "was an", "is the", "was the"}
-
-
-def _listing(subset: Subset) -> dict[str, str]:
-    """The subset as the prompt shows it: one line per class or property, IRI first."""
-    labels = {c.iri: c.label for c in subset.classes.values()}
-
-    def names(iris: tuple[str, ...]) -> str:
-        return " or ".join(labels.get(i, local_name(i)) for i in iris) or "anything"
-
-    classes = [f"- {c.iri} ({c.label})" + (f", a kind of {names(c.parents)}" if c.parents else "") + (f": {c.comment[:160]}" if c.comment else "")
-               for c in subset.classes.values()]  # fmt: skip
-
-    def lines(kind: str) -> list[str]:
-        return [f"- {p.iri} ({p.label}): {names(p.domain)} -> {names(p.range)}" for p in subset.properties.values() if p.kind == kind]
-
-    return {"classes": "\n".join(classes) or "(none)", "object_properties": "\n".join(lines("object")) or "(none)",
-            "datatype_properties": "\n".join(lines("datatype")) or "(none)"}  # fmt: skip
 
 
 class _Resolver:
@@ -130,7 +113,7 @@ class GuidedExtractor:
 
     async def extract(self, text: str, document_id: str = "") -> Knowledge:
         (subset,) = await asyncio.to_thread(self.selector.select, self.index, [text])
-        prompt = render("extract_with_ontology", self.prompts_dir, text=text, **_listing(subset))
+        prompt = render("extract_with_ontology", self.prompts_dir, text=text, **describe(subset))
         completion = await self.llm.complete(prompt, max_tokens=self.max_tokens)
         items = json_items(completion.text)
         return conform(self.index.model, self.ontology, items[0] if items else None)

@@ -143,3 +143,21 @@ def expand(model: OntologyModel, selected: dict[str, float]) -> Subset:
     classes = {ancestor for iri in classes for ancestor in model.ancestors(iri) if ancestor in model.classes}
     return Subset({iri: model.classes[iri] for iri in sorted(classes)}, {iri: model.properties[iri] for iri in sorted(properties)},
                   selected)  # fmt: skip
+
+
+def describe(subset: Subset) -> dict[str, str]:
+    """The subset as a prompt shows it (classes, object_properties, datatype_properties): one
+    line per element, IRI first, with its parents or its domain and range."""
+    labels = {c.iri: c.label for c in subset.classes.values()}
+
+    def names(iris: tuple[str, ...]) -> str:
+        return " or ".join(labels.get(i, local_name(i)) for i in iris) or "anything"
+
+    classes = [f"- {c.iri} ({c.label})" + (f", a kind of {names(c.parents)}" if c.parents else "") + (f": {c.comment[:160]}" if c.comment else "")
+               for c in subset.classes.values()]  # fmt: skip
+
+    def lines(kind: str) -> list[str]:
+        return [f"- {p.iri} ({p.label}): {names(p.domain)} -> {names(p.range)}" for p in subset.properties.values() if p.kind == kind]
+
+    return {"classes": "\n".join(classes) or "(none)", "object_properties": "\n".join(lines("object")) or "(none)",
+            "datatype_properties": "\n".join(lines("datatype")) or "(none)"}  # fmt: skip

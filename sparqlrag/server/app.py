@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from sparqlrag import __version__
 from sparqlrag.config import Settings
-from sparqlrag.server import answers, collections, documents, ontologies
+from sparqlrag.server import answers, collections, documents, nl_query, ontologies
 from sparqlrag.server.errors import EXCEPTION_HANDLERS
 from sparqlrag.server.graph_store import graph_store
 from sparqlrag.server.sparql import sparql_endpoint
@@ -74,6 +74,7 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
             Route("/api/v1/collections", collections.create_collection, methods=["POST"]),
             Route("/api/v1/collections/{name}", collections.get_collection, methods=["GET"]),
             Route("/api/v1/collections/{name}", collections.delete_collection, methods=["DELETE"]),
+            Route("/api/v1/nl-query", nl_query.nl_query, methods=["POST"]),
             Route("/api/v1/ontologies", ontologies.list_ontologies, methods=["GET"]),
             Route("/api/v1/ontologies", ontologies.upload, methods=["POST"]),
             Route("/api/v1/ontologies/{name}", ontologies.get_ontology, methods=["GET"]),

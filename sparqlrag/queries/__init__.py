@@ -1,0 +1,1 @@
+"""Queries built for users: natural-language questions turned into checked SPARQL."""
