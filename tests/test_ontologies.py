@@ -17,7 +17,7 @@ from sparqlrag.models.embedder import Embedder
 from sparqlrag.ontology.owl import OntologyError, OntologyModel, owlready
 from sparqlrag.ontology.reading import OWL_XML, detect_format, read_ontology
 from sparqlrag.ontology.registry import Ontologies, OntologyConflict, UnknownOntology
-from sparqlrag.ontology.selection import Selector, candidate_phrases, element_text
+from sparqlrag.ontology.selection import Selector, candidate_phrases, element_text, gist, stems
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.vocab import InvalidName, local_name
 from tests.conftest import ROOT, SHARED, SPARQLRAG, LiveServer, start_server
@@ -343,9 +343,11 @@ def test_selection_batches_chunks_and_passes_a_tiny_ontology_whole(embedder: Emb
     assert whole.classes.keys() == {"http://ex/A", "http://ex/B"} and whole.properties.keys() == {"http://ex/p"}
 
 
-def test_candidate_phrases_are_runs_of_content_words() -> None:
+def test_phrases_gists_and_stems() -> None:
     assert candidate_phrases("The Finance Unit of ACME Corporation, in 2020, hired a new chief financial officer.") == [
         "Finance Unit", "ACME Corporation", "hired", "new chief financial", "officer"]
+    assert gist("The company hired three engineers in the spring of 2020.") == "company hired three engineers spring 2020"
+    assert stems("Formal Organizations") == stems("formalOrganization") == {"formal", "organization"}
     assert element_text("Person", FOAF + "Person", "A person. Alive, dead, real, or imaginary.") == "Person: A person."
     assert element_text("member of", ORG + "memberOf", "") == "member of"
     assert element_text("Post", ORG + "Post", "") == "Post"
