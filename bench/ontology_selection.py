@@ -6,8 +6,9 @@ ontology (goal >= 50 chunks/s on 2 cores).
 The ontology is every ontology in ../shared/data/ontologies read into one model (FOAF, ORG,
 PROV-O, SKOS, OWL-Time, SOSA, DCMI Terms, the schema.org subset), padded to 1,000 elements with
 subclasses named after pairs of existing classes. The chunks are ../shared/data/corpus split as
-ingestion splits it (2,000 characters). Each run starts with an empty embedding cache; "warm"
-runs the same chunks again (what repeated phrases across a corpus approach).
+ingestion splits it (2,000 characters), selected 16 at a time as ingestion does (an extractor
+is handed a document's chunks before it reads them). Each run starts with an empty embedding
+cache; "warm" runs the same chunks again (what repeated phrases across a corpus approach).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def big_ontology() -> OntologyModel:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--batch", type=int, default=16, help="chunks per select() call (default 16)")
+    parser.add_argument("--batch", type=int, default=16, help="chunks per select() call (default 16, what ingestion uses)")
     parser.add_argument("--markdown", action="store_true", help="append the table to bench/RESULTS.md")
     args = parser.parse_args()
     model = big_ontology()

@@ -37,7 +37,9 @@ class Knowledge:
 
 
 class Extractor(Protocol):
-    """Reads one chunk. `name` and `model` are recorded on the extraction activity."""
+    """Reads one chunk. `name` and `model` are recorded on the extraction activity. An extractor
+    may also have `async prepare(texts)`, which the pipeline calls with a document's new chunks
+    before reading them one by one, to do work that is cheaper in batches."""
 
     name: str
     model: str | None

@@ -342,6 +342,9 @@ class Pipeline:
             plan.kept = [chunk for iri, chunk in chunks.items() if not force and iri in old]
             plan.removed = sorted(old if force else old - chunks.keys())
             progress.expect(len(plan.added))
+            prepare = getattr(plan.extractor, "prepare", None)  # batch work ahead of the chunks (ontology subsets)
+            if prepare is not None and plan.added:
+                await prepare([chunk.text for chunk in plan.added])
             extractions = (self._extract(plan, chunk, source.document_id, slots, progress) for chunk in plan.added)
             plan.knowledge = list(await asyncio.gather(*extractions))
         except Exception as error:

@@ -26,7 +26,7 @@ from sparqlrag.models.llm import ChatModel
 from sparqlrag.models.prompts import json_items, render
 from sparqlrag.ontology.owl import OntologyModel
 from sparqlrag.ontology.registry import Ontologies
-from sparqlrag.ontology.selection import ElementIndex, Selector, describe
+from sparqlrag.ontology.selection import ElementIndex, Selector, Subset, describe
 from sparqlrag.store.vocab import Iris, local_name
 
 IS_A = {"is a", "is an", "was a", "was an", "is the", "was the"}
@@ -101,32 +101,54 @@ def _string(item: Any, key: str) -> str | None:
     return " ".join(value.split()) if isinstance(value, str) and value.strip() else None
 
 
-class GuidedExtractor:
+class _Subsets:
+    """The ontology subsets of the chunks an extractor is about to read. The pipeline hands over
+    a document's chunks first (`prepare`), so that they are selected in batches: the model runs
+    ~2x faster per chunk on 16 chunks at a time than on one (bench/ontology_selection.py)."""
+
+    BATCH = 16
+
+    def __init__(self, ontology: str, index: ElementIndex, selector: Selector) -> None:
+        self.ontology, self.index, self.selector = ontology, index, selector
+        self._ready: dict[str, Subset] = {}
+
+    async def prepare(self, texts: list[str]) -> None:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._ready]
+        for start in range(0, len(todo), self.BATCH):
+            batch = todo[start : start + self.BATCH]
+            self._ready.update(zip(batch, await asyncio.to_thread(self.selector.select, self.index, batch)))
+
+    def subset(self, text: str) -> Subset:
+        """The prepared subset of `text` (given up: each chunk is read once), or a fresh one."""
+        return self._ready.pop(text, None) or self.selector.select(self.index, [text])[0]
+
+
+class GuidedExtractor(_Subsets):
     """LLM extraction with an ontology subset in the prompt, checked against the ontology."""
 
     name = "llm+ontology"
 
     def __init__(self, llm: ChatModel, ontology: str, index: ElementIndex, selector: Selector,
                  prompts_dir: Path | None = None, max_tokens: int = 4096) -> None:  # fmt: skip
-        self.llm, self.ontology, self.index, self.selector = llm, ontology, index, selector
-        self.model, self.prompts_dir, self.max_tokens = llm.name, prompts_dir, max_tokens
+        super().__init__(ontology, index, selector)
+        self.llm, self.model, self.prompts_dir, self.max_tokens = llm, llm.name, prompts_dir, max_tokens
 
     async def extract(self, text: str, document_id: str = "") -> Knowledge:
-        (subset,) = await asyncio.to_thread(self.selector.select, self.index, [text])
+        subset = await asyncio.to_thread(self.subset, text)
         prompt = render("extract_with_ontology", self.prompts_dir, text=text, **describe(subset))
         completion = await self.llm.complete(prompt, max_tokens=self.max_tokens)
         items = json_items(completion.text)
         return conform(self.index.model, self.ontology, items[0] if items else None)
 
 
-class TypedOfflineExtractor:
+class TypedOfflineExtractor(_Subsets):
     """The offline extractor, its entities typed by the class labels of the chunk's subset."""
 
     name = "offline+ontology"
     model = None
 
     def __init__(self, ontology: str, index: ElementIndex, selector: Selector, offline: OfflineExtractor | None = None) -> None:
-        self.ontology, self.index, self.selector = ontology, index, selector
+        super().__init__(ontology, index, selector)
         self.offline = offline or OfflineExtractor()
 
     async def extract(self, text: str, document_id: str = "") -> Knowledge:
@@ -134,7 +156,7 @@ class TypedOfflineExtractor:
 
     def extract_sync(self, text: str) -> Knowledge:
         knowledge = self.offline.extract_sync(text)
-        (subset,) = self.selector.select(self.index, [text])
+        subset = self.subset(text)
         labels = {_plain(c.label): c.iri for c in subset.classes.values()}
         labels.update({_plain(local_name(c.iri)): c.iri for c in subset.classes.values() if _plain(local_name(c.iri)) not in labels})
         said: dict[str, str] = {}  # "Warsaw is a city": the class an is-a fact names

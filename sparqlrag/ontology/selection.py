@@ -100,6 +100,10 @@ class ElementIndex:
         elements = [*model.classes.values(), *model.properties.values()]
         self.iris = [e.iri for e in elements]
         self.vocabulary = {stem for e in elements for stem in stems(f"{e.label} {local_name(e.iri)}")}
+        self.properties_of: dict[str, set[str]] = {}  # class -> the properties whose domain or range it is
+        for prop in model.properties.values():
+            for cls in {*prop.domain, *prop.range}:
+                self.properties_of.setdefault(cls, set()).add(prop.iri)
         vectors = embedder.embed([element_text(e.label, e.iri, e.comment) for e in elements])
         self._index = faiss.IndexFlatIP(embedder.dim)
         if len(vectors):
@@ -146,16 +150,17 @@ class Selector:
                     if element >= 0 and score >= self.threshold:
                         iri = index.iris[element]
                         best[iri] = max(best.get(iri, -1.0), float(score))
-            subsets.append(expand(model, best))
+            subsets.append(expand(index, best))
         return subsets
 
 
-def expand(model: OntologyModel, selected: dict[str, float]) -> Subset:
+def expand(index: ElementIndex, selected: dict[str, float]) -> Subset:
     """The selected elements with what gives them meaning: each class's parents up the
     hierarchy, each property's domain and range, the properties of the selected classes."""
+    model = index.model
     classes = {iri for iri in selected if iri in model.classes}
     properties = {iri for iri in selected if iri in model.properties}
-    properties |= {p.iri for p in model.properties.values() if set(p.domain) & classes or set(p.range) & classes}
+    properties |= {prop for cls in classes for prop in index.properties_of.get(cls, ())}
     for iri in properties:
         classes |= {c for c in (*model.properties[iri].domain, *model.properties[iri].range) if c in model.classes}
     # parents give the classes meaning, but not their properties: a selected Person does not
