@@ -29,7 +29,7 @@ from sparqlrag.store.vocab import local_name
 
 WHOLE_BELOW = 5
 MAX_PHRASE_WORDS = 3
-MAX_SENTENCE_WORDS = 12  # content words of a sentence query: a 100-word list sentence would cost ~10x to embed
+MAX_SENTENCE_WORDS = 8  # content words of a sentence query: a 100-word list sentence would cost ~10x to embed
 STOPWORDS = frozenset("""a an the and or but nor of in on at to for from by with without into onto over under about
     above below between among through during before after since until as than then that this these those there here
     is are was were be been being am has have had do does did will would can could shall should may might must
