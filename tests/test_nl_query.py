@@ -109,6 +109,13 @@ def test_bad_requests_are_4xx(server: LiveServer) -> None:
             assert (response.status_code, response.json()["error"]) == (status, error), response.text
 
 
+def test_a_failing_model_is_a_502_that_says_why(server: LiveServer, stub: MessagesStub) -> None:
+    stub.script(Reply(status=401, error_type="authentication_error"))  # not retried: a key problem
+    with server.client() as client:
+        response = client.post("/api/v1/nl-query", json={"question": "Which units does ACME have?", "collection": "hr"})
+    assert response.status_code == 502 and response.json()["error"] == "model_failed"
+
+
 def test_offline_it_is_501_and_a_cli_error(tmp_path: Path) -> None:
     live, stop = start_server(tmp_path / "server")
     try:

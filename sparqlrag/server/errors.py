@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sparqlrag.extraction.librarian import CollectionBusy, UnknownCollection
+from sparqlrag.models.llm import LLMError
 from sparqlrag.retrieval.graph_rag import EmptyGraph
 from sparqlrag.store import base
 
@@ -69,6 +70,11 @@ async def empty_graph_handler(request: Request, exc: Exception) -> Response:
     return error_response(409, "empty_graph", str(exc))
 
 
+async def llm_error_handler(request: Request, exc: Exception) -> Response:
+    """The model behind an answer failed (quota, auth, overload after retries): say which."""
+    return error_response(502, "model_failed", str(exc))
+
+
 async def http_exception_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     error = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
@@ -86,6 +92,7 @@ EXCEPTION_HANDLERS = {
     UnknownCollection: unknown_collection_handler,
     CollectionBusy: collection_busy_handler,
     EmptyGraph: empty_graph_handler,
+    LLMError: llm_error_handler,
     HTTPException: http_exception_handler,
     Exception: unexpected_error_handler,
 }

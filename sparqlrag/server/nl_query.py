@@ -9,7 +9,6 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from sparqlrag.models.llm import LLMError
 from sparqlrag.ontology.registry import UnknownOntology
 from sparqlrag.queries.nl_query import NlQueryUnavailable, QueryRejected
 from sparqlrag.retrieval.question import QuestionTooLong
@@ -56,8 +55,6 @@ async def nl_query(request: Request) -> Response:
         raise ApiError(400, "question_too_long", str(error)) from None
     except (UnknownOntology, InvalidName) as error:
         raise ApiError(400, "unknown_ontology", str(error)) from None
-    except LLMError as error:
-        raise ApiError(502, "model_failed", str(error)) from None
     except ValueError as error:
         raise ApiError(400, "bad_request", str(error)) from None
     result = answer.result
