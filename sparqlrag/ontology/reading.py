@@ -54,11 +54,19 @@ def detect_format(data: bytes, media_type: str | None = None, filename: str | No
 def read_ontology(data: bytes, media_type: str | None = None, filename: str | None = None,
                   format: RdfFormat | str | None = None) -> list[Triple]:  # fmt: skip
     """The ontology's triples. Raises OntologyError naming the format and the parser's complaint."""
+    return read_with_prefixes(data, media_type, filename, format)[0]
+
+
+def read_with_prefixes(data: bytes, media_type: str | None = None, filename: str | None = None,
+                       format: RdfFormat | str | None = None) -> tuple[list[Triple], dict[str, str]]:  # fmt: skip
+    """The triples and the prefixes the file declares (Turtle, RDF/XML), to write it back with."""
     fmt = format or detect_format(data, media_type, filename)
     if fmt == OWL_XML:
         data, fmt = owlready.to_ntriples(data, OWL_XML), RdfFormat.N_TRIPLES
     assert isinstance(fmt, RdfFormat)
     try:
-        return [quad.triple for quad in parse(io.BytesIO(data), format=fmt)]
+        parser = parse(io.BytesIO(data), format=fmt)
+        triples = [quad.triple for quad in parser]
     except SyntaxError as error:
         raise OntologyError(f"not valid {fmt.name}: {error}") from None
+    return triples, {name: iri for name, iri in parser.prefixes.items() if name}

@@ -11,20 +11,22 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import threading
-from dataclasses import asdict, dataclass
+import json
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from pyoxigraph import Literal, NamedNode, Quad, RdfFormat, Triple, parse
 
 from sparqlrag.ontology.owl import OWL_ONTOLOGY, OntologyError, OntologyModel, ontology_iri, owlready
-from sparqlrag.ontology.reading import read_ontology
+from sparqlrag.ontology.reading import read_with_prefixes
 from sparqlrag.store import vocab as v
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import insert_data, sparql_term
 from sparqlrag.store.vocab import check_name
 
 XSD_DATETIME = NamedNode(v.XSD + "dateTime")
+RDF_JSON = NamedNode(v.RDF + "JSON")
 
 
 class UnknownOntology(LookupError):
@@ -45,9 +47,10 @@ class OntologyInfo:
     triples: int
     sha256: str
     loaded: str
+    prefixes: dict[str, str] = field(default_factory=dict, compare=False)  # the file's, to serve it with
 
     def json(self) -> dict[str, Any]:
-        return asdict(self) | {"graph": self.iri}
+        return {name: value for name, value in asdict(self).items() if name != "prefixes"} | {"graph": self.iri}
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ class Ontologies:
         ontology and `replace` is not set, the IRI is loaded under another name, or a graph of
         that IRI holds data that is no ontology of ours)."""
         name = check_name(name, "ontology")
-        triples = read_ontology(data, media_type, filename, format)
+        triples, prefixes = read_with_prefixes(data, media_type, filename, format)
         declared = ontology_iri(triples)
         iri = declared or self.default_iri(name)
         if iri.startswith(f"{self.base_iri}graph/"):
@@ -102,7 +105,7 @@ class Ontologies:
             if before is not None and before.sha256 == digest and before.iri == iri:
                 return LoadResult(before, replaced=False, unchanged=True, warnings=model.warnings)
             info = OntologyInfo(name, iri, len(model.classes), len(model.properties), len(triples), digest,
-                                datetime.now(timezone.utc).isoformat().replace("+00:00", "Z"))  # fmt: skip
+                                datetime.now(timezone.utc).isoformat().replace("+00:00", "Z"), prefixes)  # fmt: skip
             graphs = {iri} | ({before.iri} if before else set())
             drops = [f"DROP SILENT GRAPH {sparql_term(NamedNode(g))}" for g in sorted(graphs)]
             forget = f"DELETE WHERE {{ GRAPH {sparql_term(self.registry)} {{ {sparql_term(NamedNode(before.iri))} ?p ?o }} }}" \
@@ -119,6 +122,7 @@ class Ontologies:
             Quad(node, v.SR_CLASS_COUNT, Literal(info.classes), graph), Quad(node, v.SR_PROPERTY_COUNT, Literal(info.properties), graph),
             Quad(node, v.SR_TRIPLE_COUNT, Literal(info.triples), graph), Quad(node, v.SR_SHA256, Literal(info.sha256), graph),
             Quad(node, v.DCTERMS_MODIFIED, Literal(info.loaded, datatype=XSD_DATETIME), graph),
+            Quad(node, v.SR_PREFIXES, Literal(json.dumps(info.prefixes, sort_keys=True), datatype=RDF_JSON), graph),
         ]  # fmt: skip
 
     def list_sync(self) -> list[OntologyInfo]:
@@ -138,7 +142,8 @@ class Ontologies:
         return None
 
     def serialize_sync(self, name: str, format: RdfFormat) -> bytes:
-        return self.store.serialize_graph(self.info_sync(name).iri, format)
+        info = self.info_sync(name)
+        return self.store.serialize_graph(info.iri, format, info.prefixes or None)
 
     def remove_sync(self, name: str) -> None:
         """Raises UnknownOntology, or OntologyConflict while a collection's extraction uses it."""
@@ -164,12 +169,12 @@ class Ontologies:
 
     def _infos(self, name: str | None = None) -> list[OntologyInfo]:
         where = f"FILTER(?name = {sparql_term(Literal(name))})" if name is not None else ""
-        rows = select(self.store, v.SPARQL_PREFIXES + f"""SELECT ?iri ?name ?classes ?properties ?triples ?sha ?loaded WHERE {{
-            GRAPH {sparql_term(self.registry)} {{ ?iri a sr:Ontology ; sr:name ?name ; sr:classCount ?classes ;
-              sr:propertyCount ?properties ; sr:tripleCount ?triples ; sr:sha256 ?sha ; dcterms:modified ?loaded }} {where} }}
-            ORDER BY ?name""")  # fmt: skip
-        return [OntologyInfo(r["name"], r["iri"], int(r["classes"]), int(r["properties"]), int(r["triples"]), r["sha"], r["loaded"])
-                for r in rows]  # fmt: skip
+        rows = select(self.store, v.SPARQL_PREFIXES + f"""SELECT ?iri ?name ?classes ?properties ?triples ?sha ?loaded ?prefixes
+            WHERE {{ GRAPH {sparql_term(self.registry)} {{ ?iri a sr:Ontology ; sr:name ?name ; sr:classCount ?classes ;
+              sr:propertyCount ?properties ; sr:tripleCount ?triples ; sr:sha256 ?sha ; dcterms:modified ?loaded
+              OPTIONAL {{ ?iri sr:prefixes ?prefixes }} }} {where} }} ORDER BY ?name""")  # fmt: skip
+        return [OntologyInfo(r["name"], r["iri"], int(r["classes"]), int(r["properties"]), int(r["triples"]), r["sha"], r["loaded"],
+                             json.loads(r.get("prefixes") or "{}")) for r in rows]  # fmt: skip
 
     def _info(self, name: str) -> OntologyInfo | None:
         found = self._infos(name)

@@ -150,11 +150,12 @@ class EmbeddedStore:
     def named_graphs(self) -> list[str]:
         return sorted(g.value for g in self._store.named_graphs() if isinstance(g, NamedNode))
 
-    def serialize_graph(self, graph: Graph, format: RdfFormat) -> bytes:
+    def serialize_graph(self, graph: Graph, format: RdfFormat, prefixes: dict[str, str] | None = None) -> bytes:
+        """The graph in `format`, with `prefixes` where the format has them (Turtle, RDF/XML)."""
         if not self.graph_exists(graph):
             raise GraphNotFound(f"graph <{graph}> does not exist")
         try:
-            return self._store.dump(format=format, from_graph=graph_node(graph))
+            return self._store.dump(format=format, from_graph=graph_node(graph), prefixes=prefixes)
         except OSError as error:
             raise NotAcceptable(f"cannot write this graph as {format.name}: {error}") from error
 

@@ -329,8 +329,8 @@ class WorkerStore:
     def named_graphs(self) -> list[str]:
         return self._call("named_graphs")
 
-    def serialize_graph(self, graph: str | None, format: RdfFormat) -> bytes:
-        return self._call("serialize_graph", graph, format)
+    def serialize_graph(self, graph: str | None, format: RdfFormat, prefixes: dict[str, str] | None = None) -> bytes:
+        return self._call("serialize_graph", graph, format, prefixes)
 
     def replace_graph(self, graph: str | None, source: Path, format: RdfFormat, base_iri: str | None) -> bool:
         return self._call("replace_graph", graph, source, format, base_iri)
