@@ -226,6 +226,21 @@ def test_http_bad_inputs_are_4xx_and_change_nothing(server: LiveServer) -> None:
         assert client.get("/store", headers={"Accept": "application/n-quads"}).text == before
 
 
+def test_replace_lets_a_name_take_another_ontology(server: LiveServer) -> None:
+    with server.client() as client:
+        files = {"file": ("first.ttl", PETS, "text/turtle")}
+        assert client.post("/api/v1/ontologies", files=files, data={"name": "swap"}).status_code == 201
+        zoo = {"Content-Type": "application/owl+xml"}
+        assert client.put("/api/v1/ontologies/swap", content=OWL_XML_DOC, headers=zoo).status_code == 409
+        replaced = client.put("/api/v1/ontologies/swap?replace=true", content=OWL_XML_DOC, headers=zoo)
+        assert replaced.status_code == 200 and replaced.json()["replaced"] and replaced.json()["iri"] == "http://example.org/zoo"
+        graphs = client.get("/sparql", params={"query": "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }"},
+                            headers={"Accept": "application/sparql-results+json"}).json()["results"]["bindings"]  # fmt: skip
+        names = {b["g"]["value"] for b in graphs}
+        assert "http://example.org/zoo" in names and server.url + "/ontology/swap" not in names  # the old graph went with it
+        assert client.delete("/api/v1/ontologies/swap").status_code == 204
+
+
 def test_a_collection_created_with_an_ontology_holds_it(server: LiveServer) -> None:
     with server.client() as client:
         client.put("/api/v1/ontologies/pets", content=PETS, headers={"Content-Type": "text/turtle"})
