@@ -68,6 +68,8 @@ def dataset(ontologies: Ontologies, folder: Path) -> bytes:
     ("ntriples", converted("org", RdfFormat.N_TRIPLES), "org.nt", ORG),
     ("rdfxml", converted("foaf", RdfFormat.RDF_XML), "foaf.rdf", FOAF),
     ("rdfxml-sniffed", converted("org", RdfFormat.RDF_XML), "org.owl", ORG),
+    ("turtle-schema", (ONTOLOGIES / "schemaorg_subset.ttl").read_bytes(), "schema.ttl", BASE + "ontology/x"),  # declares no IRI
+    ("jsonld", converted("schemaorg_subset", RdfFormat.JSON_LD), "schema.jsonld", BASE + "ontology/x"),
     ("owlxml", OWL_XML_DOC, "zoo.owx", "http://example.org/zoo"),
     ("owlxml-sniffed", OWL_XML_DOC, None, "http://example.org/zoo"),
 ])  # fmt: skip
