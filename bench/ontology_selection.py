@@ -27,7 +27,7 @@ from sparqlrag.extraction.chunker import split  # noqa: E402
 from sparqlrag.models.embedder import Embedder  # noqa: E402
 from sparqlrag.ontology.owl import OntClass, OntologyModel, owlready  # noqa: E402
 from sparqlrag.ontology.reading import read_ontology  # noqa: E402
-from sparqlrag.ontology.selection import Selector  # noqa: E402
+from sparqlrag.ontology.selection import ElementIndex, Selector  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 ELEMENTS = 1000
@@ -55,7 +55,7 @@ def main() -> None:
     embedder = Embedder(models_dir=Path(tempfile.mkdtemp(prefix="selection-bench-")))
     selector = Selector(embedder)
     started = time.monotonic()
-    index = selector.index(model)
+    index = ElementIndex(model, embedder)
     index_s = time.monotonic() - started
     figures: dict[str, float] = {"elements": len(index), "chunks": len(chunks), "index_s": index_s}
     for run in ("cold", "warm"):

@@ -21,7 +21,7 @@ from sparqlrag.models.llm import AnthropicModel, ChatModel, OpenAICompatibleMode
 from sparqlrag.models.reranker import Reranker, build_reranker
 from sparqlrag.ontology.guided import CollectionExtractors
 from sparqlrag.ontology.registry import Ontologies
-from sparqlrag.ontology.selection import Selector
+from sparqlrag.ontology.selection import ElementIndexes, Selector
 from sparqlrag.queries.nl_query import NlQuery
 from sparqlrag.retrieval.document_rag import DocumentRag
 from sparqlrag.retrieval.graph_rag import GraphRag
@@ -86,7 +86,8 @@ class Services:
         ontologies = Ontologies(store, settings.base_iri)
         selector = Selector(embedder, settings.ontology_threshold, settings.ontology_top_k)
         extracting_llm = llm if settings.extractor == "llm" else None
-        by_ontology = CollectionExtractors(store, settings.base_iri, ontologies, selector, extracting_llm, settings.prompts_dir)
+        indexes = ElementIndexes(ontologies, embedder)
+        by_ontology = CollectionExtractors(store, settings.base_iri, indexes, selector, extracting_llm, settings.prompts_dir)
         overridden = extractor is not None
         if extractor is None:
             extractor = LLMExtractor(extracting_llm, settings.prompts_dir) if extracting_llm else OfflineExtractor()
@@ -101,7 +102,7 @@ class Services:
                           weights=settings.hybrid_weights)  # fmt: skip
         graph = GraphRag(store=store, vectors=vectors, embedder=embedder, reranker=models.reranker, base_iri=settings.base_iri,
                          llm=llm, prompts_dir=settings.prompts_dir, phrases=OfflineExtractor().phrases)  # fmt: skip
-        nl_query = NlQuery(llm=llm, ontologies=ontologies, extractors=by_ontology, selector=selector, base_iri=settings.base_iri,
+        nl_query = NlQuery(llm=llm, ontologies=ontologies, indexes=indexes, selector=selector, base_iri=settings.base_iri,
                            prompts_dir=settings.prompts_dir)  # fmt: skip
         return cls(settings, store, embedder, vectors, keywords, llm, pipeline, Collections(pipeline), rag, graph, ontologies, nl_query)
 

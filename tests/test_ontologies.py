@@ -17,7 +17,7 @@ from sparqlrag.models.embedder import Embedder
 from sparqlrag.ontology.owl import OntologyError, OntologyModel, owlready
 from sparqlrag.ontology.reading import OWL_XML, detect_format, read_ontology
 from sparqlrag.ontology.registry import Ontologies, OntologyConflict, UnknownOntology
-from sparqlrag.ontology.selection import Selector, candidate_phrases, element_text, gist, stems
+from sparqlrag.ontology.selection import ElementIndex, Selector, candidate_phrases, element_text, gist, stems
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.vocab import InvalidName, local_name
 from tests.conftest import ROOT, SHARED, SPARQLRAG, LiveServer, start_server
@@ -338,7 +338,7 @@ def test_selection_finds_the_classes_a_sentence_is_about(
     embedder: Embedder, name: str, iri: str, sentence: str, expected: set[str]
 ) -> None:  # fmt: skip
     selector = Selector(embedder)
-    index = selector.index(shared_model(name, iri))
+    index = ElementIndex(shared_model(name, iri), embedder)
     (subset,) = selector.select(index, [sentence])
     names = {local_name(i) for i in [*subset.classes, *subset.properties]}
     assert expected <= names, expected - names
@@ -351,7 +351,7 @@ def test_selection_finds_the_classes_a_sentence_is_about(
 
 def test_selection_batches_chunks_and_passes_a_tiny_ontology_whole(embedder: Embedder) -> None:
     selector = Selector(embedder, threshold=0.3, top_k=10)
-    index = selector.index(shared_model("foaf", FOAF))
+    index = ElementIndex(shared_model("foaf", FOAF), embedder)
     person, document = selector.select(index, ["Alice is a person.", "The document has a title and a topic."])
     assert FOAF + "Person" in person.scores and FOAF + "Document" in document.scores
     assert FOAF + "Document" not in person.scores
@@ -359,7 +359,7 @@ def test_selection_batches_chunks_and_passes_a_tiny_ontology_whole(embedder: Emb
     assert strict.scores == {} and strict.classes == {}
     tiny = owlready.model(BASE + "ontology/tiny", read_ontology(b"""@prefix owl: <http://www.w3.org/2002/07/owl#> .
         <http://ex/A> a owl:Class . <http://ex/B> a owl:Class . <http://ex/p> a owl:ObjectProperty .""", filename="t.ttl"))
-    (whole,) = selector.select(selector.index(tiny), ["Nothing to do with it."])
+    (whole,) = selector.select(ElementIndex(tiny, embedder), ["Nothing to do with it."])
     assert whole.classes.keys() == {"http://ex/A", "http://ex/B"} and whole.properties.keys() == {"http://ex/p"}
 
 

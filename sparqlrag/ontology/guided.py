@@ -25,8 +25,7 @@ from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.models.llm import ChatModel
 from sparqlrag.models.prompts import json_items, render
 from sparqlrag.ontology.owl import OntologyModel
-from sparqlrag.ontology.registry import Ontologies
-from sparqlrag.ontology.selection import ElementIndex, Selector, Subset, describe
+from sparqlrag.ontology.selection import ElementIndex, ElementIndexes, Selector, Subset, describe
 from sparqlrag.store.vocab import Iris, local_name
 
 IS_A = {"is a", "is an", "was a", "was an", "is the", "was the"}
@@ -188,28 +187,18 @@ def _named_class(phrase: str, labels: dict[str, str], last_word_only: bool = Fal
 
 class CollectionExtractors:
     """The extractor of a collection created with an ontology (None for the others): guided by
-    the LLM when extraction is the LLM's, else the typed offline one. An ontology's element
-    index is built on first use and again after the ontology is reloaded."""
+    the LLM when extraction is the LLM's, else the typed offline one."""
 
-    def __init__(self, store: Any, base_iri: str, ontologies: Ontologies, selector: Selector, llm: ChatModel | None,
+    def __init__(self, store: Any, base_iri: str, indexes: ElementIndexes, selector: Selector, llm: ChatModel | None,
                  prompts_dir: Path | None = None) -> None:  # fmt: skip
-        self.store, self.base_iri, self.ontologies, self.selector = store, base_iri, ontologies, selector
+        self.store, self.base_iri, self.indexes, self.selector = store, base_iri, indexes, selector
         self.llm, self.prompts_dir = llm, prompts_dir
-        self._indexes: dict[tuple[str, str], ElementIndex] = {}
 
     async def __call__(self, collection: str) -> GuidedExtractor | TypedOfflineExtractor | None:
         name = await asyncio.to_thread(librarian.collection_ontology, self.store, Iris(self.base_iri, collection))
         if name is None:
             return None
-        index = await asyncio.to_thread(self.index, name)
+        index = await asyncio.to_thread(self.indexes.get, name)
         if self.llm is not None:
             return GuidedExtractor(self.llm, name, index, self.selector, self.prompts_dir)
         return TypedOfflineExtractor(name, index, self.selector)
-
-    def index(self, name: str) -> ElementIndex:
-        info = self.ontologies.info_sync(name)
-        key = (name, info.sha256)
-        if key not in self._indexes:
-            self._indexes = {k: i for k, i in self._indexes.items() if k[0] != name}
-            self._indexes[key] = self.selector.index(self.ontologies.model_sync(name))
-        return self._indexes[key]

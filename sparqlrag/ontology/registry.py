@@ -81,6 +81,10 @@ class Ontologies:
         ontology and `replace` is not set, the IRI is loaded under another name, or a graph of
         that IRI holds data that is no ontology of ours)."""
         name = check_name(name, "ontology")
+        digest = hashlib.sha256(data).hexdigest()
+        same = self._info(name)
+        if same is not None and same.sha256 == digest:  # the same file under the same name: nothing to read or write
+            return LoadResult(same, replaced=False, unchanged=True, warnings=[])
         triples, prefixes = read_with_prefixes(data, media_type, filename, format)
         declared = ontology_iri(triples)
         iri = declared or self.default_iri(name)
@@ -91,7 +95,6 @@ class Ontologies:
         model = owlready.model(iri, triples)
         if not model.classes:
             raise OntologyError("the ontology declares no classes (owl:Class or rdfs:Class): nothing to type entities with")
-        digest = hashlib.sha256(data).hexdigest()
         with self._lock:
             before = self._info(name)
             holder = self._name_of(iri)
@@ -102,10 +105,9 @@ class Ontologies:
             if before is not None and before.iri != iri and not replace:
                 raise OntologyConflict(f"the name {name!r} holds another ontology ({before.iri}); remove it first, "
                                        "or replace it (--replace, ?replace=true)")  # fmt: skip
-            if before is not None and before.sha256 == digest and before.iri == iri:
-                return LoadResult(before, replaced=False, unchanged=True, warnings=model.warnings)
+            # whole seconds: the store writes an xsd:dateTime back without a fraction's trailing zeros
             info = OntologyInfo(name, iri, len(model.classes), len(model.properties), len(triples), digest,
-                                datetime.now(timezone.utc).isoformat().replace("+00:00", "Z"), prefixes)  # fmt: skip
+                                datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"), prefixes)  # fmt: skip
             graphs = {iri} | ({before.iri} if before else set())
             drops = [f"DROP SILENT GRAPH {sparql_term(NamedNode(g))}" for g in sorted(graphs)]
             forget = f"DELETE WHERE {{ GRAPH {sparql_term(self.registry)} {{ {sparql_term(NamedNode(before.iri))} ?p ?o }} }}" \

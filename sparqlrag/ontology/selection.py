@@ -25,6 +25,7 @@ import numpy as np
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.sentences import sentence_splitter
 from sparqlrag.ontology.owl import OntClass, OntologyModel, OntProperty
+from sparqlrag.ontology.registry import Ontologies
 from sparqlrag.store.vocab import local_name
 
 WHOLE_BELOW = 5
@@ -118,12 +119,25 @@ class ElementIndex:
             return self._index.search(np.ascontiguousarray(vectors, dtype=np.float32), min(top_k, len(self.iris)))
 
 
+class ElementIndexes:
+    """Each loaded ontology's element index, built on first use and again after a reload (its
+    file's hash changed): what extraction and NL queries select from."""
+
+    def __init__(self, ontologies: Ontologies, embedder: Embedder) -> None:
+        self.ontologies, self.embedder = ontologies, embedder
+        self._built: dict[str, tuple[str, ElementIndex]] = {}  # name -> (sha256, index)
+
+    def get(self, name: str) -> ElementIndex:
+        """Raises UnknownOntology."""
+        sha256 = self.ontologies.info_sync(name).sha256
+        if name not in self._built or self._built[name][0] != sha256:
+            self._built[name] = (sha256, ElementIndex(self.ontologies.model_sync(name), self.embedder))
+        return self._built[name][1]
+
+
 class Selector:
     def __init__(self, embedder: Embedder, threshold: float = 0.3, top_k: int = 10) -> None:
         self.embedder, self.threshold, self.top_k = embedder, threshold, top_k
-
-    def index(self, model: OntologyModel) -> ElementIndex:
-        return ElementIndex(model, self.embedder)
 
     def select(self, index: ElementIndex, chunks: list[str]) -> list[Subset]:
         """One subset per chunk; the queries of all the chunks in one embedding call."""

@@ -19,9 +19,8 @@ from typing import Any
 from sparqlrag.extraction import librarian
 from sparqlrag.models.llm import ChatModel
 from sparqlrag.models.prompts import render
-from sparqlrag.ontology.guided import CollectionExtractors
 from sparqlrag.ontology.registry import Ontologies
-from sparqlrag.ontology.selection import Selector, describe
+from sparqlrag.ontology.selection import ElementIndexes, Selector, describe
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.store import vocab as v
 from sparqlrag.store.base import QueryResult
@@ -86,9 +85,9 @@ def check_query(text: str, allowed: set[str], base_iri: str) -> str:
 
 
 class NlQuery:
-    def __init__(self, *, llm: ChatModel | None, ontologies: Ontologies, extractors: CollectionExtractors, selector: Selector,
+    def __init__(self, *, llm: ChatModel | None, ontologies: Ontologies, indexes: ElementIndexes, selector: Selector,
                  base_iri: str, prompts_dir: Path | None = None) -> None:  # fmt: skip
-        self.llm, self.ontologies, self.extractors, self.selector = llm, ontologies, extractors, selector
+        self.llm, self.ontologies, self.indexes, self.selector = llm, ontologies, indexes, selector
         self.base_iri, self.prompts_dir = base_iri, prompts_dir
 
     async def ask(self, question: str, run: Callable[[str, str], QueryResult], *, collection: str = "default",
@@ -101,7 +100,7 @@ class NlQuery:
             raise NlQueryUnavailable("natural-language queries need an LLM to write the SPARQL: set llm to \"anthropic\" "
                                      "(with ANTHROPIC_API_KEY) or \"openai\" (with llm_base_url)")  # fmt: skip
         name = ontology or await self._ontology_of(collection)
-        index = await asyncio.to_thread(self.extractors.index, name)
+        index = await asyncio.to_thread(self.indexes.get, name)
         (subset,) = await asyncio.to_thread(self.selector.select, index, [question])
         graph = Iris(self.base_iri, collection).knowledge_graph.value
         completion = await self.llm.complete(render("nl_query", self.prompts_dir, question=question, graph=graph, **describe(subset)))

@@ -62,6 +62,22 @@ def passage_json(passage: Passage) -> dict[str, Any]:
             "text": passage.text} | ({"supports": fact_json(passage.supports)} if passage.supports else {})  # fmt: skip
 
 
+def passages_of(store: Any, iris: Iris, chunks: list[str], scores: dict[str, float]) -> list[Passage]:
+    """Chunk text and document for the ranked chunk IRIs, in their order, keeping only chunks of
+    ready documents (one query)."""
+    if not chunks:
+        return []
+    rows = select(store, v.SPARQL_PREFIXES + f"""
+        SELECT ?chunk ?text ?doc ?title WHERE {{ {values("chunk", map(NamedNode, chunks))}
+          GRAPH {sparql_term(iris.source_graph)} {{
+            ?chunk sr:text ?text ; prov:wasDerivedFrom ?doc . ?doc sr:status "{READY}" ; dcterms:title ?title }} }}""")  # fmt: skip
+    found = {row["chunk"]: row for row in rows}
+    return [
+        Passage(iri, found[iri]["doc"], found[iri]["title"], found[iri]["text"], scores.get(iri, 0.0))
+        for iri in chunks if iri in found
+    ]  # fmt: skip
+
+
 def rrf(rankings: list[list[str]], weights: list[float], k: int = RRF_K) -> list[tuple[str, float]]:
     """Weighted reciprocal rank fusion: each list adds weight / (k + rank) to its items."""
     scores: dict[str, float] = {}
@@ -128,7 +144,7 @@ class DocumentRag:
             order = [iri for iri, _ in fused]
         else:
             order = rankings[0]
-        passages = await asyncio.to_thread(self._passages, iris, order[:candidates], scores)
+        passages = await asyncio.to_thread(passages_of, self.store, iris, order[:candidates], scores)
         if rerank and self.reranker is not None and passages:
             rescored = await asyncio.to_thread(self.reranker.score, question, [p.text for p in passages])
             passages = [Passage(p.chunk, p.document, p.title, p.text, float(s)) for p, s in zip(passages, rescored)]
@@ -138,20 +154,6 @@ class DocumentRag:
             picked = mmr(np.array([p.score for p in passages]), vectors, k, mmr_lambda)
             passages = [passages[i] for i in picked]
         return passages[:k]
-
-    def _passages(self, iris: Iris, chunks: list[str], scores: dict[str, float]) -> list[Passage]:
-        """Chunk text and document for the ranked IRIs, keeping only chunks of ready documents."""
-        if not chunks:
-            return []
-        rows = select(self.store, v.SPARQL_PREFIXES + f"""
-            SELECT ?chunk ?text ?doc ?title WHERE {{ {values("chunk", map(NamedNode, chunks))}
-              GRAPH {sparql_term(iris.source_graph)} {{
-                ?chunk sr:text ?text ; prov:wasDerivedFrom ?doc . ?doc sr:status "{READY}" ; dcterms:title ?title }} }}""")  # fmt: skip
-        found = {row["chunk"]: row for row in rows}
-        return [
-            Passage(iri, found[iri]["doc"], found[iri]["title"], found[iri]["text"], scores.get(iri, 0.0))
-            for iri in chunks if iri in found
-        ]  # fmt: skip
 
     async def answer(self, collection: str, question: str, *, mode: Mode = "hybrid", k: int = 5, **options: Any) -> Answer:
         """Retrieve, answer (LLM or extractive), and write the trace."""
