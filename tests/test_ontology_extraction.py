@@ -14,6 +14,7 @@ from pyoxigraph import Literal, NamedNode, Triple
 
 from sparqlrag.config import Settings
 from sparqlrag.extraction.knowledge import Entity, Fact
+from sparqlrag.extraction.pipeline import IngestResult, Source
 from sparqlrag.extraction.provenance import knowledge_triples
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.llm import AnthropicModel
@@ -21,7 +22,7 @@ from sparqlrag.ontology.guided import GuidedExtractor, TypedOfflineExtractor, co
 from sparqlrag.ontology.owl import OntologyModel, owlready
 from sparqlrag.ontology.reading import read_ontology
 from sparqlrag.ontology.registry import OntologyConflict
-from sparqlrag.ontology.selection import ElementIndex, Selector
+from sparqlrag.ontology.selection import ElementIndex, Selector, Subset
 from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store import vocab as v
@@ -161,6 +162,31 @@ def test_a_collection_with_an_ontology_gets_typed_knowledge_offline(tmp_path: Pa
         assert activity(services, "default")["extractor"] == "offline"  # other collections extract as before
         with pytest.raises(OntologyConflict, match="'books' extracts with ontology 'schema'"):
             services.ontologies.remove_sync("schema")
+    finally:
+        services.close()
+        store.close()
+
+
+def test_documents_ingested_together_are_selected_together(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    services, store = open_services(tmp_path)
+    try:
+        services.ontologies.load_sync("schema", (SHARED / "data/ontologies/schemaorg_subset.ttl").read_bytes(), filename="s.ttl")
+        asyncio.run(services.collections.create("notes", "schema"))
+        selector = services.pipeline.extractor_for.selector  # type: ignore[union-attr]
+        batches: list[int] = []
+
+        def counted(index: ElementIndex, chunks: list[str]) -> list[Subset]:
+            batches.append(len(chunks))
+            return Selector.select(selector, index, chunks)
+
+        monkeypatch.setattr(selector, "select", counted)
+        notes = [Source(f"note-{n}", f"Hartford is a city in Connecticut. Note {n} says so.".encode()) for n in range(20)]
+        results = asyncio.run(services.pipeline.ingest_many("notes", notes))
+        assert all(isinstance(r, IngestResult) and r.chunks_added == 1 for r in results)
+        assert sum(batches) == 20  # each chunk selected once, ahead of its extraction
+        assert len(batches) < 10  # one-chunk documents queue while a selection runs: typically 1, 16, 3
+        cities = select(store, f"SELECT ?e WHERE {{ GRAPH <{BASE}graph/notes> {{ ?e a <{SCHEMA}City> }} }}")
+        assert cities == [{"e": f"{BASE}id/notes/schema/City/hartford"}]
     finally:
         services.close()
         store.close()

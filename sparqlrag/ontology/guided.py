@@ -102,20 +102,26 @@ def _string(item: Any, key: str) -> str | None:
 
 class _Subsets:
     """The ontology subsets of the chunks an extractor is about to read. The pipeline hands over
-    a document's chunks first (`prepare`), so that they are selected in batches: the model runs
-    ~2x faster per chunk on 16 chunks at a time than on one (bench/ontology_selection.py)."""
+    each document's chunks first (`prepare`), and the documents of one ingest are prepared
+    concurrently: what they queue while a selection runs is selected together in the next, 16
+    chunks per model call. The model runs ~2x faster per chunk on 16 chunks at a time than on
+    one (bench/ontology_selection.py), and a corpus of one-chunk documents would select singly."""
 
     BATCH = 16
 
     def __init__(self, ontology: str, index: ElementIndex, selector: Selector) -> None:
         self.ontology, self.index, self.selector = ontology, index, selector
         self._ready: dict[str, Subset] = {}
+        self._queued: dict[str, None] = {}  # an ordered set
+        self._turn = asyncio.Lock()
 
     async def prepare(self, texts: list[str]) -> None:
-        todo = [t for t in dict.fromkeys(texts) if t not in self._ready]
-        for start in range(0, len(todo), self.BATCH):
-            batch = todo[start : start + self.BATCH]
-            self._ready.update(zip(batch, await asyncio.to_thread(self.selector.select, self.index, batch)))
+        self._queued.update(dict.fromkeys(t for t in texts if t not in self._ready))
+        async with self._turn:  # the caller that gets the turn selects all that is queued by then
+            todo, self._queued = list(self._queued), {}
+            for start in range(0, len(todo), self.BATCH):
+                batch = todo[start : start + self.BATCH]
+                self._ready.update(zip(batch, await asyncio.to_thread(self.selector.select, self.index, batch)))
 
     def subset(self, text: str) -> Subset:
         """The prepared subset of `text` (given up: each chunk is read once), or a fresh one."""
