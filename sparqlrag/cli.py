@@ -127,6 +127,16 @@ def build_parser() -> argparse.ArgumentParser:
     collections.add_argument("name", nargs="?", help="the collection to create or delete")
     collections.add_argument("--ontology", help="create: a loaded ontology to guide extraction (typed entities, its properties)")
 
+    core = commands.add_parser("core", help="export a collection as a knowledge core file, or import one")
+    core_actions = core.add_subparsers(dest="action", required=True)
+    exporting = core_actions.add_parser("export", help="write a collection's knowledge, provenance, traces and vectors to one file")
+    _common(exporting)
+    exporting.add_argument("collection")
+    exporting.add_argument("file", type=Path, help="the core file to write (a zip; default name COLLECTION.core.zip)", nargs="?")
+    importing = core_actions.add_parser("import", help="import a knowledge core into a new or empty collection (no extraction)")
+    _common(importing)
+    importing.add_argument("file", type=Path)
+
     ontology = commands.add_parser("ontology", help="load, list, show or remove OWL ontologies")
     actions = ontology.add_subparsers(dest="action", required=True)
     loading = actions.add_parser("load", help="load or reload an ontology (Turtle, N-Triples, RDF/XML, OWL/XML, JSON-LD)")
@@ -463,6 +473,30 @@ def _ontology(store: EmbeddedStore, settings: Settings, args: argparse.Namespace
         print(f"removed {args.name}")
 
 
+def _core(services: Services, args: argparse.Namespace) -> None:
+    from sparqlrag.extraction.cores import CoreInvalid, CoreMismatch
+
+    try:
+        _core_action(services, args)
+    except (CoreInvalid, CoreMismatch) as error:
+        raise CliError(str(error)) from None
+
+
+def _core_action(services: Services, args: argparse.Namespace) -> None:
+    if args.action == "export":
+        target = args.file or Path(f"{args.collection}.core.zip")
+        manifest = asyncio.run(services.cores.export(args.collection, target))
+        counts = manifest["counts"]
+        print(f"exported {args.collection} to {target}: {counts['quads']} quads, {counts['chunks']} chunk vectors, "
+              f"{counts['entities']} entity vectors")  # fmt: skip
+    else:
+        if not args.file.is_file():
+            raise CliError(f"{args.file}: no such file")
+        result = asyncio.run(services.cores.import_(args.file))
+        moved = f" (IRIs moved from {result.rebased_from})" if result.rebased_from else ""
+        print(f"imported {result.collection}: {result.quads} quads, {result.chunks} chunk vectors, {result.entities} entity vectors{moved}")
+
+
 def _documents(services: Services, args: argparse.Namespace) -> None:
     from sparqlrag.extraction import librarian
 
@@ -563,7 +597,7 @@ def run(argv: list[str] | None = None) -> None:
                 services = Services.open(settings, store, _extractor_override(args), _load_models(settings))
                 try:
                     commands = {"ingest": _ingest, "documents": _documents, "forget": _forget, "reingest": _reingest,
-                                "collections": _collections, "ask": _ask, "index": _index, "nl-query": _nl_query}  # fmt: skip
+                                "collections": _collections, "core": _core, "ask": _ask, "index": _index, "nl-query": _nl_query}  # fmt: skip
                     commands[args.command](services, args)
                 finally:
                     services.close()

@@ -12,6 +12,7 @@ from typing import Any
 
 from sparqlrag.config import Settings
 from sparqlrag.extraction.collections import Collections
+from sparqlrag.extraction.cores import Cores
 from sparqlrag.extraction.knowledge import Extractor
 from sparqlrag.extraction.llm_extractor import LLMExtractor
 from sparqlrag.extraction.offline import OfflineExtractor
@@ -71,6 +72,7 @@ class Services:
     llm: ChatModel | None
     pipeline: Pipeline
     collections: Collections
+    cores: Cores
     document_rag: DocumentRag
     graph_rag: GraphRag
     ontologies: Ontologies
@@ -104,7 +106,9 @@ class Services:
                          llm=llm, prompts_dir=settings.prompts_dir, phrases=OfflineExtractor().phrases)  # fmt: skip
         nl_query = NlQuery(llm=llm, ontologies=ontologies, indexes=indexes, selector=selector, base_iri=settings.base_iri,
                            prompts_dir=settings.prompts_dir)  # fmt: skip
-        return cls(settings, store, embedder, vectors, keywords, llm, pipeline, Collections(pipeline), rag, graph, ontologies, nl_query)
+        collections = Collections(pipeline)
+        cores = Cores(collections, ontologies, settings.embedding_model)
+        return cls(settings, store, embedder, vectors, keywords, llm, pipeline, collections, cores, rag, graph, ontologies, nl_query)
 
     def close(self) -> None:
         self.vectors.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+import uuid
 from pathlib import Path
 
 from starlette.requests import Request
@@ -49,6 +50,13 @@ async def spool_body(request: Request, limit: int, directory: Path) -> Path:
             path.unlink(missing_ok=True)
             raise
     return path
+
+
+def scratch_path(request: Request, prefix: str) -> Path:
+    """A fresh file name in the scratch directory, for a response written to disk first."""
+    directory: Path = request.app.state.scratch_dir
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / f"{prefix}-{uuid.uuid4().hex}"
 
 
 def decode_utf8(data: bytes, what: str) -> str:

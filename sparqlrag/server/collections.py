@@ -1,18 +1,21 @@
-"""`/api/v1/collections`: create, list with counts, show one, delete with the full cascade."""
+"""`/api/v1/collections`: create, list with counts, show one, delete with the full cascade;
+export and import a collection as a knowledge core (`/api/v1/collections/{name}/core`)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict
 
+from starlette.background import BackgroundTask
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import FileResponse, JSONResponse, Response
 
 from sparqlrag.extraction.collections import Collections
+from sparqlrag.extraction.cores import MEDIA_TYPE, CoreInvalid, CoreMismatch
 from sparqlrag.extraction.librarian import UnknownCollection
 from sparqlrag.ontology.registry import UnknownOntology
 from sparqlrag.server.auth import authorize
-from sparqlrag.server.bodies import read_body
+from sparqlrag.server.bodies import read_body, scratch_path, spool_body
 from sparqlrag.server.errors import ApiError
 from sparqlrag.services import Services
 from sparqlrag.store.vocab import InvalidName, check_collection
@@ -81,3 +84,34 @@ async def delete_collection(request: Request) -> Response:
     if not await _collections(request).delete(name):
         raise UnknownCollection(name)
     return Response(status_code=204)
+
+
+async def export_core(request: Request) -> Response:
+    """The collection as a knowledge core (a zip file: TriG graphs, vectors, manifest)."""
+    authorize(request, "read")
+    name = _name(request.path_params["name"])
+    path = scratch_path(request, "core")
+    try:
+        await request.app.state.services.cores.export(name, path)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return FileResponse(path, media_type=MEDIA_TYPE, filename=f"{name}.core.zip", background=BackgroundTask(path.unlink))
+
+
+async def import_core(request: Request) -> Response:
+    """A knowledge core as the body, imported into the collection it holds (which the URL
+    names): 201; 400 when it is not a sound core, 409 when this server cannot take it."""
+    authorize(request, "write")
+    name = _name(request.path_params["name"])
+    settings = request.app.state.settings
+    path = await spool_body(request, settings.max_upload_bytes, request.app.state.scratch_dir)
+    try:
+        result = await request.app.state.services.cores.import_(path, into=name)
+    except CoreInvalid as error:
+        raise ApiError(400, "invalid_core", str(error)) from None
+    except CoreMismatch as error:
+        raise ApiError(409, "core_mismatch", str(error)) from None
+    finally:
+        path.unlink(missing_ok=True)
+    return JSONResponse(asdict(result), status_code=201, headers={"Location": f"/api/v1/collections/{name}"})

@@ -21,7 +21,7 @@ from starlette.responses import FileResponse, Response
 
 from sparqlrag.config import Settings
 from sparqlrag.server.auth import authorize
-from sparqlrag.server.bodies import spool_body
+from sparqlrag.server.bodies import scratch_path, spool_body
 from sparqlrag.server.errors import ApiError
 from sparqlrag.store.base import Graph
 from sparqlrag.store.embedded import check_syntax
@@ -102,7 +102,7 @@ async def _get_dataset(request: Request) -> Response:
     if chosen is None:
         raise ApiError(406, "not_acceptable", "the dataset is available as application/trig or application/n-quads")
     media_type, fmt = chosen
-    path = _scratch_path(request, "dump")
+    path = scratch_path(request, "dump")
     try:
         await request.app.state.store.call_async("dump", path, fmt, ALL)
     except BaseException:
@@ -111,12 +111,6 @@ async def _get_dataset(request: Request) -> Response:
     return FileResponse(
         path, media_type=with_charset(media_type), headers={"Vary": "Accept"}, background=BackgroundTask(path.unlink)
     )
-
-
-def _scratch_path(request: Request, prefix: str) -> Path:
-    directory: Path = request.app.state.scratch_dir
-    directory.mkdir(parents=True, exist_ok=True)
-    return directory / f"{prefix}-{uuid.uuid4().hex}"
 
 
 async def _write_graph(request: Request, graph: Graph, *, replace: bool) -> Response:
@@ -163,7 +157,7 @@ async def _uploaded_parts(request: Request, settings: Settings) -> list[tuple[Pa
                     with contextlib.suppress(ValueError):
                         part_type = rdf_format_for_path(Path(value.filename or "")).media_type
                 fmt = _upload_format(part_type, TRIPLE_FORMATS, "a multipart part")
-                path = _scratch_path(request, "part")
+                path = scratch_path(request, "part")
                 path.write_bytes(await value.read())
                 parts.append((path, fmt))
         except BaseException:

@@ -202,6 +202,23 @@ class VectorIndex:
                 if name in self._matrices:
                     self._matrices[name].remove(ids)
 
+    def points(self, collection: str, kind: Kind) -> tuple[np.ndarray, list[dict]]:
+        """Every point of a collection's index: its vectors as one matrix, and their payloads
+        (each with its "iri", and "facet" when it has one). What a knowledge core carries."""
+        name = self.name(collection, kind)
+        vectors: list[list[float]] = []
+        payloads: list[dict] = []
+        with self._lock:
+            if self._client.collection_exists(name):
+                offset = None
+                while True:
+                    found, offset = self._client.scroll(name, limit=10_000, offset=offset, with_payload=True, with_vectors=True)
+                    vectors += [p.vector for p in found]  # type: ignore[misc]
+                    payloads += [p.payload or {} for p in found]
+                    if offset is None:
+                        break
+        return np.asarray(vectors, dtype=np.float32).reshape(len(vectors), self.dim), payloads
+
     def count(self, collection: str, kind: Kind) -> int:
         name = self.name(collection, kind)
         with self._lock:

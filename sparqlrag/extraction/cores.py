@@ -1,0 +1,242 @@
+"""Knowledge cores: a collection as one portable file, imported elsewhere with no re-extraction.
+
+A core is a zip file, open to any tool:
+
+- `manifest.json`: format and version, the collection, the base IRI it was exported under, its
+  ontology, the embedding model and dimension, counts, and the SHA-256 of every other member;
+- `graphs.trig`: the collection's knowledge, provenance and trace graphs;
+- `chunks.npy`/`chunks.jsonl`, `entities.npy`/`entities.jsonl`: the vector points (float32
+  matrix, and one JSON payload per row with its IRI and facet).
+
+Keyword rows are rebuilt from the chunk payloads' text (no model needed). Importing under
+another base IRI moves every IRI under the old base to the new one, and renames each fact's
+reifier after its moved fact (a reifier's name is a hash of the fact). Everything is checked
+before anything is written, and a failed write is undone, so a refused core leaves the
+server as it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import json
+import zipfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from pyoxigraph import NamedNode, Quad, RdfFormat, Triple, parse, serialize
+
+from sparqlrag.extraction import librarian
+from sparqlrag.extraction.collections import Collections
+from sparqlrag.store import vocab as v
+from sparqlrag.store.base import GraphNotFound
+from sparqlrag.store.vector_index import FACETS, Kind
+from sparqlrag.store.vocab import Iris, InvalidName, check_collection
+
+if TYPE_CHECKING:
+    from sparqlrag.ontology.registry import Ontologies
+
+FORMAT, VERSION = "sparqlrag-core", 1
+KINDS: tuple[Kind, ...] = ("chunks", "entities")
+MEDIA_TYPE = "application/zip"
+
+
+class CoreInvalid(ValueError):
+    """The file is not a knowledge core, or it is damaged (a checksum or a count does not hold)."""
+
+
+class CoreMismatch(ValueError):
+    """A sound core this server cannot take as it stands: another embedding model, an ontology
+    not loaded here, a collection that already has data."""
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    collection: str
+    quads: int
+    chunks: int
+    entities: int
+    rebased_from: str | None  # the base IRI the core was exported under, when it differed
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class Cores:
+    def __init__(self, collections: Collections, ontologies: Ontologies, embedding_model: str) -> None:
+        self.collections, self.ontologies, self.pipeline = collections, ontologies, collections.pipeline
+        self.store, self.base_iri, self.embedding_model = collections.store, collections.base_iri, embedding_model
+
+    # -- export -----------------------------------------------------------------------------
+
+    async def export(self, name: str, target: Path) -> dict[str, Any]:
+        """Write the collection's core to `target`; returns its manifest. Raises UnknownCollection."""
+        info = await self.collections.get(name)
+        if info is None:
+            raise librarian.UnknownCollection(name)
+        async with self.pipeline.locks.closed(name):  # a consistent picture: no ingest meanwhile
+            return await asyncio.to_thread(self._export, Iris(self.base_iri, name), info.ontology, target)
+
+    def _export(self, iris: Iris, ontology: str | None, target: Path) -> dict[str, Any]:
+        quads: list[Quad] = []
+        for graph in (iris.knowledge_graph, iris.source_graph, iris.trace_graph):
+            try:
+                data = self.store.serialize_graph(graph.value, RdfFormat.N_TRIPLES)
+            except GraphNotFound:
+                continue
+            quads += [Quad(t.subject, t.predicate, t.object, graph) for t in parse(data, format=RdfFormat.N_TRIPLES)]
+        members = {"graphs.trig": serialize(quads, format=RdfFormat.TRIG, prefixes=v.PREFIXES) or b""}
+        counts = {"quads": len(quads)}
+        for kind in KINDS:
+            vectors, payloads = self.pipeline.vectors.points(iris.collection, kind)
+            buffer = io.BytesIO()
+            np.save(buffer, vectors.astype(np.float32), allow_pickle=False)
+            members[f"{kind}.npy"] = buffer.getvalue()
+            members[f"{kind}.jsonl"] = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in payloads).encode()
+            counts[kind] = len(payloads)
+        manifest = {"format": FORMAT, "version": VERSION, "collection": iris.collection, "base_iri": self.base_iri,
+                    "ontology": ontology, "embedding_model": self.embedding_model, "dim": self.pipeline.vectors.dim,
+                    "exported": datetime.now(timezone.utc).isoformat(timespec="seconds"), "counts": counts,
+                    "sha256": {member: _sha256(data) for member, data in members.items()}}  # fmt: skip
+        with zipfile.ZipFile(target, "w") as core:
+            core.writestr("manifest.json", json.dumps(manifest, indent=2), zipfile.ZIP_DEFLATED)
+            for member, data in members.items():
+                # vectors barely compress; the rest shrinks ~5x
+                core.writestr(member, data, zipfile.ZIP_STORED if member.endswith(".npy") else zipfile.ZIP_DEFLATED)
+        return manifest
+
+    # -- import -----------------------------------------------------------------------------
+
+    async def import_(self, source: Path, into: str | None = None) -> ImportResult:
+        """Import the core at `source` into the collection it was exported from (which must
+        then be `into`, when given). Raises CoreInvalid, CoreMismatch, CollectionBusy."""
+        core = await asyncio.to_thread(_read, source)
+        name = core.manifest["collection"]
+        if into is not None and into != name:
+            raise CoreMismatch(f"the core holds collection {name!r}, not {into!r}; import it as {name!r}")
+        if core.manifest["embedding_model"] != self.embedding_model or core.manifest["dim"] != self.pipeline.vectors.dim:
+            raise CoreMismatch(f"the core's vectors come from {core.manifest['embedding_model']} ({core.manifest['dim']} "
+                               f"dimensions); this server embeds with {self.embedding_model} ({self.pipeline.vectors.dim})")  # fmt: skip
+        ontology = core.manifest["ontology"]
+        if ontology is not None and not await self._ontology_loaded(ontology):
+            raise CoreMismatch(f"the core's collection extracts with ontology {ontology!r}, which is not loaded here; load it first")
+        iris = Iris(self.base_iri, name)
+        async with self.pipeline.locks.closed(name):
+            existing = await self.collections.get(name)
+            if existing is not None and (existing.documents or existing.chunks or existing.facts):
+                raise CoreMismatch(f"collection {name!r} has data already ({existing.documents} documents, {existing.facts} "
+                                   "facts); import a core into a new or empty collection")  # fmt: skip
+            if existing is not None and existing.ontology != ontology:
+                raise CoreMismatch(f"collection {name!r} exists here with ontology {existing.ontology!r}, the core's uses {ontology!r}")
+            old_base = core.manifest["base_iri"]
+            quads = core.quads if old_base == self.base_iri else _rebase(core.quads, old_base, iris)
+            if existing is not None:  # keep its registration, not the core's (one creation time)
+                quads = [q for q in quads if q.subject != iris.collection_iri]
+            try:
+                await asyncio.to_thread(self._write, iris, quads, core, old_base)
+            except BaseException:
+                await asyncio.to_thread(self._undo, iris, existing is not None, ontology)
+                raise
+        return ImportResult(name, len(quads), len(core.payloads["chunks"]), len(core.payloads["entities"]),
+                            old_base if old_base != self.base_iri else None)  # fmt: skip
+
+    async def _ontology_loaded(self, name: str) -> bool:
+        return name in {info.name for info in await self.ontologies.list()}
+
+    def _write(self, iris: Iris, quads: list[Quad], core: _Core, old_base: str) -> None:
+        self.store.add_quads(serialize(quads, format=RdfFormat.N_QUADS) or b"")
+        for kind in KINDS:
+            payloads = [_moved_payload(p, old_base, self.base_iri) for p in core.payloads[kind]]
+            for facet in FACETS:
+                rows = [i for i, p in enumerate(payloads) if p.get("facet", "") == facet]
+                if rows:
+                    points = [payloads[i] for i in rows]
+                    kept = [{key: value for key, value in p.items() if key not in ("iri", "facet")} for p in points]
+                    self.pipeline.vectors.upsert(iris.collection, kind, [p["iri"] for p in points], core.vectors[kind][rows], kept, facet)
+            if kind == "chunks":  # the keyword index is the chunks' text
+                self.pipeline.keywords.add(iris.collection, [(p["iri"], p["text"]) for p in payloads])
+
+    def _undo(self, iris: Iris, existed: bool, ontology: str | None) -> None:
+        graphs = (iris.knowledge_graph, iris.source_graph, iris.trace_graph)
+        self.store.update(" ;\n".join(f"DROP SILENT GRAPH <{g.value}>" for g in graphs))
+        if existed:
+            self.store.update(v.SPARQL_PREFIXES + librarian.register_collection(iris, ontology))
+        self.pipeline.vectors.drop(iris.collection)
+        self.pipeline.keywords.drop(iris.collection)
+
+
+@dataclass(frozen=True)
+class _Core:
+    manifest: dict[str, Any]
+    quads: list[Quad]
+    vectors: dict[str, np.ndarray]
+    payloads: dict[str, list[dict[str, Any]]]
+
+
+def _read(source: Path) -> _Core:
+    """The core at `source`, every member checked against the manifest. Raises CoreInvalid."""
+    try:
+        with zipfile.ZipFile(source) as core:
+            manifest = json.loads(core.read("manifest.json"))
+            if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+                raise CoreInvalid(f"not a knowledge core: manifest.json does not say format {FORMAT!r}")
+            if manifest.get("version") != VERSION:
+                raise CoreInvalid(f"knowledge core version {manifest.get('version')!r}; this server reads version {VERSION}")
+            expected = manifest["sha256"]
+            members = {name: core.read(name) for name in ("graphs.trig", *(f"{k}.{ext}" for k in KINDS for ext in ("npy", "jsonl")))}
+    except zipfile.BadZipFile as error:
+        raise CoreInvalid(f"not a knowledge core (not a zip file): {error}") from None
+    except KeyError as error:
+        raise CoreInvalid(f"the knowledge core lacks {error.args[0]}") from None
+    except (ValueError, TypeError) as error:  # bad JSON, or a manifest of the wrong shape
+        raise CoreInvalid(f"the knowledge core's manifest is unreadable: {error}") from None
+    for name, data in members.items():
+        if expected.get(name) != _sha256(data):
+            raise CoreInvalid(f"the knowledge core is damaged: {name} does not match its checksum")
+    try:
+        check_collection(str(manifest["collection"]))
+        base = str(manifest["base_iri"])
+        quads = list(parse(members["graphs.trig"], format=RdfFormat.TRIG))
+        vectors = {k: np.load(io.BytesIO(members[f"{k}.npy"]), allow_pickle=False) for k in KINDS}
+        payloads = {k: [json.loads(line) for line in members[f"{k}.jsonl"].decode().splitlines() if line] for k in KINDS}
+    except (KeyError, InvalidName, SyntaxError, ValueError) as error:
+        raise CoreInvalid(f"the knowledge core is unreadable: {error}") from None
+    iris = Iris(base, manifest["collection"])
+    graphs = {iris.knowledge_graph, iris.source_graph, iris.trace_graph}
+    if stray := next((q.graph_name for q in quads if q.graph_name not in graphs), None):
+        raise CoreInvalid(f"the knowledge core holds graph {stray} outside collection {iris.collection!r}")
+    for kind in KINDS:
+        if vectors[kind].shape != (len(payloads[kind]), manifest["dim"]) or any("iri" not in p for p in payloads[kind]):
+            raise CoreInvalid(f"the knowledge core's {kind} vectors do not match their payloads")
+    if manifest.get("counts", {}).get("quads") != len(quads):
+        raise CoreInvalid("the knowledge core's graphs do not hold the number of quads its manifest says")
+    return _Core(manifest, quads, vectors, payloads)
+
+
+def _rebase(quads: list[Quad], old_base: str, iris: Iris) -> list[Quad]:
+    """The quads with every IRI under `old_base` moved under `iris.base`; each reifier renamed
+    after its moved fact, wherever it is named (provenance and traces)."""
+
+    def moved(term: Any) -> Any:
+        if isinstance(term, NamedNode) and term.value.startswith(old_base):
+            return NamedNode(iris.base + term.value[len(old_base) :])
+        if isinstance(term, Triple):
+            return Triple(moved(term.subject), moved(term.predicate), moved(term.object))
+        return term
+
+    quads = [Quad(moved(q.subject), moved(q.predicate), moved(q.object), moved(q.graph_name)) for q in quads]
+    renamed = {q.subject: iris.statement(q.object) for q in quads if q.predicate == v.RDF_REIFIES and isinstance(q.object, Triple)}
+    return [Quad(renamed.get(q.subject, q.subject), q.predicate, renamed.get(q.object, q.object), q.graph_name) for q in quads]
+
+
+def _moved_payload(payload: dict[str, Any], old_base: str, new_base: str) -> dict[str, Any]:
+    """A vector payload with its IRIs (the point's, a chunk's document) under the new base."""
+    if old_base == new_base:
+        return payload
+    return {key: new_base + value[len(old_base) :] if key in ("iri", "document") and isinstance(value, str)
+            and value.startswith(old_base) else value for key, value in payload.items()}  # fmt: skip

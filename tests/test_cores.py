@@ -1,0 +1,194 @@
+"""Knowledge cores: a collection exported from one data directory answers the same in another,
+with no extraction; damaged or mismatched cores are refused with nothing imported."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from pyoxigraph import NamedNode, Triple
+
+from sparqlrag.config import Settings
+from sparqlrag.extraction.cores import CoreInvalid, CoreMismatch
+from sparqlrag.extraction.knowledge import Knowledge
+from sparqlrag.extraction.pipeline import Source
+from sparqlrag.services import Models, Services
+from sparqlrag.store import EmbeddedStore
+from sparqlrag.store.select import select
+from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
+from tests.conftest import ROOT, SPARQLRAG, LiveServer, start_server
+
+BASE, ELSEWHERE = "http://kb.example/", "https://data.example.org/kb/"
+QUESTION = "Where is the laboratory that Tim Berners-Lee worked at?"
+
+
+class NoExtraction:
+    """The extractor of the importing side: a core must bring its knowledge, never make it."""
+
+    name, model = "none", None
+
+    async def extract(self, text: str, document_id: str) -> Knowledge:
+        raise AssertionError("an import ran extraction")
+
+
+@pytest.fixture(scope="module")
+def models() -> Models:
+    return Models.load(Settings(data_dir=ROOT / "build", reranker_model=None))
+
+
+def open_services(root: Path, models: Models, base: str = BASE, **kwargs: object) -> Services:
+    root.mkdir(parents=True, exist_ok=True)
+    settings = Settings(data_dir=root, base_iri=base, reranker_model=None)
+    return Services.open(settings, EmbeddedStore(root / "store"), models=models, **kwargs)  # type: ignore[arg-type]
+
+
+def close(services: Services) -> None:
+    services.close()
+    services.store.close()
+
+
+@pytest.fixture(scope="module")
+def core(tmp_path_factory: pytest.TempPathFactory, models: Models) -> Iterator[tuple[Path, dict, Services]]:
+    """The demo corpus ingested (with an answered question, so a trace) and exported."""
+    services = open_services(tmp_path_factory.mktemp("source"), models)
+    corpus = sorted((ROOT / "sparqlrag" / "demo" / "corpus").glob("*.md"))
+    asyncio.run(services.pipeline.ingest_many("default", [Source(p.name, p.read_bytes()) for p in corpus]))
+    asyncio.run(services.graph_rag.answer("default", "What did CERN build?"))
+    path = tmp_path_factory.mktemp("cores") / "default.core.zip"
+    manifest = asyncio.run(services.cores.export("default", path))
+    yield path, manifest, services
+    close(services)
+
+
+def graph_quads(services: Services, iris: Iris) -> list[tuple[str, str, str, str]]:
+    """The collection's quads, sorted; a blank node (a trace step) as "_", as a round trip renames them."""
+    rows = select(services.store, f"""SELECT ?g ?s ?p ?o (isBlank(?s) AS ?bs) (isBlank(?o) AS ?bo) WHERE {{ GRAPH ?g {{ ?s ?p ?o }}
+        VALUES ?g {{ <{iris.knowledge_graph.value}> <{iris.source_graph.value}> <{iris.trace_graph.value}> }} }}""")  # fmt: skip
+    return sorted((r["g"], "_" if r["bs"] == "true" else r["s"], r["p"], "_" if r["bo"] == "true" else json.dumps(r["o"], sort_keys=True))
+                  for r in rows)  # fmt: skip
+
+
+def answer(services: Services) -> tuple[str, list[str], list[str]]:
+    got = asyncio.run(services.graph_rag.answer("default", QUESTION))
+    return got.answer, [p.chunk for p in got.passages], [str(e.fact) for e in got.edges]
+
+
+def test_an_imported_core_answers_the_same_with_no_extraction(core: tuple[Path, dict, Services], models: Models,
+                                                               tmp_path: Path) -> None:  # fmt: skip
+    path, manifest, source = core
+    assert manifest["counts"]["chunks"] == 5 and manifest["counts"]["entities"] > 20 and manifest["embedding_model"] == models.embedder.model_name
+    expected = graph_quads(source, Iris(BASE))
+    services = open_services(tmp_path, models, extractor=NoExtraction())
+    try:
+        result = asyncio.run(services.cores.import_(path))
+        assert (result.collection, result.chunks, result.rebased_from) == ("default", 5, None)
+        assert graph_quads(services, Iris(BASE)) == expected  # knowledge, provenance and traces, unchanged
+        assert answer(services) == answer(source)  # same answer, same sources, same facts
+        assert services.keywords.search("default", "Geneva", 5) == source.keywords.search("default", "Geneva", 5)
+        info = asyncio.run(services.collections.get("default"))
+        assert info is not None and (info.documents, info.chunks) == (5, 5)
+    finally:
+        close(services)
+
+
+def test_a_core_imported_under_another_base_iri_moves_every_iri(core: tuple[Path, dict, Services], models: Models,
+                                                                tmp_path: Path) -> None:  # fmt: skip
+    path, manifest, source = core
+    services = open_services(tmp_path, models, base=ELSEWHERE, extractor=NoExtraction())
+    try:
+        assert asyncio.run(services.cores.import_(path)).rebased_from == BASE
+        quads = graph_quads(services, Iris(ELSEWHERE))
+        assert len(quads) == manifest["counts"]["quads"]
+        assert not any(BASE in term for quad in quads for term in quad)  # nothing left under the old base
+        reifiers = select(services.store, SPARQL_PREFIXES + """SELECT ?st ?s ?p ?o WHERE {
+            GRAPH ?g { ?st rdf:reifies <<( ?s ?p ?o )>> FILTER(isIRI(?o)) } }""")
+        assert len(reifiers) > 20  # each renamed after its moved fact, as an ingest here would name it
+        assert all(r["st"] == Iris(ELSEWHERE).statement(Triple(NamedNode(r["s"]), NamedNode(r["p"]), NamedNode(r["o"]))).value for r in reifiers)
+        got, want = answer(services), answer(source)
+        assert got[0] == want[0] and got[1] == [c.replace(BASE, ELSEWHERE) for c in want[1]]
+    finally:
+        close(services)
+
+
+def rewritten(path: Path, target: Path, member: str, change: object) -> Path:
+    """A copy of the core with one member replaced (bytes), or the manifest changed (a dict to merge)."""
+    with zipfile.ZipFile(path) as old, zipfile.ZipFile(target, "w") as new:
+        for item in old.namelist():
+            data = old.read(item)
+            if item == member:
+                data = change if isinstance(change, bytes) else json.dumps({**json.loads(data), **change}).encode()  # type: ignore[dict-item]
+            new.writestr(item, data)
+    return target
+
+
+def test_damaged_and_mismatched_cores_are_refused_with_nothing_imported(core: tuple[Path, dict, Services], models: Models,
+                                                                       tmp_path: Path) -> None:  # fmt: skip
+    path, manifest, _ = core
+    (tmp_path / "not-a-zip").write_bytes(b"PK but not really")
+    services = open_services(tmp_path / "data", models, extractor=NoExtraction())
+    try:
+        refusals: list[tuple[Path, type[Exception], str]] = [
+            (tmp_path / "not-a-zip", CoreInvalid, "not a zip file"),
+            (rewritten(path, tmp_path / "a.zip", "graphs.trig", b"<not> <trig"), CoreInvalid, "graphs.trig does not match its checksum"),
+            (rewritten(path, tmp_path / "b.zip", "manifest.json", {"format": "something-else"}), CoreInvalid, "not a knowledge core"),
+            (rewritten(path, tmp_path / "c.zip", "manifest.json", {"version": 9}), CoreInvalid, "version 9"),
+            (rewritten(path, tmp_path / "d.zip", "manifest.json", {"embedding_model": "BAAI/bge-small-en-v1.5"}), CoreMismatch, "bge-small"),
+            (rewritten(path, tmp_path / "e.zip", "manifest.json", {"ontology": "org"}), CoreMismatch, "ontology 'org', which is not loaded"),
+            (rewritten(path, tmp_path / "f.zip", "manifest.json", {"counts": {**manifest["counts"], "quads": 1}}), CoreInvalid, "number of quads"),
+        ]  # fmt: skip
+        for bad, error, message in refusals:
+            with pytest.raises(error, match=message):
+                asyncio.run(services.cores.import_(bad))
+            assert services.store.count() == 0 and services.vectors.count("default", "chunks") == 0
+        with pytest.raises(CoreMismatch, match="holds collection 'default', not 'papers'"):
+            asyncio.run(services.cores.import_(path, into="papers"))
+        asyncio.run(services.cores.import_(path))
+        with pytest.raises(CoreMismatch, match="has data already"):
+            asyncio.run(services.cores.import_(path))  # a second import would merge two pasts
+    finally:
+        close(services)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    live, stop = start_server(tmp_path_factory.mktemp("served"), base_iri=BASE)
+    yield live
+    stop()
+
+
+def test_cores_over_http(server: LiveServer, client: httpx.Client, core: tuple[Path, dict, Services]) -> None:
+    path, _, _ = core
+    assert client.post("/api/v1/collections", json={"name": "lab"}).status_code == 201
+    refused = client.post("/api/v1/collections/lab/core", content=path.read_bytes())
+    assert refused.status_code == 409 and refused.json()["error"] == "core_mismatch"  # the core holds `default`
+    bad = client.post("/api/v1/collections/default/core", content=b"not a core")
+    assert bad.status_code == 400 and bad.json()["error"] == "invalid_core" and "not a zip file" in bad.json()["detail"]
+    imported = client.post("/api/v1/collections/default/core", content=path.read_bytes())
+    assert imported.status_code == 201 and imported.json()["chunks"] == 5, imported.text
+    exported = client.get("/api/v1/collections/default/core")
+    assert exported.status_code == 200 and exported.headers["content-type"] == "application/zip"
+    assert 'filename="default.core.zip"' in exported.headers["content-disposition"]
+    (server.settings.data_dir / "again.zip").write_bytes(exported.content)
+    with zipfile.ZipFile(server.settings.data_dir / "again.zip") as again, zipfile.ZipFile(path) as first:
+        assert json.loads(again.read("manifest.json"))["counts"] == json.loads(first.read("manifest.json"))["counts"]
+        assert again.read("chunks.jsonl") == first.read("chunks.jsonl")  # what came in goes out again
+    assert client.get("/api/v1/collections/nothing/core").status_code == 404
+    assert client.delete("/api/v1/collections/nothing").json()["error"] == "collection_not_found"
+
+
+def test_core_export_and_import_on_the_command_line(core: tuple[Path, dict, Services], tmp_path: Path) -> None:
+    path, _, _ = core
+    run = [SPARQLRAG, "core", "import", str(path), "--data-dir", str(tmp_path / "d"), "--base-iri", BASE]
+    done = subprocess.run(run, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "imported default: " in done.stdout, done.stderr
+    again = subprocess.run(run, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 2 and "has data already" in again.stderr and "Traceback" not in again.stderr
+    export = subprocess.run([SPARQLRAG, "core", "export", "default", str(tmp_path / "out.zip"), "--data-dir", str(tmp_path / "d"),
+                             "--base-iri", BASE], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert export.returncode == 0 and "exported default to" in export.stdout and zipfile.is_zipfile(tmp_path / "out.zip")
