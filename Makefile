@@ -20,7 +20,24 @@ $(OWLAPI):
 	-if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  apt-get install -y -q libowlapi-java default-jdk-headless >/dev/null || (apt-get update -q >/dev/null && apt-get install -y -q libowlapi-java default-jdk-headless >/dev/null); fi
 
-install: $(BIN)/sparqlrag $(OWLAPI)
+# YASGUI's built files for the SPARQL editor at / (the page falls back to the public CDN without them)
+YASGUI := sparqlrag/server/static/vendor/yasgui/yasgui.min.js
+YASGUI_VERSION := 4.6.2
+$(YASGUI):
+	-if command -v npm >/dev/null; then \
+	  tmp=$$(mktemp -d) && (cd $$tmp && npm pack --silent @zazuko/yasgui@$(YASGUI_VERSION) >/dev/null && tar xzf zazuko-yasgui-$(YASGUI_VERSION).tgz) && \
+	  mkdir -p $(@D) && cp $$tmp/package/build/yasgui.min.js $$tmp/package/build/yasgui.min.css $(@D)/ && rm -rf $$tmp; fi
+
+# test clients: Comunica's SPARQL client (npm), and headless Chromium with its driver for the browser tests
+COMUNICA := .cache/node/node_modules/.bin/fetch-sparql-endpoint
+$(COMUNICA):
+	-if command -v npm >/dev/null; then npm install --silent --no-audit --no-fund --prefix .cache/node fetch-sparql-endpoint@7 >/dev/null; fi
+CHROMEDRIVER := /usr/bin/chromedriver
+$(CHROMEDRIVER):
+	-if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get install -y -q chromium chromium-driver >/dev/null || (apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null); fi
+
+install: $(BIN)/sparqlrag $(OWLAPI) $(YASGUI) $(COMUNICA) $(CHROMEDRIVER)
 
 demo: install
 	$(BIN)/sparqlrag demo

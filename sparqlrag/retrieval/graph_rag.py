@@ -31,10 +31,11 @@ from sparqlrag.retrieval.document_rag import Passage, passage_json, passages_of,
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.trace import Trace, TracedEdge, TracedSeed, TracedSource, fact_json
 from sparqlrag.store import vocab as v
+from sparqlrag.store.provenance import fact_sources
 from sparqlrag.store.select import select, select_terms
 from sparqlrag.store.sparql_text import sparql_term, values
 from sparqlrag.store.vector_index import VectorIndex
-from sparqlrag.store.vocab import READY, Iris, local_name
+from sparqlrag.store.vocab import Iris, local_name
 
 # predicates that describe the schema or names, not the world: never walked
 SCHEMA_NAMESPACES = (v.RDF, v.RDFS, v.OWL)
@@ -465,7 +466,7 @@ class GraphRag:
         64.6. A sum alone favours long chunks full of weak facts: MuSiQue 59.5 vs 62.2.)"""
         if not scored:
             return
-        rows = await asyncio.to_thread(self._provenance, iris, [e.fact for e in scored])
+        rows = await asyncio.to_thread(fact_sources, self.store, iris, [e.fact for e in scored])
         by_fact = {e.fact: e for e in scored} | {e.fact: e for e in walk.edges}
         support: dict[str, list[Edge]] = {}
         for row in rows:
@@ -488,17 +489,6 @@ class GraphRag:
         ranked = sorted(support, key=lambda c: (-score[c], -sum(e.score for e in support[c])))[: walk.options.k]
         passages = await asyncio.to_thread(passages_of, self.store, iris, ranked, score)
         walk.passages = [replace(p, supports=best[p.chunk].fact) for p in passages]
-
-    def _provenance(self, iris: Iris, facts: list[Triple]) -> list[dict]:
-        """Each fact's reifier, evidence sentence and chunks (of ready documents); no chunk texts:
-        only the k passages returned need theirs (fetching them for every scored fact's chunk:
-        MuSiQue sources stage p50 27.1 ms, without 21.8)."""
-        rows = " ".join(f"({sparql_term(t.subject)} {sparql_term(t.predicate)} {sparql_term(t.object)})" for t in facts)
-        return select_terms(self.store, v.SPARQL_PREFIXES + f"""
-            SELECT ?s ?p ?o ?st ?sentence ?chunk WHERE {{ VALUES (?s ?p ?o) {{ {rows} }}
-              GRAPH {sparql_term(iris.source_graph)} {{
-                ?st rdf:reifies <<( ?s ?p ?o )>> ; prov:wasDerivedFrom ?chunk . OPTIONAL {{ ?st sr:sentence ?sentence }}
-                ?chunk prov:wasDerivedFrom ?doc . ?doc sr:status "{READY}" }} }}""")  # fmt: skip
 
     async def _reason(self, walk: Walk) -> None:
         """The LLM says, for each kept edge, why it matters to the question (edges it skips get none)."""

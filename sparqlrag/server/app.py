@@ -12,11 +12,12 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from sparqlrag import __version__
 from sparqlrag.config import Settings
-from sparqlrag.server import answers, collections, documents, nl_query, ontologies
+from sparqlrag.server import answers, collections, documents, linked_data, nl_query, ontologies, pages
 from sparqlrag.server.errors import EXCEPTION_HANDLERS
 from sparqlrag.server.graph_store import graph_store
 from sparqlrag.server.sparql import sparql_endpoint
@@ -57,6 +58,12 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
 
     app = Starlette(
         routes=[
+            Route("/", pages.sparql_editor, methods=["GET", "HEAD"]),
+            Route("/ask", pages.ask_page, methods=["GET", "HEAD"]),
+            Mount("/static", StaticFiles(directory=pages.STATIC), name="static"),
+            Route("/id/{path:path}", linked_data.entity, methods=["GET", "HEAD"]),
+            Route("/page/id/{path:path}", linked_data.entity_page, methods=["GET", "HEAD"]),
+            Route("/data/id/{path:path}", linked_data.entity_data, methods=["GET", "HEAD"]),
             Route("/sparql", sparql_endpoint, methods=["GET", "POST"]),
             Route("/store", graph_store, methods=GSP_METHODS),
             Route("/store/{path:path}", graph_store, methods=GSP_METHODS),

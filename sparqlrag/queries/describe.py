@@ -1,0 +1,131 @@
+"""What the server says about one of its entity IRIs: the linked-data description behind `/id/...`.
+
+An entity `{base}id/C/...` lives in collection C's knowledge graph. Its description is its
+label, definition, types and aliases, the facts it takes part in (out and in, up to
+FACT_LIMIT each way), the labels of everything they name (from any graph, so ontology classes
+and properties read as their ontology labels them), and for each fact the chunks of the
+documents it was extracted from (through its reifier) with the evidence sentence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyoxigraph import Literal, NamedNode, Triple
+
+from sparqlrag.extraction.librarian import collection_exists
+from sparqlrag.retrieval.document_rag import passages_of
+from sparqlrag.store import vocab as v
+from sparqlrag.store.provenance import fact_sources
+from sparqlrag.store.select import Term, select_terms
+from sparqlrag.store.sparql_text import sparql_term, values
+from sparqlrag.store.vocab import InvalidName, Iris, local_name
+
+FACT_LIMIT = 500
+DESCRIPTIVE = {v.RDFS_LABEL, v.SKOS_DEFINITION, v.RDF_TYPE, v.SKOS_ALT_LABEL}  # shown as the header, not as facts
+
+
+@dataclass(frozen=True)
+class Evidence:
+    chunk: str
+    document: str
+    title: str
+    text: str
+    sentence: str | None
+
+
+@dataclass
+class Statement:
+    fact: Triple
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class Description:
+    iri: str
+    collection: str
+    label: str
+    definition: str | None
+    types: list[str]
+    aliases: list[str]
+    outgoing: list[Statement]  # the entity is the subject
+    incoming: list[Statement]  # the entity is the object
+    labels: dict[str, str]  # IRI -> label, for every IRI the facts name
+
+    def name_of(self, term: Term) -> str:
+        """How a page shows a term: an IRI by its label (or its last segment), a literal as itself."""
+        if isinstance(term, NamedNode):
+            return self.labels.get(term.value) or local_name(term.value)
+        return term.value if isinstance(term, Literal) else str(term)
+
+    @staticmethod
+    def is_iri(term: Term) -> bool:
+        return isinstance(term, NamedNode)
+
+    def triples(self) -> list[Triple]:
+        """The description as RDF: every fact in or out, with the labels of what they name (RDF
+        1.1 terms only, so any RDF parser reads it; provenance stays in the SPARQL endpoint)."""
+        facts = [s.fact for s in (*self.outgoing, *self.incoming)]
+        named = {t.value for f in facts for t in (f.subject, f.predicate, f.object) if isinstance(t, NamedNode)}
+        labels = [Triple(NamedNode(iri), v.RDFS_LABEL, Literal(self.labels[iri])) for iri in sorted(named) if iri in self.labels]
+        return list(dict.fromkeys([*facts, *labels]))
+
+
+def collection_of(base_iri: str, iri: str) -> str | None:
+    """The collection an entity IRI belongs to (`{base}id/C/...`), if it is one of ours."""
+    prefix = f"{base_iri}id/"
+    if not iri.startswith(prefix) or "/" not in iri[len(prefix) :]:
+        return None
+    return iri[len(prefix) :].split("/", 1)[0]
+
+
+def describe(store: Any, base_iri: str, iri: str) -> Description | None:
+    """The entity's description, or None when no fact of its collection names it."""
+    name = collection_of(base_iri, iri)
+    try:
+        iris = Iris(base_iri, name) if name else None
+    except InvalidName:
+        return None
+    if iris is None or not collection_exists(store, iris):
+        return None
+    node, kg = NamedNode(iri), sparql_term(iris.knowledge_graph)
+    outgoing = select_terms(store, f"SELECT ?p ?o WHERE {{ GRAPH {kg} {{ {sparql_term(node)} ?p ?o }} }} LIMIT {FACT_LIMIT}")
+    incoming = select_terms(store, f"SELECT ?s ?p WHERE {{ GRAPH {kg} {{ ?s ?p {sparql_term(node)} }} }} LIMIT {FACT_LIMIT}")
+    if not outgoing and not incoming:
+        return None
+    out = [Triple(node, row["p"], row["o"]) for row in outgoing]  # type: ignore[arg-type]
+    into = [Triple(row["s"], row["p"], node) for row in incoming]  # type: ignore[arg-type]
+    evidence = _evidence(store, iris, out + into)
+    labels = _labels(store, {t for f in out + into for t in (f.subject, f.predicate, f.object) if isinstance(t, NamedNode)})
+    about: dict[NamedNode, list[str]] = {}  # the header: label, definition, types, aliases
+    for fact in out:
+        if fact.predicate in DESCRIPTIVE:
+            about.setdefault(fact.predicate, []).append(fact.object.value)
+    return Description(
+        iri, iris.collection, (about.get(v.RDFS_LABEL) or [local_name(iri)])[0], (about.get(v.SKOS_DEFINITION) or [None])[0],
+        about.get(v.RDF_TYPE, []), about.get(v.SKOS_ALT_LABEL, []),
+        [Statement(f, evidence.get(f, [])) for f in out if f.predicate not in DESCRIPTIVE],
+        [Statement(f, evidence.get(f, [])) for f in into], labels,
+    )  # fmt: skip
+
+
+def _evidence(store: Any, iris: Iris, facts: list[Triple]) -> dict[Triple, list[Evidence]]:
+    rows = fact_sources(store, iris, facts)
+    passages = {p.chunk: p for p in passages_of(store, iris, list(dict.fromkeys(row["chunk"].value for row in rows)), {})}
+    found: dict[Triple, list[Evidence]] = {}
+    for row in rows:
+        if (passage := passages.get(row["chunk"].value)) is not None:
+            sentence = row["sentence"].value if "sentence" in row else None
+            fact = Triple(row["s"], row["p"], row["o"])  # type: ignore[arg-type]
+            found.setdefault(fact, []).append(Evidence(passage.chunk, passage.document, passage.title, passage.text, sentence))
+    return found
+
+
+def _labels(store: Any, nodes: set[NamedNode]) -> dict[str, str]:
+    """A label for each node that has one in any graph (the collection's, an ontology's)."""
+    if not nodes:
+        return {}
+    rows = select_terms(store, v.SPARQL_PREFIXES + f"""SELECT ?x (SAMPLE(?l) AS ?label) WHERE {{ {values("x", sorted(nodes, key=str))}
+        GRAPH ?g {{ ?x rdfs:label ?l }} }} GROUP BY ?x""")  # fmt: skip
+    return {row["x"].value: row["label"].value for row in rows if "label" in row}

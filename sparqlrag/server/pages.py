@@ -1,0 +1,64 @@
+"""The pages people open in a browser: the SPARQL editor at `/`, the ask page at `/ask`, and
+the templates other modules render (an entity's page).
+
+The pages hold no data: their scripts call the JSON and SPARQL routes with the bearer token
+the user typed (kept in the browser's localStorage), so they are served without one. YASGUI
+is the npm package's built files, fetched by `make install` into static/vendor/yasgui (not
+committed); without them the page loads the same version from the public CDN.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup, escape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+
+from sparqlrag.store import vocab as v
+
+HERE = Path(__file__).parent
+STATIC = HERE / "static"
+YASGUI_VERSION = "4.6.2"
+YASGUI_CDN = f"https://cdn.jsdelivr.net/npm/@zazuko/yasgui@{YASGUI_VERSION}/build/"
+YASGUI_LOCAL = STATIC / "vendor" / "yasgui"
+
+
+def highlight(text: str, sentence: str | None) -> Markup:
+    """A chunk's text, escaped, with the evidence sentence marked."""
+    if not sentence or sentence not in text:
+        return escape(text)
+    before, _, after = text.partition(sentence)
+    return escape(before) + Markup("<mark>") + escape(sentence) + Markup("</mark>") + escape(after)
+
+
+_templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
+_templates.filters["highlight"] = highlight
+
+
+def render(request: Request, template: str, root: str, **context: Any) -> HTMLResponse:
+    """A page; `root` is the relative way back to the site root ("" at the top, "../" one down),
+    so links work wherever a proxy mounts the server."""
+    return HTMLResponse(_templates.get_template(template).render(root=root, **context))
+
+
+def _yasgui_url(root: str, name: str) -> str:
+    return f"{root}static/vendor/yasgui/{name}" if (YASGUI_LOCAL / name).is_file() else YASGUI_CDN + name
+
+
+def _page_config(request: Request) -> dict[str, Any]:
+    """What the pages' scripts need: the base IRI (graph and trace IRIs derive from it), the
+    project's prefixes, and whether requests need a token."""
+    settings = request.app.state.settings
+    return {"base": settings.base_iri, "prefixes": v.PREFIXES, "auth": settings.auth_enabled}
+
+
+async def sparql_editor(request: Request) -> Response:
+    return render(request, "yasgui.html", "", config=_page_config(request),
+                  yasgui_js=_yasgui_url("", "yasgui.min.js"), yasgui_css=_yasgui_url("", "yasgui.min.css"))  # fmt: skip
+
+
+async def ask_page(request: Request) -> Response:
+    return render(request, "ask.html", "", config=_page_config(request))

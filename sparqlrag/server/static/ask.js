@@ -1,0 +1,177 @@
+"use strict";
+// The ask page: a question to /api/v1/graph-rag or /api/v1/document-rag as a stream of
+// server-sent events; the answer as it comes, then its numbered sources (each chunk with the
+// sentence of the fact it supports marked), the facts used, and the explored subgraph drawn.
+(() => {
+  const { config, api, element } = sparqlrag;
+  const $ = (id) => document.getElementById(id);
+  const SVG = "http://www.w3.org/2000/svg";
+  let edges = [];
+  let seeds = [];
+
+  async function loadCollections() {
+    const { collections } = await (await api("api/v1/collections")).json();
+    $("collection").replaceChildren(...collections.map((c) => element("option", { value: c.name }, `${c.name} (${c.documents} documents)`)));
+  }
+
+  // Server-sent events from a POST (EventSource only GETs): "event: name\ndata: json\n\n" blocks.
+  async function* events(response) {
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += value;
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const name = (block.match(/^event: (.*)$/m) || [])[1];
+        const data = (block.match(/^data: (.*)$/m) || [])[1];
+        if (name && data) yield [name, JSON.parse(data)];
+      }
+    }
+  }
+
+  const localName = (iri) => decodeURIComponent(iri.replace(/\/$/, "").split(/[/#]/).pop()).replace(/[-_]/g, " ");
+  const sameFact = (a, b) => a.subject === b.subject && a.predicate === b.predicate && a.object === b.object;
+
+  function showSources(sources) {
+    $("sources").replaceChildren(...sources.map((source) => {
+      const edge = source.supports && edges.find((e) => sameFact(e, source.supports));
+      const text = element("blockquote", {});
+      const sentence = edge && edge.sentence;
+      const at = sentence ? source.text.indexOf(sentence) : -1;
+      if (at >= 0) {
+        text.append(source.text.slice(0, at), element("mark", {}, sentence), source.text.slice(at + sentence.length));
+      } else {
+        text.append(source.text);
+      }
+      const title = element("a", { href: source.document, title: source.chunk }, source.title);
+      const item = element("li", { class: "source" }, title, text);
+      if (edge) item.append(element("p", { class: "supports" }, `supports: ${edge.text}`));
+      return item;
+    }));
+  }
+
+  function showFacts() {
+    $("facts").replaceChildren(...edges.map((edge) => element("li", {},
+      element("span", { class: "fact" }, edge.text),
+      element("span", { class: "score" }, ` hop ${edge.hop}, score ${edge.score.toFixed(3)}`),
+      ...(edge.via ? [element("span", { class: "via" }, ` (via: ${edge.via.text})`)] : []))));
+  }
+
+  // The explored subgraph: the best seeds in the first column, each kept edge's new end one
+  // column further; an edge between two nodes of one column bends out to the left. Line width
+  // is the edge's score; hover a line or a node for its full text.
+  const SEEDS_SHOWN = 5;
+  const short = (text) => (text.length > 32 ? `${text.slice(0, 31)}…` : text);
+
+  function drawTrace() {
+    const svg = $("trace");
+    svg.replaceChildren();
+    const column = new Map();
+    const label = new Map();
+    const used = new Set(edges.flatMap((e) => [e.subject, e.object]));
+    for (const seed of seeds.filter((s, i) => i < SEEDS_SHOWN || used.has(s.entity))) {
+      column.set(seed.entity, 0);
+      label.set(seed.entity, localName(seed.entity));
+    }
+    for (const edge of [...edges].sort((a, b) => a.hop - b.hop)) {
+      label.set(edge.subject, edge.labels[0]);
+      label.set(edge.object, edge.labels[2]);
+      const [from, to] = column.has(edge.subject) || edge.object_is_literal ? [edge.subject, edge.object] : [edge.object, edge.subject];
+      if (!column.has(from)) column.set(from, edge.hop - 1);
+      if (!column.has(to)) column.set(to, edge.hop);
+    }
+    const rows = new Map();
+    const place = new Map();
+    const [width, height, left] = [260, 30, 90];
+    for (const [node, col] of column) {
+      const row = rows.get(col) || 0;
+      rows.set(col, row + 1);
+      place.set(node, [left + col * width, 20 + row * height]);
+    }
+    svg.setAttribute("viewBox", `0 0 ${left + Math.max(...column.values(), 0) * width + 240} ${30 + Math.max(...rows.values(), 1) * height}`);
+    const draw = (tag, attributes, text, title) => {
+      const node = document.createElementNS(SVG, tag);
+      for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+      if (text !== undefined) node.textContent = text;
+      if (title) node.append(Object.assign(document.createElementNS(SVG, "title"), { textContent: title }));
+      svg.append(node);
+      return node;
+    };
+    for (const edge of edges) {
+      const [x1, y1] = place.get(edge.subject);
+      const [x2, y2] = place.get(edge.object);
+      const bend = x1 === x2 ? ` Q ${x1 - 40 - Math.abs(y2 - y1) / 4} ${(y1 + y2) / 2} ${x2} ${y2}` : ` L ${x2} ${y2}`;
+      draw("path", { d: `M ${x1} ${y1}${bend}`, class: `edge hop${edge.hop}`, fill: "none", "stroke-width": 1 + 3 * Math.max(edge.score, 0) },
+        undefined, `${edge.text} (hop ${edge.hop}, score ${edge.score.toFixed(3)})`);
+    }
+    for (const [node, [x, y]] of place) {
+      const seed = seeds.find((s) => s.entity === node);
+      draw("circle", { cx: x, cy: y, r: seed ? 8 : 5, class: seed ? "node seed" : "node" }, undefined, node);
+      draw("text", { x: x + 11, y: y + 4, class: "node-label" }, `${short(label.get(node))}${seed ? ` (${seed.score.toFixed(2)})` : ""}`, label.get(node));
+    }
+  }
+
+  function traceQuery(trace, collection) {
+    const prologue = Object.entries(config.prefixes).map(([name, iri]) => `PREFIX ${name}: <${iri}>`).join("\n");
+    // the via fact (a triple term) as text: table views show terms of RDF 1.1
+    const body = `SELECT ?hop ?score ?subject ?predicate ?object ?via WHERE {
+  GRAPH <${config.base}graph/${collection}/trace> {
+    <${trace}> sr:selectedEdge ?edge .
+    ?edge sr:fact ?fact ; sr:hop ?hop ; sr:score ?score .
+    OPTIONAL { ?edge sr:via ?viaFact }
+  }
+  BIND(SUBJECT(?fact) AS ?subject) BIND(PREDICATE(?fact) AS ?predicate) BIND(OBJECT(?fact) AS ?object)
+  BIND(CONCAT(STR(SUBJECT(?viaFact)), " ", STR(PREDICATE(?viaFact)), " ", STR(OBJECT(?viaFact))) AS ?via)
+}
+ORDER BY ?hop DESC(?score)`;
+    return `./?query=${encodeURIComponent(`${prologue}\n\n${body}\n`)}&tabTitle=${encodeURIComponent("trace")}`;
+  }
+
+  async function ask(event) {
+    event.preventDefault();
+    const collection = $("collection").value;
+    const graph = $("mode").value === "graph";
+    edges = [];
+    seeds = [];
+    $("result").hidden = false;
+    $("explanation").hidden = !graph;
+    $("trace-query").hidden = true;
+    for (const id of ["answer", "sources", "facts", "trace"]) $(id).replaceChildren();
+    $("status").textContent = "Thinking…";
+    try {
+      const response = await api(graph ? "api/v1/graph-rag" : "api/v1/document-rag", {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+        body: JSON.stringify({ question: $("question").value, collection, stream: true }),
+      });
+      for await (const [name, data] of events(response)) {
+        if (name === "seeds") seeds = data.seeds;
+        else if (name === "edges") {
+          edges = data.edges;
+          showFacts();
+          drawTrace();
+        } else if (name === "token") $("answer").append(data.text);
+        else if (name === "sources") showSources(data.sources);
+        else if (name === "done") {
+          $("status").textContent = "";
+          if (graph) {
+            $("trace-query").href = traceQuery(data.trace, collection);
+            $("trace-query").hidden = false;
+          }
+        } else if (name === "error") throw new Error(data.detail);
+        else if (name === "concepts" || name === "hop") $("status").textContent = name === "hop" ? `Walking: hop ${data.hop}…` : "Grounding…";
+      }
+    } catch (error) {
+      $("status").textContent = `The question failed: ${error.message}`;
+    }
+  }
+
+  $("ask").addEventListener("submit", ask);
+  loadCollections().catch((error) => {
+    $("status").textContent = `Cannot list collections: ${error.message}`;
+  });
+})();

@@ -1,0 +1,49 @@
+"use strict";
+// What every page shares: the server's settings, the bearer token (typed once, kept in this
+// browser's localStorage) and JSON calls that carry it and turn an error body into a message.
+const sparqlrag = (() => {
+  const config = window.SPARQLRAG;
+  const TOKEN = "sparqlrag.token";
+
+  function token() {
+    return localStorage.getItem(TOKEN) || "";
+  }
+
+  function headers(extra = {}) {
+    const value = token();
+    return value ? { ...extra, Authorization: `Bearer ${value}` } : { ...extra };
+  }
+
+  async function api(path, options = {}) {
+    const response = await fetch(path, { ...options, headers: headers(options.headers || {}) });
+    if (!response.ok) {
+      let detail = response.statusText;
+      try {
+        detail = (await response.json()).detail || detail;
+      } catch (ignored) {
+        // not a JSON error body: the status text says it
+      }
+      throw new Error(`${response.status}: ${detail}`);
+    }
+    return response;
+  }
+
+  function element(tag, attributes = {}, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+    for (const child of children) node.append(child);
+    return node;
+  }
+
+  // a token field in the top bar when the server asks for tokens
+  if (config.auth) {
+    const field = element("input", { type: "password", placeholder: "bearer token", id: "token", value: token() });
+    field.addEventListener("change", () => {
+      localStorage.setItem(TOKEN, field.value.trim());
+      location.reload();
+    });
+    document.querySelector("nav.top").append(field);
+  }
+
+  return { config, token, headers, api, element };
+})();

@@ -1,0 +1,52 @@
+"use strict";
+// YASGUI on this server's /sparql (queries and updates), with the project's prefixes, and the
+// collections' graphs listed beside it: a click opens a query on that graph in a new tab.
+(() => {
+  const { config, headers, api, element } = sparqlrag;
+  const endpoint = new URL("sparql", location.href).href;
+  const prologue = Object.entries(config.prefixes).map(([name, iri]) => `PREFIX ${name}: <${iri}>`).join("\n");
+  const query = (body) => `${prologue}\n\n${body}\n`;
+
+  Yasgui.Yasqe.defaults.value = query(
+    "SELECT ?graph (COUNT(*) AS ?triples) WHERE {\n  GRAPH ?graph { ?s ?p ?o }\n}\nGROUP BY ?graph\nORDER BY ?graph",
+  );
+  const yasgui = new Yasgui(document.getElementById("yasgui"), {
+    requestConfig: { endpoint, method: "POST", headers: () => headers() },
+    copyEndpointOnNewTab: true,
+    endpointCatalogueOptions: { getData: () => [{ endpoint }] },
+    persistenceId: "sparqlrag",
+  });
+  window.yasgui = yasgui; // for the browser tests and the console
+
+  function open(name, body) {
+    const tab = yasgui.addTab(true, { ...Yasgui.Tab.getDefaults(), name });
+    tab.setQuery(query(body));
+  }
+
+  async function listGraphs() {
+    const list = document.getElementById("graphs");
+    try {
+      const { collections } = await (await api("api/v1/collections")).json();
+      list.replaceChildren();
+      for (const c of collections) {
+        const graphs = [
+          ["knowledge", `${config.base}graph/${c.name}`, `${c.facts} triples`],
+          ["sources", `${config.base}graph/${c.name}/source`, `${c.documents} documents, ${c.chunks} chunks`],
+          ["traces", `${config.base}graph/${c.name}/trace`, "answers"],
+        ];
+        const items = graphs.map(([kind, iri, counts]) => {
+          const link = element("a", { href: "#", title: iri }, kind);
+          link.addEventListener("click", (event) => {
+            event.preventDefault();
+            open(`${c.name} ${kind}`, `SELECT ?s ?p ?o WHERE {\n  GRAPH <${iri}> { ?s ?p ?o }\n}\nLIMIT 100`);
+          });
+          return element("li", {}, link, ` (${counts})`);
+        });
+        list.append(element("li", { class: "collection" }, c.name, element("ul", {}, ...items)));
+      }
+    } catch (error) {
+      list.replaceChildren(element("li", { class: "error" }, String(error.message)));
+    }
+  }
+  listGraphs();
+})();

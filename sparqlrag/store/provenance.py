@@ -1,0 +1,27 @@
+"""Reading provenance back (DESIGN.md, "Data model"): which chunks of which documents a fact
+came from, through its reifier in the collection's source graph."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyoxigraph import Triple
+
+from sparqlrag.store import vocab as v
+from sparqlrag.store.select import Term, select_terms
+from sparqlrag.store.sparql_text import sparql_term
+from sparqlrag.store.vocab import Iris
+
+
+def fact_sources(store: Any, iris: Iris, facts: list[Triple]) -> list[dict[str, Term]]:
+    """Rows (s, p, o, st, sentence?, chunk): each fact's reifier, evidence sentence and chunks of
+    ready documents. One query; the facts are bound before the triple-term pattern, so each is
+    looked up, not scanned for. No chunk texts: callers fetch those for the few they show."""
+    if not facts:
+        return []
+    rows = " ".join(f"({sparql_term(t.subject)} {sparql_term(t.predicate)} {sparql_term(t.object)})" for t in facts)
+    return select_terms(store, v.SPARQL_PREFIXES + f"""
+        SELECT ?s ?p ?o ?st ?sentence ?chunk WHERE {{ VALUES (?s ?p ?o) {{ {rows} }}
+          GRAPH {sparql_term(iris.source_graph)} {{
+            ?st rdf:reifies <<( ?s ?p ?o )>> ; prov:wasDerivedFrom ?chunk . OPTIONAL {{ ?st sr:sentence ?sentence }}
+            ?chunk prov:wasDerivedFrom ?doc . ?doc sr:status "{v.READY}" }} }}""")  # fmt: skip

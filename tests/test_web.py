@@ -1,0 +1,162 @@
+"""The web face with real clients: headless Chromium on the SPARQL editor and the ask page,
+rdflib dereferencing an entity IRI, Comunica's SPARQL client querying and updating.
+
+Screenshots go to build/screenshots (the test artifacts)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import rdflib
+
+from sparqlrag.cli import DEMO_QUESTION
+from sparqlrag.server.pages import YASGUI_LOCAL
+from tests.conftest import ROOT, LiveServer, start_server
+
+SCREENSHOTS = ROOT / "build" / "screenshots"
+COMUNICA = ROOT / ".cache" / "node" / "node_modules" / ".bin" / "fetch-sparql-endpoint"
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The demo corpus behind a server whose base IRI is its own address (IRIs dereference)."""
+    live, stop = start_server(tmp_path_factory.mktemp("web"), own_base_iri=True)
+    with live.client() as client:
+        for path in sorted((ROOT / "sparqlrag" / "demo" / "corpus").glob("*.md")):
+            response = client.post("/api/v1/documents", json={"id": path.stem, "text": path.read_text()})
+            assert response.status_code == 201, response.text
+    yield live
+    stop()
+
+
+def test_entity_iris_redirect_to_a_page_or_to_rdf(client: httpx.Client, server: LiveServer) -> None:
+    iri = server.settings.base_iri + "id/default/cern"
+    for accept, target, media in [
+        ("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", "../../page/id/default/cern", "text/html"),  # a browser
+        ("text/turtle", "../../data/id/default/cern.ttl", "text/turtle"),
+        ("application/rdf+xml", "../../data/id/default/cern.rdf", "application/rdf+xml"),
+        ("application/ld+json", "../../data/id/default/cern.jsonld", "application/ld+json"),
+        ("application/n-triples", "../../data/id/default/cern.nt", "application/n-triples"),
+        ("*/*", "../../data/id/default/cern.ttl", "text/turtle"),
+    ]:  # fmt: skip
+        response = client.get(iri, headers={"Accept": accept})
+        assert response.status_code == 303 and response.headers["location"] == target and "Accept" in response.headers["vary"]
+        followed = client.get(iri, headers={"Accept": accept}, follow_redirects=True)
+        assert followed.status_code == 200 and followed.headers["content-type"].startswith(media), accept
+    page = client.get("/page/id/default/cern").text
+    assert "<h1>CERN</h1>" in page and "is located near" in page and f'href="{server.settings.base_iri}id/default/geneva"' in page
+    assert "<mark>CERN is located near Geneva.</mark>" in page  # the fact's evidence sentence, marked in its chunk
+    assert client.head(iri).status_code == 303
+    for missing in ["id/default/no-such-thing", "id/nosuchcollection/cern", "id/Bad Name/x", "page/id/default/nothing",
+                    "data/id/default/cern.exe", "data/id/default/nothing.ttl"]:  # fmt: skip
+        response = client.get("/" + missing)
+        assert response.status_code == 404 and response.json()["error"] == "not_found", missing
+    assert client.get(iri, headers={"Accept": "image/png"}).status_code == 406
+
+
+def test_rdflib_dereferences_an_entity_iri(server: LiveServer) -> None:
+    iri = server.settings.base_iri + "id/default/cern"
+    graph = rdflib.Graph().parse(iri)  # rdflib asks for RDF, follows the 303, parses by media type
+    assert (rdflib.URIRef(iri), rdflib.RDFS.label, rdflib.Literal("CERN")) in graph
+    assert (rdflib.URIRef(iri), rdflib.URIRef(server.settings.base_iri + "rel/is-located-near"),
+            rdflib.URIRef(server.settings.base_iri + "id/default/geneva")) in graph  # fmt: skip
+    assert (rdflib.URIRef(server.settings.base_iri + "id/default/geneva"), rdflib.RDFS.label, rdflib.Literal("Geneva")) in graph
+
+
+@pytest.mark.skipif(not COMUNICA.exists(), reason="Comunica's fetch-sparql-endpoint is not installed (`make install` fetches it with npm)")
+def test_comunicas_sparql_client_queries_and_updates(server: LiveServer, client: httpx.Client) -> None:
+    def comunica(query: str) -> str:
+        done = subprocess.run([str(COMUNICA), "--endpoint", server.sparql, "--query", query], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    comunica('INSERT DATA { GRAPH <urn:comunica> { <urn:a> <urn:said> "hello from Comunica" } }')
+    said = comunica("SELECT ?o WHERE { GRAPH <urn:comunica> { <urn:a> <urn:said> ?o } }")
+    assert '"o":"\\"hello from Comunica\\""' in said.replace(" ", "") or "hello from Comunica" in said
+    assert "true" in comunica("ASK { <urn:a> <urn:said> ?o }")  # the union default graph
+    got = client.get("/sparql", params={"query": "SELECT ?o WHERE { GRAPH <urn:comunica> { ?s ?p ?o } }"}).json()
+    assert [b["o"]["value"] for b in got["results"]["bindings"]] == ["hello from Comunica"]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if not (CHROMIUM and CHROMEDRIVER):
+        pytest.skip("headless Chromium is not installed (`make install` installs chromium and chromium-driver as root on Debian)")
+    assert (YASGUI_LOCAL / "yasgui.min.js").is_file(), "YASGUI's files are missing: run `make install` (the tests have no CDN)"
+    from selenium import webdriver
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--window-size=1300,1000"]:
+        options.add_argument(argument)
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
+    driver.set_page_load_timeout(60)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    yield driver
+    driver.quit()
+
+
+def wait_for(driver: object, css: str, count: int = 1, timeout: float = 60) -> list:
+    """The elements matching `css` once there are at least `count` of them."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def enough(d: object) -> list | None:
+        found = d.find_elements(By.CSS_SELECTOR, css)  # type: ignore[attr-defined]
+        return found if len(found) >= count else None
+
+    return WebDriverWait(driver, timeout).until(enough)  # type: ignore[arg-type]
+
+
+def test_yasgui_runs_a_select_and_shows_the_rows(browser: object, server: LiveServer) -> None:
+    driver = browser
+    driver.get(server.url + "/")  # type: ignore[attr-defined]
+    wait_for(driver, "#graphs li.collection")  # the collections listed beside the editor
+    driver.execute_script("""const tab = window.yasgui.getTab(); tab.setQuery(arguments[0]); tab.getYasqe().query();""",  # type: ignore[attr-defined]
+                          "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\nSELECT ?label WHERE { GRAPH ?g { ?e rdfs:label ?label } "
+                          "FILTER(?label IN (\"CERN\", \"Geneva\")) } ORDER BY ?label")  # fmt: skip
+    cells = wait_for(driver, ".yasr table.dataTable tbody tr", 2)
+    assert [row.text.split()[-1] for row in cells] == ["CERN", "Geneva"]
+    driver.save_screenshot(str(SCREENSHOTS / "yasgui-select.png"))  # type: ignore[attr-defined]
+
+
+def test_the_ask_page_shows_an_answer_its_sources_and_the_trace(browser: object, server: LiveServer) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver = browser
+    driver.get(server.url + "/ask")  # type: ignore[attr-defined]
+    wait_for(driver, "#collection option")
+    driver.find_element(By.ID, "question").send_keys(DEMO_QUESTION)  # type: ignore[attr-defined]
+    driver.find_element(By.CSS_SELECTOR, "form.ask button").click()  # type: ignore[attr-defined]
+    sources = wait_for(driver, "#sources li.source")
+    wait_for(driver, "#trace-query:not([hidden])")
+    assert "CERN" in driver.find_element(By.ID, "answer").text  # type: ignore[attr-defined]
+    assert sources[0].find_elements(By.TAG_NAME, "a")[0].text  # a document title
+    assert driver.find_elements(By.CSS_SELECTOR, "#sources mark")  # type: ignore[attr-defined]  # the supporting sentence
+    assert len(driver.find_elements(By.CSS_SELECTOR, "svg#trace circle.seed")) >= 1  # type: ignore[attr-defined]
+    assert len(driver.find_elements(By.CSS_SELECTOR, "svg#trace path.edge")) >= 2  # type: ignore[attr-defined]
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#facts li")) >= 2  # type: ignore[attr-defined]
+    driver.save_screenshot(str(SCREENSHOTS / "ask-answer.png"))  # type: ignore[attr-defined]
+    driver.get(driver.find_element(By.ID, "trace-query").get_attribute("href"))  # type: ignore[attr-defined]  # the trace in YASGUI
+    driver.execute_script("window.yasgui.getTab().getYasqe().query();")  # type: ignore[attr-defined]
+    rows = wait_for(driver, ".yasr table.dataTable tbody tr", 2)
+    assert any("is located near" in row.text or "located" in row.text for row in rows)
+    driver.save_screenshot(str(SCREENSHOTS / "ask-trace-in-yasgui.png"))  # type: ignore[attr-defined]
+
+
+def test_pages_are_served_and_yasgui_falls_back_to_the_cdn(client: httpx.Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from sparqlrag.server import pages
+
+    assert 'src="static/vendor/yasgui/yasgui.min.js"' in client.get("/").text
+    monkeypatch.setattr(pages, "YASGUI_LOCAL", tmp_path)  # as if `make install` could not fetch it
+    assert f'src="{pages.YASGUI_CDN}yasgui.min.js"' in client.get("/").text
+    ask = client.get("/ask")
+    assert ask.status_code == 200 and 'src="static/ask.js"' in ask.text
+    assert client.get("/static/ask.js").headers["content-type"].startswith("text/javascript")
+    assert client.get("/static/nothing.js").status_code == 404
