@@ -101,19 +101,36 @@ def _decode_and_hash(source: Source) -> tuple[Decoded, str]:
     return decode(source.data, source.media_type, source.filename), hashlib.sha256(source.data).hexdigest()
 
 
+@dataclass
+class IngestStats:
+    """Counts since the pipeline started, for /metrics: documents by outcome ("ready",
+    "unchanged", "failed"), chunks extracted, and chunks of running ingests still to extract."""
+
+    documents: Counter[str] = field(default_factory=Counter)
+    chunks_extracted: int = 0
+    pending: int = 0
+
+
 class _Progress:
     """Chunks extracted so far, out of the chunks known to need extraction so far."""
 
-    def __init__(self, callback: Progress | None) -> None:
-        self.callback, self.done, self.total = callback, 0, 0
+    def __init__(self, callback: Progress | None, stats: IngestStats) -> None:
+        self.callback, self.stats, self.done, self.total = callback, stats, 0, 0
 
     def expect(self, chunks: int) -> None:
         self.total += chunks
+        self.stats.pending += chunks
 
     def step(self) -> None:
         self.done += 1
+        self.stats.chunks_extracted += 1
+        self.stats.pending -= 1
         if self.callback is not None:
             self.callback(self.done, self.total)
+
+    def close(self) -> None:
+        """What a failed ingest left unextracted is not pending any more."""
+        self.stats.pending -= self.total - self.done
 
 
 class _Locks:
@@ -185,6 +202,7 @@ class Pipeline:
         self.pending_dir, self.library_dir = work_dir / "pending", work_dir / "library"
         self.chunk_size, self.chunk_overlap, self.concurrency = chunk_size, chunk_overlap, concurrency
         self.locks = _Locks()
+        self.stats = IngestStats()
         self._background: set[asyncio.Task[None]] = set()
 
     async def _store(self, method: str, *args: Any) -> Any:
@@ -219,31 +237,41 @@ class Pipeline:
         iris, ids = await self._batch(collection, sources)
         extractor = (await self.extractor_for(collection) if self.extractor_for else None) or self.extractor
         async with self.locks.documents(collection, ids):
-            results: list[IngestResult | Exception | None] = [None] * len(sources)
-            progress, slots = _Progress(on_progress), asyncio.Semaphore(self.concurrency)
-            prepared = await asyncio.gather(*(self._prepare(iris, s, slots, progress, force, extractor) for s in sources),
-                                            return_exceptions=True)  # fmt: skip
-            plans: list[tuple[int, _Plan]] = []
-            for index, outcome in enumerate(prepared):
-                if isinstance(outcome, _Plan):
-                    plans.append((index, outcome))
-                elif isinstance(outcome, BaseException) and not isinstance(outcome, Exception):
-                    raise outcome  # cancellation: markers stay, recover() resumes
-                else:
-                    results[index] = outcome
+            progress, slots = _Progress(on_progress, self.stats), asyncio.Semaphore(self.concurrency)
             try:
-                chunks = [c for _, plan in plans for c in plan.added]
-                await self._index(iris, chunks, [k for _, plan in plans for k, _, _ in plan.knowledge])
-            except Exception as error:
-                for index, plan in plans:
-                    results[index] = await self._failed(plan, error)
-                plans = []
+                results = await self._ingest_all(iris, sources, slots, progress, force, extractor)
+            finally:
+                progress.close()
+            self.stats.documents.update(r.status if isinstance(r, IngestResult) else "failed" for r in results)
+            return results
+
+    async def _ingest_all(
+        self, iris: Iris, sources: list[Source], slots: asyncio.Semaphore, progress: _Progress, force: bool, extractor: Extractor,
+    ) -> list[IngestResult | Exception]:  # fmt: skip
+        results: list[IngestResult | Exception | None] = [None] * len(sources)
+        prepared = await asyncio.gather(*(self._prepare(iris, s, slots, progress, force, extractor) for s in sources),
+                                        return_exceptions=True)  # fmt: skip
+        plans: list[tuple[int, _Plan]] = []
+        for index, outcome in enumerate(prepared):
+            if isinstance(outcome, _Plan):
+                plans.append((index, outcome))
+            elif isinstance(outcome, BaseException) and not isinstance(outcome, Exception):
+                raise outcome  # cancellation: markers stay, recover() resumes
+            else:
+                results[index] = outcome
+        try:
+            chunks = [c for _, plan in plans for c in plan.added]
+            await self._index(iris, chunks, [k for _, plan in plans for k, _, _ in plan.knowledge])
+        except Exception as error:
             for index, plan in plans:
-                try:
-                    results[index] = await self._commit(plan)
-                except Exception as error:
-                    results[index] = await self._failed(plan, error)
-            return [result if result is not None else RuntimeError("not ingested") for result in results]
+                results[index] = await self._failed(plan, error)
+            plans = []
+        for index, plan in plans:
+            try:
+                results[index] = await self._commit(plan)
+            except Exception as error:
+                results[index] = await self._failed(plan, error)
+        return [result if result is not None else RuntimeError("not ingested") for result in results]
 
     async def _batch(self, collection: str, sources: list[Source]) -> tuple[Iris, list[str]]:
         """The collection's IRIs and the documents' ids, once the batch is known to be valid."""

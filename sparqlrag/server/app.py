@@ -20,6 +20,8 @@ from sparqlrag.config import Settings
 from sparqlrag.server import answers, collections, documents, linked_data, nl_query, ontologies, pages
 from sparqlrag.server.errors import EXCEPTION_HANDLERS
 from sparqlrag.server.graph_store import graph_store
+from sparqlrag.server.metrics import Metrics, MetricsMiddleware, metrics_endpoint
+from sparqlrag.server.openapi import openapi
 from sparqlrag.server.sparql import sparql_endpoint
 from sparqlrag.services import Models, Services
 from sparqlrag.store.data_dir import prepare_data_dir, scratch_dir
@@ -68,6 +70,8 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
             Route("/store", graph_store, methods=GSP_METHODS),
             Route("/store/{path:path}", graph_store, methods=GSP_METHODS),
             Route("/healthz", healthz, methods=["GET"]),
+            Route("/metrics", metrics_endpoint, methods=["GET"]),
+            Route("/openapi.json", openapi, methods=["GET"]),
             Route("/api/v1/documents", documents.upload, methods=["POST"]),
             Route("/api/v1/documents", documents.list_documents, methods=["GET"]),
             Route("/api/v1/documents/{id:path}/reingest", documents.reingest, methods=["POST"]),
@@ -91,6 +95,7 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
             Route("/api/v1/ontologies/{name}", ontologies.delete_ontology, methods=["DELETE"]),
         ],
         middleware=[
+            Middleware(MetricsMiddleware),
             Middleware(
                 CORSMiddleware,
                 allow_origins=settings.cors_origins,
@@ -103,5 +108,6 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.metrics = Metrics(app)
     app.state.scratch_dir = scratch_dir(settings.data_dir)
     return app

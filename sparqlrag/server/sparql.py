@@ -124,26 +124,30 @@ def _timeout(operation: Operation, settings: Settings) -> float:
 async def _execute(request: Request, operation: Operation) -> Response:
     settings: Settings = request.app.state.settings
     store = request.app.state.store
+    counted = request.app.state.metrics.sparql(operation.kind)
     if operation.kind == "update":
         authorize(request, "write")
-        await store.call_async(
-            "update",
-            operation.text,
-            base_iri=settings.base_iri,
-            using_graphs=operation.graphs("using-graph-uri"),
-            using_named_graphs=operation.graphs("using-named-graph-uri"),
-        )
+        with counted:
+            await store.call_async(
+                "update",
+                operation.text,
+                base_iri=settings.base_iri,
+                using_graphs=operation.graphs("using-graph-uri"),
+                using_named_graphs=operation.graphs("using-named-graph-uri"),
+            )
         return Response(status_code=204)
     authorize(request, "read")
     has_dataset = "default-graph-uri" in operation.params or "named-graph-uri" in operation.params
-    result = await store.call_async(
-        "query",
-        operation.text,
-        accept=request.headers.get("accept"),
-        base_iri=settings.base_iri,
-        default_graphs=operation.graphs("default-graph-uri") if has_dataset else None,
-        named_graphs=operation.graphs("named-graph-uri") if has_dataset else None,
-        union_default_graph=settings.union_default_graph,
-        timeout=_timeout(operation, settings),
-    )
+    timeout = _timeout(operation, settings)
+    with counted:
+        result = await store.call_async(
+            "query",
+            operation.text,
+            accept=request.headers.get("accept"),
+            base_iri=settings.base_iri,
+            default_graphs=operation.graphs("default-graph-uri") if has_dataset else None,
+            named_graphs=operation.graphs("named-graph-uri") if has_dataset else None,
+            union_default_graph=settings.union_default_graph,
+            timeout=timeout,
+        )
     return Response(result.body, media_type=result.media_type, headers={"Vary": "Accept"})
