@@ -57,6 +57,8 @@ READS = [
     ("traces", "GET", "/api/v1/traces", {}, None),
     ("collection-get", "GET", "/api/v1/collections/default", {}, None),
     ("document-rag", "POST", "/api/v1/document-rag", {"Content-Type": "application/json"}, '{"question": "Where is Oslo?"}'),
+    ("metrics", "GET", "/metrics", {}, None),
+    ("core-export", "GET", "/api/v1/collections/default/core", {}, None),
 ]  # fmt: skip
 
 
@@ -103,8 +105,22 @@ def test_reads_need_a_token(secured: LiveServer, case: tuple) -> None:
     assert _send(secured, WRITE, method, path, headers, body).status_code == allowed
 
 
-def test_health_needs_no_token(secured: LiveServer) -> None:
+def test_health_and_the_pages_need_no_token(secured: LiveServer) -> None:
     assert _send(secured, None, "GET", "/healthz", {}, None).json()["status"] == "ok"
+    for page in ("/", "/ask", "/openapi.json", "/static/ask.js"):  # they hold no data; their scripts send the token
+        assert _send(secured, None, "GET", page, {}, None).status_code == 200, page
+
+
+def test_a_token_cookie_lets_a_browser_read_but_never_write(secured: LiveServer) -> None:
+    with httpx.Client(base_url=secured.url, cookies={"sparqlrag_token": READ}) as browser:
+        assert browser.get("/api/v1/collections").status_code == 200
+        assert browser.get("/id/default/nothing").status_code == 404  # past the token check
+    with httpx.Client(base_url=secured.url, cookies={"sparqlrag_token": WRITE}) as forged:  # what a foreign page's form would send
+        refused = forged.post("/sparql", data={"update": "CLEAR ALL"})
+        assert refused.status_code == 401
+        assert forged.post("/sparql", data={"query": "ASK {}"}).status_code == 401  # reads by POST need the header too
+    with httpx.Client(base_url=secured.url, cookies={"sparqlrag_token": "wrong"}) as wrong:
+        assert wrong.get("/api/v1/collections").status_code == 401
 
 
 @pytest.mark.parametrize(

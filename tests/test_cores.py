@@ -179,7 +179,8 @@ def test_cores_over_http(server: LiveServer, client: httpx.Client, core: tuple[P
         assert json.loads(again.read("manifest.json"))["counts"] == json.loads(first.read("manifest.json"))["counts"]
         assert again.read("chunks.jsonl") == first.read("chunks.jsonl")  # what came in goes out again
     assert client.get("/api/v1/collections/nothing/core").status_code == 404
-    assert client.delete("/api/v1/collections/nothing").json()["error"] == "collection_not_found"
+    missing = client.delete("/api/v1/collections/nothing")
+    assert missing.status_code == 404 and missing.json()["error"] == "collection_not_found"
 
 
 def test_core_export_and_import_on_the_command_line(core: tuple[Path, dict, Services], tmp_path: Path) -> None:

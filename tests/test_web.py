@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -124,6 +125,14 @@ def test_yasgui_runs_a_select_and_shows_the_rows(browser: object, server: LiveSe
     cells = wait_for(driver, ".yasr table.dataTable tbody tr", 2)
     assert [row.text.split()[-1] for row in cells] == ["CERN", "Geneva"]
     driver.save_screenshot(str(SCREENSHOTS / "yasgui-select.png"))  # type: ignore[attr-defined]
+    driver.execute_script("""const tab = window.yasgui.getTab(); tab.setQuery(arguments[0]); tab.getYasqe().query();""",  # type: ignore[attr-defined]
+                          'INSERT DATA { GRAPH <urn:yasgui> { <urn:a> <urn:said> "from YASGUI" } }')  # an update, sent as update=
+    ask = {"query": 'ASK { GRAPH <urn:yasgui> { <urn:a> <urn:said> "from YASGUI" } }'}
+    with server.client() as client:
+        deadline = time.monotonic() + 30
+        while not client.get("/sparql", params=ask).json()["boolean"] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert client.get("/sparql", params=ask).json()["boolean"]
 
 
 def test_the_ask_page_shows_an_answer_its_sources_and_the_trace(browser: object, server: LiveServer) -> None:

@@ -2,6 +2,10 @@
 
 With no tokens configured the server is open; `serve` only allows that on loopback
 (Settings.check_bind_address).
+
+A browser following a link cannot send a bearer header, so a read by GET may also carry the
+token in the `sparqlrag_token` cookie (the pages set it from the token field). Only reads: a
+cookie goes along with any request a foreign page makes, so it must never authorise a write.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from sparqlrag.config import Settings
 from sparqlrag.server.errors import ApiError
 
 Scope = Literal["read", "write"]
+TOKEN_COOKIE = "sparqlrag_token"
 
 
 def _matches(token: str, candidates: list[str]) -> bool:
@@ -36,6 +41,9 @@ def authorize(request: Request, scope: Scope) -> None:
         return
     challenge = {"WWW-Authenticate": f'Bearer realm="sparqlrag", scope="{scope}"'}
     header = request.headers.get("authorization", "")
+    cookie = request.cookies.get(TOKEN_COOKIE, "")
+    if not header and cookie and scope == "read" and request.method in ("GET", "HEAD"):
+        header = f"Bearer {cookie}"
     kind, _, token = header.partition(" ")
     if kind.lower() != "bearer" or not token.strip():
         raise ApiError(401, "unauthorized", f"this request needs a bearer token with the {scope!r} scope", challenge)

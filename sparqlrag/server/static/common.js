@@ -39,7 +39,10 @@ const sparqlrag = (() => {
   if (config.auth) {
     const field = element("input", { type: "password", placeholder: "bearer token", id: "token", value: token() });
     field.addEventListener("change", () => {
-      localStorage.setItem(TOKEN, field.value.trim());
+      const value = field.value.trim();
+      localStorage.setItem(TOKEN, value);
+      // links (entity pages, data) cannot carry a header: the server takes this cookie for reads only
+      document.cookie = `sparqlrag_token=${encodeURIComponent(value)}; path=/; SameSite=Strict`;
       location.reload();
     });
     document.querySelector("nav.top").append(field);
