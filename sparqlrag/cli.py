@@ -537,7 +537,8 @@ def _serve(settings: Settings, access_log: bool) -> None:
     except ValueError as error:
         raise CliError(str(error)) from None
     models = _load_models(settings)
-    print(f"sparqlrag serving {settings.data_dir} on http://{settings.host}:{settings.port}/sparql", file=sys.stderr)
+    url = f"http://{settings.host}:{settings.port}/"
+    print(f"sparqlrag serving {settings.data_dir}: SPARQL editor {url}, ask page {url}ask, endpoint {url}sparql", file=sys.stderr)
     uvicorn.run(create_app(settings, models), host=settings.host, port=settings.port, access_log=access_log, log_level="info")
 
 
@@ -560,7 +561,8 @@ def _demo(settings: Settings, args: argparse.Namespace) -> None:
         finally:
             services.close()
     if not args.no_serve:
-        print(f"\nOpen http://{settings.host}:{settings.port}/sparql with any SPARQL client. Ctrl-C stops.")
+        url = f"http://{settings.host}:{settings.port}/"
+        print(f"\nOpen {url} for the SPARQL editor, {url}ask to ask questions, or point any SPARQL client at {url}sparql. Ctrl-C stops.")
         _serve(settings, access_log=False)
 
 
