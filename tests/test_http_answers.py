@@ -61,6 +61,16 @@ def test_graph_rag_streams_the_explanation_then_the_answer(client: httpx.Client)
     assert "Vistula" in events[-1][1]["answer"] and events[-1][1]["trace"]
 
 
+def test_hybrid_mode_fuses_document_rags_passages(client: httpx.Client) -> None:
+    body = {"question": "Which city does the Vistula flow through?", "mode": "hybrid", "max_path_length": 1}
+    answer = client.post("/api/v1/graph-rag", json=body).json()
+    trace = client.get(f"/api/v1/traces/{answer['trace'].rsplit('/', 1)[1]}").json()
+    assert trace["mode"] == "hybrid" and {s["title"] for s in answer["sources"]} == {"warsaw", "curie"}  # both documents' chunks
+    with client.stream("POST", "/api/v1/graph-rag", json={**body, "stream": True}) as response:
+        text = response.read().decode()
+    assert "event: sources" in text and '"title": "warsaw"' in text
+
+
 def test_graph_rag_errors_are_4xx(client: httpx.Client) -> None:
     cases = [
         ({"question": "q"}, {"collection": "nope"}, 404, "collection_not_found"),
@@ -70,6 +80,7 @@ def test_graph_rag_errors_are_4xx(client: httpx.Client) -> None:
         ({"question": "q", "edge_limit": 0}, {}, 400, "bad_request"),
         ({"question": "q", "max_path_length": "two"}, {}, 400, "bad_request"),
         ({"question": "q", "hops": 2}, {}, 400, "bad_request"),
+        ({"question": "q", "mode": "document"}, {}, 400, "bad_request"),
         (["not", "an", "object"], {}, 400, "bad_request"),
     ]
     for body, params, status, error in cases:

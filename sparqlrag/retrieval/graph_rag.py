@@ -244,14 +244,17 @@ class GraphRag:
         return await self._finish(iris, walk)
 
     async def stream(
-        self, collection: str, question: str, options: GraphRagOptions | None = None
-    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        self, collection: str, question: str, options: GraphRagOptions | None = None, *, also: list[Passage] | None = None
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:  # fmt: skip
         """(event, data) pairs: the explanation as stages finish ("concepts", "seeds", "hop"...,
-        "edges"), the answer as "token"s, then "sources", then "done" with the trace IRI."""
+        "edges"), the answer as "token"s, then "sources", then "done" with the trace IRI.
+        `also` as in `answer`."""
         iris = Iris(self.base_iri, collection)
-        walk = Walk.start(question, "graph-rag", options)
+        walk = Walk.start(question, "hybrid" if also is not None else "graph-rag", options)
         async for event in self._walk(iris, walk):
             yield event
+        if also is not None:
+            walk.fuse(also)
         with _Stage(walk, "synthesis"):
             if self.llm is not None:
                 pieces = []

@@ -30,7 +30,9 @@ def _services(request: Request) -> Services:
 
 
 async def graph_rag(request: Request) -> Response:
-    """`{"question", "collection"?, "stream"?, and any of GraphRagOptions' limits}`."""
+    """`{"question", "collection"?, "mode"?: "graph" | "hybrid", "stream"?, and any of
+    GraphRagOptions' limits}`. "hybrid" fuses Document RAG's passages with the graph's (as
+    `ask --mode hybrid`)."""
     authorize(request, "read")
     try:
         body: dict[str, Any] = json.loads(await read_body(request, request.app.state.settings.max_sparql_bytes))
@@ -38,21 +40,24 @@ async def graph_rag(request: Request) -> Response:
             raise TypeError("the body must be a JSON object")
         question = check_question(body.get("question"))
         options = GraphRagOptions(**{name: body[name] for name in GraphRagOptions.names() if name in body})
-        unknown = set(body) - set(GraphRagOptions.names()) - {"question", "collection", "stream"}
+        unknown = set(body) - set(GraphRagOptions.names()) - {"question", "collection", "stream", "mode"}
         if unknown:
             raise ValueError(f"unknown fields: {', '.join(sorted(unknown))}")
+        if body.get("mode", "graph") not in ("graph", "hybrid"):
+            raise ValueError(f'mode is "graph" or "hybrid", not {body["mode"]!r}')
     except QuestionTooLong as error:
         raise ApiError(400, "question_too_long", str(error)) from None
     except (ValueError, TypeError) as error:
         fields = ", ".join(GraphRagOptions.names())
-        raise ApiError(400, "bad_request", f'send {{"question": ..., "collection"?, "stream"?, {fields}?}}: {error}') from None
+        raise ApiError(400, "bad_request", f'send {{"question": ..., "collection"?, "mode"?, "stream"?, {fields}?}}: {error}') from None
     services = _services(request)
     collection = await collection_of(request, body)
     if not await run_in_threadpool(services.vectors.count, collection, "entities"):
         raise ApiError(409, "empty_graph", f"collection {collection!r} has no entities to answer from: ingest documents first")
+    also = await services.document_rag.retrieve(collection, question, k=options.k) if body.get("mode") == "hybrid" else None
     if wants_stream(body, request.headers.get("accept", "")):
-        return sse(services.graph_rag.stream(collection, question, options))
-    answer = await services.graph_rag.answer(collection, question, options)
+        return sse(services.graph_rag.stream(collection, question, options, also=also))
+    answer = await services.graph_rag.answer(collection, question, options, also=also)
     return JSONResponse(answer.json())
 
 

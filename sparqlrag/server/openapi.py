@@ -111,7 +111,9 @@ PATHS: dict[str, dict[str, Any]] = {
         "post": _operation("Extract a kept document again", scope="write", parameters=[COLLECTION_QUERY], responses={"200": _json(ANY_OBJECT)}),
     },
     "/api/v1/graph-rag": {"post": _operation("Graph RAG: an answer with the facts used, sources and a trace",
-        body={JSON: {"schema": {**QUESTION, "properties": {**QUESTION["properties"], **WALK_OPTIONS}}}},
+        body={JSON: {"schema": {**QUESTION, "properties": {**QUESTION["properties"], **WALK_OPTIONS,
+                                                           "mode": {"enum": ["graph", "hybrid"], "default": "graph",
+                                                                    "description": "hybrid: Document RAG's passages fused in"}}}}},
         responses={"200": {"description": "the answer", "content": {JSON: {"schema": ANSWER}, **SSE}}})},  # fmt: skip
     "/api/v1/document-rag": {"post": _operation("Document RAG over passages (vector, keyword or hybrid retrieval)",
         body={JSON: {"schema": {**QUESTION, "properties": {**QUESTION["properties"], "mode": {"enum": ["vector", "keyword", "hybrid"]},

@@ -134,7 +134,8 @@ ORDER BY ?hop DESC(?score)`;
   async function ask(event) {
     event.preventDefault();
     const collection = $("collection").value;
-    const graph = $("mode").value === "graph";
+    const mode = $("mode").value;
+    const graph = mode !== "document"; // graph and hybrid walk the graph
     edges = [];
     seeds = [];
     $("result").hidden = false;
@@ -146,7 +147,7 @@ ORDER BY ?hop DESC(?score)`;
       const response = await api(graph ? "api/v1/graph-rag" : "api/v1/document-rag", {
         method: "POST",
         headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-        body: JSON.stringify({ question: $("question").value, collection, stream: true }),
+        body: JSON.stringify({ question: $("question").value, collection, stream: true, ...(mode === "hybrid" ? { mode } : {}) }),
       });
       for await (const [name, data] of events(response)) {
         if (name === "seeds") seeds = data.seeds;
