@@ -23,6 +23,7 @@ from sparqlrag.ontology.owl import OntologyModel, owlready
 from sparqlrag.ontology.reading import read_ontology
 from sparqlrag.ontology.registry import OntologyConflict
 from sparqlrag.ontology.selection import ElementIndex, Selector, Subset
+from sparqlrag.queries.describe import describe
 from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store import vocab as v
@@ -156,6 +157,9 @@ def test_a_collection_with_an_ontology_gets_typed_knowledge_offline(tmp_path: Pa
         assert {(r["e"], r["class"]) for r in typed} == {(f"{BASE}id/books/schema/Book/huckleberry-finn", SCHEMA + "Book"),
                                                         (f"{BASE}id/books/schema/City/hartford", SCHEMA + "City")}  # fmt: skip
         assert all("/doc/books/twain/chunk/" in r["chunk"] for r in typed)  # each type has its provenance
+        book = describe(store, BASE, f"{BASE}id/books/schema/Book/huckleberry-finn")  # what /id/ serves for a typed IRI
+        assert book is not None and (book.label, book.types, book.collection) == ("Huckleberry Finn", [SCHEMA + "Book"], "books")
+        assert book.labels[SCHEMA + "Book"] == "Book"  # the class named as the ontology labels it
         assert activity(services, "books")["extractor"] == "offline+ontology"
         assert asyncio.run(services.collections.get("books")).ontology == "schema"  # type: ignore[union-attr]
         asyncio.run(services.pipeline.ingest("default", "twain", b"Huckleberry Finn is a book by Mark Twain."))

@@ -146,7 +146,7 @@ def test_the_ask_page_shows_an_answer_its_sources_and_the_trace(browser: object,
     sources = wait_for(driver, "#sources li.source")
     wait_for(driver, "#trace-query:not([hidden])")
     assert "CERN" in driver.find_element(By.ID, "answer").text  # type: ignore[attr-defined]
-    assert sources[0].find_elements(By.TAG_NAME, "a")[0].text  # a document title
+    assert sources[0].find_elements(By.TAG_NAME, "strong")[0].text  # a document title
     assert driver.find_elements(By.CSS_SELECTOR, "#sources mark")  # type: ignore[attr-defined]  # the supporting sentence
     assert len(driver.find_elements(By.CSS_SELECTOR, "svg#trace circle.seed")) >= 1  # type: ignore[attr-defined]
     assert len(driver.find_elements(By.CSS_SELECTOR, "svg#trace path.edge")) >= 2  # type: ignore[attr-defined]

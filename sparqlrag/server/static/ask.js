@@ -47,7 +47,7 @@
       } else {
         text.append(source.text);
       }
-      const title = element("a", { href: source.document, title: source.chunk }, source.title);
+      const title = element("strong", { title: `${source.document}\n${source.chunk}` }, source.title);
       const item = element("li", { class: "source" }, title, text);
       if (edge) item.append(element("p", { class: "supports" }, `supports: ${edge.text}`));
       return item;
