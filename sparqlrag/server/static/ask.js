@@ -40,10 +40,11 @@
     $("sources").replaceChildren(...sources.map((source) => {
       const edge = source.supports && edges.find((e) => sameFact(e, source.supports));
       const text = element("blockquote", {});
-      const sentence = edge && edge.sentence;
-      const at = sentence ? source.text.indexOf(sentence) : -1;
-      if (at >= 0) {
-        text.append(source.text.slice(0, at), element("mark", {}, sentence), source.text.slice(at + sentence.length));
+      // the fact's evidence sentence; failing that (facts imported without one), its subject's name
+      const marked = edge && [edge.sentence, edge.labels[0]].find((part) => part && source.text.includes(part));
+      if (marked) {
+        const at = source.text.indexOf(marked);
+        text.append(source.text.slice(0, at), element("mark", {}, marked), source.text.slice(at + marked.length));
       } else {
         text.append(source.text);
       }
