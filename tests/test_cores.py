@@ -4,6 +4,7 @@ with no extraction; damaged or mismatched cores are refused with nothing importe
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import subprocess
 import zipfile
@@ -116,13 +117,18 @@ def test_a_core_imported_under_another_base_iri_moves_every_iri(core: tuple[Path
         close(services)
 
 
-def rewritten(path: Path, target: Path, member: str, change: object) -> Path:
-    """A copy of the core with one member replaced (bytes), or the manifest changed (a dict to merge)."""
-    with zipfile.ZipFile(path) as old, zipfile.ZipFile(target, "w") as new:
-        for item in old.namelist():
-            data = old.read(item)
-            if item == member:
-                data = change if isinstance(change, bytes) else json.dumps({**json.loads(data), **change}).encode()  # type: ignore[dict-item]
+def rewritten(path: Path, target: Path, member: str, change: object, checksum: bool = False) -> Path:
+    """A copy of the core with one member replaced (bytes), or the manifest changed (a dict to
+    merge); `checksum`: the manifest names the new member's checksum, as a forger would."""
+    with zipfile.ZipFile(path) as old:
+        members = {item: old.read(item) for item in old.namelist()}
+    members[member] = change if isinstance(change, bytes) else json.dumps({**json.loads(members[member]), **change}).encode()  # type: ignore[dict-item]
+    if checksum:
+        manifest = json.loads(members["manifest.json"])
+        manifest["sha256"][member] = hashlib.sha256(members[member]).hexdigest()
+        members["manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(target, "w") as new:
+        for item, data in members.items():
             new.writestr(item, data)
     return target
 
@@ -141,6 +147,15 @@ def test_damaged_and_mismatched_cores_are_refused_with_nothing_imported(core: tu
             (rewritten(path, tmp_path / "d.zip", "manifest.json", {"embedding_model": "BAAI/bge-small-en-v1.5"}), CoreMismatch, "bge-small"),
             (rewritten(path, tmp_path / "e.zip", "manifest.json", {"ontology": "org"}), CoreMismatch, "ontology 'org', which is not loaded"),
             (rewritten(path, tmp_path / "f.zip", "manifest.json", {"counts": {**manifest["counts"], "quads": 1}}), CoreInvalid, "number of quads"),
+            (rewritten(path, tmp_path / "g.zip", "manifest.json", {"dim": "384"}), CoreInvalid, "no valid 'dim'"),
+            (rewritten(path, tmp_path / "h.zip", "manifest.json", {"sha256": ["not", "a", "map"]}), CoreInvalid, "no valid 'sha256'"),
+            (rewritten(path, tmp_path / "i.zip", "manifest.json", {"base_iri": ""}), CoreInvalid, "is not an http"),
+            (rewritten(path, tmp_path / "j.zip", "manifest.json", {"collection": "Bad Name"}), CoreInvalid, "collection names are"),
+            (rewritten(path, tmp_path / "k.zip", "manifest.json", "not json".encode()), CoreInvalid, "manifest is unreadable"),
+            (rewritten(path, tmp_path / "l.zip", "chunks.jsonl", b'{"iri": "http://kb.example/x"}\n' * 5, checksum=True), CoreInvalid,
+             "chunks vectors do not match their payloads"),
+            (rewritten(path, tmp_path / "m.zip", "graphs.trig", b"<http://elsewhere/g> { <http://a/s> <http://a/p> <http://a/o> . }", checksum=True),
+             CoreInvalid, "outside collection"),
         ]  # fmt: skip
         for bad, error, message in refusals:
             with pytest.raises(error, match=message):

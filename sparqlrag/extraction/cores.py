@@ -21,6 +21,7 @@ import asyncio
 import hashlib
 import io
 import json
+import re
 import zipfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -178,42 +179,60 @@ class _Core:
     payloads: dict[str, list[dict[str, Any]]]
 
 
+MANIFEST_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "collection": str, "base_iri": str, "ontology": (str, type(None)), "embedding_model": str, "dim": int, "counts": dict,
+    "sha256": dict,
+}  # fmt: skip
+BASE_IRI = re.compile(r"^https?://[^\s<>\"{}|\\^`]+[/#]$")
+
+
+def _check_manifest(manifest: object) -> dict[str, Any]:
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise CoreInvalid(f"not a knowledge core: manifest.json does not say format {FORMAT!r}")
+    if manifest.get("version") != VERSION:
+        raise CoreInvalid(f"knowledge core version {manifest.get('version')!r}; this server reads version {VERSION}")
+    for name, kind in MANIFEST_FIELDS.items():
+        if not isinstance(manifest.get(name), kind) or isinstance(manifest.get(name), bool):
+            raise CoreInvalid(f"the knowledge core's manifest has no valid {name!r}")
+    if not BASE_IRI.match(manifest["base_iri"]):
+        raise CoreInvalid(f"the knowledge core's base IRI {manifest['base_iri']!r} is not an http(s) IRI ending in / or #")
+    try:
+        check_collection(manifest["collection"])
+    except InvalidName as error:
+        raise CoreInvalid(f"the knowledge core's collection: {error}") from None
+    return manifest
+
+
 def _read(source: Path) -> _Core:
     """The core at `source`, every member checked against the manifest. Raises CoreInvalid."""
     try:
         with zipfile.ZipFile(source) as core:
-            manifest = json.loads(core.read("manifest.json"))
-            if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-                raise CoreInvalid(f"not a knowledge core: manifest.json does not say format {FORMAT!r}")
-            if manifest.get("version") != VERSION:
-                raise CoreInvalid(f"knowledge core version {manifest.get('version')!r}; this server reads version {VERSION}")
-            expected = manifest["sha256"]
+            manifest = _check_manifest(json.loads(core.read("manifest.json")))
             members = {name: core.read(name) for name in ("graphs.trig", *(f"{k}.{ext}" for k in KINDS for ext in ("npy", "jsonl")))}
     except zipfile.BadZipFile as error:
         raise CoreInvalid(f"not a knowledge core (not a zip file): {error}") from None
     except KeyError as error:
         raise CoreInvalid(f"the knowledge core lacks {error.args[0]}") from None
-    except (ValueError, TypeError) as error:  # bad JSON, or a manifest of the wrong shape
+    except ValueError as error:  # not JSON
         raise CoreInvalid(f"the knowledge core's manifest is unreadable: {error}") from None
     for name, data in members.items():
-        if expected.get(name) != _sha256(data):
+        if manifest["sha256"].get(name) != _sha256(data):
             raise CoreInvalid(f"the knowledge core is damaged: {name} does not match its checksum")
     try:
-        check_collection(str(manifest["collection"]))
-        base = str(manifest["base_iri"])
         quads = list(parse(members["graphs.trig"], format=RdfFormat.TRIG))
         vectors = {k: np.load(io.BytesIO(members[f"{k}.npy"]), allow_pickle=False) for k in KINDS}
         payloads = {k: [json.loads(line) for line in members[f"{k}.jsonl"].decode().splitlines() if line] for k in KINDS}
-    except (KeyError, InvalidName, SyntaxError, ValueError) as error:
+    except (SyntaxError, ValueError) as error:
         raise CoreInvalid(f"the knowledge core is unreadable: {error}") from None
-    iris = Iris(base, manifest["collection"])
+    iris = Iris(manifest["base_iri"], manifest["collection"])
     graphs = {iris.knowledge_graph, iris.source_graph, iris.trace_graph}
     if stray := next((q.graph_name for q in quads if q.graph_name not in graphs), None):
         raise CoreInvalid(f"the knowledge core holds graph {stray} outside collection {iris.collection!r}")
-    for kind in KINDS:
-        if vectors[kind].shape != (len(payloads[kind]), manifest["dim"]) or any("iri" not in p for p in payloads[kind]):
+    for kind, needs in (("chunks", ("iri", "text")), ("entities", ("iri",))):
+        sound = all(isinstance(p, dict) and all(isinstance(p.get(key), str) for key in needs) for p in payloads[kind])
+        if not sound or vectors[kind].shape != (len(payloads[kind]), manifest["dim"]):
             raise CoreInvalid(f"the knowledge core's {kind} vectors do not match their payloads")
-    if manifest.get("counts", {}).get("quads") != len(quads):
+    if manifest["counts"].get("quads") != len(quads):
         raise CoreInvalid("the knowledge core's graphs do not hold the number of quads its manifest says")
     return _Core(manifest, quads, vectors, payloads)
 

@@ -115,10 +115,10 @@ class VectorIndex:
     def _cheap_commits(self, name: str) -> None:
         """qdrant-client's local mode commits each point to its SQLite file on its own: with
         SQLite's default journal that is a sync to disk per point (60% of a knowledge core's
-        import). In WAL mode with synchronous=NORMAL a commit does not sync; a crash of the process
-        loses nothing, a power cut at worst the last points, which the store (the system of
-        record) lets ingestion redo. Reaches into qdrant-client's internals: when they change, this
-        does nothing and upserts are only slower."""
+        import). In WAL mode with synchronous=NORMAL a commit does not sync: a crash of the process
+        loses nothing and the file stays consistent; a power cut may lose the last points written
+        before it (re-index them with `sparqlrag reingest`/`index`). Reaches into qdrant-client's
+        internals: when they change, this does nothing and upserts are only slower."""
         collection = getattr(getattr(self._client, "_client", None), "collections", {}).get(name)
         connection = getattr(getattr(collection, "storage", None), "storage", None)
         if connection is not None:
