@@ -6,6 +6,7 @@ Screenshots go to build/screenshots (the test artifacts)."""
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -59,6 +60,11 @@ def test_entity_iris_redirect_to_a_page_or_to_rdf(client: httpx.Client, server: 
         response = client.get("/" + missing)
         assert response.status_code == 404 and response.json()["error"] == "not_found", missing
     assert client.get(iri, headers={"Accept": "image/png"}).status_code == 406
+    for raw in (b"/id/default/a%zz", b"/id/default/a{b", b"/page/id/default/%ZZ", b"/data/id/default/a%zz.ttl"):  # no IRI at all
+        with socket.create_connection(("127.0.0.1", int(server.url.rsplit(":", 1)[1]))) as conn:
+            conn.sendall(b"GET " + raw + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            status = conn.recv(64).split(b" ")[1]
+        assert status in (b"400", b"404"), raw  # the HTTP parser or our 404; never a 500
 
 
 def test_rdflib_dereferences_an_entity_iri(server: LiveServer) -> None:

@@ -80,16 +80,34 @@ def collection_of(base_iri: str, iri: str) -> str | None:
     return iri[len(prefix) :].split("/", 1)[0]
 
 
-def describe(store: Any, base_iri: str, iri: str) -> Description | None:
-    """The entity's description, or None when no fact of its collection names it."""
+def _entity(store: Any, base_iri: str, iri: str) -> tuple[Iris, NamedNode] | None:
+    """The collection and node of an IRI that could be one of our entities (None for any other
+    string: a path a client sent may be no IRI at all)."""
     name = collection_of(base_iri, iri)
     try:
-        iris = Iris(base_iri, name) if name else None
-    except InvalidName:
+        iris, node = Iris(base_iri, name or ""), NamedNode(iri)
+    except (InvalidName, ValueError):
         return None
-    if iris is None or not collection_exists(store, iris):
+    return (iris, node) if collection_exists(store, iris) else None
+
+
+def exists(store: Any, base_iri: str, iri: str) -> bool:
+    """Whether a fact of the entity's collection names it (cheaper than describing it)."""
+    found = _entity(store, base_iri, iri)
+    if found is None:
+        return False
+    iris, node = found
+    kg, term = sparql_term(iris.knowledge_graph), sparql_term(node)
+    return bool(select_terms(store, f"SELECT ?x WHERE {{ GRAPH {kg} {{ {{ {term} ?p ?x }} UNION {{ ?x ?p {term} }} }} }} LIMIT 1"))
+
+
+def describe(store: Any, base_iri: str, iri: str) -> Description | None:
+    """The entity's description, or None when no fact of its collection names it."""
+    found = _entity(store, base_iri, iri)
+    if found is None:
         return None
-    node, kg = NamedNode(iri), sparql_term(iris.knowledge_graph)
+    iris, node = found
+    kg = sparql_term(iris.knowledge_graph)
     outgoing = select_terms(store, f"SELECT ?p ?o WHERE {{ GRAPH {kg} {{ {sparql_term(node)} ?p ?o }} }} LIMIT {FACT_LIMIT}")
     incoming = select_terms(store, f"SELECT ?s ?p WHERE {{ GRAPH {kg} {{ ?s ?p {sparql_term(node)} }} }} LIMIT {FACT_LIMIT}")
     if not outgoing and not incoming:

@@ -16,7 +16,7 @@ from pyoxigraph import RdfFormat, serialize
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from sparqlrag.queries.describe import Description, describe
+from sparqlrag.queries.describe import Description, describe, exists
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.pages import render
@@ -38,12 +38,17 @@ def _entity_path(request: Request, prefix: str) -> str:
     return raw[len(prefix) :] if raw.startswith(prefix) else raw.lstrip("/")
 
 
+def _missing(request: Request, path: str) -> ApiError:
+    return ApiError(404, "not_found", f"no knowledge names <{request.app.state.settings.base_iri + path}>")
+
+
 async def _describe(request: Request, path: str) -> Description:
+    """The entity at `path` (`id/...`) described; 404 when nothing names it."""
     authorize(request, "read")
-    iri = request.app.state.settings.base_iri + path
-    description = await asyncio.to_thread(describe, request.app.state.store, request.app.state.settings.base_iri, iri)
+    base = request.app.state.settings.base_iri
+    description = await asyncio.to_thread(describe, request.app.state.store, base, base + path)
     if description is None:
-        raise ApiError(404, "not_found", f"no knowledge names <{iri}>")
+        raise _missing(request, path)
     return description
 
 
@@ -55,7 +60,10 @@ def _up(path: str) -> str:
 async def entity(request: Request) -> Response:
     """303 to the entity's page or data, as the Accept header prefers."""
     path = _entity_path(request, "/")
-    await _describe(request, path)
+    authorize(request, "read")
+    base = request.app.state.settings.base_iri
+    if not await asyncio.to_thread(exists, request.app.state.store, base, base + path):
+        raise _missing(request, path)
     chosen = negotiate(request.headers.get("accept"), OFFERS)
     if chosen is None:
         offered = ", ".join(media for media, _ in OFFERS[:-1])
