@@ -122,9 +122,13 @@ def wait_for(driver: object, css: str, count: int = 1, timeout: float = 60) -> l
 
 
 def test_yasgui_runs_a_select_and_shows_the_rows(browser: object, server: LiveServer) -> None:
+    from selenium.webdriver.common.by import By
+
     driver = browser
     driver.get(server.url + "/")  # type: ignore[attr-defined]
     wait_for(driver, "#graphs li.collection")  # the collections listed beside the editor
+    driver.find_element(By.LINK_TEXT, "knowledge").click()  # type: ignore[attr-defined]  # opens a query on that graph
+    assert f"GRAPH <{server.settings.base_iri}graph/default>" in driver.execute_script("return window.yasgui.getTab().getQuery();")  # type: ignore[attr-defined]
     driver.execute_script("""const tab = window.yasgui.getTab(); tab.setQuery(arguments[0]); tab.getYasqe().query();""",  # type: ignore[attr-defined]
                           "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\nSELECT ?label WHERE { GRAPH ?g { ?e rdfs:label ?label } "
                           "FILTER(?label IN (\"CERN\", \"Geneva\")) } ORDER BY ?label")  # fmt: skip

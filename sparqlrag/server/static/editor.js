@@ -19,7 +19,7 @@
   window.yasgui = yasgui; // for the browser tests and the console
 
   function open(name, body) {
-    const tab = yasgui.addTab(true, { ...Yasgui.Tab.getDefaults(), name });
+    const tab = yasgui.addTab(true, { name }); // the rest from this page's defaults: endpoint, token
     tab.setQuery(query(body));
   }
 
