@@ -16,6 +16,7 @@ import pytest
 from pyoxigraph import NamedNode, Triple
 
 from sparqlrag.config import Settings
+from sparqlrag.extraction import cores
 from sparqlrag.extraction.cores import CoreInvalid, CoreMismatch
 from sparqlrag.extraction.knowledge import Knowledge
 from sparqlrag.extraction.pipeline import Source
@@ -134,7 +135,7 @@ def rewritten(path: Path, target: Path, member: str, change: object, checksum: b
 
 
 def test_damaged_and_mismatched_cores_are_refused_with_nothing_imported(core: tuple[Path, dict, Services], models: Models,
-                                                                       tmp_path: Path) -> None:  # fmt: skip
+                                                                       tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     path, manifest, _ = core
     (tmp_path / "not-a-zip").write_bytes(b"PK but not really")
     services = open_services(tmp_path / "data", models, extractor=NoExtraction())
@@ -161,6 +162,10 @@ def test_damaged_and_mismatched_cores_are_refused_with_nothing_imported(core: tu
             with pytest.raises(error, match=message):
                 asyncio.run(services.cores.import_(bad))
             assert services.store.count() == 0 and services.vectors.count("default", "chunks") == 0
+        with monkeypatch.context() as patch:  # a zip bomb, as the limit sees it: more bytes unpacked than allowed
+            patch.setattr(cores, "MAX_UNPACKED_BYTES", 1000)
+            with pytest.raises(CoreInvalid, match="unpacks to .* bytes, over the 1000 byte limit"):
+                asyncio.run(services.cores.import_(path))
         with pytest.raises(CoreMismatch, match="holds collection 'default', not 'papers'"):
             asyncio.run(services.cores.import_(path, into="papers"))
         asyncio.run(services.cores.import_(path))

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 FORMAT, VERSION = "sparqlrag-core", 1
 KINDS: tuple[Kind, ...] = ("chunks", "entities")
 MEDIA_TYPE = "application/zip"
+MAX_UNPACKED_BYTES = 8 * 2**30
 
 
 class CoreInvalid(ValueError):
@@ -207,6 +208,9 @@ def _read(source: Path) -> _Core:
     """The core at `source`, every member checked against the manifest. Raises CoreInvalid."""
     try:
         with zipfile.ZipFile(source) as core:
+            unpacked = sum(info.file_size for info in core.infolist())
+            if unpacked > MAX_UNPACKED_BYTES:  # read into memory below: a zip bomb must not get that far
+                raise CoreInvalid(f"the knowledge core unpacks to {unpacked} bytes, over the {MAX_UNPACKED_BYTES} byte limit")
             manifest = _check_manifest(json.loads(core.read("manifest.json")))
             members = {name: core.read(name) for name in ("graphs.trig", *(f"{k}.{ext}" for k in KINDS for ext in ("npy", "jsonl")))}
     except zipfile.BadZipFile as error:
