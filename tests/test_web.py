@@ -169,6 +169,29 @@ def test_the_ask_page_shows_an_answer_its_sources_and_the_trace(browser: object,
     driver.save_screenshot(str(SCREENSHOTS / "ask-trace-in-yasgui.png"))  # type: ignore[attr-defined]
 
 
+def test_with_tokens_the_pages_ask_for_one_and_use_it(browser: object, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    secured, stop = start_server(tmp_path, own_base_iri=True, read_tokens=["browser-token"], write_tokens=["writer"])
+    try:
+        with secured.client("writer") as client:
+            assert client.post("/api/v1/documents", json={"id": "cern", "text": "CERN is located near Geneva."}).status_code == 201
+        driver = browser
+        driver.get(secured.url + "/")  # type: ignore[attr-defined]
+        wait_for(driver, "#graphs li.error")  # no token yet: the collections cannot be listed, and the page says so
+        driver.find_element(By.ID, "token").send_keys("browser-token", Keys.ENTER)  # type: ignore[attr-defined]
+        wait_for(driver, "#graphs li.collection")  # reloaded, with the token
+        driver.execute_script("""const tab = window.yasgui.getTab(); tab.setQuery(arguments[0]); tab.getYasqe().query();""",  # type: ignore[attr-defined]
+                              "SELECT ?label WHERE { GRAPH ?g { ?e <http://www.w3.org/2000/01/rdf-schema#label> ?label } "
+                              "FILTER(?label IN (\"CERN\", \"Geneva\")) } ORDER BY ?label")  # fmt: skip
+        assert [row.text.split()[-1] for row in wait_for(driver, ".yasr table.dataTable tbody tr", 2)] == ["CERN", "Geneva"]
+        driver.get(secured.settings.base_iri + "id/default/cern")  # type: ignore[attr-defined]  # a plain link: the cookie carries the token
+        assert driver.find_element(By.TAG_NAME, "h1").text == "CERN"  # type: ignore[attr-defined]
+    finally:
+        stop()
+
+
 def test_pages_are_served_and_yasgui_falls_back_to_the_cdn(client: httpx.Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from sparqlrag.server import pages
 
