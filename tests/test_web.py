@@ -5,6 +5,7 @@ Screenshots go to build/screenshots (the test artifacts)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import subprocess
@@ -54,9 +55,12 @@ def test_entity_iris_redirect_to_a_page_or_to_rdf(client: httpx.Client, server: 
     page = client.get("/page/id/default/cern").text
     assert "<h1>CERN</h1>" in page and "is located near" in page and f'href="{server.settings.base_iri}id/default/geneva"' in page
     assert "<mark>CERN is located near Geneva.</mark>" in page  # the fact's evidence sentence, marked in its chunk
+    assert ">co-occurs with</td>" in page  # our own vocabulary's terms by their labels in vocab.ttl
+    assert '<link rel="alternate" type="text/turtle" href="../../../data/id/default/cern.ttl">' in page and ">jsonld</a>" in page
     assert client.head(iri).status_code == 303
     for missing in ["id/default/no-such-thing", "id/nosuchcollection/cern", "id/Bad Name/x", "page/id/default/nothing",
-                    "data/id/default/cern.exe", "data/id/default/nothing.ttl"]:  # fmt: skip
+                    "data/id/default/cern.exe", "data/id/default/nothing.ttl", "doc/default/nothing", "page/nothing/default/x",
+                    "page/doc/default/cern/chunk/0000", "data/doc/nosuchcollection/cern.ttl"]:  # fmt: skip
         response = client.get("/" + missing)
         assert response.status_code == 404 and response.json()["error"] == "not_found", missing
     assert client.get(iri, headers={"Accept": "image/png"}).status_code == 406
@@ -65,6 +69,21 @@ def test_entity_iris_redirect_to_a_page_or_to_rdf(client: httpx.Client, server: 
             conn.sendall(b"GET " + raw + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             status = conn.recv(64).split(b" ")[1]
         assert status in (b"400", b"404"), raw  # the HTTP parser or our 404; never a 500
+
+
+def test_provenance_iris_dereference_from_fact_to_chunk_to_document(client: httpx.Client, server: LiveServer) -> None:
+    base, html = server.settings.base_iri, {"Accept": "text/html"}
+    page = client.get(base + "id/default/cern", headers=html, follow_redirects=True).text
+    chunk = re.search(r'<a href="([^"]+/chunk/[0-9a-f]+)" class="source-link">', page).group(1)  # type: ignore[union-attr]
+    assert client.get(chunk, headers=html).headers["location"].startswith("../../../../page/doc/default/cern/chunk/")
+    chunk_page = client.get(chunk, headers=html, follow_redirects=True).text
+    assert "Facts extracted from it" in chunk_page and "CERN is located near Geneva." in chunk_page
+    assert f'<a href="{base}id/default/geneva">Geneva</a>' in chunk_page  # each fact leads back to its entities
+    document = client.get(base + "doc/default/cern", headers=html, follow_redirects=True).text
+    assert "<h1>CERN</h1>" in document and f'href="{chunk}"' in document  # the document lists its chunks
+    graph = rdflib.Graph().parse(base + "doc/default/cern")  # the document as RDF: its metadata, its chunks
+    assert (rdflib.URIRef(base + "doc/default/cern"), rdflib.URIRef("http://purl.org/dc/terms/title"), rdflib.Literal("CERN")) in graph
+    assert (rdflib.URIRef(chunk), rdflib.URIRef("http://www.w3.org/ns/prov#wasDerivedFrom"), rdflib.URIRef(base + "doc/default/cern")) in graph
 
 
 def test_rdflib_dereferences_an_entity_iri(server: LiveServer) -> None:
@@ -156,7 +175,7 @@ def test_the_ask_page_shows_an_answer_its_sources_and_the_trace(browser: object,
     sources = wait_for(driver, "#sources li.source")
     wait_for(driver, "#trace-query:not([hidden])")
     assert "CERN" in driver.find_element(By.ID, "answer").text  # type: ignore[attr-defined]
-    assert sources[0].find_elements(By.TAG_NAME, "strong")[0].text  # a document title
+    assert sources[0].find_elements(By.TAG_NAME, "a")[0].text  # a document title, linked to the chunk's page
     assert driver.find_elements(By.CSS_SELECTOR, "#sources mark")  # type: ignore[attr-defined]  # the supporting sentence
     assert len(driver.find_elements(By.CSS_SELECTOR, "svg#trace circle.seed")) >= 1  # type: ignore[attr-defined]
     assert len(driver.find_elements(By.CSS_SELECTOR, "svg#trace path.edge")) >= 2  # type: ignore[attr-defined]

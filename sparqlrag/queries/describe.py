@@ -1,10 +1,15 @@
-"""What the server says about one of its entity IRIs: the linked-data description behind `/id/...`.
+"""What the server says about the IRIs it mints: the linked-data descriptions behind `/id/...`
+(entities) and `/doc/...` (documents and their chunks).
 
 An entity `{base}id/C/...` lives in collection C's knowledge graph. Its description is its
 label, definition, types and aliases, the facts it takes part in (out and in, up to
 FACT_LIMIT each way), the labels of everything they name (from any graph, so ontology classes
 and properties read as their ontology labels them), and for each fact the chunks of the
 documents it was extracted from (through its reifier) with the evidence sentence.
+
+A document or chunk `{base}doc/C/...` lives in C's source graph: its own properties, and a
+document's chunks or a chunk's text and the facts extracted from it, so provenance can be
+followed by clicking from a fact to its chunk to its document.
 """
 
 from __future__ import annotations
@@ -41,8 +46,23 @@ class Statement:
     evidence: list[Evidence] = field(default_factory=list)
 
 
+class _Naming:
+    """How a page shows a term: an IRI by its label (or its last segment), a literal as itself."""
+
+    labels: dict[str, str]
+
+    def name_of(self, term: Term) -> str:
+        if isinstance(term, NamedNode):
+            return self.labels.get(term.value) or local_name(term.value)
+        return term.value if isinstance(term, Literal) else str(term)
+
+    @staticmethod
+    def is_iri(term: Term) -> bool:
+        return isinstance(term, NamedNode)
+
+
 @dataclass
-class Description:
+class Description(_Naming):
     iri: str
     collection: str
     label: str
@@ -53,16 +73,6 @@ class Description:
     incoming: list[Statement]  # the entity is the object
     labels: dict[str, str]  # IRI -> label, for every IRI the facts name
 
-    def name_of(self, term: Term) -> str:
-        """How a page shows a term: an IRI by its label (or its last segment), a literal as itself."""
-        if isinstance(term, NamedNode):
-            return self.labels.get(term.value) or local_name(term.value)
-        return term.value if isinstance(term, Literal) else str(term)
-
-    @staticmethod
-    def is_iri(term: Term) -> bool:
-        return isinstance(term, NamedNode)
-
     def triples(self) -> list[Triple]:
         """The description as RDF: every fact in or out, with the labels of what they name (RDF
         1.1 terms only, so any RDF parser reads it; provenance stays in the SPARQL endpoint)."""
@@ -72,18 +82,18 @@ class Description:
         return list(dict.fromkeys([*facts, *labels]))
 
 
-def collection_of(base_iri: str, iri: str) -> str | None:
-    """The collection an entity IRI belongs to (`{base}id/C/...`), if it is one of ours."""
-    prefix = f"{base_iri}id/"
+def collection_of(base_iri: str, iri: str, kind: str = "id") -> str | None:
+    """The collection an IRI we mint belongs to (`{base}id/C/...`, `{base}doc/C/...`), if it is ours."""
+    prefix = f"{base_iri}{kind}/"
     if not iri.startswith(prefix) or "/" not in iri[len(prefix) :]:
         return None
     return iri[len(prefix) :].split("/", 1)[0]
 
 
-def _entity(store: Any, base_iri: str, iri: str) -> tuple[Iris, NamedNode] | None:
-    """The collection and node of an IRI that could be one of our entities (None for any other
-    string: a path a client sent may be no IRI at all)."""
-    name = collection_of(base_iri, iri)
+def _resolve(store: Any, base_iri: str, iri: str, kind: str = "id") -> tuple[Iris, NamedNode] | None:
+    """The collection and node of an IRI that could be one of our entities (or documents, for
+    kind "doc"); None for any other string: a path a client sent may be no IRI at all."""
+    name = collection_of(base_iri, iri, kind)
     try:
         iris, node = Iris(base_iri, name or ""), NamedNode(iri)
     except (InvalidName, ValueError):
@@ -91,19 +101,23 @@ def _entity(store: Any, base_iri: str, iri: str) -> tuple[Iris, NamedNode] | Non
     return (iris, node) if collection_exists(store, iris) else None
 
 
-def exists(store: Any, base_iri: str, iri: str) -> bool:
-    """Whether a fact of the entity's collection names it (cheaper than describing it)."""
-    found = _entity(store, base_iri, iri)
+def exists(store: Any, base_iri: str, iri: str, kind: str = "id") -> bool:
+    """Whether a fact of the entity's collection names it, or the source graph has the document
+    or chunk (cheaper than describing it)."""
+    found = _resolve(store, base_iri, iri, kind)
     if found is None:
         return False
     iris, node = found
-    kg, term = sparql_term(iris.knowledge_graph), sparql_term(node)
+    term = sparql_term(node)
+    if kind == "doc":
+        return bool(select_terms(store, f"SELECT ?p WHERE {{ GRAPH {sparql_term(iris.source_graph)} {{ {term} ?p ?x }} }} LIMIT 1"))
+    kg = sparql_term(iris.knowledge_graph)
     return bool(select_terms(store, f"SELECT ?x WHERE {{ GRAPH {kg} {{ {{ {term} ?p ?x }} UNION {{ ?x ?p {term} }} }} }} LIMIT 1"))
 
 
 def describe(store: Any, base_iri: str, iri: str) -> Description | None:
     """The entity's description, or None when no fact of its collection names it."""
-    found = _entity(store, base_iri, iri)
+    found = _resolve(store, base_iri, iri)
     if found is None:
         return None
     iris, node = found
@@ -141,9 +155,62 @@ def _evidence(store: Any, iris: Iris, facts: list[Triple]) -> dict[Triple, list[
 
 
 def _labels(store: Any, nodes: set[NamedNode]) -> dict[str, str]:
-    """A label for each node that has one in any graph (the collection's, an ontology's)."""
+    """A label for each node that has one in any graph (the collection's, an ontology's), or in
+    our own vocabulary."""
+    ours = {node.value: label for node in nodes if (label := v.vocabulary_labels().get(node.value))}
     if not nodes:
         return {}
     rows = select_terms(store, v.SPARQL_PREFIXES + f"""SELECT ?x (SAMPLE(?l) AS ?label) WHERE {{ {values("x", sorted(nodes, key=str))}
         GRAPH ?g {{ ?x rdfs:label ?l }} }} GROUP BY ?x""")  # fmt: skip
-    return {row["x"].value: row["label"].value for row in rows if "label" in row}
+    return ours | {row["x"].value: row["label"].value for row in rows if "label" in row}
+
+
+@dataclass
+class SourceDescription(_Naming):
+    """A document, or a chunk of one, as its page shows it."""
+
+    iri: str
+    collection: str
+    title: str  # the document's
+    document: str  # the document's IRI (its own, for a document)
+    properties: list[Triple]  # its own triples in the source graph
+    chunks: list[tuple[str, int, str]]  # a document's chunks: IRI, index, text
+    text: str | None = None  # a chunk's text
+    facts: list[Triple] = field(default_factory=list)  # the facts extracted from a chunk
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_chunk(self) -> bool:
+        return self.text is not None
+
+    def triples(self) -> list[Triple]:
+        """Its own triples, and for a document, each chunk's derivation from it."""
+        node = NamedNode(self.iri)
+        return self.properties + [Triple(NamedNode(chunk), v.PROV_DERIVED, node) for chunk, _, _ in self.chunks]
+
+
+def describe_source(store: Any, base_iri: str, iri: str) -> SourceDescription | None:
+    """The document or chunk at `iri`, or None when the source graph does not have it."""
+    found = _resolve(store, base_iri, iri, "doc")
+    if found is None:
+        return None
+    iris, node = found
+    src = sparql_term(iris.source_graph)
+    own = select_terms(store, f"SELECT ?p ?o WHERE {{ GRAPH {src} {{ {sparql_term(node)} ?p ?o }} }}")
+    if not own:
+        return None
+    properties = [Triple(node, row["p"], row["o"]) for row in own]  # type: ignore[arg-type]
+    value = {t.predicate: t.object for t in properties}
+    if value.get(v.RDF_TYPE) == v.SR_CHUNK:
+        document = value[v.PROV_DERIVED]
+        title = select_terms(store, v.SPARQL_PREFIXES + f"SELECT ?t WHERE {{ GRAPH {src} {{ {sparql_term(document)} dcterms:title ?t }} }}")
+        facts = [row["t"] for row in select_terms(store, v.SPARQL_PREFIXES + f"""SELECT ?t WHERE {{ GRAPH {src} {{
+            ?st prov:wasDerivedFrom {sparql_term(node)} ; rdf:reifies ?t FILTER(PREDICATE(?t) != rdfs:label) }} }} LIMIT {FACT_LIMIT}""")]  # fmt: skip
+        named = {t for f in facts for t in (f.subject, f.predicate, f.object) if isinstance(t, NamedNode)}  # type: ignore[union-attr]
+        return SourceDescription(iri, iris.collection, title[0]["t"].value if title else local_name(document.value), document.value,
+                                 properties, [], value[v.SR_TEXT].value, facts, _labels(store, named))  # type: ignore[arg-type]  # fmt: skip
+    chunks = select_terms(store, v.SPARQL_PREFIXES + f"""SELECT ?c ?i ?text WHERE {{ GRAPH {src} {{
+        ?c prov:wasDerivedFrom {sparql_term(node)} ; a sr:Chunk ; sr:index ?i ; sr:text ?text }} }} ORDER BY ?i""")  # fmt: skip
+    title = value.get(v.DCTERMS_TITLE)
+    return SourceDescription(iri, iris.collection, title.value if title else local_name(iri), iri, properties,
+                             [(row["c"].value, int(row["i"].value), row["text"].value) for row in chunks])  # fmt: skip

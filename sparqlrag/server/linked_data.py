@@ -1,22 +1,25 @@
-"""Dereferenceable entity IRIs (`/id/...`), as linked-data clients expect.
+"""Dereferenceable IRIs, as linked-data clients expect: entities (`/id/...`) and the documents
+and chunks their facts came from (`/doc/...`).
 
-`GET {base}id/C/...` answers 303 See Other: browsers (Accept prefers HTML) go to the entity's
-page, `/page/id/...`; RDF clients to its data, `/data/id/...{.ttl,.rdf,.jsonld,.nt}`, in the
-syntax they asked for (Turtle when they say `*/*`). Both describe what the entity's
-collection knows (queries/describe.py); the page also shows the sources behind each fact.
-The Location is relative, so the redirect works behind a proxy that serves the base IRI.
-An IRI no fact names is 404.
+`GET {base}id/C/...` answers 303 See Other: browsers (Accept prefers HTML) go to the page,
+`/page/id/...`; RDF clients to the data, `/data/id/...{.ttl,.rdf,.jsonld,.nt}`, in the syntax
+they asked for (Turtle when they say `*/*`). `/doc/...` works the same way. The descriptions
+come from queries/describe.py; an entity's page shows the sources behind each fact, a chunk's
+page the facts extracted from it. The Location is relative, so the redirect works behind a
+proxy that serves the base IRI. An IRI the store does not know is 404.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 from pyoxigraph import RdfFormat, serialize
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from sparqlrag.queries.describe import Description, describe, exists
+from sparqlrag.queries.describe import describe, describe_source, exists
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.pages import render
@@ -30,10 +33,12 @@ DATA_FORMATS: list[tuple[str, str, RdfFormat]] = [
     ("application/n-triples", "nt", RdfFormat.N_TRIPLES),
 ]
 OFFERS = [(media, ext) for media, ext, _ in DATA_FORMATS] + [("text/html", "html"), ("application/xhtml+xml", "html")]
+# the first segment of a dereferenceable path: how it is described, and the page's template
+KINDS: dict[str, tuple[Callable[[Any, str, str], Any], str]] = {"id": (describe, "entity.html"), "doc": (describe_source, "source.html")}
 
 
-def _entity_path(request: Request, prefix: str) -> str:
-    """The `id/...` path of the request, as sent (percent-encoding kept: it is part of the IRI)."""
+def _path(request: Request, prefix: str) -> str:
+    """The `id/...` or `doc/...` path of the request, as sent (percent-encoding kept: it is part of the IRI)."""
     raw = request.scope.get("raw_path", request.url.path.encode()).decode("latin-1").split("?", 1)[0]
     return raw[len(prefix) :] if raw.startswith(prefix) else raw.lstrip("/")
 
@@ -42,14 +47,18 @@ def _missing(request: Request, path: str) -> ApiError:
     return ApiError(404, "not_found", f"no knowledge names <{request.app.state.settings.base_iri + path}>")
 
 
-async def _describe(request: Request, path: str) -> Description:
-    """The entity at `path` (`id/...`) described; 404 when nothing names it."""
+async def _describe(request: Request, path: str) -> tuple[Any, str]:
+    """What the IRI of `path` (`id/...`, `doc/...`) is described as, and its page's template; 404 when unknown."""
     authorize(request, "read")
+    kind = path.split("/", 1)[0]
+    if kind not in KINDS:
+        raise _missing(request, path)
+    describer, template = KINDS[kind]
     base = request.app.state.settings.base_iri
-    description = await asyncio.to_thread(describe, request.app.state.store, base, base + path)
+    description = await asyncio.to_thread(describer, request.app.state.store, base, base + path)
     if description is None:
         raise _missing(request, path)
-    return description
+    return description, template
 
 
 def _up(path: str) -> str:
@@ -57,37 +66,36 @@ def _up(path: str) -> str:
     return "../" * path.count("/")
 
 
-async def entity(request: Request) -> Response:
-    """303 to the entity's page or data, as the Accept header prefers."""
-    path = _entity_path(request, "/")
+async def resource(request: Request) -> Response:
+    """303 to the page or data of an entity, document or chunk, as the Accept header prefers."""
+    path = _path(request, "/")
     authorize(request, "read")
     base = request.app.state.settings.base_iri
-    if not await asyncio.to_thread(exists, request.app.state.store, base, base + path):
+    if not await asyncio.to_thread(exists, request.app.state.store, base, base + path, path.split("/", 1)[0]):
         raise _missing(request, path)
     chosen = negotiate(request.headers.get("accept"), OFFERS)
     if chosen is None:
         offered = ", ".join(media for media, _ in OFFERS[:-1])
-        raise ApiError(406, "not_acceptable", f"an entity is described as {offered}", headers={"Vary": "Accept"})
+        raise ApiError(406, "not_acceptable", f"this IRI is described as {offered}", headers={"Vary": "Accept"})
     target = f"page/{path}" if chosen[1] == "html" else f"data/{path}.{chosen[1]}"
     return RedirectResponse(_up(path) + target, status_code=303, headers={"Vary": "Accept"})
 
 
-async def entity_data(request: Request) -> Response:
+async def data(request: Request) -> Response:
     """The description as RDF, in the syntax the extension names."""
-    path = _entity_path(request, "/data/")
+    path = _path(request, "/data/")
     for media, ext, fmt in DATA_FORMATS:
         if path.endswith("." + ext):
-            description = await _describe(request, path[: -len(ext) - 1])
+            description, _ = await _describe(request, path[: -len(ext) - 1])
             body = serialize(description.triples(), format=fmt, prefixes=v.PREFIXES)  # formats without prefixes ignore them
             return Response(body or b"", media_type=with_charset(media))
-    raise ApiError(404, "not_found", "entity data ends in " + ", ".join("." + ext for _, ext, _ in DATA_FORMATS))
+    raise ApiError(404, "not_found", "data URLs end in " + ", ".join("." + ext for _, ext, _ in DATA_FORMATS))
 
 
-async def entity_page(request: Request) -> Response:
-    """The description as a page: label, definition, facts in and out, each fact's sources."""
-    path = _entity_path(request, "/page/")
-    description = await _describe(request, path)
+async def page(request: Request) -> Response:
+    """The description as a page."""
+    path = _path(request, "/page/")
+    description, template = await _describe(request, path)
+    root = _up("page/" + path)
     alternates = [(media, ext) for media, ext, _ in DATA_FORMATS]
-    data_url = _up("page/" + path) + "data/" + path
-    return render(request, "entity.html", _up("page/" + path), d=description, alternates=alternates, data_url=data_url)
-
+    return render(request, template, root, d=description, alternates=alternates, data_url=f"{root}data/{path}")

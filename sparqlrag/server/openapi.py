@@ -157,13 +157,14 @@ PATHS: dict[str, dict[str, Any]] = {
         "put": _operation("Load or replace the ontology of this name", scope="write", body=RDF_BODY, responses={"200": _json(ONTOLOGY), "201": _json(ONTOLOGY)}),
         "delete": _operation("Remove the ontology (not while a collection extracts with it)", scope="write", responses={"204": {"description": "removed"}}),
     },  # fmt: skip
-    "/id/{path}": {"parameters": [_path("path", "the rest of the entity IRI")],
-                   "get": _operation("An entity IRI: 303 to its HTML page or its RDF description, by Accept",
-                                     responses={"303": {"description": "See Other: /page/id/... or /data/id/....{ttl,rdf,jsonld,nt}"}})},  # fmt: skip
-    "/page/id/{path}": {"parameters": [_path("path", "the rest of the entity IRI")],
-                        "get": _operation("An entity's page: facts in and out with their sources", responses={"200": {"description": "HTML"}})},
-    "/data/id/{path}": {"parameters": [_path("path", "the rest of the entity IRI, then .ttl, .rdf, .jsonld or .nt")],
-                        "get": _operation("An entity's description as RDF", responses={"200": {"description": "RDF", "content": RDF_BODY}})},
+    **{f"/{kind}/{{path}}": {"parameters": [_path("path", f"the rest of the {what} IRI")],
+                             "get": _operation(f"{what.capitalize()} IRIs: 303 to the HTML page or the RDF description, by Accept",
+                                               responses={"303": {"description": f"See Other: /page/{kind}/... or /data/{kind}/....{{ttl,rdf,jsonld,nt}}"}})}
+       for kind, what in (("id", "an entity"), ("doc", "a document or chunk"))},
+    "/page/{path}": {"parameters": [_path("path", "id/... or doc/...: the IRI's path")],
+                     "get": _operation("An entity's, document's or chunk's page, with its facts and sources", responses={"200": {"description": "HTML"}})},
+    "/data/{path}": {"parameters": [_path("path", "id/... or doc/..., then .ttl, .rdf, .jsonld or .nt")],
+                     "get": _operation("An entity's, document's or chunk's description as RDF", responses={"200": {"description": "RDF", "content": RDF_BODY}})},
 }
 
 DOCUMENT: dict[str, Any] = {

@@ -11,9 +11,11 @@ import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from urllib.parse import quote, unquote
 
-from pyoxigraph import NamedNode, Triple
+from pyoxigraph import Literal, NamedNode, RdfFormat, Triple, parse
 
 SR = "https://w3id.org/sparqlrag/ns#"
 PROV = "http://www.w3.org/ns/prov#"
@@ -26,6 +28,13 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
 
 PREFIXES = {"sr": SR, "prov": PROV, "dcterms": DCTERMS, "rdf": RDF, "rdfs": RDFS, "skos": SKOS, "owl": OWL, "xsd": XSD}
 SPARQL_PREFIXES = "".join(f"PREFIX {name}: <{iri}>\n" for name, iri in PREFIXES.items())
+
+
+@cache
+def vocabulary_labels() -> dict[str, str]:
+    """The labels vocab.ttl gives the sr: terms ("co-occurs with"), for pages that show them."""
+    triples = parse((Path(__file__).parent / "vocab.ttl").read_bytes(), format=RdfFormat.TURTLE)
+    return {t.subject.value: t.object.value for t in triples if t.predicate == RDFS_LABEL and isinstance(t.object, Literal)}
 
 
 def term(namespace: str, local: str) -> NamedNode:

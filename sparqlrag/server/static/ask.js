@@ -48,7 +48,7 @@
       } else {
         text.append(source.text);
       }
-      const title = element("strong", { title: `${source.document}\n${source.chunk}` }, source.title);
+      const title = element("a", { href: source.chunk, title: source.document }, source.title); // the chunk's page
       const item = element("li", { class: "source" }, title, text);
       if (edge) item.append(element("p", { class: "supports" }, `supports: ${edge.text}`));
       return item;
