@@ -485,7 +485,10 @@ def _core(services: Services, args: argparse.Namespace) -> None:
 def _core_action(services: Services, args: argparse.Namespace) -> None:
     if args.action == "export":
         target = args.file or Path(f"{args.collection}.core.zip")
-        manifest = asyncio.run(services.cores.export(args.collection, target))
+        try:
+            manifest = asyncio.run(services.cores.export(args.collection, target))
+        except OSError as error:
+            raise CliError(f"cannot write {target}: {error.strerror}") from None
         counts = manifest["counts"]
         print(f"exported {args.collection} to {target}: {counts['quads']} quads, {counts['chunks']} chunk vectors, "
               f"{counts['entities']} entity vectors")  # fmt: skip

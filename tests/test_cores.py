@@ -213,3 +213,6 @@ def test_core_export_and_import_on_the_command_line(core: tuple[Path, dict, Serv
     export = subprocess.run([SPARQLRAG, "core", "export", "default", str(tmp_path / "out.zip"), "--data-dir", str(tmp_path / "d"),
                              "--base-iri", BASE], capture_output=True, text=True, timeout=300)  # fmt: skip
     assert export.returncode == 0 and "exported default to" in export.stdout and zipfile.is_zipfile(tmp_path / "out.zip")
+    nowhere = subprocess.run([SPARQLRAG, "core", "export", "default", str(tmp_path / "missing" / "out.zip"), "--data-dir", str(tmp_path / "d"),
+                              "--base-iri", BASE], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert nowhere.returncode == 2 and "cannot write " in nowhere.stderr and "Traceback" not in nowhere.stderr

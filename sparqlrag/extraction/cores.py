@@ -77,7 +77,8 @@ class Cores:
     # -- export -----------------------------------------------------------------------------
 
     async def export(self, name: str, target: Path) -> dict[str, Any]:
-        """Write the collection's core to `target`; returns its manifest. Raises UnknownCollection."""
+        """Write the collection's core to `target`; returns its manifest. Raises UnknownCollection,
+        OSError (the file cannot be written)."""
         info = await self.collections.get(name)
         if info is None:
             raise librarian.UnknownCollection(name)
@@ -105,11 +106,16 @@ class Cores:
                     "ontology": ontology, "embedding_model": self.embedding_model, "dim": self.pipeline.vectors.dim,
                     "exported": datetime.now(timezone.utc).isoformat(timespec="seconds"), "counts": counts,
                     "sha256": {member: _sha256(data) for member, data in members.items()}}  # fmt: skip
-        with zipfile.ZipFile(target, "w") as core:
-            core.writestr("manifest.json", json.dumps(manifest, indent=2), zipfile.ZIP_DEFLATED)
-            for member, data in members.items():
-                # vectors barely compress; the rest shrinks ~5x
-                core.writestr(member, data, zipfile.ZIP_STORED if member.endswith(".npy") else zipfile.ZIP_DEFLATED)
+        partial = target.with_name(target.name + ".partial")  # a failed export leaves no half a core under the name
+        try:
+            with zipfile.ZipFile(partial, "w") as core:
+                core.writestr("manifest.json", json.dumps(manifest, indent=2), zipfile.ZIP_DEFLATED)
+                for member, data in members.items():
+                    # vectors barely compress; the rest shrinks ~5x
+                    core.writestr(member, data, zipfile.ZIP_STORED if member.endswith(".npy") else zipfile.ZIP_DEFLATED)
+            partial.replace(target)
+        finally:
+            partial.unlink(missing_ok=True)
         return manifest
 
     # -- import -----------------------------------------------------------------------------
