@@ -10,7 +10,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -55,12 +55,13 @@ def test_entity_iris_redirect_to_a_page_or_to_rdf(client: httpx.Client, server: 
     page = client.get("/page/id/default/cern").text
     assert "<h1>CERN</h1>" in page and "is located near" in page and f'href="{server.settings.base_iri}id/default/geneva"' in page
     assert "<mark>CERN is located near Geneva.</mark>" in page  # the fact's evidence sentence, marked in its chunk
-    assert ">co-occurs with</td>" in page  # our own vocabulary's terms by their labels in vocab.ttl
+    assert ">co-occurs with</a></td>" in page  # our own vocabulary's terms by their labels in vocab.ttl
     assert '<link rel="alternate" type="text/turtle" href="../../../data/id/default/cern.ttl">' in page and ">jsonld</a>" in page
     assert client.head(iri).status_code == 303
     for missing in ["id/default/no-such-thing", "id/nosuchcollection/cern", "id/Bad Name/x", "page/id/default/nothing",
                     "data/id/default/cern.exe", "data/id/default/nothing.ttl", "doc/default/nothing", "page/nothing/default/x",
-                    "page/doc/default/cern/chunk/0000", "data/doc/nosuchcollection/cern.ttl"]:  # fmt: skip
+                    "page/doc/default/cern/chunk/0000", "data/doc/nosuchcollection/cern.ttl", "rel/no-such-relation",
+                    "page/rel/%zz"]:  # fmt: skip
         response = client.get("/" + missing)
         assert response.status_code == 404 and response.json()["error"] == "not_found", missing
     assert client.get(iri, headers={"Accept": "image/png"}).status_code == 406
@@ -84,6 +85,17 @@ def test_provenance_iris_dereference_from_fact_to_chunk_to_document(client: http
     graph = rdflib.Graph().parse(base + "doc/default/cern")  # the document as RDF: its metadata, its chunks
     assert (rdflib.URIRef(base + "doc/default/cern"), rdflib.URIRef("http://purl.org/dc/terms/title"), rdflib.Literal("CERN")) in graph
     assert (rdflib.URIRef(chunk), rdflib.URIRef("http://www.w3.org/ns/prov#wasDerivedFrom"), rdflib.URIRef(base + "doc/default/cern")) in graph
+
+
+def test_relation_iris_dereference_to_the_facts_that_use_them(client: httpx.Client, server: LiveServer) -> None:
+    relation = server.settings.base_iri + "rel/is-located-near"
+    assert client.get(relation, headers={"Accept": "text/html"}).headers["location"] == "../page/rel/is-located-near"
+    page = client.get(relation, headers={"Accept": "text/html"}, follow_redirects=True).text
+    assert "<h1>is located near</h1>" in page and f'<a href="{server.settings.base_iri}id/default/geneva">Geneva</a>' in page
+    graph = rdflib.Graph().parse(relation)
+    assert (rdflib.URIRef(relation), rdflib.RDFS.label, rdflib.Literal("is located near")) in graph
+    entity_page = client.get("/page/id/default/cern").text
+    assert f'<a href="{relation}">is located near</a>' in entity_page  # the entity's page links its relations
 
 
 def test_rdflib_dereferences_an_entity_iri(server: LiveServer) -> None:
@@ -140,6 +152,24 @@ def wait_for(driver: object, css: str, count: int = 1, timeout: float = 60) -> l
     return WebDriverWait(driver, timeout).until(enough)  # type: ignore[arg-type]
 
 
+def wait_for_rows(driver: object, expected: Callable[[list[str]], bool], timeout: float = 60) -> list[str]:
+    """The texts of YASR's result rows once they are what the test expects: a table left from an
+    earlier query, or one being redrawn, is waited out rather than read."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def rows(d: object) -> list[str] | None:
+        texts = [row.text for row in d.find_elements(By.CSS_SELECTOR, ".yasr table.dataTable tbody tr")]  # type: ignore[attr-defined]
+        return texts if texts and expected(texts) else None
+
+    return WebDriverWait(driver, timeout, ignored_exceptions=[StaleElementReferenceException]).until(rows)  # type: ignore[arg-type]
+
+
+def labels_are(*labels: str) -> Callable[[list[str]], bool]:
+    return lambda texts: [text.split()[-1] for text in texts] == list(labels)
+
+
 def test_yasgui_runs_a_select_and_shows_the_rows(browser: object, server: LiveServer) -> None:
     from selenium.webdriver.common.by import By
 
@@ -151,8 +181,7 @@ def test_yasgui_runs_a_select_and_shows_the_rows(browser: object, server: LiveSe
     driver.execute_script("""const tab = window.yasgui.getTab(); tab.setQuery(arguments[0]); tab.getYasqe().query();""",  # type: ignore[attr-defined]
                           "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\nSELECT ?label WHERE { GRAPH ?g { ?e rdfs:label ?label } "
                           "FILTER(?label IN (\"CERN\", \"Geneva\")) } ORDER BY ?label")  # fmt: skip
-    cells = wait_for(driver, ".yasr table.dataTable tbody tr", 2)
-    assert [row.text.split()[-1] for row in cells] == ["CERN", "Geneva"]
+    wait_for_rows(driver, labels_are("CERN", "Geneva"))
     driver.save_screenshot(str(SCREENSHOTS / "yasgui-select.png"))  # type: ignore[attr-defined]
     driver.execute_script("""const tab = window.yasgui.getTab(); tab.setQuery(arguments[0]); tab.getYasqe().query();""",  # type: ignore[attr-defined]
                           'INSERT DATA { GRAPH <urn:yasgui> { <urn:a> <urn:said> "from YASGUI" } }')  # an update, sent as update=
@@ -183,8 +212,8 @@ def test_the_ask_page_shows_an_answer_its_sources_and_the_trace(browser: object,
     driver.save_screenshot(str(SCREENSHOTS / "ask-answer.png"))  # type: ignore[attr-defined]
     driver.get(driver.find_element(By.ID, "trace-query").get_attribute("href"))  # type: ignore[attr-defined]  # the trace in YASGUI
     driver.execute_script("window.yasgui.getTab().getYasqe().query();")  # type: ignore[attr-defined]
-    rows = wait_for(driver, ".yasr table.dataTable tbody tr", 2)
-    assert any("is located near" in row.text or "located" in row.text for row in rows)
+    rows = wait_for_rows(driver, lambda texts: any("rel/invented" in text for text in texts))  # the trace's kept facts
+    assert [text.split()[1] for text in rows] == sorted(text.split()[1] for text in rows)  # after the row number: the hop, in order
     driver.save_screenshot(str(SCREENSHOTS / "ask-trace-in-yasgui.png"))  # type: ignore[attr-defined]
 
 
@@ -204,7 +233,7 @@ def test_with_tokens_the_pages_ask_for_one_and_use_it(browser: object, tmp_path:
         driver.execute_script("""const tab = window.yasgui.getTab(); tab.setQuery(arguments[0]); tab.getYasqe().query();""",  # type: ignore[attr-defined]
                               "SELECT ?label WHERE { GRAPH ?g { ?e <http://www.w3.org/2000/01/rdf-schema#label> ?label } "
                               "FILTER(?label IN (\"CERN\", \"Geneva\")) } ORDER BY ?label")  # fmt: skip
-        assert [row.text.split()[-1] for row in wait_for(driver, ".yasr table.dataTable tbody tr", 2)] == ["CERN", "Geneva"]
+        wait_for_rows(driver, labels_are("CERN", "Geneva"))
         driver.get(secured.settings.base_iri + "id/default/cern")  # type: ignore[attr-defined]  # a plain link: the cookie carries the token
         assert driver.find_element(By.TAG_NAME, "h1").text == "CERN"  # type: ignore[attr-defined]
     finally:

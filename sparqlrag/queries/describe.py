@@ -1,11 +1,14 @@
 """What the server says about the IRIs it mints: the linked-data descriptions behind `/id/...`
-(entities) and `/doc/...` (documents and their chunks).
+(entities), `/rel/...` (relations) and `/doc/...` (documents and their chunks).
 
 An entity `{base}id/C/...` lives in collection C's knowledge graph. Its description is its
 label, definition, types and aliases, the facts it takes part in (out and in, up to
 FACT_LIMIT each way), the labels of everything they name (from any graph, so ontology classes
 and properties read as their ontology labels them), and for each fact the chunks of the
 documents it was extracted from (through its reifier) with the evidence sentence.
+
+A relation `{base}rel/...` (a predicate minted from extracted text) is shared by every
+collection: its label, and facts that use it from any of them (up to FACT_LIMIT).
 
 A document or chunk `{base}doc/C/...` lives in C's source graph: its own properties, and a
 document's chunks or a chunk's text and the facts extracted from it, so provenance can be
@@ -102,8 +105,10 @@ def _resolve(store: Any, base_iri: str, iri: str, kind: str = "id") -> tuple[Iri
 
 
 def exists(store: Any, base_iri: str, iri: str, kind: str = "id") -> bool:
-    """Whether a fact of the entity's collection names it, or the source graph has the document
-    or chunk (cheaper than describing it)."""
+    """Whether a fact of the entity's collection names it, the source graph has the document
+    or chunk, or a fact uses the relation (cheaper than describing it)."""
+    if kind == "rel":
+        return bool(_relation_facts(store, base_iri, iri, 1))
     found = _resolve(store, base_iri, iri, kind)
     if found is None:
         return False
@@ -214,3 +219,41 @@ def describe_source(store: Any, base_iri: str, iri: str) -> SourceDescription | 
     title = value.get(v.DCTERMS_TITLE)
     return SourceDescription(iri, iris.collection, title.value if title else local_name(iri), iri, properties,
                              [(row["c"].value, int(row["i"].value), row["text"].value) for row in chunks])  # fmt: skip
+
+
+@dataclass
+class RelationDescription(_Naming):
+    """A relation minted from extracted text, and facts that use it."""
+
+    iri: str
+    label: str
+    facts: list[tuple[str, Triple]]  # (collection, fact)
+    labels: dict[str, str]
+
+    def triples(self) -> list[Triple]:
+        """Its label and its kind: the facts stay in their collections' graphs."""
+        node = NamedNode(self.iri)
+        return [Triple(node, v.RDF_TYPE, NamedNode(v.RDF + "Property")), Triple(node, v.RDFS_LABEL, Literal(self.label))]
+
+
+def _relation_facts(store: Any, base_iri: str, iri: str, limit: int) -> list[tuple[str, Triple]]:
+    """Up to `limit` facts of any collection that use the relation at `iri`, with their collection."""
+    if not iri.startswith(f"{base_iri}rel/"):
+        return []
+    try:
+        node = NamedNode(iri)
+    except ValueError:
+        return []
+    graphs = f"{base_iri}graph/"
+    rows = select_terms(store, f"""SELECT ?g ?s ?o WHERE {{ GRAPH ?g {{ ?s {sparql_term(node)} ?o }}
+        FILTER(STRSTARTS(STR(?g), {sparql_term(Literal(graphs))})) }} LIMIT {limit}""")  # fmt: skip
+    return [(row["g"].value[len(graphs) :], Triple(row["s"], node, row["o"])) for row in rows]  # type: ignore[arg-type]
+
+
+def describe_relation(store: Any, base_iri: str, iri: str) -> RelationDescription | None:
+    """The relation at `iri` with facts using it in any collection, or None when none does."""
+    facts = _relation_facts(store, base_iri, iri, FACT_LIMIT)
+    if not facts:
+        return None
+    labels = _labels(store, {NamedNode(iri)} | {t for _, f in facts for t in (f.subject, f.object) if isinstance(t, NamedNode)})
+    return RelationDescription(iri, labels.get(iri) or local_name(iri), facts, labels)

@@ -64,6 +64,7 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
             Route("/ask", pages.ask_page, methods=["GET", "HEAD"]),
             Mount("/static", StaticFiles(directory=pages.STATIC), name="static"),
             Route("/id/{path:path}", linked_data.resource, methods=["GET", "HEAD"]),
+            Route("/rel/{path:path}", linked_data.resource, methods=["GET", "HEAD"]),
             Route("/doc/{path:path}", linked_data.resource, methods=["GET", "HEAD"]),
             Route("/page/{path:path}", linked_data.page, methods=["GET", "HEAD"]),
             Route("/data/{path:path}", linked_data.data, methods=["GET", "HEAD"]),

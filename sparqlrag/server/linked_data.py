@@ -1,9 +1,9 @@
-"""Dereferenceable IRIs, as linked-data clients expect: entities (`/id/...`) and the documents
-and chunks their facts came from (`/doc/...`).
+"""Dereferenceable IRIs, as linked-data clients expect: entities (`/id/...`), the relations
+minted from text (`/rel/...`), and the documents and chunks facts came from (`/doc/...`).
 
 `GET {base}id/C/...` answers 303 See Other: browsers (Accept prefers HTML) go to the page,
 `/page/id/...`; RDF clients to the data, `/data/id/...{.ttl,.rdf,.jsonld,.nt}`, in the syntax
-they asked for (Turtle when they say `*/*`). `/doc/...` works the same way. The descriptions
+they asked for (Turtle when they say `*/*`). `/rel/...` and `/doc/...` work the same way. The descriptions
 come from queries/describe.py; an entity's page shows the sources behind each fact, a chunk's
 page the facts extracted from it. The Location is relative, so the redirect works behind a
 proxy that serves the base IRI. An IRI the store does not know is 404.
@@ -19,7 +19,7 @@ from pyoxigraph import RdfFormat, serialize
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from sparqlrag.queries.describe import describe, describe_source, exists
+from sparqlrag.queries.describe import describe, describe_relation, describe_source, exists
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.pages import render
@@ -34,11 +34,13 @@ DATA_FORMATS: list[tuple[str, str, RdfFormat]] = [
 ]
 OFFERS = [(media, ext) for media, ext, _ in DATA_FORMATS] + [("text/html", "html"), ("application/xhtml+xml", "html")]
 # the first segment of a dereferenceable path: how it is described, and the page's template
-KINDS: dict[str, tuple[Callable[[Any, str, str], Any], str]] = {"id": (describe, "entity.html"), "doc": (describe_source, "source.html")}
+KINDS: dict[str, tuple[Callable[[Any, str, str], Any], str]] = {
+    "id": (describe, "entity.html"), "rel": (describe_relation, "relation.html"), "doc": (describe_source, "source.html"),
+}  # fmt: skip
 
 
 def _path(request: Request, prefix: str) -> str:
-    """The `id/...` or `doc/...` path of the request, as sent (percent-encoding kept: it is part of the IRI)."""
+    """The `id/...`, `rel/...` or `doc/...` path of the request, as sent (percent-encoding kept: it is part of the IRI)."""
     raw = request.scope.get("raw_path", request.url.path.encode()).decode("latin-1").split("?", 1)[0]
     return raw[len(prefix) :] if raw.startswith(prefix) else raw.lstrip("/")
 
@@ -48,7 +50,7 @@ def _missing(request: Request, path: str) -> ApiError:
 
 
 async def _describe(request: Request, path: str) -> tuple[Any, str]:
-    """What the IRI of `path` (`id/...`, `doc/...`) is described as, and its page's template; 404 when unknown."""
+    """What the IRI of `path` (`id/...`, `rel/...`, `doc/...`) is described as, and its page's template; 404 when unknown."""
     authorize(request, "read")
     kind = path.split("/", 1)[0]
     if kind not in KINDS:
@@ -67,7 +69,7 @@ def _up(path: str) -> str:
 
 
 async def resource(request: Request) -> Response:
-    """303 to the page or data of an entity, document or chunk, as the Accept header prefers."""
+    """303 to the page or data of an entity, relation, document or chunk, as the Accept header prefers."""
     path = _path(request, "/")
     authorize(request, "read")
     base = request.app.state.settings.base_iri

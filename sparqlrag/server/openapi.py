@@ -160,11 +160,11 @@ PATHS: dict[str, dict[str, Any]] = {
     **{f"/{kind}/{{path}}": {"parameters": [_path("path", f"the rest of the {what} IRI")],
                              "get": _operation(f"{what.capitalize()} IRIs: 303 to the HTML page or the RDF description, by Accept",
                                                responses={"303": {"description": f"See Other: /page/{kind}/... or /data/{kind}/....{{ttl,rdf,jsonld,nt}}"}})}
-       for kind, what in (("id", "an entity"), ("doc", "a document or chunk"))},
-    "/page/{path}": {"parameters": [_path("path", "id/... or doc/...: the IRI's path")],
-                     "get": _operation("An entity's, document's or chunk's page, with its facts and sources", responses={"200": {"description": "HTML"}})},
-    "/data/{path}": {"parameters": [_path("path", "id/... or doc/..., then .ttl, .rdf, .jsonld or .nt")],
-                     "get": _operation("An entity's, document's or chunk's description as RDF", responses={"200": {"description": "RDF", "content": RDF_BODY}})},
+       for kind, what in (("id", "an entity"), ("rel", "a relation"), ("doc", "a document or chunk"))},
+    "/page/{path}": {"parameters": [_path("path", "id/..., rel/... or doc/...: the IRI's path")],
+                     "get": _operation("An entity's, relation's, document's or chunk's page, with its facts and sources", responses={"200": {"description": "HTML"}})},
+    "/data/{path}": {"parameters": [_path("path", "id/..., rel/... or doc/..., then .ttl, .rdf, .jsonld or .nt")],
+                     "get": _operation("An entity's, relation's, document's or chunk's description as RDF", responses={"200": {"description": "RDF", "content": RDF_BODY}})},
 }
 
 DOCUMENT: dict[str, Any] = {
