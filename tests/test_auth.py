@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from sparqlrag.config import Settings
+from sparqlrag.server.auth import token_cookie
 from tests.conftest import SPARQLRAG, LiveServer, start_server
 
 READ, WRITE = "reader-token", "writer-token"
@@ -112,14 +113,16 @@ def test_health_and_the_pages_need_no_token(secured: LiveServer) -> None:
 
 
 def test_a_token_cookie_lets_a_browser_read_but_never_write(secured: LiveServer) -> None:
-    with httpx.Client(base_url=secured.url, cookies={"sparqlrag_token": READ}) as browser:
+    cookie = token_cookie(secured.settings)
+    assert cookie.startswith("sparqlrag_token_") and cookie != token_cookie(Settings(base_iri="http://localhost:7879/"))  # one per server
+    with httpx.Client(base_url=secured.url, cookies={cookie: READ}) as browser:
         assert browser.get("/api/v1/collections").status_code == 200
         assert browser.get("/id/default/nothing").status_code == 404  # past the token check
-    with httpx.Client(base_url=secured.url, cookies={"sparqlrag_token": WRITE}) as forged:  # what a foreign page's form would send
+    with httpx.Client(base_url=secured.url, cookies={cookie: WRITE}) as forged:  # what a foreign page's form would send
         refused = forged.post("/sparql", data={"update": "CLEAR ALL"})
         assert refused.status_code == 401
         assert forged.post("/sparql", data={"query": "ASK {}"}).status_code == 401  # reads by POST need the header too
-    with httpx.Client(base_url=secured.url, cookies={"sparqlrag_token": "wrong"}) as wrong:
+    with httpx.Client(base_url=secured.url, cookies={cookie: "wrong"}) as wrong:
         assert wrong.get("/api/v1/collections").status_code == 401
 
 

@@ -4,12 +4,15 @@ With no tokens configured the server is open; `serve` only allows that on loopba
 (Settings.check_bind_address).
 
 A browser following a link cannot send a bearer header, so a read by GET may also carry the
-token in the `sparqlrag_token` cookie (the pages set it from the token field). Only reads: a
-cookie goes along with any request a foreign page makes, so it must never authorise a write.
+token in a cookie (the pages set it from the token field). Only reads: a cookie goes along
+with any request a foreign page makes, so it must never authorise a write. The cookie's name
+comes from the base IRI: cookies are per host, not per port, and two servers on one host must
+not receive each other's tokens.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from typing import Literal
 
@@ -19,7 +22,11 @@ from sparqlrag.config import Settings
 from sparqlrag.server.errors import ApiError
 
 Scope = Literal["read", "write"]
-TOKEN_COOKIE = "sparqlrag_token"
+
+
+def token_cookie(settings: Settings) -> str:
+    """`sparqlrag_token_` and a short hash of the base IRI."""
+    return "sparqlrag_token_" + hashlib.sha256(settings.base_iri.encode()).hexdigest()[:12]
 
 
 def _matches(token: str, candidates: list[str]) -> bool:
@@ -41,7 +48,7 @@ def authorize(request: Request, scope: Scope) -> None:
         return
     challenge = {"WWW-Authenticate": f'Bearer realm="sparqlrag", scope="{scope}"'}
     header = request.headers.get("authorization", "")
-    cookie = request.cookies.get(TOKEN_COOKIE, "")
+    cookie = request.cookies.get(token_cookie(settings), "")
     if not header and cookie and scope == "read" and request.method in ("GET", "HEAD"):
         header = f"Bearer {cookie}"
     kind, _, token = header.partition(" ")

@@ -17,6 +17,7 @@ from markupsafe import Markup, escape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from sparqlrag.server.auth import token_cookie
 from sparqlrag.store import vocab as v
 
 HERE = Path(__file__).parent
@@ -52,7 +53,7 @@ def _page_config(request: Request) -> dict[str, Any]:
     """What the pages' scripts need: the base IRI (graph and trace IRIs derive from it), the
     project's prefixes, and whether requests need a token."""
     settings = request.app.state.settings
-    return {"base": settings.base_iri, "prefixes": v.PREFIXES, "auth": settings.auth_enabled}
+    return {"base": settings.base_iri, "prefixes": v.PREFIXES, "auth": settings.auth_enabled, "cookie": token_cookie(settings)}
 
 
 async def sparql_editor(request: Request) -> Response:

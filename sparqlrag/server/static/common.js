@@ -42,7 +42,7 @@ const sparqlrag = (() => {
       const value = field.value.trim();
       localStorage.setItem(TOKEN, value);
       // links (entity pages, data) cannot carry a header: the server takes this cookie for reads only
-      document.cookie = `sparqlrag_token=${encodeURIComponent(value)}; path=/; SameSite=Strict`;
+      document.cookie = `${config.cookie}=${encodeURIComponent(value)}; path=/; SameSite=Strict`;
       location.reload();
     });
     document.querySelector("nav.top").append(field);
