@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ingest import musique  # noqa: E402
-from report import publish  # noqa: E402
+from report import markdown_table, publish  # noqa: E402
 from sparqlrag.config import Settings  # noqa: E402
 from sparqlrag.services import Models, Services  # noqa: E402
 from sparqlrag.store import EmbeddedStore  # noqa: E402
@@ -73,12 +73,12 @@ def main() -> None:
             close(target)
             print(name, f"{figures[f'{name}_s']:.1f} s", flush=True)
     figures["ingest_over_import"] = figures["ingest_s"] / figures["import_s"]
-    table = "\n".join([
-        "| quads | chunks | entity vectors | core MB | ingest s | export s | import s | import, new base IRI, s | ingest / import |",
-        "|---|---|---|---|---|---|---|---|---|",
-        f"| {figures['quads']:.0f} | {figures['chunks']:.0f} | {figures['entities']:.0f} | {figures['core_mb']:.1f} | {figures['ingest_s']:.1f} "
-        f"| {figures['export_s']:.1f} | {figures['import_s']:.1f} | {figures['import_rebased_s']:.1f} | {figures['ingest_over_import']:.1f}x |",
-    ])  # fmt: skip
+    f = figures
+    table = "\n".join(markdown_table(
+        ["quads", "chunks", "entity vectors", "core MB", "ingest s", "export s", "import s", "import, new base IRI, s", "ingest / import"],
+        [[f"{f['quads']:.0f}", f"{f['chunks']:.0f}", f"{f['entities']:.0f}", f"{f['core_mb']:.1f}", f"{f['ingest_s']:.1f}",
+          f"{f['export_s']:.1f}", f"{f['import_s']:.1f}", f"{f['import_rebased_s']:.1f}", f"{f['ingest_over_import']:.1f}x"]],
+    ))  # fmt: skip
     publish("cores.py", table, figures, args.markdown)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from report import publish  # noqa: E402
+from report import markdown_table, publish  # noqa: E402
 from sparqlrag.config import Settings  # noqa: E402
 from sparqlrag.extraction.chunker import split  # noqa: E402
 from sparqlrag.extraction.knowledge import Extractor  # noqa: E402
@@ -89,12 +89,10 @@ def main() -> None:
         if name.startswith("offline"):
             report[name]["extractor_only_chunks_per_s"] = extractor_only(sources)
         print(name, json.dumps({k: round(v, 1) for k, v in report[name].items()}), flush=True)
-    lines = ["| run | documents | chunks | facts | seconds | chunks/s | facts/s | extractor only, chunks/s |",
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    for name, m in report.items():
-        only = m.get("extractor_only_chunks_per_s")
-        lines.append(f"| {name} | {m['documents']:.0f} | {m['chunks']:.0f} | {m['facts']:.0f} | {m['seconds']:.0f} | "
-                     f"{m['chunks_per_s']:.1f} | {m['facts_per_s']:.0f} | {'' if only is None else f'{only:.0f}'} |")  # fmt: skip
+    rows = [[name, f"{m['documents']:.0f}", f"{m['chunks']:.0f}", f"{m['facts']:.0f}", f"{m['seconds']:.0f}", f"{m['chunks_per_s']:.1f}",
+             f"{m['facts_per_s']:.0f}", "" if (only := m.get("extractor_only_chunks_per_s")) is None else f"{only:.0f}"]
+            for name, m in report.items()]  # fmt: skip
+    lines = markdown_table(["run", "documents", "chunks", "facts", "seconds", "chunks/s", "facts/s", "extractor only, chunks/s"], rows)
     publish("ingest.py", "\n".join(lines), report, args.markdown)
 
 

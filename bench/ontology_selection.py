@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from report import publish  # noqa: E402
+from report import markdown_table, publish  # noqa: E402
 from sparqlrag.extraction.chunker import split  # noqa: E402
 from sparqlrag.models.embedder import Embedder  # noqa: E402
 from sparqlrag.ontology.guided import TypedOfflineExtractor  # noqa: E402
@@ -80,12 +80,13 @@ def main() -> None:
     asyncio.run(_prepare_each(queue, chunks))
     figures["documents_chunks_per_s"] = len(chunks) / (time.monotonic() - started)
     print("one-chunk documents", f"{figures['documents_chunks_per_s']:.1f} chunks/s", flush=True)
-    table = "\n".join([
-        "| ontology elements | chunks | index build s | chunks/s (cold cache) | chunks/s (warm) | one-chunk documents, chunks/s (cold) | mean subset size |",
-        "|---|---|---|---|---|---|---|",
-        f"| {len(index)} | {len(chunks)} | {index_s:.1f} | {figures['cold_chunks_per_s']:.1f} | {figures['warm_chunks_per_s']:.1f} "
-        f"| {figures['documents_chunks_per_s']:.1f} | {figures['mean_subset_elements']:.0f} |",
-    ])  # fmt: skip
+    f = figures
+    table = "\n".join(markdown_table(
+        ["ontology elements", "chunks", "index build s", "chunks/s (cold cache)", "chunks/s (warm)", "one-chunk documents, chunks/s (cold)",
+         "mean subset size"],
+        [[str(len(index)), str(len(chunks)), f"{index_s:.1f}", f"{f['cold_chunks_per_s']:.1f}", f"{f['warm_chunks_per_s']:.1f}",
+          f"{f['documents_chunks_per_s']:.1f}", f"{f['mean_subset_elements']:.0f}"]],
+    ))  # fmt: skip
     publish("ontology_selection.py", table, figures, args.markdown)
 
 

@@ -44,13 +44,17 @@ class Collections:
     async def delete(self, name: str) -> bool:
         """Drop the collection's graphs, vectors, keyword rows and library; False when unknown.
         Raises CollectionBusy while ingests run in it. `default` is emptied and stays."""
-        iris = Iris(self.base_iri, name)
         async with self.pipeline.locks.closed(name):
             if not await self.exists(name):
                 return False
-            graphs = (iris.knowledge_graph, iris.source_graph, iris.trace_graph)
-            await asyncio.to_thread(self.store.update, " ;\n".join(f"DROP SILENT GRAPH {sparql_term(g)}" for g in graphs))
-            await asyncio.to_thread(self.pipeline.vectors.drop, name)
-            await asyncio.to_thread(self.pipeline.keywords.drop, name)
-            await asyncio.to_thread(self.pipeline.discard_collection, name)
+            await asyncio.to_thread(self.drop_sync, Iris(self.base_iri, name))
             return True
+
+    def drop_sync(self, iris: Iris) -> None:
+        """Everything of a collection gone (graphs, vectors, keyword rows, library), its
+        registration with it; the caller holds the collection closed."""
+        graphs = (iris.knowledge_graph, iris.source_graph, iris.trace_graph)
+        self.store.update(" ;\n".join(f"DROP SILENT GRAPH {sparql_term(g)}" for g in graphs))
+        self.pipeline.vectors.drop(iris.collection)
+        self.pipeline.keywords.drop(iris.collection)
+        self.pipeline.discard_collection(iris.collection)

@@ -174,12 +174,10 @@ class Cores:
                 self.pipeline.keywords.add(iris.collection, [(p["iri"], p["text"]) for p in payloads])
 
     def _undo(self, iris: Iris, existed: bool, ontology: str | None) -> None:
-        graphs = (iris.knowledge_graph, iris.source_graph, iris.trace_graph)
-        self.store.update(" ;\n".join(f"DROP SILENT GRAPH <{g.value}>" for g in graphs))
+        """The collection as it was: nothing, or registered and empty."""
+        self.collections.drop_sync(iris)
         if existed:
             self.store.update(v.SPARQL_PREFIXES + librarian.register_collection(iris, ontology))
-        self.pipeline.vectors.drop(iris.collection)
-        self.pipeline.keywords.drop(iris.collection)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,8 @@ DATA_FORMATS: list[tuple[str, str, RdfFormat]] = [
     ("application/ld+json", "jsonld", RdfFormat.JSON_LD),
     ("application/n-triples", "nt", RdfFormat.N_TRIPLES),
 ]
-OFFERS = [(media, ext) for media, ext, _ in DATA_FORMATS] + [("text/html", "html"), ("application/xhtml+xml", "html")]
+ALTERNATES = [(media, ext) for media, ext, _ in DATA_FORMATS]  # what a page links as its data
+OFFERS = ALTERNATES + [("text/html", "html"), ("application/xhtml+xml", "html")]
 # the first segment of a dereferenceable path: how it is described, and the page's template
 KINDS: dict[str, tuple[Callable[[Any, str, str], Any], str]] = {
     "id": (describe, "entity.html"), "rel": (describe_relation, "relation.html"), "doc": (describe_source, "source.html"),
@@ -99,5 +100,4 @@ async def page(request: Request) -> Response:
     path = _path(request, "/page/")
     description, template = await _describe(request, path)
     root = _up("page/" + path)
-    alternates = [(media, ext) for media, ext, _ in DATA_FORMATS]
-    return render(request, template, root, d=description, alternates=alternates, data_url=f"{root}data/{path}")
+    return render(template, root, d=description, alternates=ALTERNATES, data_url=f"{root}data/{path}")

@@ -49,6 +49,13 @@ def _path(name: str, description: str) -> dict[str, Any]:
     return {"name": name, "in": "path", "required": True, "schema": STRING, "description": description}
 
 
+def _graph_store(what: str) -> dict[str, Any]:
+    """The Graph Store Protocol's four methods on one kind of path."""
+    responses = {"200": {"description": "RDF by Accept"}, "201": {"description": "created"}, "204": {"description": "done"}}
+    return {method: _operation(f"Graph Store HTTP Protocol {method.upper()} {what}", scope="read" if method == "get" else "write",
+                               responses=responses) for method in ("get", "put", "post", "delete")}  # fmt: skip
+
+
 QUESTION = _object(["question"], question=STRING, collection=STRING, stream={**BOOLEAN, "description": "answer as server-sent events"})
 ANSWER = _object(["answer", "sources", "trace"], question=STRING, answer=STRING, trace={**STRING, "description": "the trace IRI"},
                  model=STRING, usage=ANY_OBJECT, sources={"type": "array", "items": {"$ref": "#/components/schemas/Source"}})  # fmt: skip
@@ -80,16 +87,8 @@ PATHS: dict[str, dict[str, Any]] = {
                   "application/sparql-query": {"schema": STRING}, "application/sparql-update": {"schema": STRING}},
             responses={"200": {"description": "query results"}, "204": {"description": "the update was applied"}}),
     },  # fmt: skip
-    "/store": {method: _operation(f"Graph Store HTTP Protocol {method.upper()} (?default, ?graph=IRI, or the whole dataset)",
-                                  scope="read" if method == "get" else "write",
-                                  responses={"200": {"description": "RDF by Accept"}, "201": {"description": "created"}, "204": {"description": "done"}})
-               for method in ("get", "put", "post", "delete")},  # fmt: skip
-    "/store/{path}": {"parameters": [_path("path", "names the graph {base}store/{path} directly")],
-                      **{method: _operation(f"Graph Store HTTP Protocol {method.upper()} of a directly named graph",
-                                            scope="read" if method == "get" else "write",
-                                            responses={"200": {"description": "RDF by Accept"}, "201": {"description": "created"},
-                                                       "204": {"description": "done"}})
-                         for method in ("get", "put", "post", "delete")}},  # fmt: skip
+    "/store": _graph_store("(?default, ?graph=IRI, or the whole dataset)"),
+    "/store/{path}": {"parameters": [_path("path", "names the graph {base}store/{path} directly")], **_graph_store("of a directly named graph")},
     "/api/v1/documents": {
         "get": _operation("The documents of a collection, with status and progress", parameters=[COLLECTION_QUERY],
                           responses={"200": _json(_object(["documents"], documents={"type": "array", "items": ANY_OBJECT}))}),

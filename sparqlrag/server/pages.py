@@ -39,7 +39,7 @@ _templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape
 _templates.filters["highlight"] = highlight
 
 
-def render(request: Request, template: str, root: str, **context: Any) -> HTMLResponse:
+def render(template: str, root: str, **context: Any) -> HTMLResponse:
     """A page; `root` is the relative way back to the site root ("" at the top, "../" one down),
     so links work wherever a proxy mounts the server."""
     return HTMLResponse(_templates.get_template(template).render(root=root, **context))
@@ -57,9 +57,9 @@ def _page_config(request: Request) -> dict[str, Any]:
 
 
 async def sparql_editor(request: Request) -> Response:
-    return render(request, "yasgui.html", "", config=_page_config(request),
+    return render("yasgui.html", "", config=_page_config(request),
                   yasgui_js=_yasgui_url("", "yasgui.min.js"), yasgui_css=_yasgui_url("", "yasgui.min.css"))  # fmt: skip
 
 
 async def ask_page(request: Request) -> Response:
-    return render(request, "ask.html", "", config=_page_config(request))
+    return render("ask.html", "", config=_page_config(request))

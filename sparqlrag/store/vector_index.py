@@ -169,16 +169,8 @@ class VectorIndex:
         """Cosine search over the local collection's matrix (loaded from Qdrant the first time)."""
         matrix = self._matrices.get(name)
         if matrix is None:
-            ids, vectors, payloads, offset = [], [], [], None
-            while True:
-                points, offset = self._client.scroll(name, limit=10_000, offset=offset, with_payload=True, with_vectors=True)
-                ids += [str(p.id) for p in points]
-                vectors += [p.vector for p in points]
-                payloads += [p.payload for p in points]
-                if offset is None:
-                    break
-            array = _normalised(np.asarray(vectors, dtype=np.float32).reshape(len(vectors), self.dim))
-            matrix = self._matrices[name] = _Matrix(array, payloads, {point: row for row, point in enumerate(ids)})
+            ids, vectors, payloads = self._scroll(name)
+            matrix = self._matrices[name] = _Matrix(_normalised(vectors), payloads, {point: row for row, point in enumerate(ids)})
         if not matrix.rows:
             return []
         query = vector / max(float(np.linalg.norm(vector)), 1e-12)
@@ -221,18 +213,26 @@ class VectorIndex:
         """Every point of a collection's index: its vectors as one matrix, and their payloads
         (each with its "iri", and "facet" when it has one). What a knowledge core carries."""
         name = self.name(collection, kind)
-        vectors: list[list[float]] = []
-        payloads: list[dict] = []
         with self._lock:
-            if self._client.collection_exists(name):
-                offset = None
-                while True:
-                    found, offset = self._client.scroll(name, limit=10_000, offset=offset, with_payload=True, with_vectors=True)
-                    vectors += [p.vector for p in found]  # type: ignore[misc]
-                    payloads += [p.payload or {} for p in found]
-                    if offset is None:
-                        break
-        return np.asarray(vectors, dtype=np.float32).reshape(len(vectors), self.dim), payloads
+            if not self._client.collection_exists(name):
+                return np.zeros((0, self.dim), dtype=np.float32), []
+            _, vectors, payloads = self._scroll(name)
+        return vectors, payloads
+
+    def _scroll(self, name: str) -> tuple[list[str], np.ndarray, list[dict]]:
+        """Every point of an existing Qdrant collection: ids, vectors (one matrix), payloads.
+        The caller holds the lock."""
+        ids: list[str] = []
+        vectors: list = []
+        payloads: list[dict] = []
+        offset = None
+        while True:
+            found, offset = self._client.scroll(name, limit=10_000, offset=offset, with_payload=True, with_vectors=True)
+            ids += [str(p.id) for p in found]
+            vectors += [p.vector for p in found]
+            payloads += [p.payload or {} for p in found]
+            if offset is None:
+                return ids, np.asarray(vectors, dtype=np.float32).reshape(len(vectors), self.dim), payloads
 
     def count(self, collection: str, kind: Kind) -> int:
         name = self.name(collection, kind)

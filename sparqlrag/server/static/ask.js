@@ -3,7 +3,7 @@
 // server-sent events; the answer as it comes, then its numbered sources (each chunk with the
 // sentence of the fact it supports marked), the facts used, and the explored subgraph drawn.
 (() => {
-  const { config, api, element } = sparqlrag;
+  const { config, api, element, withPrefixes } = sparqlrag;
   const $ = (id) => document.getElementById(id);
   const SVG = "http://www.w3.org/2000/svg";
   let edges = [];
@@ -117,7 +117,6 @@
   }
 
   function traceQuery(trace, collection) {
-    const prologue = Object.entries(config.prefixes).map(([name, iri]) => `PREFIX ${name}: <${iri}>`).join("\n");
     // the via fact (a triple term) as text: table views show terms of RDF 1.1
     const body = `SELECT ?hop ?score ?subject ?predicate ?object ?via WHERE {
   GRAPH <${config.base}graph/${collection}/trace> {
@@ -129,7 +128,7 @@
   BIND(CONCAT(STR(SUBJECT(?viaFact)), " ", STR(PREDICATE(?viaFact)), " ", STR(OBJECT(?viaFact))) AS ?via)
 }
 ORDER BY ?hop DESC(?score)`;
-    return `./?query=${encodeURIComponent(`${prologue}\n\n${body}\n`)}&tabTitle=${encodeURIComponent("trace")}`;
+    return `./?query=${encodeURIComponent(withPrefixes(body))}&tabTitle=${encodeURIComponent("trace")}`;
   }
 
   async function ask(event) {

@@ -48,5 +48,9 @@ const sparqlrag = (() => {
     document.querySelector("nav.top").append(field);
   }
 
-  return { config, token, headers, api, element };
+  // a query with the project's prefixes declared before it
+  const prologue = Object.entries(config.prefixes).map(([name, iri]) => `PREFIX ${name}: <${iri}>`).join("\n");
+  const withPrefixes = (body) => `${prologue}\n\n${body}\n`;
+
+  return { config, token, headers, api, element, withPrefixes };
 })();

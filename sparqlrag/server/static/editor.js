@@ -2,10 +2,8 @@
 // YASGUI on this server's /sparql (queries and updates), with the project's prefixes, and the
 // collections' graphs listed beside it: a click opens a query on that graph in a new tab.
 (() => {
-  const { config, headers, api, element } = sparqlrag;
+  const { config, headers, api, element, withPrefixes: query } = sparqlrag;
   const endpoint = new URL("sparql", location.href).href;
-  const prologue = Object.entries(config.prefixes).map(([name, iri]) => `PREFIX ${name}: <${iri}>`).join("\n");
-  const query = (body) => `${prologue}\n\n${body}\n`;
 
   Yasgui.Yasqe.defaults.value = query(
     "SELECT ?graph (COUNT(*) AS ?triples) WHERE {\n  GRAPH ?graph { ?s ?p ?o }\n}\nGROUP BY ?graph\nORDER BY ?graph",
