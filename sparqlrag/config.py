@@ -38,6 +38,7 @@ class Settings(BaseSettings):
     max_sparql_bytes: int = 10 * 1024 * 1024
     max_upload_bytes: int = 512 * 1024 * 1024
     max_ontology_bytes: int = 32 * 1024 * 1024
+    body_timeout: float = 30.0  # a request body that stalls this long ends with 408
     bulk_load_bytes: int = 16 * 1024 * 1024
     allow_remote: bool = False
     store_threads: int = 8
@@ -61,6 +62,11 @@ class Settings(BaseSettings):
     # ontology subset selection: a sentence or phrase selects its top_k nearest elements at or above threshold
     ontology_threshold: float = 0.3
     ontology_top_k: int = 10
+    # explainability traces: how many each collection keeps (0: all), and for how many days (none: forever)
+    trace_keep: int = 10_000
+    trace_max_age_days: float | None = None
+    # answers per minute per token (per client address without tokens) on the RAG routes; 0: no limit
+    answer_rate: int = 120
     # retrieval: weights of the vector and keyword rankings in hybrid fusion (Weaviate's default alpha 0.7)
     hybrid_weights: tuple[float, float] = (0.7, 0.3)
 
@@ -86,7 +92,14 @@ class Settings(BaseSettings):
             raise ValueError(f"base_iri must be an http(s) IRI, got {value!r}")
         return value if value.endswith("/") else value + "/"
 
-    @field_validator("query_timeout", "max_query_timeout")
+    @field_validator("trace_keep", "answer_rate")
+    @classmethod
+    def _not_negative(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError("must be 0 (no limit) or more")
+        return value
+
+    @field_validator("query_timeout", "max_query_timeout", "body_timeout")
     @classmethod
     def _positive(cls, value: float) -> float:
         if value <= 0:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from sparqlrag.config import Settings
@@ -26,6 +27,7 @@ from sparqlrag.ontology.selection import ElementIndexes, Selector
 from sparqlrag.queries.nl_query import NlQuery
 from sparqlrag.retrieval.document_rag import DocumentRag
 from sparqlrag.retrieval.graph_rag import GraphRag
+from sparqlrag.retrieval.trace import Retention, TraceLog
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.vector_index import VectorIndex
 
@@ -99,10 +101,12 @@ class Services:
             chunk_overlap=settings.chunk_overlap, concurrency=settings.ingest_concurrency,
             extractor_for=by_ontology if not overridden else None,
         )  # fmt: skip
-        rag = DocumentRag(store=store, vectors=vectors, keywords=keywords, embedder=embedder, base_iri=settings.base_iri,
+        max_age = timedelta(days=settings.trace_max_age_days) if settings.trace_max_age_days else None
+        traces = TraceLog(store, settings.base_iri, Retention(settings.trace_keep, max_age))
+        rag = DocumentRag(store=store, vectors=vectors, keywords=keywords, embedder=embedder, base_iri=settings.base_iri, traces=traces,
                           reranker=models.reranker, llm=llm, prompts_dir=settings.prompts_dir,
                           weights=settings.hybrid_weights)  # fmt: skip
-        graph = GraphRag(store=store, vectors=vectors, embedder=embedder, reranker=models.reranker, base_iri=settings.base_iri,
+        graph = GraphRag(store=store, vectors=vectors, embedder=embedder, reranker=models.reranker, base_iri=settings.base_iri, traces=traces,
                          llm=llm, prompts_dir=settings.prompts_dir, phrases=OfflineExtractor().phrases)  # fmt: skip
         nl_query = NlQuery(llm=llm, ontologies=ontologies, indexes=indexes, selector=selector, base_iri=settings.base_iri,
                            prompts_dir=settings.prompts_dir)  # fmt: skip

@@ -40,7 +40,7 @@ class LiveServer:
 
     def client(self, token: str | None = None, **kwargs: Any) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=60, **kwargs)
+        return httpx.Client(base_url=self.url, headers=headers, **{"timeout": 60, **kwargs})
 
     @property
     def store(self) -> Any:

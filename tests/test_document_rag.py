@@ -14,6 +14,7 @@ from sparqlrag.extraction.pipeline import Pipeline
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.reranker import CosineReranker
 from sparqlrag.retrieval.document_rag import DocumentRag, mmr, rrf
+from sparqlrag.retrieval.trace import Retention, TraceLog
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.select import select
@@ -40,7 +41,8 @@ def rag(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocumentRag]:
     for document_id, text in DOCS.items():
         asyncio.run(pipeline.ingest("default", document_id, text.encode(), title=document_id))
     yield DocumentRag(store=store, vectors=vectors, keywords=keywords, embedder=embedder, base_iri=BASE,
-                      weights=Settings().hybrid_weights, reranker=CosineReranker(embedder))  # fmt: skip
+                      weights=Settings().hybrid_weights, reranker=CosineReranker(embedder),
+                      traces=TraceLog(store, BASE, Retention()))  # fmt: skip
     vectors.close()
     keywords.close()
     store.close()

@@ -133,6 +133,7 @@ def browser() -> Iterator[object]:
     options.binary_location = CHROMIUM
     for argument in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--window-size=1300,1000"]:
         options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console, to see what the CSP blocks
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
     driver.set_page_load_timeout(60)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -215,6 +216,22 @@ def test_the_ask_page_shows_an_answer_its_sources_and_the_trace(browser: object,
     rows = wait_for_rows(driver, lambda texts: any("rel/invented" in text for text in texts))  # the trace's kept facts
     assert [text.split()[1] for text in rows] == sorted(text.split()[1] for text in rows)  # after the row number: the hop, in order
     driver.save_screenshot(str(SCREENSHOTS / "ask-trace-in-yasgui.png"))  # type: ignore[attr-defined]
+
+
+def test_the_pages_run_under_their_content_security_policy(browser: object, server: LiveServer) -> None:
+    """Nothing the pages need is blocked by the policy (which runs no inline script)."""
+    driver = browser
+    driver.get_log("browser")  # type: ignore[attr-defined]  # what earlier tests left
+    driver.get(server.url + "/")  # type: ignore[attr-defined]
+    wait_for(driver, "#graphs li.collection")
+    driver.execute_script("window.yasgui.getTab().getYasqe().query();")  # type: ignore[attr-defined]
+    wait_for(driver, ".yasr table tbody tr")
+    driver.get(server.url + "/ask")  # type: ignore[attr-defined]
+    wait_for(driver, "#collection option")
+    driver.get(server.settings.base_iri + "id/default/cern")  # type: ignore[attr-defined]
+    wait_for(driver, "table.facts")
+    console = [entry["message"] for entry in driver.get_log("browser")]  # type: ignore[attr-defined]
+    assert not [message for message in console if "Content Security Policy" in message], console
 
 
 def test_with_tokens_the_pages_ask_for_one_and_use_it(browser: object, tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ from sparqlrag.extraction.collections import Collections
 from sparqlrag.store import vocab as v
 from sparqlrag.store.base import GraphNotFound
 from sparqlrag.store.vector_index import FACETS, Kind
-from sparqlrag.store.vocab import Iris, InvalidName, check_collection
+from sparqlrag.store.vocab import InvalidName, Iris, check_collection
 
 if TYPE_CHECKING:
     from sparqlrag.ontology.registry import Ontologies
@@ -45,6 +45,10 @@ FORMAT, VERSION = "sparqlrag-core", 1
 KINDS: tuple[Kind, ...] = ("chunks", "entities")
 MEDIA_TYPE = "application/zip"
 MAX_UNPACKED_BYTES = 8 * 2**30
+MAX_MANIFEST_BYTES = 1 << 20
+MAX_PAYLOAD_LINE = 16 << 20  # one chunk's or entity's payload
+NPY_HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+MEMBERS = ("graphs.trig", *(f"{kind}.{ext}" for kind in KINDS for ext in ("npy", "jsonl")))
 
 
 class CoreInvalid(ValueError):
@@ -192,7 +196,7 @@ MANIFEST_FIELDS: dict[str, type | tuple[type, ...]] = {
     "collection": str, "base_iri": str, "ontology": (str, type(None)), "embedding_model": str, "dim": int, "counts": dict,
     "sha256": dict,
 }  # fmt: skip
-BASE_IRI = re.compile(r"^https?://[^\s<>\"{}|\\^`]+[/#]$")
+BASE_IRI = re.compile(r"https?://[^\s<>\"{}|\\^`]+[/#]")
 
 
 def _check_manifest(manifest: object) -> dict[str, Any]:
@@ -203,7 +207,7 @@ def _check_manifest(manifest: object) -> dict[str, Any]:
     for name, kind in MANIFEST_FIELDS.items():
         if not isinstance(manifest.get(name), kind) or isinstance(manifest.get(name), bool):
             raise CoreInvalid(f"the knowledge core's manifest has no valid {name!r}")
-    if not BASE_IRI.match(manifest["base_iri"]):
+    if not BASE_IRI.fullmatch(manifest["base_iri"]):
         raise CoreInvalid(f"the knowledge core's base IRI {manifest['base_iri']!r} is not an http(s) IRI ending in / or #")
     try:
         check_collection(manifest["collection"])
@@ -213,40 +217,84 @@ def _check_manifest(manifest: object) -> dict[str, Any]:
 
 
 def _read(source: Path) -> _Core:
-    """The core at `source`, every member checked against the manifest. Raises CoreInvalid."""
+    """The core at `source`, every member checked against the manifest. Raises CoreInvalid.
+
+    Nothing is inflated into memory before it is checked: checksums are computed over streams,
+    and the members are then parsed from streams (a zip's member inflates to no more than its
+    declared size, which the total is bounded by).
+    """
     try:
         with zipfile.ZipFile(source) as core:
             unpacked = sum(info.file_size for info in core.infolist())
-            if unpacked > MAX_UNPACKED_BYTES:  # read into memory below: a zip bomb must not get that far
+            if unpacked > MAX_UNPACKED_BYTES:
                 raise CoreInvalid(f"the knowledge core unpacks to {unpacked} bytes, over the {MAX_UNPACKED_BYTES} byte limit")
-            manifest = _check_manifest(json.loads(core.read("manifest.json")))
-            members = {name: core.read(name) for name in ("graphs.trig", *(f"{k}.{ext}" for k in KINDS for ext in ("npy", "jsonl")))}
+            if core.getinfo("manifest.json").file_size > MAX_MANIFEST_BYTES:
+                raise CoreInvalid(f"the knowledge core's manifest is over {MAX_MANIFEST_BYTES} bytes")
+            try:
+                manifest = _check_manifest(json.loads(core.read("manifest.json")))
+            except ValueError as error:  # not JSON (CoreInvalid is a ValueError too)
+                raise error if isinstance(error, CoreInvalid) else CoreInvalid(f"the knowledge core's manifest is unreadable: {error}")
+            for name in MEMBERS:
+                if manifest["sha256"].get(name) != _streamed_sha256(core, name):
+                    raise CoreInvalid(f"the knowledge core is damaged: {name} does not match its checksum")
+            with core.open("graphs.trig") as trig:
+                quads = list(parse(trig, format=RdfFormat.TRIG))
+            payloads = {kind: _payloads(core, f"{kind}.jsonl") for kind in KINDS}
+            vectors = {kind: _vectors(core, f"{kind}.npy", len(payloads[kind]), manifest["dim"]) for kind in KINDS}
+    except CoreInvalid:
+        raise
     except zipfile.BadZipFile as error:
         raise CoreInvalid(f"not a knowledge core (not a zip file): {error}") from None
     except KeyError as error:
         raise CoreInvalid(f"the knowledge core lacks {error.args[0]}") from None
-    except ValueError as error:  # not JSON
-        raise CoreInvalid(f"the knowledge core's manifest is unreadable: {error}") from None
-    for name, data in members.items():
-        if manifest["sha256"].get(name) != _sha256(data):
-            raise CoreInvalid(f"the knowledge core is damaged: {name} does not match its checksum")
-    try:
-        quads = list(parse(members["graphs.trig"], format=RdfFormat.TRIG))
-        vectors = {k: np.load(io.BytesIO(members[f"{k}.npy"]), allow_pickle=False) for k in KINDS}
-        payloads = {k: [json.loads(line) for line in members[f"{k}.jsonl"].decode().splitlines() if line] for k in KINDS}
-    except (SyntaxError, ValueError) as error:
+    except (SyntaxError, ValueError) as error:  # not JSON, not TriG, not a .npy header
         raise CoreInvalid(f"the knowledge core is unreadable: {error}") from None
     iris = Iris(manifest["base_iri"], manifest["collection"])
     graphs = {iris.knowledge_graph, iris.source_graph, iris.trace_graph}
     if stray := next((q.graph_name for q in quads if q.graph_name not in graphs), None):
         raise CoreInvalid(f"the knowledge core holds graph {stray} outside collection {iris.collection!r}")
     for kind, needs in (("chunks", ("iri", "text")), ("entities", ("iri",))):
-        sound = all(isinstance(p, dict) and all(isinstance(p.get(key), str) for key in needs) for p in payloads[kind])
-        if not sound or vectors[kind].shape != (len(payloads[kind]), manifest["dim"]):
-            raise CoreInvalid(f"the knowledge core's {kind} vectors do not match their payloads")
+        if not all(isinstance(p, dict) and all(isinstance(p.get(key), str) for key in needs) for p in payloads[kind]):
+            raise CoreInvalid(f"the knowledge core's {kind} vectors do not match their payloads (each needs {' and '.join(needs)})")
     if manifest["counts"].get("quads") != len(quads):
         raise CoreInvalid("the knowledge core's graphs do not hold the number of quads its manifest says")
     return _Core(manifest, quads, vectors, payloads)
+
+
+def _streamed_sha256(core: zipfile.ZipFile, name: str) -> str:
+    digest = hashlib.sha256()
+    with core.open(name) as member:
+        while block := member.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _payloads(core: zipfile.ZipFile, name: str) -> list[Any]:
+    """One JSON value per line, no line longer than MAX_PAYLOAD_LINE."""
+    payloads = []
+    with core.open(name) as member:
+        while line := member.readline(MAX_PAYLOAD_LINE + 1):
+            if len(line) > MAX_PAYLOAD_LINE:
+                raise CoreInvalid(f"the knowledge core's {name} has a line over {MAX_PAYLOAD_LINE} bytes")
+            if line.strip():
+                payloads.append(json.loads(line))
+    return payloads
+
+
+def _vectors(core: zipfile.ZipFile, name: str, rows: int, dim: int) -> np.ndarray:
+    """A rows x dim float32 matrix; its header is checked before its data is read."""
+    with core.open(name) as member:
+        header_reader = NPY_HEADER_READERS.get(np.lib.format.read_magic(member))
+        if header_reader is None:
+            raise CoreInvalid(f"the knowledge core's {name} is not in a .npy format version this server reads")
+        shape, fortran_order, dtype = header_reader(member)
+        if shape != (rows, dim) or fortran_order or dtype != np.dtype("<f4"):
+            raise CoreInvalid(f"the knowledge core's {name.removesuffix('.npy')} vectors do not match their payloads "
+                              f"(a {rows} x {dim} float32 matrix)")
+        data = member.read(rows * dim * 4 + 1)
+    if len(data) != rows * dim * 4:
+        raise CoreInvalid(f"the knowledge core's {name} holds {len(data)} bytes of vectors, not {rows * dim * 4}")
+    return np.frombuffer(data, dtype="<f4").reshape(rows, dim)
 
 
 def _rebase(quads: list[Quad], old_base: str, iris: Iris) -> list[Quad]:

@@ -50,7 +50,7 @@ AUXILIARIES = COPULAS | {"be", "been", "being", "has", "have", "had", "will", "w
                          "might", "shall", "should", "must", "do", "does", "did"}
 PREPOSITIONS = {"in", "of", "from", "at", "on", "by", "for", "with", "to", "near", "into", "under", "within", "since"}
 CLAUSE_BREAKS = {",", ";", ":", "(", ")", "--", "''", "``", '"'}
-_NUMBER = re.compile(r"^\d[\d,.]*%?$")
+_NUMBER = re.compile(r"\d[\d,.]*%?")
 _WORD = re.compile(r"\w", re.UNICODE)
 
 
@@ -112,7 +112,7 @@ class OfflineExtractor:
         mentions, index = [], 0
         while index < len(tokens):
             token = tokens[index]
-            if _NUMBER.match(token):
+            if _NUMBER.fullmatch(token):
                 mentions.append(_Mention(index, index + 1, token, False))
                 index += 1
                 continue
@@ -135,9 +135,9 @@ class OfflineExtractor:
             while end - index > 1 and tokens[index].lower() in HONORIFICS:
                 index += 1  # "Dr. Jan P. Solovej" is named "Jan P. Solovej"
             is_date = tokens[index].lower() in MONTHS and end - index == 1
-            if is_date and end < len(tokens) and _NUMBER.match(tokens[end]):
+            if is_date and end < len(tokens) and _NUMBER.fullmatch(tokens[end]):
                 end += 1  # "January 1960", "January 1, 1040"
-                if end + 1 < len(tokens) and tokens[end] == "," and _NUMBER.match(tokens[end + 1]):
+                if end + 1 < len(tokens) and tokens[end] == "," and _NUMBER.fullmatch(tokens[end + 1]):
                     end += 2
             mentions.append(_Mention(index, end, _join(tokens[index:end]), not is_date))
             index = end

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from pyoxigraph import NamedNode, RdfFormat, Triple, serialize
+from pyoxigraph import BlankNode, Literal, NamedNode, RdfFormat, Triple, serialize
 
 from sparqlrag.store import vocab as v
 from sparqlrag.store.vocab import local_name
@@ -31,6 +31,7 @@ RDFS_RANGE = v.term(v.RDFS, "range")
 RDFS_COMMENT = v.term(v.RDFS, "comment")
 OWL_CLASS = v.term(v.OWL, "Class")
 OWL_ONTOLOGY = v.term(v.OWL, "Ontology")
+OWL_IMPORTS = v.term(v.OWL, "imports")
 OWL_OBJECT_PROPERTY = v.term(v.OWL, "ObjectProperty")
 OWL_DATATYPE_PROPERTY = v.term(v.OWL, "DatatypeProperty")
 OWL_THING = v.OWL + "Thing"
@@ -100,33 +101,49 @@ class OntologyError(ValueError):
     """An ontology that cannot be read or used; the message says why."""
 
 
+def read_owl_xml(data: bytes) -> list[Triple]:
+    """An OWL/XML file's triples, from owlready2's parser alone: loading it into a world would
+    follow its imports. The parser is expat, which fetches no external entity."""
+    from owlready2 import OwlReadyOntologyParsingError
+    from owlready2.owlxml_2_ntriples import parse as parse_owl_xml
+
+    blanks: dict[str, BlankNode] = {}
+    triples: list[Triple] = []
+
+    def node(value: str) -> NamedNode | BlankNode:
+        return blanks.setdefault(value, BlankNode()) if value.startswith("_:") else NamedNode(value)
+
+    def on_object(s: str, p: str, o: str) -> None:
+        triples.append(Triple(node(s), NamedNode(p), node(o)))
+
+    def on_data(s: str, p: str, o: str, d: str) -> None:
+        if d.startswith("@"):
+            literal = Literal(o, language=d[1:])
+        else:
+            literal = Literal(o, datatype=NamedNode(d)) if d else Literal(o)
+        triples.append(Triple(node(s), NamedNode(p), literal))
+
+    try:
+        parse_owl_xml(io.BytesIO(data), on_object, on_data)
+    except OwlReadyOntologyParsingError as error:  # also what a term our callbacks refuse raises
+        where = str(error).replace("OWL/XML parsing error in file ???, ", "").rstrip(".")
+        raise OntologyError(f"not valid OWL/XML ({where})") from None
+    return triples
+
+
 class Owlready:
     """owlready2 behind a lock, its stderr warnings captured."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
 
-    def to_ntriples(self, data: bytes, fmt: str) -> bytes:
-        """A file owlready2 reads (OWL/XML, RDF/XML, N-Triples) as N-Triples."""
-        import owlready2
-
-        with self._lock, contextlib.redirect_stderr(io.StringIO()):
-            world = owlready2.World()
-            try:
-                ontology = world.get_ontology("http://sparqlrag.invalid/unnamed#").load(fileobj=io.BytesIO(data), format=fmt)
-                out = io.BytesIO()
-                ontology.save(out, format="ntriples")
-            except Exception as error:  # owlready2's parsers raise many kinds; all mean "unreadable"
-                raise OntologyError(f"not valid OWL/XML: {error}") from None
-            finally:
-                world.close()
-        return out.getvalue()
-
     def model(self, iri: str, triples: list[Triple]) -> OntologyModel:
         """The ontology's classes, properties and cardinalities, as owlready2 reads them."""
         import owlready2
 
-        declared = serialize(_as_owl(triples), format=RdfFormat.N_TRIPLES)
+        # owlready2 follows owl:imports over HTTP and into local files, whatever the settings say,
+        # so it never sees one; the imports stay in the stored ontology as plain triples
+        declared = serialize([t for t in _as_owl(triples) if t.predicate != OWL_IMPORTS], format=RdfFormat.N_TRIPLES)
         warnings = io.StringIO()
         with self._lock, contextlib.redirect_stderr(warnings):
             world = owlready2.World()

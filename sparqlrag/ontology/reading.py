@@ -13,7 +13,9 @@ from pathlib import PurePath
 
 from pyoxigraph import RdfFormat, Triple, parse
 
-from sparqlrag.ontology.owl import OntologyError, owlready
+from sparqlrag.ontology.owl import OntologyError, read_owl_xml
+from sparqlrag.store.base import DataSyntaxError
+from sparqlrag.store.xml_entities import check_entity_expansion
 
 OWL_XML = "owlxml"  # not an RdfFormat: owlready2's name for it
 
@@ -62,11 +64,15 @@ def read_with_prefixes(data: bytes, media_type: str | None = None, filename: str
     """The triples and the prefixes the file declares (Turtle, RDF/XML), to write it back with."""
     fmt = format or detect_format(data, media_type, filename)
     if fmt == OWL_XML:
-        data, fmt = owlready.to_ntriples(data, OWL_XML), RdfFormat.N_TRIPLES
+        return read_owl_xml(data), {}
     assert isinstance(fmt, RdfFormat)
     try:
+        if fmt == RdfFormat.RDF_XML:
+            check_entity_expansion(data)
         parser = parse(io.BytesIO(data), format=fmt)
         triples = [quad.triple for quad in parser]
     except SyntaxError as error:
         raise OntologyError(f"not valid {fmt.name}: {error}") from None
+    except DataSyntaxError as error:
+        raise OntologyError(str(error)) from None
     return triples, {name: iri for name, iri in parser.prefixes.items() if name}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from pyoxigraph import NamedNode, RdfFormat, Triple, serialize
+from pyoxigraph import NamedNode, Triple
 
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.llm import ChatModel
@@ -24,7 +24,7 @@ from sparqlrag.models.prompts import render
 from sparqlrag.models.reranker import Reranker
 from sparqlrag.models.sentences import sentence_splitter
 from sparqlrag.retrieval.question import check_question
-from sparqlrag.retrieval.trace import Trace, TracedSource, fact_json
+from sparqlrag.retrieval.trace import Trace, TracedSource, TraceLog, fact_json
 from sparqlrag.store import vocab as v
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.select import select
@@ -109,10 +109,10 @@ def mmr(relevance: np.ndarray, vectors: np.ndarray, k: int, lam: float) -> list[
 class DocumentRag:
     def __init__(
         self, *, store: Any, vectors: VectorIndex, keywords: KeywordIndex, embedder: Embedder, base_iri: str,
-        weights: tuple[float, float], reranker: Reranker | None = None, llm: ChatModel | None = None,
+        weights: tuple[float, float], traces: TraceLog, reranker: Reranker | None = None, llm: ChatModel | None = None,
         prompts_dir: Any = None,
     ) -> None:  # fmt: skip
-        self.store, self.vectors, self.keywords, self.embedder = store, vectors, keywords, embedder
+        self.store, self.vectors, self.keywords, self.embedder, self.traces = store, vectors, keywords, embedder, traces
         self.base_iri, self.reranker, self.llm, self.prompts_dir = base_iri, reranker, llm, prompts_dir
         self.weights = weights
         self._sentences = sentence_splitter()
@@ -164,7 +164,7 @@ class DocumentRag:
             trace.input_tokens, trace.output_tokens = completion.input_tokens, completion.output_tokens
         else:
             trace.answer = await asyncio.to_thread(self.extractive_answer, trace.question, passages)
-        iri = await self._write_trace(collection, trace)
+        iri = await self.traces.write(collection, trace)
         usage = {"input_tokens": trace.input_tokens, "output_tokens": trace.output_tokens}
         return Answer(trace.question, trace.answer, passages, iri, trace.model, usage)
 
@@ -184,7 +184,7 @@ class DocumentRag:
         else:
             trace.answer = await asyncio.to_thread(self.extractive_answer, trace.question, passages)
             yield "token", {"text": trace.answer}
-        iri = await self._write_trace(collection, trace)
+        iri = await self.traces.write(collection, trace)
         yield "done", {"answer": trace.answer, "trace": iri, "model": trace.model}
 
     async def _retrieve_traced(
@@ -198,11 +198,6 @@ class DocumentRag:
     def _prompt(self, question: str, passages: list[Passage]) -> str:
         knowledge = "\n\n".join(f"[{i}] ({p.title}) {p.text}" for i, p in enumerate(passages, start=1))
         return render("synthesis", self.prompts_dir, question=question, knowledge=knowledge)
-
-    async def _write_trace(self, collection: str, trace: Trace) -> str:
-        iris = Iris(self.base_iri, collection)
-        await asyncio.to_thread(self.store.add_quads, serialize(trace.quads(iris), format=RdfFormat.N_QUADS))
-        return iris.trace(trace.id).value
 
     def extractive_answer(self, question: str, passages: list[Passage], sentences: int = 3) -> str:
         """The sentences of the top passages closest to the question, in passage order, cited."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 import numpy as np
-from pyoxigraph import Literal, NamedNode, RdfFormat, Triple, serialize
+from pyoxigraph import Literal, NamedNode, Triple
 
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.llm import ChatModel, Completion
@@ -29,7 +29,7 @@ from sparqlrag.models.prompts import json_items, parse_concepts, render
 from sparqlrag.models.reranker import Reranker
 from sparqlrag.retrieval.document_rag import Passage, passage_json, passages_of, rrf
 from sparqlrag.retrieval.question import check_question
-from sparqlrag.retrieval.trace import Trace, TracedEdge, TracedSeed, TracedSource, fact_json
+from sparqlrag.retrieval.trace import Trace, TracedEdge, TracedSeed, TracedSource, TraceLog, fact_json
 from sparqlrag.store import vocab as v
 from sparqlrag.store.provenance import fact_sources
 from sparqlrag.store.select import select, select_terms
@@ -206,10 +206,10 @@ class _Stage:
 
 class GraphRag:
     def __init__(
-        self, *, store: Any, vectors: VectorIndex, embedder: Embedder, reranker: Reranker, base_iri: str,
+        self, *, store: Any, vectors: VectorIndex, embedder: Embedder, reranker: Reranker, base_iri: str, traces: TraceLog,
         llm: ChatModel | None = None, prompts_dir: Any = None, phrases: Callable[[str], list[str]] | None = None,
     ) -> None:  # fmt: skip
-        self.store, self.vectors, self.embedder, self.reranker = store, vectors, embedder, reranker
+        self.store, self.vectors, self.embedder, self.reranker, self.traces = store, vectors, embedder, reranker, traces
         self.base_iri, self.llm, self.prompts_dir = base_iri, llm, prompts_dir
         self.phrases = phrases or (lambda question: [])
 
@@ -272,9 +272,9 @@ class GraphRag:
     async def _finish(self, iris: Iris, walk: Walk) -> GraphAnswer:
         trace = walk.trace
         trace.input_tokens, trace.output_tokens = walk.usage["input_tokens"], walk.usage["output_tokens"]
-        await asyncio.to_thread(self.store.add_quads, serialize(trace.quads(iris), format=RdfFormat.N_QUADS))
+        iri = await self.traces.write(iris.collection, trace)
         return GraphAnswer(trace.question, trace.answer, walk.concepts, walk.seeds, walk.explored, walk.edges,
-                           walk.passages, iris.trace(trace.id).value, trace.model, dict(walk.usage))  # fmt: skip
+                           walk.passages, iri, trace.model, dict(walk.usage))  # fmt: skip
 
     # -- the walk -------------------------------------------------------------------------------
 

@@ -8,12 +8,14 @@ back into JSON for `/api/v1/traces/{id}`.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from pyoxigraph import BlankNode, Literal, NamedNode, Quad, Triple
+from pyoxigraph import BlankNode, Literal, NamedNode, Quad, RdfFormat, Triple, serialize
 
 from sparqlrag.store import vocab as v
 from sparqlrag.store.select import select, select_terms
@@ -136,6 +138,73 @@ class Trace:
                 Quad(item, v.SR_DURATION, _double(ms), graph),
             ]  # fmt: skip
         return quads
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How many traces a collection keeps (0: all), and for how long (None: forever)."""
+
+    keep: int = 10_000
+    max_age: timedelta | None = None
+
+
+class TraceLog:
+    """Writes traces, and keeps each collection's trace graph within its retention as it goes.
+
+    Traces are the explainability record, so every answer writes one; but any reader can ask
+    questions, so without a bound a reader could grow the store for ever. Past `keep` traces,
+    the oldest go, a hundredth of `keep` beyond the excess at a time (one DELETE per hundred
+    answers, not per answer); traces older than `max_age` go at most once a minute.
+    """
+
+    AGE_CHECK_INTERVAL = timedelta(minutes=1)
+
+    def __init__(self, store: Any, base_iri: str, retention: Retention) -> None:
+        self.store, self.base_iri, self.retention = store, base_iri, retention
+        self._counts: dict[str, int] = {}  # traces per collection, as far as this log knows
+        self._age_checked: dict[str, datetime] = {}
+        self._lock = threading.Lock()
+
+    async def write(self, collection: str, trace: Trace) -> str:
+        """Store the trace; returns its IRI."""
+        iris = Iris(self.base_iri, collection)
+        await asyncio.to_thread(self._write, iris, trace)
+        return iris.trace(trace.id).value
+
+    def _write(self, iris: Iris, trace: Trace) -> None:
+        self.store.add_quads(serialize(trace.quads(iris), format=RdfFormat.N_QUADS))
+        with self._lock:
+            collection = iris.collection
+            count = self._counts.get(collection)
+            self._counts[collection] = count = (count + 1) if count is not None else self._count(iris)
+            if self.retention.keep and count > self.retention.keep:
+                count = self._count(iris)  # exact before deleting: traces also leave by other ways
+                excess = count - self.retention.keep
+                if excess > 0:
+                    self._delete(iris, f"ORDER BY ?started LIMIT {excess + self.retention.keep // 100}")
+                    count = self._count(iris)
+                self._counts[collection] = count
+            now = datetime.now(timezone.utc)
+            if self.retention.max_age and now - self._age_checked.get(collection, now - 2 * self.AGE_CHECK_INTERVAL) > self.AGE_CHECK_INTERVAL:
+                self._age_checked[collection] = now
+                cutoff = Literal((now - self.retention.max_age).isoformat(), datatype=XSD_DATETIME)
+                self._delete(iris, "", f"FILTER(?started < {sparql_term(cutoff)})")
+                self._counts[collection] = self._count(iris)
+
+    def _count(self, iris: Iris) -> int:
+        rows = select(self.store, v.SPARQL_PREFIXES + f"SELECT (COUNT(?trace) AS ?n) WHERE {{ GRAPH {sparql_term(iris.trace_graph)} "
+                      "{ ?trace a sr:Trace } }")  # fmt: skip
+        return int(rows[0]["n"])
+
+    def _delete(self, iris: Iris, modifiers: str, condition: str = "") -> None:
+        """Delete the traces the subquery picks, with the blank nodes that hold their details."""
+        graph = sparql_term(iris.trace_graph)
+        self.store.update(v.SPARQL_PREFIXES + f"""
+            DELETE {{ GRAPH {graph} {{ ?trace ?p ?o . ?item ?ip ?io }} }}
+            WHERE {{
+              {{ SELECT ?trace WHERE {{ GRAPH {graph} {{ ?trace a sr:Trace ; prov:startedAtTime ?started {condition} }} }} {modifiers} }}
+              GRAPH {graph} {{ {{ ?trace ?p ?o }} UNION {{ ?trace ?link ?item FILTER(isBlank(?item)) ?item ?ip ?io }} }}
+            }}""")  # fmt: skip
 
 
 def list_traces(store: Any, iris: Iris, limit: int = 50) -> list[dict[str, Any]]:

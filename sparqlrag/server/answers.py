@@ -17,12 +17,12 @@ from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import read_body
 from sparqlrag.server.collections import collection_of
 from sparqlrag.server.errors import ApiError
+from sparqlrag.server.rate_limit import limit_answers
 from sparqlrag.server.streams import sse, wants_stream
 from sparqlrag.services import Services
 from sparqlrag.store.vocab import Iris
 
-
-TRACE_ID = re.compile(r"^[0-9a-f]{32}$")  # what Trace mints (uuid4 hex); anything else cannot name one
+TRACE_ID = re.compile(r"[0-9a-f]{32}")  # what Trace mints (uuid4 hex); anything else cannot name one
 
 
 def _services(request: Request) -> Services:
@@ -34,6 +34,7 @@ async def graph_rag(request: Request) -> Response:
     GraphRagOptions' limits}`. "hybrid" fuses Document RAG's passages with the graph's (as
     `ask --mode hybrid`)."""
     authorize(request, "read")
+    limit_answers(request)
     try:
         body: dict[str, Any] = json.loads(await read_body(request, request.app.state.settings.max_sparql_bytes))
         if not isinstance(body, dict):
@@ -76,7 +77,7 @@ async def trace(request: Request) -> Response:
     services = _services(request)
     iris = Iris(services.settings.base_iri, await collection_of(request))
     trace_id = request.path_params["id"]
-    found = await run_in_threadpool(read_trace, services.store, iris, trace_id) if TRACE_ID.match(trace_id) else None
+    found = await run_in_threadpool(read_trace, services.store, iris, trace_id) if TRACE_ID.fullmatch(trace_id) else None
     if found is None:
         raise ApiError(404, "trace_not_found", f"no trace {request.path_params['id']!r} in this collection")
     return JSONResponse(found)

@@ -22,6 +22,9 @@ from sparqlrag.server.errors import EXCEPTION_HANDLERS
 from sparqlrag.server.graph_store import graph_store
 from sparqlrag.server.metrics import Metrics, MetricsMiddleware, metrics_endpoint
 from sparqlrag.server.openapi import openapi
+from sparqlrag.server.rate_limit import AnswerRateLimit
+from sparqlrag.server.request_guard import RequestGuard
+from sparqlrag.server.security_headers import SecurityHeaders
 from sparqlrag.server.sparql import sparql_endpoint
 from sparqlrag.services import Models, Services
 from sparqlrag.store.data_dir import prepare_data_dir, scratch_dir
@@ -98,6 +101,8 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
         ],
         middleware=[
             Middleware(MetricsMiddleware),
+            Middleware(SecurityHeaders, script_origins=pages.script_origins()),
+            Middleware(RequestGuard, body_timeout=settings.body_timeout),
             Middleware(
                 CORSMiddleware,
                 allow_origins=settings.cors_origins,
@@ -111,5 +116,6 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
     )
     app.state.settings = settings
     app.state.metrics = Metrics(app)
+    app.state.answer_limit = AnswerRateLimit(settings.answer_rate)
     app.state.scratch_dir = scratch_dir(settings.data_dir)
     return app

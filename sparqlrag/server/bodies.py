@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 
 from starlette.requests import Request
+from starlette.types import Message
 
 from sparqlrag.server.errors import ApiError
 
@@ -50,6 +51,23 @@ async def spool_body(request: Request, limit: int, directory: Path) -> Path:
             path.unlink(missing_ok=True)
             raise
     return path
+
+
+def bounded(request: Request, limit: int) -> Request:
+    """The request with its body cut off past `limit` bytes (413), declared or chunked: for
+    multipart forms, which starlette parses whole before a handler could count."""
+    _declared_length(request, limit)
+    received = 0
+
+    async def receive() -> Message:
+        nonlocal received
+        message = await request.receive()
+        received += len(message.get("body", b""))
+        if received > limit:
+            raise _too_large(limit)
+        return message
+
+    return Request(request.scope, receive)
 
 
 def scratch_path(request: Request, prefix: str) -> Path:

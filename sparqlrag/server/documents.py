@@ -27,15 +27,14 @@ from sparqlrag.models.llm import LLMError
 from sparqlrag.retrieval.document_rag import MODES, passage_json
 from sparqlrag.retrieval.question import QuestionTooLong, check_question
 from sparqlrag.server.auth import authorize
-from sparqlrag.server.collections import collection_of
-from sparqlrag.server.streams import sse, wants_stream
 from sparqlrag.server.bodies import read_body
+from sparqlrag.server.collections import collection_of
 from sparqlrag.server.errors import ApiError
+from sparqlrag.server.rate_limit import limit_answers
+from sparqlrag.server.streams import sse, wants_stream
 from sparqlrag.services import Services
 from sparqlrag.store.formats import media_type_of
 from sparqlrag.store.vocab import Iris
-
-
 
 
 def _services(request: Request) -> Services:
@@ -167,6 +166,7 @@ async def delete_document(request: Request) -> Response:
 
 async def document_rag(request: Request) -> Response:
     authorize(request, "read")
+    limit_answers(request)
     try:
         body = json.loads(await read_body(request, request.app.state.settings.max_sparql_bytes))
         question = check_question(body["question"])

@@ -33,6 +33,8 @@ STORE_ERROR_STATUS: dict[type[base.StoreError], tuple[int, str]] = {
     base.QueryEvaluationError: (400, "evaluation_error"),
     base.UpdateDatasetConflict: (400, "dataset_conflict"),
     base.RemoteAccessRefused: (403, "remote_access_refused"),
+    base.RemoteSourceFailed: (400, "remote_source_failed"),
+    base.QueryCrashed: (400, "query_crashed_store"),
     base.GraphNotFound: (404, "graph_not_found"),
     base.NotAcceptable: (406, "not_acceptable"),
     base.QueryTimeout: (503, "query_timeout"),
@@ -51,11 +53,15 @@ async def api_error_handler(request: Request, exc: Exception) -> Response:
     return error_response(exc.status, exc.error, exc.detail, exc.headers)
 
 
+INTERNAL = "unexpected server error; see the server log"
+
+
 async def store_error_handler(request: Request, exc: Exception) -> Response:
+    """The store's messages are written for clients, but for an internal error's (the log's)."""
     status, error = STORE_ERROR_STATUS.get(type(exc), (500, "internal_error"))
     if status >= 500:
         log.error("%s %s failed: %s", request.method, request.url.path, exc)
-    return error_response(status, error, str(exc))
+    return error_response(status, error, INTERNAL if error == "internal_error" else str(exc))
 
 
 async def unknown_collection_handler(request: Request, exc: Exception) -> Response:
@@ -83,7 +89,7 @@ async def http_exception_handler(request: Request, exc: Exception) -> Response:
 
 async def unexpected_error_handler(request: Request, exc: Exception) -> Response:
     log.exception("unexpected error on %s %s", request.method, request.url.path)
-    return error_response(500, "internal_error", "unexpected server error; see the server log")
+    return error_response(500, "internal_error", INTERNAL)
 
 
 EXCEPTION_HANDLERS = {

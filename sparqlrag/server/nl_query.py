@@ -16,6 +16,7 @@ from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import read_body
 from sparqlrag.server.collections import collection_of
 from sparqlrag.server.errors import ApiError
+from sparqlrag.server.rate_limit import limit_answers
 from sparqlrag.store.base import QueryResult
 from sparqlrag.store.vocab import InvalidName
 
@@ -26,6 +27,7 @@ async def nl_query(request: Request) -> Response:
     """`{"question", "collection"?, "ontology"?}` -> `{"question", "ontology", "query", "form", "results"}`
     (SPARQL JSON results for SELECT and ASK, Turtle text for CONSTRUCT)."""
     authorize(request, "read")
+    limit_answers(request)
     settings = request.app.state.settings
     try:
         body: dict[str, Any] = json.loads(await read_body(request, settings.max_sparql_bytes))

@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse, Response
 from sparqlrag.ontology.owl import OntologyError
 from sparqlrag.ontology.registry import LoadResult, Ontologies, OntologyConflict, UnknownOntology
 from sparqlrag.server.auth import authorize
-from sparqlrag.server.bodies import read_body
+from sparqlrag.server.bodies import bounded, read_body
 from sparqlrag.server.errors import ApiError, api_error_handler, http_exception_handler
 from sparqlrag.store.formats import media_type_of, negotiate, with_charset
 from sparqlrag.store.vocab import InvalidName
@@ -30,6 +30,9 @@ ONTOLOGY_FORMATS: list[tuple[str, RdfFormat]] = [
     ("text/plain", RdfFormat.N_TRIPLES),
     ("application/json", RdfFormat.JSON_LD),
 ]
+
+
+FORM_OVERHEAD = 64 * 1024  # a multipart body's boundaries, part headers and small fields, beyond the file
 
 
 def _ontologies(request: Request) -> Ontologies:
@@ -48,10 +51,7 @@ async def upload(request: Request) -> Response:
     kind = media_type_of(request.headers.get("content-type"))
     name = request.query_params.get("name")
     if kind == "multipart/form-data":
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise _too_large(limit)
-        async with request.form(max_files=1, max_part_size=limit) as form:
+        async with bounded(request, limit + FORM_OVERHEAD).form(max_files=1, max_part_size=limit) as form:
             files = [value for value in form.values() if isinstance(value, UploadFile)]
             if len(files) != 1:
                 raise ApiError(400, "bad_request", "send one ontology file per request")

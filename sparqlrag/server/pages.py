@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
@@ -35,14 +36,25 @@ def highlight(text: str, sentence: str | None) -> Markup:
     return escape(before) + Markup("<mark>") + escape(sentence) + Markup("</mark>") + escape(after)
 
 
+def web_iri(value: object) -> bool:
+    """Whether an IRI may become a link: http(s) only, never javascript:, data: and the like."""
+    return isinstance(value, str) and urlsplit(value).scheme.lower() in ("http", "https") and value == value.strip()
+
+
 _templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
 _templates.filters["highlight"] = highlight
+_templates.tests["web_iri"] = web_iri
 
 
 def render(template: str, root: str, **context: Any) -> HTMLResponse:
     """A page; `root` is the relative way back to the site root ("" at the top, "../" one down),
     so links work wherever a proxy mounts the server."""
     return HTMLResponse(_templates.get_template(template).render(root=root, **context))
+
+
+def script_origins() -> list[str]:
+    """Where pages load scripts from besides this server: the CDN, when YASGUI is not installed."""
+    return [] if (YASGUI_LOCAL / "yasgui.min.js").is_file() else ["https://cdn.jsdelivr.net"]
 
 
 def _yasgui_url(root: str, name: str) -> str:

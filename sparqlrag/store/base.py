@@ -55,6 +55,15 @@ class RemoteAccessRefused(StoreError):
     """SERVICE / LOAD would make the server fetch a URL, and remote access is off."""
 
 
+class RemoteSourceFailed(StoreError):
+    """With remote access on, a SERVICE or LOAD source failed (its answer is never shown)."""
+
+
+class QueryCrashed(StoreError):
+    """The operation stopped the store process (too deep to evaluate, or out of memory); it is
+    not run again, and the same text is refused until the server restarts."""
+
+
 class StoreLocked(StoreError):
     """Another process (usually a running server) holds the data directory."""
 
@@ -64,7 +73,8 @@ class StoreUnavailable(StoreError):
 
 
 class StoreInternalError(StoreError):
-    """An unexpected failure inside the store: a bug, reported as a 5xx."""
+    """An unexpected failure inside the store: a bug, reported as a 5xx. Its message is for
+    the log; clients get a fixed text."""
 
 
 @dataclass(frozen=True)

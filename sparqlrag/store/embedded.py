@@ -19,6 +19,7 @@ from pyoxigraph import (
     parse,
 )
 
+from sparqlrag.store import sandbox
 from sparqlrag.store.base import (
     DataSyntaxError,
     Graph,
@@ -28,14 +29,22 @@ from sparqlrag.store.base import (
     QueryResult,
     QuerySyntaxError,
     RemoteAccessRefused,
+    RemoteSourceFailed,
+    StoreError,
+    StoreInternalError,
     StoreLocked,
     StoreUnavailable,
 )
 from sparqlrag.store.formats import GRAPH_FORMATS, RESULTS_FORMATS, negotiate, with_charset
-from sparqlrag.store.sparql_text import apply_update_dataset, iri_ref, remote_access_keyword
+from sparqlrag.store.sparql_text import apply_update_dataset, iri_ref
+from sparqlrag.store.xml_entities import check_entity_expansion
 
 Source = Path | BinaryIO
 T = TypeVar("T")
+REMOTE_REFUSED = (
+    "SERVICE and LOAD would make the server fetch a URL, and remote access is off "
+    "(set SPARQLRAG_ALLOW_REMOTE=true to allow it)"
+)
 
 
 def _exclusive(method: Callable[..., T]) -> Callable[..., T]:
@@ -43,7 +52,7 @@ def _exclusive(method: Callable[..., T]) -> Callable[..., T]:
 
     @functools.wraps(method)
     def locked(self: EmbeddedStore, *args: Any, **kwargs: Any) -> T:
-        with self._write_lock:
+        with self.write_lock:
             return method(self, *args, **kwargs)
 
     return locked
@@ -53,7 +62,18 @@ def graph_node(graph: Graph) -> NamedNode | DefaultGraph:
     return DefaultGraph() if graph is None else NamedNode(graph)
 
 
-def _source_kwargs(source: Source) -> dict[str, object]:
+def _dataset_graph(graph: Graph) -> NamedNode | DefaultGraph:
+    """A graph of a protocol dataset (default-graph-uri, named-graph-uri), which clients send."""
+    try:
+        return graph_node(graph)
+    except ValueError:
+        raise QuerySyntaxError(f"the dataset names {graph!r}, which is not an absolute IRI") from None
+
+
+def _source_kwargs(source: Source, format: RdfFormat) -> dict[str, object]:
+    """pyoxigraph's arguments for reading `source`, once it is known to be safe to parse."""
+    if format == RdfFormat.RDF_XML:
+        check_entity_expansion(source)
     return {"path": str(source)} if isinstance(source, Path) else {"input": source}
 
 
@@ -67,7 +87,7 @@ class EmbeddedStore:
     def __init__(self, path: Path | None = None, *, allow_remote: bool = False) -> None:
         self.path = path
         self.allow_remote = allow_remote
-        self._write_lock = threading.RLock()
+        self.write_lock = threading.RLock()  # writes hold it; the worker takes it to know a write has begun
         try:
             self._store = Store(str(path)) if path is not None else Store()
         except OSError as error:
@@ -85,13 +105,35 @@ class EmbeddedStore:
 
     # -- SPARQL -------------------------------------------------------------------------------
 
-    def _check_remote(self, sparql: str) -> None:
-        keyword = None if self.allow_remote else remote_access_keyword(sparql)
-        if keyword:
+    def _sparql(self, operation: Callable[..., T], sparql: str, *args: object) -> T:
+        """Run `operation` (which evaluates `sparql`) where it cannot reach the network, unless
+        remote access is allowed. Oxigraph reaches out only for a SERVICE or LOAD in the text,
+        so text without those words runs here; text with them runs on this thread when it is
+        already filtered (the worker), else on the filtered pool, else (no filter on this
+        system) not at all."""
+        if self.allow_remote or sandbox.network_denied() or not sandbox.mentions_remote_access(sparql):
+            return operation(sparql, *args)
+        pool = sandbox.offline_pool()
+        if pool is None:
             raise RemoteAccessRefused(
-                f"{keyword} would make the server fetch a remote URL; it is disabled "
-                "(set SPARQLRAG_ALLOW_REMOTE=true to allow it)"
+                REMOTE_REFUSED + "; this system cannot sandbox the store, so the words SERVICE and LOAD are "
+                "refused anywhere in a query or update"
             )
+        return pool.run(operation, sparql, *args)
+
+    def _evaluation_error(self, error: Exception, sparql: str, what: str) -> StoreError:
+        """What a client may be told of a failure while `sparql` ran: Oxigraph's own words about
+        the request, never an I/O error's text or a remote server's answer. Oxigraph reaches the
+        network only for a SERVICE or LOAD in the text, so without those words a failure is the
+        store's; with them, an I/O error is the refused (or failed) remote access."""
+        remote = (isinstance(error, OSError) or self.allow_remote) and sandbox.mentions_remote_access(sparql)
+        if remote and not self.allow_remote:
+            return RemoteAccessRefused(REMOTE_REFUSED)
+        if remote:
+            return RemoteSourceFailed(f"the {what} failed while it read a SERVICE or LOAD source; the source's answer is not shown")
+        if isinstance(error, OSError):
+            return StoreInternalError(f"{what} failed in the store: {error}")
+        return QueryEvaluationError(f"{what} evaluation failed: {error}")
 
     def query(
         self,
@@ -108,20 +150,31 @@ class EmbeddedStore:
         A protocol dataset (default_graphs / named_graphs) replaces the query's FROM clauses;
         naming only one half leaves the other empty, as the SPARQL 1.1 Protocol says.
         """
-        self._check_remote(sparql)
         kwargs: dict[str, object] = {"base_iri": base_iri}
         if default_graphs is not None or named_graphs is not None:
-            kwargs["default_graph"] = [graph_node(g) for g in default_graphs or []]
-            kwargs["named_graphs"] = [NamedNode(g) for g in named_graphs or []]
+            kwargs["default_graph"] = [_dataset_graph(g) for g in default_graphs or []]
+            kwargs["named_graphs"] = [_dataset_graph(g) for g in named_graphs or []]
         elif union_default_graph:
             kwargs["use_default_graph_as_union"] = True
+        return self._sparql(self._evaluate, sparql, kwargs, accept)
+
+    def _evaluate(self, sparql: str, kwargs: dict[str, Any], accept: str | None) -> QueryResult:
         try:
             result = self._store.query(sparql, **kwargs)
         except SyntaxError as error:
             raise QuerySyntaxError(f"query syntax error: {error}") from error
         except (OSError, ValueError, RuntimeError) as error:
-            raise QueryEvaluationError(f"query evaluation failed: {error}") from error
-        return _serialize_result(result, accept)
+            raise self._evaluation_error(error, sparql, "query") from error
+        # Results stream: evaluation goes on while they are written. pyoxigraph's results must
+        # be dropped on this thread, so no error leaves with a frame that still holds them.
+        try:
+            return _serialize_result(result, accept)
+        except Exception as error:
+            error.__traceback__ = None
+            failure = error if isinstance(error, StoreError) else self._evaluation_error(error, sparql, "query")
+        finally:
+            del result
+        raise failure
 
     @_exclusive
     def update(
@@ -133,14 +186,16 @@ class EmbeddedStore:
         using_named_graphs: list[str] | None = None,
     ) -> None:
         """Run an update atomically (pyoxigraph applies the whole request or nothing)."""
-        self._check_remote(sparql)
         text = apply_update_dataset(sparql, using_graphs or [], using_named_graphs or [])
+        self._sparql(self._apply, text, base_iri)
+
+    def _apply(self, sparql: str, base_iri: str | None) -> None:
         try:
-            self._store.update(text, base_iri=base_iri)
+            self._store.update(sparql, base_iri=base_iri)
         except SyntaxError as error:
             raise QuerySyntaxError(f"update syntax error: {error}") from error
         except (OSError, ValueError, RuntimeError) as error:
-            raise QueryEvaluationError(f"update failed: {error}") from error
+            raise self._evaluation_error(error, sparql, "update") from error
 
     # -- graphs -------------------------------------------------------------------------------
 
@@ -167,10 +222,11 @@ class EmbeddedStore:
         nothing), then one MOVE update swaps it in.
         """
         existed = self.graph_exists(graph)
+        reading = _source_kwargs(source, format)
         scratch = NamedNode(f"urn:sparqlrag:scratch:{uuid.uuid4()}")
         self._store.add_graph(scratch)
         try:
-            self._store.load(format=format, to_graph=scratch, base_iri=base_iri, **_source_kwargs(source))
+            self._store.load(format=format, to_graph=scratch, base_iri=base_iri, **reading)
         except SyntaxError as error:
             self._store.remove_graph(scratch)
             raise _data_error(error, format, source) from error
@@ -185,7 +241,7 @@ class EmbeddedStore:
         """Merge data into a graph in one transaction; True if the graph existed before."""
         existed = self.graph_exists(graph)
         try:
-            self._store.load(format=format, to_graph=graph_node(graph), base_iri=base_iri, **_source_kwargs(source))
+            self._store.load(format=format, to_graph=graph_node(graph), base_iri=base_iri, **_source_kwargs(source, format))
         except SyntaxError as error:
             raise _data_error(error, format, source) from error
         if graph is not None:
@@ -254,9 +310,9 @@ class EmbeddedStore:
         restore_by_clearing = bulk and checked and not replace and self._is_empty()
         if checked and (bulk or replace) and not restore_by_clearing:
             check_syntax(source, format, base_iri)
+        kwargs = {"format": format, "base_iri": base_iri, **_source_kwargs(source, format)}
         if replace:
             self._store.clear()
-        kwargs = {"format": format, "base_iri": base_iri, **_source_kwargs(source)}
         if not format.supports_datasets:
             kwargs["to_graph"] = graph_node(graph)
         try:
@@ -294,7 +350,7 @@ def _data_error(error: SyntaxError, format: RdfFormat, source: Source) -> DataSy
 def check_syntax(source: Source, format: RdfFormat, base_iri: str | None) -> None:
     """Parse without storing, so a later non-transactional write cannot stop half-way on bad data."""
     try:
-        for _ in parse(format=format, base_iri=base_iri, **_source_kwargs(source)):
+        for _ in parse(format=format, base_iri=base_iri, **_source_kwargs(source, format)):
             pass
     except SyntaxError as error:
         raise _data_error(error, format, source) from error

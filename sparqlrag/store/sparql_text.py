@@ -1,4 +1,4 @@
-"""Lexer-level reading of SPARQL text: the protocol's update dataset, and remote-access checks.
+"""Lexer-level reading of SPARQL text: the protocol's update dataset, and SPARQL term syntax.
 
 pyoxigraph's `Store.update` takes no dataset, so the protocol dataset is written into the
 update as USING / USING NAMED clauses before each top-level WHERE. Only a lexer is needed:
@@ -23,9 +23,9 @@ _TOKEN = re.compile(
     | (?P<comment>\#[^\n]*)
     | (?P<string>\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"|'''(?:[^'\\]|\\.|'(?!''))*'''
                 |"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
-    | (?P<iri><[^<>"{}|^`\\\x00-\x20]*>)
+    | (?P<iri><(?:[^<>"{}|^`\\\x00-\x20]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*>)
     | (?P<var>[?$][\w\u00b7\u00c0-\uffff]+)
-    | (?P<pname>(?:[A-Za-z_\u00c0-\uffff][\w.\-\u00c0-\uffff]*)?:[\w.\-:%\\\u00c0-\uffff]*)
+    | (?P<pname>(?:[A-Za-z_\u00c0-\uffff][\w.\-\u00c0-\uffff]*)?:(?:[\w.\-:%\u00c0-\uffff]|\\[_~.\-!$&'()*+,;=/?\#@%])*)
     | (?P<word>[A-Za-z_]\w*)
     | (?P<open>\{)
     | (?P<close>\})
@@ -112,20 +112,6 @@ def apply_update_dataset(update: str, using_graphs: list[str], using_named_graph
     for start, end, replacement in reversed(edits):
         update = update[:start] + replacement + update[end:]
     return update
-
-
-REMOTE_KEYWORDS = ("SERVICE", "LOAD")
-
-
-def remote_access_keyword(sparql: str) -> str | None:
-    """SERVICE or LOAD when the query/update would make the server fetch a URL (an SSRF risk)."""
-    folded = sparql.upper()
-    if not any(keyword in folded for keyword in REMOTE_KEYWORDS):
-        return None  # the common case, without lexing
-    for token in _tokens(sparql):
-        if token.kind == "word" and token.text.upper() in REMOTE_KEYWORDS:
-            return token.text.upper()
-    return None
 
 
 def sparql_term(term: object) -> str:

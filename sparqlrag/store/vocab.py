@@ -114,7 +114,7 @@ SR_STEP_CLASS = term(SR, "Step")
 # sr:status values of a document
 QUEUED, PROCESSING, READY, FAILED = "queued", "processing", "ready", "failed"
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
 
 class InvalidName(ValueError):
@@ -135,7 +135,7 @@ def local_name(iri: str) -> str:
 
 def check_name(name: str, what: str) -> str:
     """A collection's or ontology's name: it becomes part of IRIs and URLs."""
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise InvalidName(f"{what} names are 1-64 characters of a-z, 0-9, '-' and '_', starting with a letter or digit; got {name!r}")
     return name
 

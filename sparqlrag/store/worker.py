@@ -8,6 +8,13 @@ starts a new one. Reads that were running beside the killed query are sent again
 new process; a kill waits until running writes have finished, so a write's outcome is
 always known.
 
+Some calls kill the process themselves (a stack overflow, out of memory). The call that did
+is found (crash_report.py), fails once with QueryCrashed and is never sent again; its text is
+refused from then on. Calls that had not started are sent to the new process; a write that
+was running beside it fails with StoreUnavailable (it may or may not have applied).
+
+With remote access off, the child runs under the socket filter (sandbox.py) from its start.
+
 Wire format: length-prefixed pickles over a socketpair. Requests are
 (id, method, args, kwargs), replies (id, ok, value-or-exception).
 """
@@ -15,15 +22,20 @@ Wire format: length-prefixed pickles over a socketpair. Requests are
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copyreg
+import hashlib
 import itertools
+import logging
 import os
 import pickle
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
+from collections import OrderedDict
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -32,8 +44,10 @@ from typing import Any
 
 from pyoxigraph import RdfFormat
 
-from sparqlrag.store.base import QueryTimeout, StoreError, StoreInternalError, StoreUnavailable
+from sparqlrag.store import crash_report, sandbox
+from sparqlrag.store.base import QueryCrashed, QueryTimeout, StoreError, StoreInternalError, StoreUnavailable
 
+log = logging.getLogger("sparqlrag.store")
 _FRAME = struct.Struct(">Q")
 _RDF_FORMATS = {fmt.name: fmt for fmt in (getattr(RdfFormat, n) for n in dir(RdfFormat) if n.isupper())}
 
@@ -46,6 +60,12 @@ copyreg.pickle(RdfFormat, lambda fmt: (_rdf_format, (fmt.name,)))
 
 READ_METHODS = frozenset({"query", "graph_exists", "named_graphs", "serialize_graph", "count", "dump"})
 WRITE_METHODS = frozenset({"update", "replace_graph", "add_to_graph", "add_quads", "drop_graph", "load", "optimize"})
+SPARQL_METHODS = frozenset({"query", "update"})
+MAX_POISONED = 1024
+CRASHED = (
+    "this operation stopped the store process (it nests or chains too deeply to evaluate, or needs more "
+    "memory than the server has); it was not run again, and the same text is refused until the server restarts"
+)
 
 
 def _send(sock: socket.socket, lock: threading.Lock, message: object) -> None:
@@ -80,9 +100,14 @@ def _recv(sock: socket.socket) -> Any:
 # -- child side -------------------------------------------------------------------------------
 
 
-def _serve(fd: int, path: Path, threads: int, allow_remote: bool) -> None:
+def _serve(fd: int, path: Path, threads: int, allow_remote: bool, table_fd: int, dump_fd: int) -> None:
     from sparqlrag.store.embedded import EmbeddedStore
 
+    if not allow_remote:
+        with contextlib.suppress(sandbox.SandboxUnavailable):  # then the store refuses SERVICE/LOAD by their words
+            sandbox.deny_network(whole_process=True)
+    crash_report.report_fatal_signals(os.fdopen(dump_fd, "w"))
+    table = crash_report.RunningTable(os.fdopen(table_fd, "r+b"), threads)
     sock = socket.socket(fileno=fd)
     lock = threading.Lock()
     try:
@@ -92,11 +117,16 @@ def _serve(fd: int, path: Path, threads: int, allow_remote: bool) -> None:
         return
     _send(sock, lock, ("ready", True, None))
 
-    def run(request_id: int, method: str, args: tuple, kwargs: dict) -> None:
+    def run(slot: int, request_id: int, method: str, args: tuple, kwargs: dict) -> None:
+        thread = threading.get_ident()
+        # a write counts as running (not safe to resend) only once it holds the write lock
+        exclusive = store.write_lock if method in WRITE_METHODS else contextlib.nullcontext()
         try:
             if method not in READ_METHODS | WRITE_METHODS:
                 raise StoreInternalError(f"unknown store method {method!r}")
-            reply = (request_id, True, getattr(store, method)(*args, **kwargs))
+            with exclusive:
+                table.mark(slot, thread, request_id)
+                reply = (request_id, True, getattr(store, method)(*args, **kwargs))
         except StoreError as error:
             reply = (request_id, False, error)
         except Exception as error:  # a bug: report it rather than leave the caller waiting
@@ -105,20 +135,23 @@ def _serve(fd: int, path: Path, threads: int, allow_remote: bool) -> None:
             _send(sock, lock, reply)
         except OSError:
             pass  # the parent went away; nothing to report to
+        finally:
+            table.clear(slot, thread)  # only once the reply is out: a crash before it leaves the call "running"
 
     receive_lock = threading.Lock()
 
-    def serve_calls() -> None:
+    def serve_calls(slot: int) -> None:
         """Leader/follower: read one request, let the next idle thread read the next, run it."""
+        crash_report.prepare_thread()
         while True:
             with receive_lock:
                 message = _recv(sock)
             if message is None:
                 store.close()
                 os._exit(0)  # the parent is gone: do not wait for running queries
-            run(*message)
+            run(slot, *message)
 
-    workers = [threading.Thread(target=serve_calls, name=f"store-{n}") for n in range(threads)]
+    workers = [threading.Thread(target=serve_calls, args=(n,), name=f"store-{n}") for n in range(threads)]
     for worker in workers:
         worker.start()
     for worker in workers:
@@ -144,6 +177,13 @@ class _Worker:
     process: subprocess.Popen
     sock: socket.socket
     send_lock: threading.Lock = field(default_factory=threading.Lock)
+    stopped: bool = False  # killed by us (a deadline), not by what it ran
+
+
+def _poison_key(method: str, args: tuple) -> bytes | None:
+    if method not in SPARQL_METHODS or not args or not isinstance(args[0], str):
+        return None
+    return hashlib.sha256(f"{method}\0{args[0]}".encode()).digest()
 
 
 class WorkerStore:
@@ -164,18 +204,25 @@ class WorkerStore:
         self._killing = False  # a kill is due: new writes wait for the next child
         self._closed = False
         self._failure: StoreUnavailable | None = None  # set when a restart failed: calls fail fast
+        self._poisoned: OrderedDict[bytes, None] = OrderedDict()  # texts that killed the store
+        self._table_file = tempfile.TemporaryFile()
+        self._table = crash_report.RunningTable(self._table_file, threads)
+        self._dump_file = tempfile.TemporaryFile()
         self._worker: _Worker | None = None
         self._worker = self._start()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     def _start(self) -> _Worker:
+        self._table.reset()
+        self._dump_file.truncate(0)
         parent, child = socket.socketpair()
+        fds = (child.fileno(), self._table_file.fileno(), self._dump_file.fileno())
         command = [
             sys.executable, "-c", "import sys; from sparqlrag.store.worker import main; main(sys.argv[1:])",
-            str(child.fileno()), str(self.path), str(self.threads), "1" if self.allow_remote else "0",
+            str(fds[0]), str(self.path), str(self.threads), "1" if self.allow_remote else "0", str(fds[1]), str(fds[2]),
         ]  # fmt: skip
-        process = subprocess.Popen(command, pass_fds=(child.fileno(),))
+        process = subprocess.Popen(command, pass_fds=fds)
         child.close()
         parent.settimeout(self.start_timeout)
         ready = _recv(parent)
@@ -207,33 +254,56 @@ class WorkerStore:
         self._after_exit(worker)
 
     def _after_exit(self, worker: _Worker) -> None:
-        """The child is gone (killed for a deadline, or crashed): start another, resend reads."""
-        worker.process.wait()
+        """The child is gone (killed for a deadline, or crashed): blame the call that killed it,
+        start another child, resend what is safe to resend."""
+        returncode = worker.process.wait()
         worker.sock.close()
+        running = self._table.running()
+        dump = os.pread(self._dump_file.fileno(), 1 << 20, 0)
         with self._state:
             if self._closed or self._worker is not worker:
                 return
             self._worker = None
             self._killing = False
-            orphans = list(self._pending.items())
+            orphans = dict(self._pending)
             self._pending.clear()
             self._writes_running = 0
+            blamed = None if worker.stopped else crash_report.culprit(running, dump)
+            if not worker.stopped:
+                log.error("the store process died (exit status %s)%s; restarting it", returncode,
+                          f", killed by request {blamed}" if blamed in orphans else "")  # fmt: skip
+            if blamed in orphans:  # fail it now, before the restart: fast, and never sent again
+                call = orphans.pop(blamed)
+                if (key := _poison_key(call.method, call.frame[2])) is not None:
+                    self._poisoned[key] = None
+                    while len(self._poisoned) > MAX_POISONED:
+                        self._poisoned.popitem(last=False)
+                call.future.set_exception(QueryCrashed(CRASHED))
             try:
                 self._worker = self._start()
                 self.restarts += 1
             except StoreError as error:
-                self._failure = StoreUnavailable(f"the store process could not restart: {error}")
-                for _, call in orphans:
+                log.error("the store process could not restart: %s", error)
+                self._failure = StoreUnavailable("the store process could not restart; see the server log")
+                for call in orphans.values():
                     call.future.set_exception(self._failure)
                 self._state.notify_all()
                 return
-            for request_id, call in orphans:
-                if call.is_write:
+            started = set(running.values())
+            for request_id, call in orphans.items():
+                if request_id in started and call.is_write:
                     call.future.set_exception(
                         StoreUnavailable("the store process stopped while this write ran; check whether it applied")
                     )
-                else:
+                elif request_id in started and not worker.stopped and blamed is None:
+                    call.future.set_exception(StoreUnavailable(
+                        "the store process stopped while this ran beside other operations, one of which stopped it; "
+                        "it was not run again: send it again if it is not the one"
+                    ))  # fmt: skip
+                else:  # not started, or running beside a known culprit or a deadline kill
                     self._pending[request_id] = call
+                    if call.is_write:
+                        self._writes_running += 1
                     _send(self._worker.sock, self._worker.send_lock, call.frame)
             self._state.notify_all()
 
@@ -249,6 +319,8 @@ class WorkerStore:
             except subprocess.TimeoutExpired:
                 worker.process.kill()
                 worker.process.wait()
+        self._table_file.close()
+        self._dump_file.close()
 
     # -- calls --------------------------------------------------------------------------------
 
@@ -256,6 +328,8 @@ class WorkerStore:
         """Send a call to the child; the future resolves when its reply arrives."""
         request_id = next(self._ids)
         call = _Call(method, (request_id, method, args, kwargs))
+        if self._poisoned and _poison_key(method, args) in self._poisoned:  # unlocked: a restart may hold the lock
+            raise QueryCrashed(CRASHED)
         with self._state:
             while (self._worker is None or (call.is_write and self._killing)) and not self._closed:
                 if self._failure is not None:
@@ -312,6 +386,8 @@ class WorkerStore:
             while self._writes_running and self._worker is not None:
                 self._state.wait()
             worker = self._worker
+            if worker is not None:
+                worker.stopped = True
         if worker is not None:
             worker.process.kill()
 
@@ -358,5 +434,6 @@ class WorkerStore:
 
 
 def main(argv: list[str]) -> None:
-    """Child entry point: fd of the socket, store path, thread count, allow_remote (1/0)."""
-    _serve(int(argv[0]), Path(argv[1]), int(argv[2]), argv[3] == "1")
+    """Child entry point: fd of the socket, store path, thread count, allow_remote (1/0), fds of
+    the running table and of the crash dump."""
+    _serve(int(argv[0]), Path(argv[1]), int(argv[2]), argv[3] == "1", int(argv[4]), int(argv[5]))

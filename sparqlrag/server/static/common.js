@@ -2,7 +2,7 @@
 // What every page shares: the server's settings, the bearer token (typed once, kept in this
 // browser's localStorage) and JSON calls that carry it and turn an error body into a message.
 const sparqlrag = (() => {
-  const config = window.SPARQLRAG;
+  const config = JSON.parse(document.getElementById("sparqlrag-config").textContent);
   const TOKEN = "sparqlrag.token";
 
   function token() {
@@ -28,9 +28,20 @@ const sparqlrag = (() => {
     return response;
   }
 
+  // only http(s) IRIs (and this site's own relative paths) become links: never javascript: or data:
+  function linkable(href) {
+    try {
+      return ["http:", "https:"].includes(new URL(href, location.href).protocol);
+    } catch (ignored) {
+      return false;
+    }
+  }
+
   function element(tag, attributes = {}, ...children) {
     const node = document.createElement(tag);
-    for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+    for (const [name, value] of Object.entries(attributes)) {
+      if (name !== "href" || linkable(value)) node.setAttribute(name, value);
+    }
     for (const child of children) node.append(child);
     return node;
   }

@@ -1,0 +1,55 @@
+"""What every request must be before a route sees it: a query string that decodes as UTF-8,
+and a body that keeps arriving.
+
+Starlette decodes `%FF` in a query string as U+FFFD, so a malformed query would run as some
+other text; here it is a 400. uvicorn has no read timeout for a body, so a client that
+announces more bytes than it sends would hold a worker and a connection forever; here a body
+that stalls for `body_timeout` seconds ends the request with 408 (and the connection).
+Once the body is complete nothing is timed: a streamed answer may take as long as it takes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from urllib.parse import parse_qsl
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from sparqlrag.server.errors import ApiError, error_response
+
+
+class RequestGuard:
+    def __init__(self, app: ASGIApp, body_timeout: float) -> None:
+        self.app = app
+        self.body_timeout = body_timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        query = scope.get("query_string", b"")
+        try:
+            if b"%" in query:  # only percent-escapes are decoded as UTF-8
+                parse_qsl(query.decode("latin-1"), keep_blank_values=True, errors="strict")
+        except UnicodeDecodeError:
+            refusal = error_response(400, "bad_encoding", "the query string is not valid UTF-8 once percent-decoded")
+            await refusal(scope, receive, send)
+            return
+        body_complete = False
+
+        async def receiving() -> Message:
+            nonlocal body_complete
+            if body_complete:
+                return await receive()
+            try:
+                async with asyncio.timeout(self.body_timeout):
+                    message = await receive()
+            except TimeoutError:
+                raise ApiError(
+                    408, "body_timeout", f"the request body stalled for {self.body_timeout:g} s", {"Connection": "close"}
+                ) from None
+            body_complete = message["type"] != "http.request" or not message.get("more_body", False)
+            return message
+
+        await self.app(scope, receiving, send)
+

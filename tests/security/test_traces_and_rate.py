@@ -1,0 +1,80 @@
+"""A read token cannot grow the store without bound: traces are kept to their retention, and
+answers are rate-limited per token."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from sparqlrag.retrieval.trace import Retention, Trace, TraceLog
+from sparqlrag.store import EmbeddedStore
+from sparqlrag.store.select import select
+from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
+from tests.conftest import LiveServer, start_server
+from tests.security.conftest import READ, WRITE
+
+KEEP, RATE = 5, 4
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    server, stop = start_server(tmp_path_factory.mktemp("limited"), write_tokens=[WRITE], read_tokens=[READ],
+                                trace_keep=KEEP, answer_rate=RATE)  # fmt: skip
+    with server.client(WRITE) as client:
+        response = client.post("/api/v1/documents", params={"id": "w3c", "title": "W3C"}, headers={"Content-Type": "text/plain"},
+                               content=b"The World Wide Web Consortium develops web standards. Tim Berners-Lee founded it in 1994.")  # fmt: skip
+        assert response.status_code in (200, 201), response.text
+    yield server
+    stop()
+
+
+def ask(server: LiveServer, token: str) -> int:
+    with server.client(token) as client:
+        return client.post("/api/v1/document-rag", json={"question": "Who founded the W3C?"}).status_code
+
+
+def trace_graph_counts(server: LiveServer) -> tuple[int, int]:
+    """Traces in the default collection's trace graph, and blank nodes no trace holds any more."""
+    graph = f"<{server.settings.base_iri}graph/default/trace>"
+    store = server.store
+    traces = select(store, SPARQL_PREFIXES + f"SELECT (COUNT(?t) AS ?n) {{ GRAPH {graph} {{ ?t a sr:Trace }} }}")
+    orphans = select(store, f"SELECT (COUNT(*) AS ?n) {{ GRAPH {graph} {{ ?item ?p ?o FILTER(isBlank(?item)) "
+                            "FILTER NOT EXISTS { ?t ?link ?item } } }")  # fmt: skip
+    return int(traces[0]["n"]), int(orphans[0]["n"])
+
+
+def test_answers_are_rate_limited_per_token(limited: LiveServer) -> None:
+    assert [ask(limited, READ) for _ in range(RATE)] == [200] * RATE
+    with limited.client(READ) as client:
+        refused = client.post("/api/v1/document-rag", json={"question": "Who founded the W3C?"})
+        graph_refused = client.post("/api/v1/graph-rag", json={"question": "Who founded the W3C?"})
+    assert refused.status_code == 429 and graph_refused.status_code == 429
+    assert refused.json()["error"] == "rate_limited" and 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert ask(limited, WRITE) == 200  # another token has its own allowance
+    with limited.client(READ) as client:  # and reading the store is not limited
+        assert client.get("/sparql", params={"query": "ASK {}"}).status_code == 200
+
+
+def test_traces_are_kept_to_the_retention(limited: LiveServer) -> None:
+    for _ in range(RATE - 1):
+        assert ask(limited, WRITE) == 200  # with the test above: 2 x RATE answers, more than KEEP
+    assert trace_graph_counts(limited) == (KEEP, 0)
+
+
+def test_traces_older_than_the_retention_go(tmp_path: Path) -> None:
+    store = EmbeddedStore(tmp_path / "store")
+    log = TraceLog(store, "http://kb.example/", Retention(keep=0, max_age=timedelta(days=1)))
+    try:
+        old = Trace("an old question", "document-rag", started=datetime.now(timezone.utc) - timedelta(days=3))
+        asyncio.run(log.write("default", old))  # pruned as it is written: older than a day
+        asyncio.run(log.write("default", Trace("a new question", "document-rag")))
+        assert log._age_checked  # the check ran
+        rows = select(store, SPARQL_PREFIXES + f"SELECT ?q {{ GRAPH {Iris('http://kb.example/', 'default').trace_graph} "
+                             "{ ?t sr:question ?q } }")  # fmt: skip
+        assert [row["q"] for row in rows] == ["a new question"]
+    finally:
+        store.close()
