@@ -112,9 +112,7 @@ async def evaluate(dataset: Path, work: Path, options: GraphRagOptions) -> tuple
         return (await graph.retrieve("default", question, replace(options, k=8))).passages
 
     async def fused_mode(question: str) -> list[Passage]:
-        walk = await graph.retrieve("default", question, replace(options, k=8))
-        walk.fuse(await rag.retrieve("default", question, k=8))
-        return walk.passages
+        return (await graph.retrieve("default", question, replace(options, k=8), mode="hybrid")).passages
 
     runs: dict[str, Callable[[str], Awaitable[list[Passage]]]] = {name: mode(name) for name in MODES}
     runs |= {f"hybrid {w[0]}/{w[1]}": mode("hybrid", w) for w in SWEEP}
@@ -176,9 +174,9 @@ async def load_graph(work: Path, quads: list[Quad]) -> tuple[Services, EmbeddedS
     started = time.monotonic()
     store.add_quads(serialize(quads, format=RdfFormat.N_QUADS))
     loaded = time.monotonic() - started
-    vectors = await services.pipeline.index_graph("default")
+    entities, facts = await services.pipeline.index_graph("default")
     return services, store, {"triples": len(quads), "load_s": loaded, "index_s": time.monotonic() - started - loaded,
-                             "entity_vectors": vectors}  # fmt: skip
+                             "entity_vectors": entities, "fact_vectors": facts}  # fmt: skip
 
 
 async def metaqa(directory: Path, queries_file: Path, work: Path, options: GraphRagOptions) -> tuple[dict[str, dict[str, float]], dict[str, float]]:

@@ -100,8 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     ask = commands.add_parser("ask", help="answer a question from a collection, with its sources and trace")
     _common(ask)
     ask.add_argument("question")
-    ask.add_argument("--mode", choices=["graph", "document", "hybrid"], default="graph",
-                     help="graph: walk the knowledge graph; document: passages only; hybrid: both, fused")  # fmt: skip
+    ask.add_argument("--mode", choices=["hybrid", "graph", "document"], default="hybrid",
+                     help="hybrid (default): passages by dense and keyword search, re-ranked by the facts the graph walk "
+                          "finds, answered from both; graph: the same without keyword search; document: passages only")  # fmt: skip
     ask.add_argument("--collection", default="default")
     ask.add_argument("--k", type=int, default=5, help="passages to use (default 5)")
     ask.add_argument("--explain", action="store_true", help="also print concepts, seeds and the facts used, with scores")
@@ -360,8 +361,7 @@ def _ask(services: Services, args: argparse.Namespace) -> None:
             answer = asyncio.run(services.document_rag.answer(args.collection, args.question, k=args.k))
             passages, explained = answer.passages, None
         else:
-            also = asyncio.run(services.document_rag.retrieve(args.collection, args.question, k=args.k)) if args.mode == "hybrid" else None
-            answer = explained = asyncio.run(services.graph_rag.answer(args.collection, args.question, options, also=also))
+            answer = explained = asyncio.run(services.graph_rag.answer(args.collection, args.question, options, args.mode))
             passages = answer.passages
     except (ValueError, EmptyGraph) as error:
         raise CliError(str(error)) from None
@@ -402,14 +402,15 @@ def _nl_query(services: Services, args: argparse.Namespace) -> None:
 
 
 def _index(services: Services, args: argparse.Namespace) -> None:
-    """Entities of triples loaded into {base}graph/C (with `load --graph`) become groundable."""
-    with tqdm(total=0, unit="entity", desc="indexing", file=sys.stderr) as bar:
+    """Entities and facts of triples loaded into {base}graph/C (with `load --graph`) become
+    groundable and scorable."""
+    with tqdm(total=0, unit="item", desc="indexing", file=sys.stderr) as bar:
         def progress(done: int, total: int) -> None:
             bar.total = total
             bar.update(done - bar.n)
 
-        written = asyncio.run(services.pipeline.index_graph(args.collection, on_progress=progress))
-    print(f"indexed {written} entity vectors in collection {args.collection!r}")
+        entities, facts = asyncio.run(services.pipeline.index_graph(args.collection, on_progress=progress))
+    print(f"indexed {entities} entity vectors and {facts} fact vectors in collection {args.collection!r}")
 
 
 def _reingest(services: Services, args: argparse.Namespace) -> None:
@@ -560,7 +561,7 @@ def _demo(settings: Settings, args: argparse.Namespace) -> None:
             args.paths, args.collection = [folder], "default"
             _ingest(services, args)
             print(f"\nQuestion: {args.question}\n")
-            _ask(services, argparse.Namespace(question=args.question, mode="graph", collection="default", k=3, explain=True))
+            _ask(services, argparse.Namespace(question=args.question, mode="hybrid", collection="default", k=3, explain=True))
         finally:
             services.close()
     if not args.no_serve:

@@ -106,7 +106,8 @@ class Services:
         rag = DocumentRag(store=store, vectors=vectors, keywords=keywords, embedder=embedder, base_iri=settings.base_iri, traces=traces,
                           reranker=models.reranker, llm=llm, prompts_dir=settings.prompts_dir,
                           weights=settings.hybrid_weights)  # fmt: skip
-        graph = GraphRag(store=store, vectors=vectors, embedder=embedder, reranker=models.reranker, base_iri=settings.base_iri, traces=traces,
+        graph = GraphRag(store=store, vectors=vectors, facts=pipeline.facts, documents=rag, embedder=embedder, reranker=models.reranker,
+                         base_iri=settings.base_iri, traces=traces,
                          llm=llm, prompts_dir=settings.prompts_dir, phrases=OfflineExtractor().phrases)  # fmt: skip
         nl_query = NlQuery(llm=llm, ontologies=ontologies, indexes=indexes, selector=selector, base_iri=settings.base_iri,
                            prompts_dir=settings.prompts_dir)  # fmt: skip

@@ -53,8 +53,8 @@ READS = [
     ("dataset-get", "GET", "/store", {}, None),
     ("documents-list", "GET", "/api/v1/documents", {}, None),
     ("collections-list", "GET", "/api/v1/collections", {}, None),
-    # past the token check: the collection has no entities by now (409, not 401/403)
-    ("graph-rag-empty", "POST", "/api/v1/graph-rag", {"Content-Type": "application/json"}, '{"question": "Where is Oslo?"}'),
+    # past the token check: the collection has no entities by now (graph mode: 409, not 401/403)
+    ("graph-rag-empty", "POST", "/api/v1/graph-rag", {"Content-Type": "application/json"}, '{"question": "Where is Oslo?", "mode": "graph"}'),
     ("traces", "GET", "/api/v1/traces", {}, None),
     ("collection-get", "GET", "/api/v1/collections/default", {}, None),
     ("document-rag", "POST", "/api/v1/document-rag", {"Content-Type": "application/json"}, '{"question": "Where is Oslo?"}'),

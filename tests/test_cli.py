@@ -115,7 +115,10 @@ def test_demo_ingests_the_corpus_and_answers_with_sources(tmp_path: Path) -> Non
 
 
 def test_ask_in_each_mode_and_its_errors(tmp_path: Path) -> None:
-    assert cli(tmp_path, "demo", "--no-serve").returncode == 0
+    demo = cli(tmp_path, "demo", "--no-serve")
+    assert demo.returncode == 0
+    answer = demo.stdout.split("Question: ", 1)[1].split("\n\n")[1]  # the answer follows the path: who, where, and where that is
+    assert "invented the World Wide Web at CERN" in answer and "CERN is located near Geneva" in answer
     question = "Where is CERN located?"
     for mode in ("graph", "document", "hybrid"):
         result = cli(tmp_path, "ask", question, "--mode", mode, "--k", "2")
@@ -128,14 +131,16 @@ def test_ask_in_each_mode_and_its_errors(tmp_path: Path) -> None:
     trace_id = explained.rsplit("/", 1)[1].strip()
     mode = cli(tmp_path, "query", f"SELECT ?m WHERE {{ ?t <https://w3id.org/sparqlrag/ns#mode> ?m FILTER(STRENDS(STR(?t), '{trace_id}')) }}",
                "--format", "csv")  # fmt: skip
-    assert mode.stdout.split() == ["m", "graph-rag"]
+    assert mode.stdout.split() == ["m", "hybrid"]  # the default mode
     for args, message in [(["ask", question, "--collection", "nope"], "no collection 'nope'"),
                           (["ask", "why " * 600], "the limit is 2000"), (["ask", " "], "non-empty")]:  # fmt: skip
         failed = cli(tmp_path, *args)
         assert failed.returncode == 2 and message in failed.stderr and "Traceback" not in failed.stderr
     assert cli(tmp_path, "collections", "create", "empty").returncode == 0
-    empty = cli(tmp_path, "ask", question, "--collection", "empty")
+    empty = cli(tmp_path, "ask", question, "--collection", "empty", "--mode", "graph")
     assert empty.returncode == 2 and "no entities to answer from" in empty.stderr
+    nothing = cli(tmp_path, "ask", question, "--collection", "empty")  # the default mode answers from passages: none
+    assert nothing.returncode == 0 and "Sources: none" in nothing.stdout
 
 
 def test_ingest_documents_and_forget(tmp_path: Path) -> None:
@@ -230,11 +235,11 @@ def test_a_loaded_graph_is_indexed_then_answers(tmp_path: Path) -> None:
 <{base}rel/directed-by> rdfs:label "directed by" .
 """)
     assert cli(data, "load", str(tmp_path / "kg.ttl"), "--graph", f"{base}graph/default").returncode == 0
-    empty = cli(data, "ask", "Who directed Kismet?")
+    empty = cli(data, "ask", "Who directed Kismet?", "--mode", "graph")
     assert empty.returncode == 2 and "no entities to answer from" in empty.stderr
     indexed = cli(data, "index")
-    assert indexed.returncode == 0 and indexed.stdout.strip() == "indexed 2 entity vectors in collection 'default'"
-    assert cli(data, "index").stdout.strip() == "indexed 0 entity vectors in collection 'default'"
+    assert indexed.returncode == 0 and indexed.stdout.strip() == "indexed 2 entity vectors and 1 fact vectors in collection 'default'"
+    assert cli(data, "index").stdout.strip() == "indexed 0 entity vectors and 0 fact vectors in collection 'default'"
     answer = cli(data, "ask", "Who directed Kismet?", "--explain")
     assert answer.returncode == 0 and "Kismet directed by William Dieterle." in answer.stdout
     assert "Sources: none" in answer.stdout  # loaded facts have no provenance

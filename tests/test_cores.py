@@ -22,6 +22,7 @@ from sparqlrag.extraction.knowledge import Knowledge
 from sparqlrag.extraction.pipeline import Source
 from sparqlrag.services import Models, Services
 from sparqlrag.store import EmbeddedStore
+from sparqlrag.store.facts import parse_fact
 from sparqlrag.store.select import select
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 from tests.conftest import ROOT, SPARQLRAG, LiveServer, start_server
@@ -93,6 +94,9 @@ def test_an_imported_core_answers_the_same_with_no_extraction(core: tuple[Path, 
         assert graph_quads(services, Iris(BASE)) == expected  # knowledge, provenance and traces, unchanged
         assert answer(services) == answer(source)  # same answer, same sources, same facts
         assert services.keywords.search("default", "Geneva", 5) == source.keywords.search("default", "Geneva", 5)
+        assert manifest["counts"]["facts"] > 20 and services.vectors.count("default", "facts") == manifest["counts"]["facts"]
+        probe = models.embedder.embed_one("CERN is located near Geneva")
+        assert services.vectors.search("default", "facts", probe, 3) == source.vectors.search("default", "facts", probe, 3)
         info = asyncio.run(services.collections.get("default"))
         assert info is not None and (info.documents, info.chunks) == (5, 5)
     finally:
@@ -114,6 +118,9 @@ def test_a_core_imported_under_another_base_iri_moves_every_iri(core: tuple[Path
         assert all(r["st"] == Iris(ELSEWHERE).statement(Triple(NamedNode(r["s"]), NamedNode(r["p"]), NamedNode(r["o"]))).value for r in reifiers)
         got, want = answer(services), answer(source)
         assert got[0] == want[0] and got[1] == [c.replace(BASE, ELSEWHERE) for c in want[1]]
+        _, payloads = services.vectors.points("default", "facts")  # each point renamed after its moved fact
+        assert len(payloads) == manifest["counts"]["facts"] and not any(BASE in p["fact"] or BASE in p["iri"] for p in payloads)
+        assert all(p["iri"] == Iris(ELSEWHERE).statement(parse_fact(p["fact"])).value for p in payloads)
     finally:
         close(services)
 

@@ -7,14 +7,17 @@ import asyncio
 import io
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from pyoxigraph import NamedNode, RdfFormat, Triple
 
 from sparqlrag.config import Settings
+from sparqlrag.extraction.knowledge import Knowledge
 from sparqlrag.retrieval.graph_rag import HUB_DAMPING, Edge, EmptyGraph, GraphRag, GraphRagOptions
+from sparqlrag.retrieval.question import clauses
 from sparqlrag.retrieval.trace import fact_json, read_trace
-from sparqlrag.services import Services
+from sparqlrag.services import Models, Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import sparql_term
@@ -62,7 +65,7 @@ def test_seeds_ground_on_the_names_in_the_question(services: Services) -> None:
 
 
 def test_two_hops_reach_the_country_and_schema_edges_are_dropped(services: Services) -> None:
-    options = GraphRagOptions(entity_limit=1)  # start from Marie Curie alone
+    options = GraphRagOptions(entity_limit=1, fact_seeds=0)  # start from Marie Curie alone
     walk = asyncio.run(rag(services).retrieve("default", "In which country was Marie Curie born?", options))
     assert [s.entity for s in walk.seeds] == [entity("Marie Curie")]
     facts = {(e.hop, e.fact.subject.value, e.labels[1], e.fact.object.value) for e in walk.edges}
@@ -77,6 +80,30 @@ def test_two_hops_reach_the_country_and_schema_edges_are_dropped(services: Servi
     assert not any(p.startswith(("http://www.w3.org/1999/02/22-rdf-syntax-ns#", "http://www.w3.org/2000/01/rdf-schema#",
                                  "http://www.w3.org/2002/07/owl#")) for p in predicates)  # fmt: skip
     assert walk.edges == sorted(walk.edges, key=lambda e: -e.score)
+
+
+def test_the_questions_nearest_facts_seed_the_walk_and_are_traced(services: Services) -> None:
+    """HippoRAG 2's query-to-fact step: the facts nearest the question seed the walk with their
+    ends, each at its fact's score, beside the entities the question names."""
+    question = "Which river flows through Warsaw?"
+    walk = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(entity_limit=1)))
+    by_fact = [s for s in walk.seeds if s.fact is not None]
+    assert by_fact and all(s.concept == question for s in by_fact)
+    vistula = next(s for s in by_fact if s.entity == entity("Vistula"))
+    assert vistula.fact == Triple(NamedNode(entity("Vistula")), IRIS.predicate("flows through"), NamedNode(entity("Warsaw")))
+    assert len(walk.seeds) > 1  # entity_limit bounds the concepts' seeds; the facts add theirs
+    none = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(entity_limit=1, fact_seeds=0)))
+    assert [s.fact for s in none.seeds] == [None]
+    answer = asyncio.run(rag(services).answer("default", question))
+    traced = read_trace(services.store, IRIS, answer.trace.rsplit("/", 1)[1])
+    assert traced is not None and any(s["fact"] and s["fact"]["subject"] == entity("Vistula") for s in traced["seeds"])
+
+
+def test_a_question_that_asks_several_things_has_clauses() -> None:
+    assert clauses("Where did the inventor of the Web invent it, and where is that?") == [
+        "Where did the inventor of the Web invent it", "where is that?"]
+    assert clauses("Are Tom and Jerry from the same country?") == [] and clauses("Who directed Kismet?") == []
+    assert clauses("When was it built; who built it?") == ["When was it built", "who built it?"]
 
 
 def test_a_hub_reached_through_an_edge_is_damped_and_a_seed_is_not() -> None:
@@ -106,34 +133,37 @@ def test_a_path_through_a_co_occurrence_is_judged_by_its_last_fact() -> None:
 
 def test_limits_are_honoured(services: Services) -> None:
     question = "In which country was Marie Curie born?"
-    narrow = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(entity_limit=4, max_path_length=1, edge_limit=1)))
+    narrow = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(entity_limit=4, max_path_length=1, edge_limit=1,
+                                                                                     fact_seeds=0)))  # fmt: skip
     assert 2 <= len(narrow.seeds) <= 4  # two concepts (the question, "Marie Curie"), two seeds each, deduplicated
     assert len(narrow.edges) == 1 and {e.hop for e in narrow.edges} == {1}
-    capped = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(entity_limit=1, triple_limit=1, max_path_length=1)))
+    capped = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(entity_limit=1, triple_limit=1, max_path_length=1,
+                                                                                     fact_seeds=0)))  # fmt: skip
     assert capped.explored <= 2  # one edge as subject, one as object
     scored = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(max_reranker_input=3, max_path_length=1)))
     assert scored.explored == 3
     passages = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(k=1)))
     assert len(passages.passages) == 1
-    for bad in ({"edge_limit": 0}, {"max_path_length": 6}, {"k": "5"}, {"entity_limit": True}):
+    for bad in ({"edge_limit": 0}, {"max_path_length": 6}, {"k": "5"}, {"entity_limit": True}, {"fact_seeds": -1}, {"scorer": "labels"}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             GraphRagOptions(**bad)
 
 
 def test_sources_are_chunks_of_scored_edges_and_name_the_fact_they_support(services: Services) -> None:
-    walk = asyncio.run(rag(services).retrieve("default", "Where was Marie Curie born?", GraphRagOptions(entity_limit=1, max_path_length=1)))
+    walk = asyncio.run(rag(services).retrieve("default", "Where was Marie Curie born?",
+                                              GraphRagOptions(entity_limit=1, max_path_length=1, fact_seeds=0)))  # fmt: skip
     born = next(e for e in walk.edges if e.labels[1] == "was born in")
     assert born.statement and born.sentence == "Marie Curie was born in Warsaw."
     assert all(chunk.startswith(IRIS.document("curie").value + "/chunk/") for chunk in born.chunks)
     first = walk.passages[0]  # all edges of one seed are kept here: the first passage's best is among them
     assert first.title == "curie" and first.supports == max((e for e in walk.edges if first.chunk in e.chunks), key=lambda e: e.score).fact
-    for passage in walk.passages:  # the named fact's own provenance leads to the passage
-        assert passage.supports is not None and _derived_from(services, passage.supports, passage.chunk)
-    # the kept edges lead the walk on; every scored edge's chunks are candidate passages
+    for passage in walk.passages:  # a fact a passage names leads to it by its own provenance
+        assert passage.supports is None or _derived_from(services, passage.supports, passage.chunk)
+    # the kept edges lead the walk on; any scored edge may lift its chunks
     narrow = asyncio.run(rag(services).retrieve("default", "What is Warsaw?",
-                                                GraphRagOptions(entity_limit=1, max_path_length=1, edge_limit=1, k=3)))  # fmt: skip
-    assert len(narrow.edges) == 1 and len(narrow.passages) == 2 and narrow.explored > 1
-    assert {p.supports for p in narrow.passages} > {e.fact for e in narrow.edges}
+                                                GraphRagOptions(entity_limit=1, max_path_length=1, edge_limit=1, k=4, fact_seeds=0)))  # fmt: skip
+    assert len(narrow.edges) == 1 and narrow.explored > 1
+    assert {p.supports for p in narrow.passages if p.supports} > {e.fact for e in narrow.edges}
 
 
 def _derived_from(services: Services, fact: Triple, chunk: str) -> bool:
@@ -157,12 +187,12 @@ def test_answer_writes_a_complete_trace_that_sparql_can_read(services: Services)
     assert (int(row["concepts"]), int(row["seeds"]), int(row["edges"])) == (len(answer.concepts), len(answer.seeds), len(answer.edges))
     assert int(row["sources"]) == len(answer.passages)
     sources = read_trace(store, IRIS, answer.trace.rsplit("/", 1)[-1])["sources"]  # type: ignore[index]
-    assert [s["supports"] for s in sources] == [fact_json(p.supports) for p in answer.passages if p.supports]
+    assert [s["supports"] for s in sources] == [fact_json(p.supports) if p.supports else None for p in answer.passages]
     steps = select(store, SPARQL_PREFIXES + f"""SELECT ?name WHERE {{ GRAPH ?g {{ <{trace.value}> sr:step ?s .
         ?s rdfs:label ?name ; sr:index ?i ; sr:durationMs ?ms }} }} ORDER BY ?i""")  # fmt: skip
     names = [s["name"] for s in steps]
-    assert names[:3] == ["concepts", "grounding", "hop 1"] and names[-2:] == ["sources", "synthesis"]
-    assert all(name.startswith("hop ") for name in names[2:-2]) and int(row["steps"]) == len(names)
+    assert names[:3] == ["concepts", "grounding", "hop 1"] and names[-3:] == ["sources", "passages", "synthesis"]
+    assert all(name.startswith("hop ") for name in names[2:-3]) and int(row["steps"]) == len(names)
     # each edge past the first hop names the fact that led to it, itself a selected edge: the path
     (paths,) = select(store, SPARQL_PREFIXES + f"""SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH ?g {{ <{trace.value}> sr:selectedEdge ?edge .
         ?edge sr:via ?via . <{trace.value}> sr:selectedEdge ?prior . ?prior sr:fact ?via }} }}""")  # fmt: skip
@@ -200,11 +230,46 @@ def test_injection_in_the_question_changes_nothing_but_the_trace(services: Servi
 def test_empty_graph_and_oversized_question_are_clear_errors(services: Services) -> None:
     asyncio.run(services.collections.create("empty"))
     with pytest.raises(EmptyGraph, match="no entities"):
-        asyncio.run(rag(services).answer("empty", "Where was Marie Curie born?"))
+        asyncio.run(rag(services).answer("empty", "Where was Marie Curie born?", mode="graph"))
+    with pytest.raises(ValueError, match="mode"):
+        asyncio.run(rag(services).answer("default", "Where was Marie Curie born?", mode="walk"))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="limit is 2000"):
         asyncio.run(rag(services).answer("default", "why " * 600))
     with pytest.raises(ValueError, match="non-empty"):
         asyncio.run(rag(services).answer("default", "  "))
+
+
+class NoKnowledge:
+    """An extractor that finds nothing: documents with passages and no knowledge graph."""
+
+    name, model = "none", None
+
+    async def extract(self, text: str, document_id: str) -> Knowledge:
+        return Knowledge()
+
+
+def test_with_no_knowledge_graph_the_default_mode_is_document_rags_hybrid(services: Services, tmp_path: Path) -> None:
+    """Graph evidence re-ranks the document candidates: with no graph to walk, the default mode
+    returns exactly Document RAG's hybrid ranking and answers from those passages; graph mode
+    has nothing to walk."""
+    models = Models(services.embedder, services.graph_rag.reranker, None)
+    plain = Services.open(Settings(data_dir=tmp_path, base_iri=BASE, reranker_model=None), EmbeddedStore(tmp_path / "store"),
+                          NoKnowledge(), models)  # fmt: skip
+    try:
+        for name, text in DOCS.items():
+            asyncio.run(plain.pipeline.ingest("default", name, text.encode(), title=name))
+        question = "Which river flows through Warsaw?"
+        answer = asyncio.run(plain.graph_rag.answer("default", question, GraphRagOptions(k=3)))
+        hybrid = asyncio.run(plain.document_rag.retrieve("default", question, mode="hybrid", k=3))
+        assert [p.chunk for p in answer.passages] == [p.chunk for p in hybrid] and not answer.edges and not answer.seeds
+        assert "The Vistula flows through Warsaw. [1]" in answer.answer  # from the passages
+        with pytest.raises(EmptyGraph):
+            asyncio.run(plain.graph_rag.retrieve("default", question, GraphRagOptions(k=3), mode="graph"))
+    finally:
+        plain.close()
+        plain.store.close()
+    with_graph = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(k=3), mode="graph"))
+    assert with_graph.passages[0].title == "warsaw" and with_graph.passages[0].supports is not None  # lifted by its fact
 
 
 def test_llm_concepts_reasoning_and_streamed_synthesis(services: Services) -> None:
@@ -235,8 +300,9 @@ def test_llm_concepts_reasoning_and_streamed_synthesis(services: Services) -> No
     assert "Facts from the knowledge graph:" in synthesis_prompt and "[1] (curie)" in synthesis_prompt
 
 
-def test_the_label_scorer_walks_the_same_graph(services: Services) -> None:
-    options = GraphRagOptions(entity_limit=1, scorer="labels")
+def test_the_text_scorer_walks_the_same_graph(services: Services) -> None:
+    """Scoring each path's text now (a model run per candidate) instead of the fact index."""
+    options = GraphRagOptions(entity_limit=1, fact_seeds=0, scorer="text")
     walk = asyncio.run(rag(services).retrieve("default", "In which country was Marie Curie born?", options))
     facts = {(e.hop, e.fact.subject.value, e.labels[1], e.fact.object.value) for e in walk.edges}
     assert (1, entity("Marie Curie"), "was born in", entity("Warsaw")) in facts

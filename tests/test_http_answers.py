@@ -37,7 +37,13 @@ def test_graph_rag_answers_with_facts_sources_and_a_trace(client: httpx.Client, 
     assert born["statement"] and born["hop"] == 1 and born["chunks"] == [answer["sources"][0]["chunk"]]
     trace_id = answer["trace"].rsplit("/", 1)[1]
     listed = client.get("/api/v1/traces").json()["traces"]
-    assert listed[0]["id"] == trace_id and listed[0]["mode"] == "graph-rag"
+    assert listed[0]["id"] == trace_id and listed[0]["mode"] == "hybrid"  # the default mode
+    # the trace IRI dereferences: a page for a browser, its JSON for anything else
+    path = "/" + answer["trace"].removeprefix(server.settings.base_iri)
+    page = client.get(path, headers={"Accept": "text/html"}, follow_redirects=True)
+    assert page.status_code == 200 and "Where was Marie Curie born?" in page.text and "Facts the walk kept" in page.text
+    assert client.get(path, follow_redirects=True).json()["id"] == trace_id
+    assert client.get(path.replace(trace_id, "0" * 32)).status_code == 404
     trace = client.get(f"/api/v1/traces/{trace_id}").json()
     assert trace["question"] == "Where was Marie Curie born?" and trace["answer"] == answer["answer"]
     assert sorted(trace["concepts"]) == sorted(answer["concepts"]) and trace["explored_edges"] == answer["explored_edges"]
@@ -45,7 +51,7 @@ def test_graph_rag_answers_with_facts_sources_and_a_trace(client: httpx.Client, 
     assert {(e["subject"], e["predicate"], e["object"]) for e in trace["edges"]} == \
         {(e["subject"], e["predicate"], e["object"]) for e in answer["edges"]}  # fmt: skip
     assert [s["chunk"] for s in trace["sources"]] == [s["chunk"] for s in answer["sources"]]
-    assert [s["name"] for s in trace["steps"]] == ["concepts", "grounding", "hop 1", "sources", "synthesis"]
+    assert [s["name"] for s in trace["steps"]] == ["concepts", "grounding", "hop 1", "sources", "passages", "synthesis"]
 
 
 def test_graph_rag_streams_the_explanation_then_the_answer(client: httpx.Client) -> None:
@@ -74,7 +80,7 @@ def test_hybrid_mode_fuses_document_rags_passages(client: httpx.Client) -> None:
 def test_graph_rag_errors_are_4xx(client: httpx.Client) -> None:
     cases = [
         ({"question": "q"}, {"collection": "nope"}, 404, "collection_not_found"),
-        ({"question": "Where was Marie Curie born?", "collection": "empty"}, {}, 409, "empty_graph"),
+        ({"question": "Where was Marie Curie born?", "collection": "empty", "mode": "graph"}, {}, 409, "empty_graph"),
         ({"question": "why " * 600}, {}, 400, "question_too_long"),
         ({"question": ""}, {}, 400, "bad_request"),
         ({"question": "q", "edge_limit": 0}, {}, 400, "bad_request"),
@@ -87,6 +93,8 @@ def test_graph_rag_errors_are_4xx(client: httpx.Client) -> None:
         response = client.post("/api/v1/graph-rag", json=body, params=params)
         assert (response.status_code, response.json()["error"]) == (status, error), (body, response.text)
     assert "edge_limit" in client.post("/api/v1/graph-rag", json={"question": "q", "edge_limit": 0}).json()["detail"]
+    nothing = client.post("/api/v1/graph-rag", json={"question": "Where was Marie Curie born?", "collection": "empty"})
+    assert nothing.status_code == 200 and nothing.json()["sources"] == []  # the default mode answers from passages: none here
     for trace_id in ("0123abcd", "a%20b%3E", "0" * 32):
         missing = client.get(f"/api/v1/traces/{trace_id}")
         assert (missing.status_code, missing.json()["error"]) == (404, "trace_not_found")

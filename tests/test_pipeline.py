@@ -10,19 +10,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from pyoxigraph import RdfFormat
+from pyoxigraph import RdfFormat, Triple
 
 from sparqlrag.extraction import librarian
+from sparqlrag.extraction.collections import Collections
 from sparqlrag.extraction.decoders import DecodeError
 from sparqlrag.extraction.knowledge import Knowledge
-from sparqlrag.extraction.offline import OfflineExtractor
-from sparqlrag.extraction.collections import Collections
 from sparqlrag.extraction.librarian import CollectionBusy, UnknownCollection
+from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.extraction.pipeline import Pipeline, Source
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import EmbeddedStore
+from sparqlrag.store.facts import parse_fact, walked_filter
 from sparqlrag.store.keyword_index import KeywordIndex
-from sparqlrag.store.select import select
+from sparqlrag.store.select import select, select_terms
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 
@@ -94,6 +95,14 @@ def test_ingest_writes_store_vectors_and_keywords(kit: Kit) -> None:
     assert kit.vectors.count("default", "chunks") == 3 and kit.keywords.count("default") == 3
     assert kit.vectors.count("default", "entities") >= 6
     assert kit.keywords.search("default", "Vistula", 1)[0].iri.startswith(info.iri + "/chunk/")
+    # the fact index: one point per walked fact, named by its reifier, its text as the walk reads it
+    walked = [Triple(r["s"], r["p"], r["o"]) for r in select_terms(kit.store, f"""SELECT ?s ?p ?o WHERE {{
+        GRAPH <{kit.iris.knowledge_graph.value}> {{ ?s ?p ?o }} FILTER({walked_filter()}) }}""")]  # type: ignore[arg-type]  # fmt: skip
+    assert walked and kit.vectors.count("default", "facts") == len(walked)
+    born = Triple(kit.iris.entity("Marie Curie"), kit.iris.predicate("was born in"), kit.iris.entity("Warsaw"))
+    (hit,) = [h for h in kit.vectors.search("default", "facts", kit.pipeline.embedder.embed_one("Marie Curie was born in Warsaw"), 3)
+              if h.iri == kit.iris.statement(born).value]  # fmt: skip
+    assert hit.payload["text"] == "Marie Curie was born in Warsaw" and parse_fact(hit.payload["fact"]) == born and hit.score > 0.99
 
 
 def test_unchanged_content_is_a_no_op(kit: Kit) -> None:
@@ -134,10 +143,12 @@ def test_forgetting_keeps_facts_another_document_supports(kit: Kit) -> None:
     assert [r["doc"] for r in derivations] == [kit.iris.document("b").value]
     entity_iris = {h.iri for h in kit.vectors.search("default", "entities", kit.pipeline.embedder.embed_one("Vistula"), 50)}
     assert vistula not in entity_iris and kit.iris.entity("Warsaw").value in entity_iris
+    fact_points = {h.payload["text"] for h in kit.vectors.search("default", "facts", kit.pipeline.embedder.embed_one("Warsaw"), 50)}
+    assert "Marie Curie was born in Warsaw" in fact_points and not any("Vistula" in text for text in fact_points)
     assert asyncio.run(kit.pipeline.forget("default", "b")) is True
     assert kit.facts() == set() and kit.snapshot() == []
     assert kit.vectors.count("default", "chunks") == 0 and kit.vectors.count("default", "entities") == 0
-    assert kit.keywords.count("default") == 0
+    assert kit.vectors.count("default", "facts") == 0 and kit.keywords.count("default") == 0
     assert asyncio.run(kit.pipeline.forget("default", "b")) is False
 
 

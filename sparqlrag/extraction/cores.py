@@ -23,6 +23,7 @@ import io
 import json
 import re
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,6 +36,7 @@ from sparqlrag.extraction import librarian
 from sparqlrag.extraction.collections import Collections
 from sparqlrag.store import vocab as v
 from sparqlrag.store.base import GraphNotFound
+from sparqlrag.store.facts import fact_ntriples, parse_fact
 from sparqlrag.store.vector_index import FACETS, Kind
 from sparqlrag.store.vocab import InvalidName, Iris, check_collection
 
@@ -42,12 +44,13 @@ if TYPE_CHECKING:
     from sparqlrag.ontology.registry import Ontologies
 
 FORMAT, VERSION = "sparqlrag-core", 1
-KINDS: tuple[Kind, ...] = ("chunks", "entities")
+KINDS: tuple[Kind, ...] = ("chunks", "entities", "facts")
 MEDIA_TYPE = "application/zip"
 MAX_UNPACKED_BYTES = 8 * 2**30
 MAX_MANIFEST_BYTES = 1 << 20
 MAX_PAYLOAD_LINE = 16 << 20  # one chunk's or entity's payload
 NPY_HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+OPTIONAL_KINDS = ("facts",)  # cores exported before the fact index have none: `sparqlrag index` adds them
 MEMBERS = ("graphs.trig", *(f"{kind}.{ext}" for kind in KINDS for ext in ("npy", "jsonl")))
 
 
@@ -167,7 +170,7 @@ class Cores:
     def _write(self, iris: Iris, quads: list[Quad], core: _Core, old_base: str) -> None:
         self.store.add_quads(serialize(quads, format=RdfFormat.N_QUADS) or b"")
         for kind in KINDS:
-            payloads = [_moved_payload(p, old_base, self.base_iri) for p in core.payloads[kind]]
+            payloads = [_moved_payload(p, old_base, iris) for p in core.payloads[kind]]
             for facet in FACETS:
                 rows = [i for i, p in enumerate(payloads) if p.get("facet", "") == facet]
                 if rows:
@@ -234,13 +237,19 @@ def _read(source: Path) -> _Core:
                 manifest = _check_manifest(json.loads(core.read("manifest.json")))
             except ValueError as error:  # not JSON (CoreInvalid is a ValueError too)
                 raise error if isinstance(error, CoreInvalid) else CoreInvalid(f"the knowledge core's manifest is unreadable: {error}")
-            for name in MEMBERS:
+            names = set(core.namelist())
+            kinds = [kind for kind in KINDS if kind not in OPTIONAL_KINDS or f"{kind}.npy" in names]
+            for name in ("graphs.trig", *(f"{kind}.{ext}" for kind in kinds for ext in ("npy", "jsonl"))):
                 if manifest["sha256"].get(name) != _streamed_sha256(core, name):
                     raise CoreInvalid(f"the knowledge core is damaged: {name} does not match its checksum")
             with core.open("graphs.trig") as trig:
                 quads = list(parse(trig, format=RdfFormat.TRIG))
-            payloads = {kind: _payloads(core, f"{kind}.jsonl") for kind in KINDS}
-            vectors = {kind: _vectors(core, f"{kind}.npy", len(payloads[kind]), manifest["dim"]) for kind in KINDS}
+            payloads = {kind: _payloads(core, f"{kind}.jsonl") if kind in kinds else [] for kind in KINDS}
+            vectors = {kind: _vectors(core, f"{kind}.npy", len(payloads[kind]), manifest["dim"]) if kind in kinds
+                       else np.zeros((0, manifest["dim"]), dtype=np.float32) for kind in KINDS}  # fmt: skip
+            for payload in payloads["facts"]:  # each fact must read back, or a rebase could not move it
+                if isinstance(payload, dict) and isinstance(payload.get("fact"), str):
+                    parse_fact(payload["fact"])
     except CoreInvalid:
         raise
     except zipfile.BadZipFile as error:
@@ -253,7 +262,7 @@ def _read(source: Path) -> _Core:
     graphs = {iris.knowledge_graph, iris.source_graph, iris.trace_graph}
     if stray := next((q.graph_name for q in quads if q.graph_name not in graphs), None):
         raise CoreInvalid(f"the knowledge core holds graph {stray} outside collection {iris.collection!r}")
-    for kind, needs in (("chunks", ("iri", "text")), ("entities", ("iri",))):
+    for kind, needs in (("chunks", ("iri", "text")), ("entities", ("iri",)), ("facts", ("iri", "fact"))):
         if not all(isinstance(p, dict) and all(isinstance(p.get(key), str) for key in needs) for p in payloads[kind]):
             raise CoreInvalid(f"the knowledge core's {kind} vectors do not match their payloads (each needs {' and '.join(needs)})")
     if manifest["counts"].get("quads") != len(quads):
@@ -297,25 +306,36 @@ def _vectors(core: zipfile.ZipFile, name: str, rows: int, dim: int) -> np.ndarra
     return np.frombuffer(data, dtype="<f4").reshape(rows, dim)
 
 
-def _rebase(quads: list[Quad], old_base: str, iris: Iris) -> list[Quad]:
-    """The quads with every IRI under `old_base` moved under `iris.base`; each reifier renamed
-    after its moved fact, wherever it is named (provenance and traces)."""
+def _mover(old_base: str, new_base: str) -> Callable[[Any], Any]:
+    """A term with every IRI under `old_base` (triple terms included) moved under `new_base`."""
 
     def moved(term: Any) -> Any:
         if isinstance(term, NamedNode) and term.value.startswith(old_base):
-            return NamedNode(iris.base + term.value[len(old_base) :])
+            return NamedNode(new_base + term.value[len(old_base) :])
         if isinstance(term, Triple):
             return Triple(moved(term.subject), moved(term.predicate), moved(term.object))
         return term
 
+    return moved
+
+
+def _rebase(quads: list[Quad], old_base: str, iris: Iris) -> list[Quad]:
+    """The quads with every IRI under `old_base` moved under `iris.base`; each reifier renamed
+    after its moved fact, wherever it is named (provenance and traces)."""
+    moved = _mover(old_base, iris.base)
     quads = [Quad(moved(q.subject), moved(q.predicate), moved(q.object), moved(q.graph_name)) for q in quads]
     renamed = {q.subject: iris.statement(q.object) for q in quads if q.predicate == v.RDF_REIFIES and isinstance(q.object, Triple)}
     return [Quad(renamed.get(q.subject, q.subject), q.predicate, renamed.get(q.object, q.object), q.graph_name) for q in quads]
 
 
-def _moved_payload(payload: dict[str, Any], old_base: str, new_base: str) -> dict[str, Any]:
-    """A vector payload with its IRIs (the point's, a chunk's document) under the new base."""
-    if old_base == new_base:
+def _moved_payload(payload: dict[str, Any], old_base: str, iris: Iris) -> dict[str, Any]:
+    """A vector payload with its IRIs (the point's, a chunk's document) under the new base; a
+    fact's point is its moved fact's, named by that fact's reifier."""
+    if old_base == iris.base:
         return payload
-    return {key: new_base + value[len(old_base) :] if key in ("iri", "document") and isinstance(value, str)
-            and value.startswith(old_base) else value for key, value in payload.items()}  # fmt: skip
+    moved = {key: iris.base + value[len(old_base) :] if key in ("iri", "document") and isinstance(value, str)
+             and value.startswith(old_base) else value for key, value in payload.items()}  # fmt: skip
+    if isinstance(payload.get("fact"), str):
+        fact = _mover(old_base, iris.base)(parse_fact(payload["fact"]))
+        moved |= {"fact": fact_ntriples(fact), "iri": iris.statement(fact).value}
+    return moved

@@ -29,18 +29,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pyoxigraph import Literal, NamedNode, Quad
+from pyoxigraph import Literal, NamedNode, Quad, Triple
 
 from sparqlrag.extraction import librarian
 from sparqlrag.extraction.chunker import split
 from sparqlrag.extraction.decoders import Decoded, decode
-from sparqlrag.extraction.librarian import CollectionBusy
 from sparqlrag.extraction.knowledge import Extractor, Knowledge
-from sparqlrag.extraction.provenance import ChunkRecord, DocumentRecord, chunk_quads, document_quads
+from sparqlrag.extraction.librarian import CollectionBusy
+from sparqlrag.extraction.provenance import ChunkRecord, DocumentRecord, chunk_quads, document_quads, knowledge_triples
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab as v
+from sparqlrag.store.fact_index import FactIndex
+from sparqlrag.store.facts import walked_filter
 from sparqlrag.store.keyword_index import KeywordIndex
-from sparqlrag.store.select import select
+from sparqlrag.store.select import select, select_terms
 from sparqlrag.store.sparql_text import insert_data, sparql_term, values
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import Iris
@@ -197,6 +199,7 @@ class Pipeline:
         extractor_for: Callable[[str], Awaitable[Extractor | None]] | None = None,
     ) -> None:
         self.store, self.vectors, self.keywords, self.embedder = store, vectors, keywords, embedder
+        self.facts = FactIndex(store, vectors, embedder.embed)
         self.extractor, self.base_iri = extractor, base_iri
         self.extractor_for = extractor_for  # a collection's own extractor (its ontology's), if it has one
         self.pending_dir, self.library_dir = work_dir / "pending", work_dir / "library"
@@ -407,7 +410,7 @@ class Pipeline:
             insert_data(quads),
         )
         readded = {chunk.iri.value for chunk in plan.added}  # (forced: same IRIs, rows just rewritten)
-        await self._forget_index_rows(iris, [iri for iri in plan.removed if iri not in readded], named)
+        await self._forget_index_rows(iris, [iri for iri in plan.removed if iri not in readded], named, candidates)
         plan.marker.unlink(missing_ok=True)  # (a killed ingest keeps its marker: recover() resumes it)
         facts = sum(len(result.facts) for result, _, _ in plan.knowledge)
         added, removed, kept = len(plan.added), len(plan.removed), len(plan.kept)
@@ -420,9 +423,10 @@ class Pipeline:
         return error
 
     async def _index(self, iris: Iris, chunks: list[ChunkRecord], knowledge: list[Knowledge]) -> None:
-        """Chunk vectors and keyword rows, and vectors of the entities those chunks name that the
+        """Chunk vectors and keyword rows; vectors of the entities those chunks name that the
         index does not hold yet (an entity's IRI comes from its name, so a known one is unchanged):
-        one of its label, and one of its label with its definition when it has one."""
+        one of its label, and one of its label with its definition when it has one; and vectors
+        of the facts they state that the fact index does not hold yet."""
         collection = iris.collection
         if chunks:
             vectors = await asyncio.to_thread(self.embedder.embed, [c.text for c in chunks])
@@ -437,6 +441,9 @@ class Pipeline:
                 for name in (fact.subject, fact.object) if fact.object_entity else (fact.subject,):
                     definitions.setdefault(name, None)
         await self._index_entities(collection, {iris.entity(name).value: (name, d) for name, d in definitions.items()})
+        triples = [triple for result in knowledge for triple, _ in knowledge_triples(iris, result)]
+        labels = {t.subject.value: t.object.value for t in triples if t.predicate == v.RDFS_LABEL}  # not in the store yet
+        await asyncio.to_thread(self.facts.add, iris, triples, labels)
 
     async def _index_entities(self, collection: str, entities: dict[str, tuple[str, str | None]]) -> int:
         """Vectors for the entities (IRI -> label, definition) the index does not hold yet: one
@@ -456,11 +463,11 @@ class Pipeline:
                     await asyncio.to_thread(self.vectors.upsert, collection, "entities", iri_list, rows, payloads, facet)
         return len(texts)
 
-    async def index_graph(self, collection: str, *, batch: int = 5000, on_progress: Progress | None = None) -> int:
-        """Index the labelled entities of the collection's knowledge graph that have no vector
-        yet: for a graph loaded with SPARQL or `sparqlrag load` rather than ingested, so Graph
-        RAG can ground questions on it. Predicates (IRIs used as one) are left out. Returns how
-        many vectors were written."""
+    async def index_graph(self, collection: str, *, batch: int = 5000, on_progress: Progress | None = None) -> tuple[int, int]:
+        """Index what the collection's knowledge graph holds without vectors: its labelled
+        entities (predicates, IRIs used as one, left out), then its walked facts. For a graph
+        loaded with SPARQL or `sparqlrag load` rather than ingested, so that Graph RAG can ground
+        questions on it and score its facts. Returns how many entity and fact vectors were written."""
         iris = Iris(self.base_iri, collection)
         if not await asyncio.to_thread(librarian.collection_exists, self.store, iris):
             raise librarian.UnknownCollection(collection)
@@ -469,13 +476,21 @@ class Pipeline:
             SELECT ?e (SAMPLE(?l) AS ?label) (SAMPLE(?d) AS ?definition) WHERE {{ GRAPH {kg} {{
               ?e rdfs:label ?l OPTIONAL {{ ?e skos:definition ?d }} FILTER(isIRI(?e))
               FILTER NOT EXISTS {{ ?x ?e ?y }} }} }} GROUP BY ?e""")  # fmt: skip
-        written = 0
+        facts = await asyncio.to_thread(select_terms, self.store, f"""SELECT ?s ?p ?o WHERE {{ GRAPH {kg} {{ ?s ?p ?o }}
+            FILTER({walked_filter()}) }}""")  # fmt: skip
+        entities = fact_vectors = 0
+        total = len(rows) + len(facts)
         for start in range(0, len(rows), batch):
             part = {row["e"]: (row["label"], row.get("definition")) for row in rows[start : start + batch]}
-            written += await self._index_entities(collection, part)
+            entities += await self._index_entities(collection, part)
             if on_progress is not None:
-                on_progress(min(start + batch, len(rows)), len(rows))
-        return written
+                on_progress(min(start + batch, len(rows)), total)
+        for start in range(0, len(facts), batch):
+            triples = [Triple(row["s"], row["p"], row["o"]) for row in facts[start : start + batch]]  # type: ignore[arg-type]
+            fact_vectors += await asyncio.to_thread(self.facts.add, iris, triples)
+            if on_progress is not None:
+                on_progress(len(rows) + min(start + batch, len(facts)), total)
+        return entities, fact_vectors
 
     # -- removal ------------------------------------------------------------------------------
 
@@ -532,8 +547,14 @@ class Pipeline:
         clear = f"DELETE WHERE {{ GRAPH {src} {{ {doc} ?p ?o }} }} ;\n" if existing is not None else ""
         return clear + insert_data(document_quads(iris, record, status, created))
 
-    async def _forget_index_rows(self, iris: Iris, chunks: list[str], entities: set[str]) -> None:
-        """Index rows of removed chunks, and vectors of entities that lost their last label."""
+    async def _forget_index_rows(self, iris: Iris, chunks: list[str], entities: set[str], statements: list[str]) -> None:
+        """Index rows of removed chunks, vectors of entities that lost their last label, and of
+        the facts among `statements` whose reifier is gone (the fact went with it)."""
+        if statements:
+            rows = await asyncio.to_thread(select, self.store, v.SPARQL_PREFIXES + f"""
+                SELECT ?st WHERE {{ {values("st", map(NamedNode, statements))}
+                  FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies ?fact }} }} }}""")  # fmt: skip
+            await asyncio.to_thread(self.facts.remove, iris, [row["st"] for row in rows])
         if chunks:
             await asyncio.to_thread(self.vectors.delete, iris.collection, "chunks", chunks)
             await asyncio.to_thread(self.keywords.delete, iris.collection, chunks)
@@ -558,7 +579,7 @@ class Pipeline:
             await self._update(
                 self._removal(iris, chunks, statements), f"DELETE WHERE {{ GRAPH {src} {{ {sparql_term(doc)} ?p ?o }} }}"
             )
-            await self._forget_index_rows(iris, chunks, named)
+            await self._forget_index_rows(iris, chunks, named, statements)
             await asyncio.to_thread(self._discard, collection, document_id)
             return True
 

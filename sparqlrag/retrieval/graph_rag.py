@@ -2,49 +2,61 @@
 
 The stages (DESIGN.md, "Retrieval"; TrustGraph's algorithm and defaults):
 concepts (LLM, or the question and the names in it) -> one embedding batch -> grounding in
-the entity index -> hops: the frontier's edges as subject and object, schema predicates
-dropped, labels resolved in one query, edges scored against the concepts (a longer path, the
-fact that led there then this one, against the question), the best kept and their far ends
-the next frontier -> sources through the reifiers (optionally beside an LLM's reasoning about
-the edges) -> synthesis (LLM, or extractive from facts and their sentences). Chunks rank by
-the best scored edge they support and their similarity to the question, so Graph RAG also
-returns passages. Every stage is timed and written to the collection's trace graph.
+the entity index, and the question's nearest facts in the fact index, whose ends seed the walk
+too (HippoRAG 2's query-to-fact step) -> hops: the frontier's edges as subject and object,
+schema predicates dropped, labels resolved in one query, edges scored against the concepts
+with the facts' indexed vectors (a longer path, the fact that led there then this one, against
+the question), the best kept and their far ends the next frontier -> sources through the reifiers (optionally beside an LLM's reasoning about
+the edges) -> passages -> synthesis (LLM, or extractive from facts and their sentences).
+Every stage is timed and written to the collection's trace graph.
+
+Passages: graph evidence re-ranks the document candidates rather than competing with them, so
+that Graph RAG is never worse than plain retrieval. A passage scores its cosine to the question
+plus how far the best fact it supports stands out: that fact's score above the median score of
+the facts the walk scored for this question (the facts of a weak graph hardly stand out, and a
+passage supporting none keeps its cosine). With no graph the ranking is dense retrieval's; the
+"hybrid" mode fuses this ranking with the keyword ranking as Document RAG's hybrid fuses the
+dense one (with no graph, exactly Document RAG's hybrid). Each passage names the fact that lifted
+it (`supports`, `sr:supports` in the trace).
 """
 
 from __future__ import annotations
 
 import asyncio
+import statistics
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pyoxigraph import Literal, NamedNode, Triple
+from pyoxigraph import NamedNode, Triple
 
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.llm import ChatModel, Completion
 from sparqlrag.models.prompts import json_items, parse_concepts, render
 from sparqlrag.models.reranker import Reranker
-from sparqlrag.retrieval.document_rag import Passage, passage_json, passages_of, rrf
-from sparqlrag.retrieval.question import check_question
+from sparqlrag.retrieval.document_rag import DocumentRag, Passage, passage_json, passages_of, rrf
+from sparqlrag.retrieval.question import check_question, clauses
 from sparqlrag.retrieval.trace import Trace, TracedEdge, TracedSeed, TracedSource, TraceLog, fact_json
 from sparqlrag.store import vocab as v
+from sparqlrag.store.fact_index import FactIndex
+from sparqlrag.store.facts import fact_labels, labels_of, parse_fact, walked_filter
 from sparqlrag.store.provenance import fact_sources
-from sparqlrag.store.select import select, select_terms
-from sparqlrag.store.sparql_text import sparql_term, values
+from sparqlrag.store.select import select_terms
+from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vector_index import VectorIndex
-from sparqlrag.store.vocab import Iris, local_name
+from sparqlrag.store.vocab import Iris
 
-# predicates that describe the schema or names, not the world: never walked
-SCHEMA_NAMESPACES = (v.RDF, v.RDFS, v.OWL)
-SKIPPED_PREDICATES = (v.SKOS_ALT_LABEL.value,)
 # A node reached through an edge whose edges in one direction fill triple_limit (a year, a
 # genre, a country) is a hub: what is fetched from it is an arbitrary sample, and a path through
 # it says little about the question, so its weight is damped (MetaQA 2-hop answer recall,
 # questions 0-40, path scoring on: 80.3 undamped, 84.6 at 0.8, 86.4 at 0.6, 86.0 at 0.3).
 HUB_DAMPING = 0.6
+CANDIDATES = 50  # dense and keyword candidates a passage ranking starts from (as Document RAG's hybrid)
+Mode = Literal["graph", "hybrid"]
+MODES: tuple[Mode, ...] = ("graph", "hybrid")
 
 
 class EmptyGraph(LookupError):
@@ -60,22 +72,24 @@ class GraphRagOptions:
     max_path_length: int = 2  # hops
     edge_limit: int = 25  # edges kept per hop
     max_reranker_input: int = 350  # candidate edges scored per hop
+    fact_seeds: int = 5  # the question's nearest facts, whose ends seed the walk (HippoRAG 2 links 5)
     k: int = 5  # passages returned
     reasoning: bool = False  # ask the LLM why each kept edge matters
-    scorer: str = "text"  # "text": the edge's text, embedded or cross-encoded; "labels": its terms' label vectors (fast)
+    scorer: str = "facts"  # "facts": the fact index's vectors (a lookup); "text": each path's text, embedded or cross-encoded now
 
     BOUNDS: ClassVar[dict[str, int]] = {"entity_limit": 500, "triple_limit": 1000, "max_path_length": 5, "edge_limit": 500,
-              "max_reranker_input": 5000, "k": 100}  # fmt: skip
+              "max_reranker_input": 5000, "fact_seeds": 100, "k": 100}  # fmt: skip
+    AT_LEAST: ClassVar[dict[str, int]] = {"fact_seeds": 0}  # a bound below 1
 
     def __post_init__(self) -> None:
-        if self.scorer not in ("labels", "text"):
-            raise ValueError(f'scorer must be "labels" or "text", got {self.scorer!r}')
+        if self.scorer not in ("facts", "text"):
+            raise ValueError(f'scorer must be "facts" or "text", got {self.scorer!r}')
         if not isinstance(self.reasoning, bool):
             raise ValueError(f"reasoning must be true or false, got {self.reasoning!r}")
         for name, highest in self.BOUNDS.items():
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= highest:
-                raise ValueError(f"{name} must be an integer from 1 to {highest}, got {value!r}")
+            value, lowest = getattr(self, name), self.AT_LEAST.get(name, 1)
+            if not isinstance(value, int) or isinstance(value, bool) or not lowest <= value <= highest:
+                raise ValueError(f"{name} must be an integer from {lowest} to {highest}, got {value!r}")
 
     @classmethod
     def names(cls) -> list[str]:
@@ -95,7 +109,7 @@ class Edge:
     chunks: list[str] = field(default_factory=list)
     reasoning: str | None = None
     via: Edge | None = None  # the kept edge that led the walk to this edge's anchor (None at hop 1)
-    vector: np.ndarray | None = field(default=None, repr=False, compare=False)  # the labels scorer's
+    vector: np.ndarray | None = field(default=None, repr=False, compare=False)  # the fact's, from the fact index
 
     @property
     def text(self) -> str:
@@ -153,7 +167,7 @@ class GraphAnswer:
 
 
 def seed_json(seed: TracedSeed) -> dict[str, Any]:
-    return {"entity": seed.entity, "score": seed.score, "concept": seed.concept}
+    return {"entity": seed.entity, "score": seed.score, "concept": seed.concept, "fact": fact_json(seed.fact) if seed.fact else None}
 
 
 @dataclass
@@ -162,9 +176,12 @@ class Walk:
 
     trace: Trace
     options: GraphRagOptions
+    mode: Mode = "graph"
     concepts: list[str] = field(default_factory=list)
     concept_vectors: np.ndarray | None = None
     question_vector: np.ndarray | None = None
+    path_targets: list[str] = field(default_factory=list)  # what a path is scored against: the question and its clauses
+    path_vectors: np.ndarray | None = None
     seeds: list[TracedSeed] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
@@ -172,16 +189,11 @@ class Walk:
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
 
     @classmethod
-    def start(cls, question: str, mode: str, options: GraphRagOptions | None) -> Walk:
-        """A walk for a checked question (ValueError says what is wrong with it)."""
-        return cls(Trace(check_question(question), mode), options or GraphRagOptions())
-
-    def fuse(self, passages: list[Passage]) -> None:
-        """Reciprocal rank fusion of the graph's passages with others (equal weights), k kept."""
-        by_chunk = {p.chunk: p for p in passages} | {p.chunk: p for p in self.passages}
-        fused = rrf([[p.chunk for p in self.passages], [p.chunk for p in passages]], [1.0, 1.0])[: self.options.k]
-        self.passages = [replace(by_chunk[chunk], score=score) for chunk, score in fused]
-        self.trace_sources()
+    def start(cls, question: str, mode: Mode, options: GraphRagOptions | None) -> Walk:
+        """A walk for a checked question (ValueError says what is wrong with it, or the mode)."""
+        if mode not in MODES:
+            raise ValueError(f'mode must be "graph" or "hybrid", not {mode!r}')
+        return cls(Trace(check_question(question), "hybrid" if mode == "hybrid" else "graph-rag"), options or GraphRagOptions(), mode)
 
     def trace_sources(self) -> None:
         self.trace.sources = [TracedSource(p.chunk, rank, p.score, p.supports) for rank, p in enumerate(self.passages, start=1)]
@@ -206,34 +218,33 @@ class _Stage:
 
 class GraphRag:
     def __init__(
-        self, *, store: Any, vectors: VectorIndex, embedder: Embedder, reranker: Reranker, base_iri: str, traces: TraceLog,
-        llm: ChatModel | None = None, prompts_dir: Any = None, phrases: Callable[[str], list[str]] | None = None,
+        self, *, store: Any, vectors: VectorIndex, facts: FactIndex, documents: DocumentRag, embedder: Embedder, reranker: Reranker,
+        base_iri: str, traces: TraceLog, llm: ChatModel | None = None, prompts_dir: Any = None,
+        phrases: Callable[[str], list[str]] | None = None,
     ) -> None:  # fmt: skip
-        self.store, self.vectors, self.embedder, self.reranker, self.traces = store, vectors, embedder, reranker, traces
+        self.store, self.vectors, self.facts, self.embedder, self.reranker = store, vectors, facts, embedder, reranker
+        self.documents, self.traces = documents, traces
         self.base_iri, self.llm, self.prompts_dir = base_iri, llm, prompts_dir
         self.phrases = phrases or (lambda question: [])
 
     # -- the public calls -----------------------------------------------------------------------
 
-    async def retrieve(self, collection: str, question: str, options: GraphRagOptions | None = None) -> Walk:
+    async def retrieve(self, collection: str, question: str, options: GraphRagOptions | None = None, mode: Mode = "graph") -> Walk:
         """Every stage but synthesis (no trace written): for passage-recall benchmarks."""
-        walk = Walk.start(question, "graph-rag", options)
+        walk = Walk.start(question, mode, options)
         async for _ in self._walk(Iris(self.base_iri, collection), walk):
             pass
         return walk
 
     async def answer(
-        self, collection: str, question: str, options: GraphRagOptions | None = None, *, also: list[Passage] | None = None
+        self, collection: str, question: str, options: GraphRagOptions | None = None, mode: Mode = "hybrid"
     ) -> GraphAnswer:  # fmt: skip
-        """Walk, synthesise, write the trace. Raises EmptyGraph when nothing can be grounded.
-        `also` (Document RAG's passages) is fused with the graph's passages (RRF) before
-        synthesis: the "hybrid" mode, which answers from the facts and both sets of passages."""
+        """Walk, synthesise, write the trace. "graph" raises EmptyGraph when nothing can be
+        grounded; "hybrid" then answers from Document RAG's hybrid passages."""
         iris = Iris(self.base_iri, collection)
-        walk = Walk.start(question, "hybrid" if also is not None else "graph-rag", options)
+        walk = Walk.start(question, mode, options)
         async for _ in self._walk(iris, walk):
             pass
-        if also is not None:
-            walk.fuse(also)
         with _Stage(walk, "synthesis"):
             if self.llm is not None:
                 completion = await self.llm.complete(self._prompt(walk))
@@ -244,17 +255,14 @@ class GraphRag:
         return await self._finish(iris, walk)
 
     async def stream(
-        self, collection: str, question: str, options: GraphRagOptions | None = None, *, also: list[Passage] | None = None
+        self, collection: str, question: str, options: GraphRagOptions | None = None, mode: Mode = "hybrid"
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:  # fmt: skip
         """(event, data) pairs: the explanation as stages finish ("concepts", "seeds", "hop"...,
-        "edges"), the answer as "token"s, then "sources", then "done" with the trace IRI.
-        `also` as in `answer`."""
+        "edges"), the answer as "token"s, then "sources", then "done" with the trace IRI."""
         iris = Iris(self.base_iri, collection)
-        walk = Walk.start(question, "hybrid" if also is not None else "graph-rag", options)
+        walk = Walk.start(question, mode, options)
         async for event in self._walk(iris, walk):
             yield event
-        if also is not None:
-            walk.fuse(also)
         with _Stage(walk, "synthesis"):
             if self.llm is not None:
                 pieces = []
@@ -284,7 +292,7 @@ class GraphRag:
         yield "concepts", {"concepts": walk.concepts}
         with _Stage(walk, "grounding"):
             walk.seeds = walk.trace.seeds = await self._ground(iris, walk)
-        if not walk.seeds:
+        if not walk.seeds and walk.mode == "graph":
             raise EmptyGraph(f"collection {iris.collection!r} has no entities to answer from: ingest documents first")
         yield "seeds", {"seeds": [seed_json(s) for s in walk.seeds]}
         # the frontier's nodes, each weighted by how it was reached: a seed by its grounding
@@ -323,6 +331,8 @@ class GraphRag:
         with _Stage(walk, "sources"):
             reasoning = self._reason(walk) if walk.options.reasoning and self.llm is not None and walk.edges else None
             await asyncio.gather(self._trace_sources(iris, walk, list(scored_by_fact.values())), *([reasoning] if reasoning else []))
+        with _Stage(walk, "passages"):
+            walk.passages = await self._passages(iris, walk, list(scored_by_fact.values()))
         walk.trace.edges = [TracedEdge(e.fact, e.statement, e.score, e.hop, e.concept, e.reasoning, e.via.fact if e.via else None)
                             for e in walk.edges]  # fmt: skip
         walk.trace_sources()
@@ -334,26 +344,40 @@ class GraphRag:
         question = walk.trace.question
         if self.llm is None:
             found = await asyncio.to_thread(self.phrases, question)
-            return list(dict.fromkeys([question, *found]))
+            return list(dict.fromkeys([question, *clauses(question), *found]))
         completion = await self.llm.complete(render("concepts", self.prompts_dir, question=question), max_tokens=512)
         walk.count(completion)
         return list(dict.fromkeys(parse_concepts(completion.text).items)) or [question]
 
     async def _ground(self, iris: Iris, walk: Walk) -> list[TracedSeed]:
-        """The entities nearest each concept (the limit shared among them), best score kept."""
-        vectors = await asyncio.to_thread(self.embedder.embed, [*walk.concepts, walk.trace.question])
-        walk.concept_vectors, walk.question_vector = vectors[:-1], vectors[-1]
+        """The entities nearest each concept (the limit shared among them), and the ends of the
+        facts nearest the question (each seeded at its fact's score); best score kept."""
+        walk.path_targets = [walk.trace.question, *clauses(walk.trace.question)]
+        vectors = await asyncio.to_thread(self.embedder.embed, [*walk.concepts, *walk.path_targets])
+        walk.concept_vectors, walk.path_vectors = vectors[: len(walk.concepts)], vectors[len(walk.concepts) :]
+        walk.question_vector = walk.path_vectors[0]
         per_concept = max(1, walk.options.entity_limit // len(walk.concepts))
         searches = [
             asyncio.to_thread(self.vectors.search, iris.collection, "entities", vector, per_concept)
             for vector in walk.concept_vectors
         ]
+        facts = asyncio.to_thread(self.vectors.search, iris.collection, "facts", walk.question_vector, walk.options.fact_seeds)
+        *by_concept, nearest_facts = await asyncio.gather(*searches, facts)
         best: dict[str, TracedSeed] = {}
-        for concept, hits in zip(walk.concepts, await asyncio.gather(*searches)):
+
+        def offer(seed: TracedSeed) -> None:
+            if seed.entity not in best or best[seed.entity].score < seed.score:
+                best[seed.entity] = seed
+
+        for concept, hits in zip(walk.concepts, by_concept):
             for hit in hits:
-                if hit.iri not in best or best[hit.iri].score < hit.score:
-                    best[hit.iri] = TracedSeed(hit.iri, hit.score, concept)
-        return sorted(best.values(), key=lambda s: -s.score)[: walk.options.entity_limit]
+                offer(TracedSeed(hit.iri, hit.score, concept))
+        for hit in nearest_facts if walk.options.fact_seeds else []:
+            fact = parse_fact(hit.payload["fact"])
+            for end in (fact.subject, fact.object):
+                if isinstance(end, NamedNode):
+                    offer(TracedSeed(end.value, hit.score, walk.trace.question, fact))
+        return sorted(best.values(), key=lambda s: -s.score)[: walk.options.entity_limit + 2 * walk.options.fact_seeds]
 
     async def _hop(
         self, iris: Iris, walk: Walk, frontier: dict[str, float], via: dict[str, Edge], seen: dict[Triple, float], hop: int
@@ -374,16 +398,16 @@ class GraphRag:
         seen.update({t: weight[anchors[t]] for t in candidates})
         if not candidates:
             return []
-        labels = await asyncio.to_thread(self._labels, iris, candidates)
-        edges = [Edge(t, tuple(labels.get(term.value, term.value) for term in t), hop=hop, via=via.get(anchors[t]))  # type: ignore[arg-type]
-                 for t in candidates]  # fmt: skip
+        labels = await asyncio.to_thread(labels_of, self.store, iris, candidates)
+        edges = [Edge(t, fact_labels(t, labels), hop=hop, via=via.get(anchors[t])) for t in candidates]
         # a first hop is scored against the concepts; a longer path, which answers the question as
         # a whole rather than one concept of it, against the question (MetaQA 2-hop answer recall
-        # 80.6 -> 82.8 on questions 0-80, 85.2 -> 86.5 on 80-200; MuSiQue graph R@5 62.4 -> 64.6)
-        assert walk.concept_vectors is not None and walk.question_vector is not None
-        targets, vectors = (walk.concepts, walk.concept_vectors) if hop == 1 else ([walk.trace.question], walk.question_vector[None, :])
-        if options.scorer == "labels":
-            scores = await asyncio.to_thread(self._score_by_labels, iris, vectors, edges)
+        # 80.6 -> 82.8 on questions 0-80, 85.2 -> 86.5 on 80-200; MuSiQue graph R@5 62.4 -> 64.6),
+        # or one of its clauses when it asks several things
+        assert walk.concept_vectors is not None and walk.path_vectors is not None
+        targets, vectors = (walk.concepts, walk.concept_vectors) if hop == 1 else (walk.path_targets, walk.path_vectors)
+        if options.scorer == "facts":
+            scores = await asyncio.to_thread(self._score_by_facts, iris, vectors, edges, labels)
         else:
             scores = await asyncio.to_thread(self._score, targets, [e.path_text for e in edges])
         for edge, row in zip(edges, scores.T):
@@ -407,20 +431,11 @@ class GraphRag:
         """(concepts, texts) relevance: the cross-encoder's, or embedding cosine."""
         return np.array([self.reranker.score(concept, texts) for concept in concepts])
 
-    def _score_by_labels(self, iris: Iris, targets: np.ndarray, edges: list[Edge]) -> np.ndarray:
-        """(targets, edges) cosine, each edge's vector the normalised sum of its three terms'
-        label vectors: entities' from the entity index, the rest (predicates, literals) embedded
-        (and cached), plus the vector of the edge that led here (the path, as the text scorer
-        reads it). A lookup instead of a model run per edge: ~10x faster, less precise (measured
-        in bench/RESULTS.md)."""
-        nodes = sorted({term.value for e in edges for term in (e.fact.subject, e.fact.object) if isinstance(term, NamedNode)})
-        stored = self.vectors.vectors_of(iris.collection, "entities", nodes)
-        texts = sorted({label for e in edges for term, label in zip(e.fact, e.labels) if term.value not in stored})
-        computed = dict(zip(texts, self.embedder.embed(texts))) if texts else {}
-        matrix = np.stack([
-            sum(stored[t.value] if t.value in stored else computed[label] for t, label in zip(e.fact, e.labels)) for e in edges
-        ])  # fmt: skip
-        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-9)
+    def _score_by_facts(self, iris: Iris, targets: np.ndarray, edges: list[Edge], labels: dict[str, str]) -> np.ndarray:
+        """(targets, edges) cosine against the facts' vectors from the fact index (computed now
+        only for facts written around it); a path, the fact that led here then this one, is the
+        sum of their two vectors."""
+        matrix = self.facts.lookup(iris, [e.fact for e in edges], labels)
         for edge, row in zip(edges, matrix):
             edge.vector = row
         paths = np.stack([e.vector + e.leading.vector if e.leading is not None and e.leading.vector is not None else e.vector
@@ -432,9 +447,7 @@ class GraphRag:
         """Each frontier entity's edges, as subject and as object, `limit` of each, schema
         predicates left out; one query (a UNION of limited subqueries) for the whole frontier.
         Each edge comes with the frontier entity it was found from (its anchor)."""
-        kg = sparql_term(iris.knowledge_graph)
-        keep = " && ".join([f'!STRSTARTS(STR(?p), "{ns}")' for ns in SCHEMA_NAMESPACES] +
-                           [f"?p != <{p}>" for p in SKIPPED_PREDICATES])  # fmt: skip
+        kg, keep = sparql_term(iris.knowledge_graph), walked_filter()
         branches = []
         for index, entity in enumerate(frontier):
             node = sparql_term(NamedNode(entity))
@@ -446,52 +459,51 @@ class GraphRag:
             per_entity[int(row["rank"].value)].append(Triple(row["s"], row["p"], row["o"]))  # type: ignore[arg-type]
         return [(t, entity) for entity, edges in zip(frontier, per_entity) for t in edges]
 
-    def _labels(self, iris: Iris, triples: list[Triple]) -> dict[str, str]:
-        """rdfs:label of every IRI in the triples, in one query; literals are their own label."""
-        nodes = {term.value for t in triples for term in t if isinstance(term, NamedNode)}
-        labels = {term.value: term.value for t in triples for term in t if isinstance(term, Literal)}
-        labels.update({node: local_name(node) for node in nodes})
-        if nodes:
-            rows = select(self.store, v.SPARQL_PREFIXES + f"""SELECT ?x ?label WHERE {{
-                {values("x", map(NamedNode, sorted(nodes)))} GRAPH {sparql_term(iris.knowledge_graph)} {{ ?x rdfs:label ?label }} }}""")  # fmt: skip
-            labels.update({row["x"]: row["label"] for row in rows})
-        return labels
-
     # -- sources and reasoning ------------------------------------------------------------------
 
     async def _trace_sources(self, iris: Iris, walk: Walk, scored: list[Edge]) -> None:
-        """Each scored edge's reifier, evidence sentence and chunks. The chunks of every scored
-        edge, kept or not, are the candidate passages (MuSiQue: 88% of gold passages among them,
-        75% among the kept edges' chunks); a chunk ranks by the best edge it supports plus its own
-        similarity to the question, ties broken by the sum of all it supports. Each passage names
-        that best edge (`supports`, sr:supports in the trace), kept or not: why it was returned.
-        (Graph R@5 by the best edge alone: MuSiQue 64.6, 2Wiki 60.9; with the similarity: 70.7,
-        64.6. A sum alone favours long chunks full of weak facts: MuSiQue 59.5 vs 62.2.)"""
+        """Each scored edge's reifier, evidence sentence and chunks (kept or not: any of them
+        may lift a passage)."""
         if not scored:
             return
         rows = await asyncio.to_thread(fact_sources, self.store, iris, [e.fact for e in scored])
         by_fact = {e.fact: e for e in scored} | {e.fact: e for e in walk.edges}
-        support: dict[str, list[Edge]] = {}
         for row in rows:
             edge = by_fact.get(Triple(row["s"], row["p"], row["o"]))  # type: ignore[arg-type]
             if edge is None:
                 continue
             edge.statement = row["st"].value
             edge.sentence = edge.sentence or (row["sentence"].value if "sentence" in row else None)
-            chunk = row["chunk"].value
-            if chunk not in edge.chunks:
-                edge.chunks.append(chunk)
-                support.setdefault(chunk, []).append(edge)
-        if not support:
-            return
+            if row["chunk"].value not in edge.chunks:
+                edge.chunks.append(row["chunk"].value)
+
+    async def _passages(self, iris: Iris, walk: Walk, scored: list[Edge]) -> list[Passage]:
+        """The k passages: dense candidates and the chunks of scored edges, each scored by its
+        cosine plus its best fact's excess over the walk's median fact score (module docstring);
+        in hybrid mode fused with the keyword ranking. (Chosen on the shared sets' recall@5,
+        bench/RESULTS.md: 2Wiki graph 64.1 -> 71.3, MuSiQue 70.0 -> 70.3.)"""
         assert walk.question_vector is not None
-        stored = await asyncio.to_thread(self.vectors.vectors_of, iris.collection, "chunks", list(support))
-        best = {chunk: max(edges, key=lambda e: e.score) for chunk, edges in support.items()}
-        score = {chunk: best[chunk].score + (float(stored[chunk] @ walk.question_vector) if chunk in stored else 0.0)
-                 for chunk in support}  # fmt: skip
-        ranked = sorted(support, key=lambda c: (-score[c], -sum(e.score for e in support[c])))[: walk.options.k]
-        passages = await asyncio.to_thread(passages_of, self.store, iris, ranked, score)
-        walk.passages = [replace(p, supports=best[p.chunk].fact) for p in passages]
+        collection, question = iris.collection, walk.trace.question
+        best: dict[str, Edge] = {}
+        for edge in scored:
+            for chunk in edge.chunks:
+                if chunk not in best or best[chunk].score < edge.score:
+                    best[chunk] = edge
+        dense = await asyncio.to_thread(self.vectors.search, collection, "chunks", walk.question_vector, CANDIDATES)
+        cosine = {hit.iri: hit.score for hit in dense}
+        outside = [chunk for chunk in best if chunk not in cosine]
+        stored = await asyncio.to_thread(self.vectors.vectors_of, collection, "chunks", outside) if outside else {}
+        cosine |= {chunk: float(vector @ walk.question_vector) / max(float(np.linalg.norm(vector)), 1e-9) for chunk, vector in stored.items()}
+        median = statistics.median(e.score for e in best.values()) if best else 0.0
+        lifted = {chunk: score + (max(0.0, best[chunk].score - median) if chunk in best else 0.0) for chunk, score in cosine.items()}
+        order = sorted(lifted, key=lambda chunk: -lifted[chunk])[:CANDIDATES]
+        scores = lifted
+        if walk.mode == "hybrid":
+            keyword = await asyncio.to_thread(self.documents.keywords.search, collection, question, CANDIDATES)
+            fused = rrf([order, [hit.iri for hit in keyword]], list(self.documents.weights))
+            order, scores = [chunk for chunk, _ in fused], dict(fused)
+        passages = await asyncio.to_thread(passages_of, self.store, iris, order, scores)
+        return [replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in passages[: walk.options.k]]
 
     async def _reason(self, walk: Walk) -> None:
         """The LLM says, for each kept edge, why it matters to the question (edges it skips get none)."""
@@ -518,15 +530,39 @@ class GraphRag:
         return render("synthesis", self.prompts_dir, question=walk.trace.question, knowledge=knowledge)
 
     @staticmethod
-    def extractive_answer(walk: Walk, facts: int = 5) -> str:
-        """Offline: the best facts, each told by its evidence sentence when known, cited."""
-        if not walk.edges:
-            return "The knowledge graph holds nothing that connects to the question."
-        numbers = {p.chunk: i for i, p in enumerate(walk.passages, start=1)}
-        told: dict[str, str] = {}  # sentence -> with its citation
+    def _continuations(walk: Walk) -> dict[Triple, Edge]:
+        """Each kept fact's best continuation: the kept fact the walk reached through it with the
+        highest score, or, when the question asks several things ("Where did she work, and where
+        is that?"), the one nearest its last clause, which follows up on what the earlier ones ask."""
+        follow_up = walk.path_vectors[-1] if walk.path_vectors is not None and len(walk.path_targets) > 1 else None
+
+        def rank(edge: Edge) -> float:
+            return float(edge.vector @ follow_up) if follow_up is not None and edge.vector is not None else edge.score
+
+        best: dict[Triple, Edge] = {}
         for edge in walk.edges:
+            if edge.via is not None and (edge.via.fact not in best or rank(best[edge.via.fact]) < rank(edge)):
+                best[edge.via.fact] = edge
+        return best
+
+    def extractive_answer(self, walk: Walk, facts: int = 5) -> str:
+        """Offline: the best facts, each followed by the best fact the walk continued it with
+        (so a multi-hop answer reaches the end of its path), each told by its evidence sentence
+        when known, cited; with no facts, the passages' sentences nearest the question."""
+        if not walk.edges:
+            return self.documents.extractive_answer(walk.trace.question, walk.passages)
+        numbers = {p.chunk: i for i, p in enumerate(walk.passages, start=1)}
+        continuations = self._continuations(walk)
+        told: dict[str, str] = {}  # sentence -> with its citation
+
+        def tell(edge: Edge) -> None:
             cited = sorted({numbers[c] for c in edge.chunks if c in numbers})
             told.setdefault(edge.told, edge.told + (f" [{', '.join(map(str, cited))}]" if cited else ""))
-            if len(told) == facts:
+
+        for edge in walk.edges:
+            tell(edge)
+            if edge.fact in continuations and len(told) < facts:
+                tell(continuations[edge.fact])
+            if len(told) >= facts:
                 break
         return " ".join(told.values())

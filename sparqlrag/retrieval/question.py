@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 MAX_QUESTION_CHARS = 2000
 
 
@@ -16,3 +18,14 @@ def check_question(question: object) -> str:
     if len(question) > MAX_QUESTION_CHARS:
         raise QuestionTooLong(f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}")
     return question.strip()
+
+
+_CLAUSE_BREAK = re.compile(r",\s*(?:and|but)\s+|;\s*", re.IGNORECASE)
+
+
+def clauses(question: str) -> list[str]:
+    """The question's clauses when it asks several things ("Where did she work, and where is
+    that?"): each is a sub-question a path may answer. A single-clause question has none."""
+    parts = [part.strip(" ,;") for part in _CLAUSE_BREAK.split(question)]
+    parts = [part for part in parts if len(part.split()) >= 2]
+    return parts if len(parts) > 1 else []

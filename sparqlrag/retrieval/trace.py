@@ -39,6 +39,7 @@ class TracedSeed:
     entity: str
     score: float
     concept: str
+    fact: Triple | None = None  # a fact seed: the fact near the question whose end this entity is
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,8 @@ class Trace:
                 Quad(item, v.SR_ENTITY, NamedNode(seed.entity), graph), Quad(item, v.SR_SCORE, _double(seed.score), graph),
                 Quad(item, v.SR_CONCEPT, Literal(seed.concept), graph),
             ]  # fmt: skip
+            if seed.fact is not None:
+                quads.append(Quad(item, v.SR_FACT, seed.fact, graph))
         for edge in self.edges:
             item = BlankNode()
             quads += [
@@ -232,7 +235,8 @@ def read_trace(store: Any, iris: Iris, trace_id: str) -> dict[str, Any] | None:
         return [dict(row) for row in select_terms(store, v.SPARQL_PREFIXES + f"""SELECT {names} WHERE {{ GRAPH {graph} {{
             {subject} {prop} ?item . {body} }} }}""")]  # fmt: skip
 
-    seeds = items("sr:seed", "?item sr:entity ?entity ; sr:score ?score ; sr:concept ?concept", "?entity ?score ?concept")
+    seeds = items("sr:seed", "?item sr:entity ?entity ; sr:score ?score ; sr:concept ?concept OPTIONAL { ?item sr:fact ?fact }",
+                  "?entity ?score ?concept ?fact")
     edges = items("sr:selectedEdge", "?item sr:fact ?fact ; sr:score ?score ; sr:hop ?hop ; sr:concept ?concept "
                   "OPTIONAL { ?item sr:statement ?statement } OPTIONAL { ?item sr:reasoning ?reasoning } OPTIONAL { ?item sr:via ?via }",
                   "?fact ?score ?hop ?concept ?statement ?reasoning ?via")  # fmt: skip
@@ -245,8 +249,8 @@ def read_trace(store: Any, iris: Iris, trace_id: str) -> dict[str, Any] | None:
         "ended": fields.get("endedAtTime"), "duration_ms": float(fields.get("durationMs", 0)),
         "input_tokens": int(fields.get("inputTokens", 0)), "output_tokens": int(fields.get("outputTokens", 0)),
         "explored_edges": int(fields["exploredEdges"]) if "exploredEdges" in fields else None, "concepts": concepts,
-        "seeds": sorted(({"entity": s["entity"].value, "score": float(s["score"].value), "concept": s["concept"].value}
-                         for s in seeds), key=lambda s: -s["score"]),
+        "seeds": sorted(({"entity": s["entity"].value, "score": float(s["score"].value), "concept": s["concept"].value,
+                          "fact": fact_json(s["fact"]) if "fact" in s else None} for s in seeds), key=lambda s: -s["score"]),
         "edges": sorted((_edge_json(e) for e in edges), key=lambda e: -e["score"]),
         "sources": sorted(({"chunk": s["chunk"].value, "rank": int(s["rank"].value), "score": float(s["score"].value),
                             "supports": fact_json(s["supports"]) if "supports" in s else None} for s in sources),

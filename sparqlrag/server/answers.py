@@ -8,18 +8,20 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 
-from sparqlrag.retrieval.graph_rag import GraphRagOptions
+from sparqlrag.retrieval.graph_rag import MODES, GraphRagOptions
 from sparqlrag.retrieval.question import QuestionTooLong, check_question
 from sparqlrag.retrieval.trace import list_traces, read_trace
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import read_body
 from sparqlrag.server.collections import collection_of
 from sparqlrag.server.errors import ApiError
+from sparqlrag.server.pages import render
 from sparqlrag.server.rate_limit import limit_answers
 from sparqlrag.server.streams import sse, wants_stream
 from sparqlrag.services import Services
+from sparqlrag.store.formats import negotiate
 from sparqlrag.store.vocab import Iris
 
 TRACE_ID = re.compile(r"[0-9a-f]{32}")  # what Trace mints (uuid4 hex); anything else cannot name one
@@ -30,9 +32,8 @@ def _services(request: Request) -> Services:
 
 
 async def graph_rag(request: Request) -> Response:
-    """`{"question", "collection"?, "mode"?: "graph" | "hybrid", "stream"?, and any of
-    GraphRagOptions' limits}`. "hybrid" fuses Document RAG's passages with the graph's (as
-    `ask --mode hybrid`)."""
+    """`{"question", "collection"?, "mode"?: "hybrid" | "graph", "stream"?, and any of
+    GraphRagOptions' limits}`. "hybrid" (the default, as `ask`'s) also ranks passages by keyword."""
     authorize(request, "read")
     limit_answers(request)
     try:
@@ -44,8 +45,9 @@ async def graph_rag(request: Request) -> Response:
         unknown = set(body) - set(GraphRagOptions.names()) - {"question", "collection", "stream", "mode"}
         if unknown:
             raise ValueError(f"unknown fields: {', '.join(sorted(unknown))}")
-        if body.get("mode", "graph") not in ("graph", "hybrid"):
-            raise ValueError(f'mode is "graph" or "hybrid", not {body["mode"]!r}')
+        mode = body.get("mode", "hybrid")
+        if mode not in MODES:
+            raise ValueError(f'mode is "hybrid" or "graph", not {mode!r}')
     except QuestionTooLong as error:
         raise ApiError(400, "question_too_long", str(error)) from None
     except (ValueError, TypeError) as error:
@@ -53,12 +55,11 @@ async def graph_rag(request: Request) -> Response:
         raise ApiError(400, "bad_request", f'send {{"question": ..., "collection"?, "mode"?, "stream"?, {fields}?}}: {error}') from None
     services = _services(request)
     collection = await collection_of(request, body)
-    if not await run_in_threadpool(services.vectors.count, collection, "entities"):
+    if mode == "graph" and not await run_in_threadpool(services.vectors.count, collection, "entities"):
         raise ApiError(409, "empty_graph", f"collection {collection!r} has no entities to answer from: ingest documents first")
-    also = await services.document_rag.retrieve(collection, question, k=options.k) if body.get("mode") == "hybrid" else None
     if wants_stream(body, request.headers.get("accept", "")):
-        return sse(services.graph_rag.stream(collection, question, options, also=also))
-    answer = await services.graph_rag.answer(collection, question, options, also=also)
+        return sse(services.graph_rag.stream(collection, question, options, mode))
+    answer = await services.graph_rag.answer(collection, question, options, mode)
     return JSONResponse(answer.json())
 
 
@@ -72,12 +73,34 @@ async def traces(request: Request) -> Response:
     return JSONResponse({"traces": await run_in_threadpool(list_traces, services.store, iris, int(limit))})
 
 
-async def trace(request: Request) -> Response:
-    authorize(request, "read")
+async def _read(request: Request, collection: str, trace_id: str) -> dict[str, Any]:
     services = _services(request)
-    iris = Iris(services.settings.base_iri, await collection_of(request))
-    trace_id = request.path_params["id"]
+    iris = Iris(services.settings.base_iri, collection)
     found = await run_in_threadpool(read_trace, services.store, iris, trace_id) if TRACE_ID.fullmatch(trace_id) else None
     if found is None:
-        raise ApiError(404, "trace_not_found", f"no trace {request.path_params['id']!r} in this collection")
-    return JSONResponse(found)
+        raise ApiError(404, "trace_not_found", f"no trace {trace_id!r} in this collection")
+    return found
+
+
+async def trace(request: Request) -> Response:
+    authorize(request, "read")
+    return JSONResponse(await _read(request, await collection_of(request), request.path_params["id"]))
+
+
+async def trace_resource(request: Request) -> Response:
+    """A trace's IRI, `{base}trace/C/ID`, dereferenced: 303 to its page for a browser, to its
+    JSON otherwise (a trace's RDF, with triple terms, is in the trace graph for SPARQL)."""
+    authorize(request, "read")
+    collection = await collection_of(request, {"collection": request.path_params["collection"]})
+    trace_id = request.path_params["id"]
+    await _read(request, collection, trace_id)
+    browser = negotiate(request.headers.get("accept"), [("application/json", "json"), ("text/html", "html")]) == ("text/html", "html")
+    target = f"../../page/trace/{collection}/{trace_id}" if browser else f"../../api/v1/traces/{trace_id}?collection={collection}"
+    return RedirectResponse(target, status_code=303, headers={"Vary": "Accept"})
+
+
+async def trace_page(request: Request) -> Response:
+    authorize(request, "read")
+    collection = await collection_of(request, {"collection": request.path_params["collection"]})
+    found = await _read(request, collection, request.path_params["id"])
+    return render("trace.html", "../../../", t=found, collection=collection)

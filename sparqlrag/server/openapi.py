@@ -68,8 +68,9 @@ RDF_BODY = {media: {"schema": STRING} for media in ("text/turtle", "application/
 ZIP = {"application/zip": {"schema": {"type": "string", "format": "binary"}}}
 SSE = {"text/event-stream": {"schema": STRING}}
 WALK_OPTIONS = {
-    **{name: {**INTEGER, "minimum": 1, "maximum": highest, "default": getattr(GraphRagOptions(), name)} for name, highest in GraphRagOptions.BOUNDS.items()},
-    "reasoning": {**BOOLEAN, "default": False}, "scorer": {"enum": ["text", "labels"], "default": "text"},
+    **{name: {**INTEGER, "minimum": GraphRagOptions.AT_LEAST.get(name, 1), "maximum": highest, "default": getattr(GraphRagOptions(), name)}
+       for name, highest in GraphRagOptions.BOUNDS.items()},
+    "reasoning": {**BOOLEAN, "default": False}, "scorer": {"enum": ["facts", "text"], "default": "facts"},
 }  # fmt: skip
 
 PATHS: dict[str, dict[str, Any]] = {
@@ -111,8 +112,8 @@ PATHS: dict[str, dict[str, Any]] = {
     },
     "/api/v1/graph-rag": {"post": _operation("Graph RAG: an answer with the facts used, sources and a trace",
         body={JSON: {"schema": {**QUESTION, "properties": {**QUESTION["properties"], **WALK_OPTIONS,
-                                                           "mode": {"enum": ["graph", "hybrid"], "default": "graph",
-                                                                    "description": "hybrid: Document RAG's passages fused in"}}}}},
+                                                           "mode": {"enum": ["hybrid", "graph"], "default": "hybrid",
+                                                                    "description": "hybrid: keyword ranking fused in"}}}}},
         responses={"200": {"description": "the answer", "content": {JSON: {"schema": ANSWER}, **SSE}}})},  # fmt: skip
     "/api/v1/document-rag": {"post": _operation("Document RAG over passages (vector, keyword or hybrid retrieval)",
         body={JSON: {"schema": {**QUESTION, "properties": {**QUESTION["properties"], "mode": {"enum": ["vector", "keyword", "hybrid"]},
@@ -160,6 +161,12 @@ PATHS: dict[str, dict[str, Any]] = {
                              "get": _operation(f"{what.capitalize()} IRIs: 303 to the HTML page or the RDF description, by Accept",
                                                responses={"303": {"description": f"See Other: /page/{kind}/... or /data/{kind}/....{{ttl,rdf,jsonld,nt}}"}})}
        for kind, what in (("id", "an entity"), ("rel", "a relation"), ("doc", "a document or chunk"))},
+    "/trace/{collection}/{id}": {"parameters": [_path("collection", "the collection"), _path("id", "the trace id")],
+                                 "get": _operation("A trace's IRI: 303 to its page (HTML) or its JSON, by Accept",
+                                                   responses={"303": {"description": "See Other: /page/trace/... or /api/v1/traces/..."}})},
+    "/page/trace/{collection}/{id}": {"parameters": [_path("collection", "the collection"), _path("id", "the trace id")],
+                                      "get": _operation("A trace's page: the question, answer, seeds, facts and sources",
+                                                        responses={"200": {"description": "HTML"}})},
     "/page/{path}": {"parameters": [_path("path", "id/..., rel/... or doc/...: the IRI's path")],
                      "get": _operation("An entity's, relation's, document's or chunk's page, with its facts and sources", responses={"200": {"description": "HTML"}})},
     "/data/{path}": {"parameters": [_path("path", "id/..., rel/... or doc/..., then .ttl, .rdf, .jsonld or .nt")],

@@ -43,6 +43,7 @@ def web_iri(value: object) -> bool:
 
 _templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
 _templates.filters["highlight"] = highlight
+_templates.filters["short"] = v.local_name
 _templates.tests["web_iri"] = web_iri
 
 

@@ -1,7 +1,8 @@
 """Vector indexes in Qdrant: local mode on disk by default, a Qdrant server when a URL is set.
 
-Each knowledge collection has two Qdrant collections, `{collection}__chunks` and
-`{collection}__entities`. A point's id is derived from the IRI it indexes and its facet (UUID
+Each knowledge collection has three Qdrant collections: `{collection}__chunks`,
+`{collection}__entities` and `{collection}__facts` (the fact index: one point per walked fact,
+named by its reifier). A point's id is derived from the IRI it indexes and its facet (UUID
 v5), so re-indexing the same chunk or entity overwrites it and deleting needs only the IRIs
 (which the store knows); the payload carries the IRI and whatever the caller adds (text, label).
 An IRI may have a point per facet: an entity has one for its label, and one for its label with
@@ -20,7 +21,8 @@ from typing import Literal
 import numpy as np
 from qdrant_client import QdrantClient, models
 
-Kind = Literal["chunks", "entities"]
+Kind = Literal["chunks", "entities", "facts"]
+KINDS: tuple[Kind, ...] = ("chunks", "entities", "facts")
 Facet = Literal["", "definition"]
 FACETS: tuple[Facet, ...] = ("", "definition")
 BATCH = 256
@@ -241,7 +243,7 @@ class VectorIndex:
 
     def drop(self, collection: str) -> None:
         with self._lock:
-            for kind in ("chunks", "entities"):
+            for kind in KINDS:
                 name = self.name(collection, kind)
                 if self._client.collection_exists(name):
                     self._client.delete_collection(name)

@@ -147,7 +147,7 @@ ORDER BY ?hop DESC(?score)`;
       const response = await api(graph ? "api/v1/graph-rag" : "api/v1/document-rag", {
         method: "POST",
         headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-        body: JSON.stringify({ question: $("question").value, collection, stream: true, ...(mode === "hybrid" ? { mode } : {}) }),
+        body: JSON.stringify({ question: $("question").value, collection, stream: true, ...(graph ? { mode } : {}) }),
       });
       for await (const [name, data] of events(response)) {
         if (name === "seeds") seeds = data.seeds;

@@ -1,0 +1,74 @@
+"""Facts as the walk reads them: which knowledge-graph triples are walked, and their text.
+
+The fact index (extraction/fact_index.py) embeds each walked fact's text once, when the fact is
+written, and Graph RAG scores edges against those vectors; both render a fact here, so what was
+embedded is what the walk would have read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pyoxigraph import Literal, NamedNode, RdfFormat, Triple, parse
+
+from sparqlrag.store import vocab as v
+from sparqlrag.store.select import select
+from sparqlrag.store.sparql_text import sparql_term, values
+from sparqlrag.store.vocab import Iris, local_name
+
+# predicates that describe the schema or names, not the world: never walked
+SCHEMA_NAMESPACES = (v.RDF, v.RDFS, v.OWL)
+SKIPPED_PREDICATES = (v.SKOS_ALT_LABEL.value,)
+
+
+def walked(triple: Triple) -> bool:
+    """Whether the walk follows this fact (its predicate says something about the world)."""
+    predicate = triple.predicate.value
+    return not predicate.startswith(SCHEMA_NAMESPACES) and predicate not in SKIPPED_PREDICATES
+
+
+def walked_filter(variable: str = "?p") -> str:
+    """`walked` as a SPARQL filter expression on the predicate variable."""
+    return " && ".join([f'!STRSTARTS(STR({variable}), "{ns}")' for ns in SCHEMA_NAMESPACES] +
+                       [f"{variable} != <{p}>" for p in SKIPPED_PREDICATES])  # fmt: skip
+
+
+def labels_of(store: Any, iris: Iris, triples: Iterable[Triple], known: dict[str, str] | None = None) -> dict[str, str]:
+    """A label for every term of the triples: rdfs:label in the knowledge graph (one query for
+    the IRIs `known` does not name), else vocab.ttl's for an sr: term, else the IRI's last
+    segment; a literal is its own label."""
+    triples = list(triples)
+    labels = {term.value: term.value for t in triples for term in t if isinstance(term, Literal)}
+    nodes = {term.value for t in triples for term in t if isinstance(term, NamedNode)}
+    vocabulary = v.vocabulary_labels()
+    labels.update({node: vocabulary.get(node) or local_name(node) for node in nodes})
+    labels.update({node: label for node, label in (known or {}).items() if node in nodes})
+    asked = sorted(nodes - set(known or {}))
+    if asked:
+        rows = select(store, v.SPARQL_PREFIXES + f"""SELECT ?x ?label WHERE {{
+            {values("x", map(NamedNode, asked))} GRAPH {sparql_term(iris.knowledge_graph)} {{ ?x rdfs:label ?label }} }}""")  # fmt: skip
+        labels.update({row["x"]: row["label"] for row in rows})
+    return labels
+
+
+def fact_labels(triple: Triple, labels: dict[str, str]) -> tuple[str, str, str]:
+    return tuple(labels.get(term.value, term.value) for term in triple)  # type: ignore[return-value]
+
+
+def fact_text(triple: Triple, labels: dict[str, str]) -> str:
+    """The fact as words: its three labels (what the walk scores, and the index embeds)."""
+    return " ".join(fact_labels(triple, labels))
+
+
+def fact_ntriples(triple: Triple) -> str:
+    """The fact as one N-Triples statement (what a fact's vector payload keeps)."""
+    return f"{triple.subject} {triple.predicate} {triple.object} ."
+
+
+def parse_fact(statement: str) -> Triple:
+    """The fact of an N-Triples statement written by `fact_ntriples`. Raises SyntaxError, or
+    ValueError when it holds no statement."""
+    for quad in parse(statement.encode("utf-8"), format=RdfFormat.N_TRIPLES):
+        return quad.triple
+    raise ValueError(f"no fact in {statement!r}")
