@@ -1,7 +1,7 @@
 """Retrieval quality and speed of Document RAG and Graph RAG.
 
     .venv/bin/python bench/retrieval.py [--dataset DIR ...] [--metaqa DIR] [--metaqa-queries FILE]
-                                        [--latency] [--skip-passages] [--scorer text|labels] [--markdown]
+                                        [--latency] [--skip-passages] [--scorer facts|text] [--markdown]
 
 Passages (each --dataset DIR: `corpus.jsonl` {id,title,text}, `queries.jsonl` {id,question,
 gold_ids}, optional `triples.jsonl` {passage_id,entities,triples}): every passage is ingested as
@@ -14,14 +14,14 @@ gold passage in the top 8; ms/query p50 and p95.
 
 MetaQA (--metaqa DIR: `kb.txt` subject|relation|object, `queries.jsonl` {hops,question,
 topic_entity,answers}): the KB is loaded as the knowledge graph (labels from the names) and
-indexed; each question ([brackets] dropped) runs Graph RAG with its defaults (--scorer labels:
-the label-vector edge scorer, for the graph modes above too). Per hop: grounding
+indexed; each question ([brackets] dropped) runs Graph RAG with its defaults (--scorer text:
+the path-text edge scorer, one model run per candidate, for the graph modes above too). Per hop: grounding
 (topic entity is the best seed / among the seeds), answer recall inside the selected edges, and
 Hits@1 of the top-ranked entity (the best-scored entity of the selected edges, topic excluded).
 
 Latency (--latency): the retrieval stages (no LLM) on the MetaQA graph cut to 10k triples, whole
 (~170k with labels), and repeated with renamed relations to ~1M; p50 and p95 over the first 100
-questions, with each edge scorer (text, labels).
+questions, with each edge scorer (facts, text).
 
 The last line printed is one JSON object with every figure.
 """
@@ -211,12 +211,14 @@ async def metaqa(directory: Path, queries_file: Path, work: Path, options: Graph
 
 async def latency(directory: Path, queries_file: Path, root: Path) -> dict[str, dict[str, float]]:
     questions = [re.sub(r"[\[\]]", "", q["question"]) for q in read_jsonl(queries_file)[:100]]
-    sizes = {"10k": (6_000, 1), "100k": (None, 1), "1M": (None, 8)}  # (KB lines, copies)
+    sizes = {"10k": (6_000, 1), "170k": (None, 1), "1M": (None, 8)}  # (KB lines, copies)
     out = {}
     for name, (limit, copies) in sizes.items():
         services, store, loading = await load_graph(root / name, metaqa_quads(directory / "kb.txt", limit, copies))
+        print(f"latency, {name}: {loading['triples']} triples loaded in {loading['load_s']:.0f} s, indexed in "
+              f"{loading['index_s']:.0f} s; timing {len(questions)} questions", file=sys.stderr, flush=True)
         await services.graph_rag.retrieve("default", questions[0])  # builds the search matrix once
-        for scorer in ("text", "labels"):
+        for scorer in ("facts", "text"):
             times, stages = [], {}
             for question in questions:
                 started = time.perf_counter()
@@ -238,12 +240,12 @@ def main() -> None:
     parser.add_argument("--metaqa", type=Path, default=SHARED / "metaqa", help="a folder with kb.txt and queries.jsonl")
     parser.add_argument("--metaqa-queries", type=Path, help="MetaQA questions (default: the folder's queries.jsonl)")
     parser.add_argument("--skip-metaqa", action="store_true")
-    parser.add_argument("--latency", action="store_true", help="Graph RAG latency on 10k / 100k / 1M triples")
-    parser.add_argument("--scorer", choices=["text", "labels"], default="text", help="Graph RAG's edge scorer (default: text)")
+    parser.add_argument("--latency", action="store_true", help="Graph RAG latency on 10k / 170k / 1M triples")
+    parser.add_argument("--scorer", choices=["facts", "text"], default="facts", help="Graph RAG's edge scorer (default: facts)")
     parser.add_argument("--markdown", action="store_true", help="append the tables to bench/RESULTS.md")
     args = parser.parse_args()
     options = GraphRagOptions(scorer=args.scorer)
-    scorer = f", {args.scorer} scorer" if args.scorer != "text" else ""
+    scorer = f", {args.scorer} scorer" if args.scorer != "facts" else ""
     report: dict[str, object] = {}
     lines: list[str] = []
     for dataset in [] if args.skip_passages else args.dataset:

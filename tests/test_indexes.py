@@ -80,4 +80,19 @@ def test_local_search_sees_every_write_after_the_first_search(tmp_path: Path, em
     index.upsert("c", "chunks", ["http://x/a"], embedder.embed(["Krakow lies on the Vistula in Poland"]), [{"v": 2}])
     (hit,) = index.search("c", "chunks", query, 5)
     assert hit.payload["v"] == 2 and hit.score > 0.3
+    stored = index.vectors_of("c", "chunks", ["http://x/a", "http://x/b"])  # from the matrix now: the new vector, no deleted one
+    assert list(stored) == ["http://x/a"] and float(stored["http://x/a"] @ embedder.embed_one("Krakow lies on the Vistula in Poland")) > 0.99
+    index.close()
+
+
+def test_search_many_answers_each_query_as_search_does(tmp_path: Path, embedder: Embedder) -> None:
+    texts = ["bread and flour", "the Vistula flows through Warsaw", "a violin sonata", "Marie Curie studied radium"]
+    queries = embedder.embed(["baking", "rivers of Poland", "chamber music"])
+    index = VectorIndex(embedder.dim, path=tmp_path / "qdrant")
+    index.upsert("c", "chunks", [f"http://x/{i}" for i in range(4)], embedder.embed(texts), [{}] * 4)
+    many = index.search_many("c", "chunks", queries, 2)
+    singles = [index.search("c", "chunks", query, 2) for query in queries]
+    assert [[(h.iri, round(h.score, 5)) for h in hits] for hits in many] == [[(h.iri, round(h.score, 5)) for h in hits] for hits in singles]
+    assert [hits[0].iri for hits in many] == ["http://x/0", "http://x/1", "http://x/2"]
+    assert index.search_many("nothing", "chunks", queries, 2) == [[], [], []]
     index.close()

@@ -44,6 +44,21 @@ def _normalised(vectors: np.ndarray) -> np.ndarray:
     return array / np.maximum(np.linalg.norm(array, axis=-1, keepdims=True), 1e-12)
 
 
+def _nearest(table: np.ndarray, payloads: list[dict | None], removed: list[int], queries: np.ndarray, limit: int) -> list[list[tuple[float, dict]]]:
+    """Cosine search of each query over a normalised matrix: (score, payload) pairs, best first."""
+    if not len(payloads):
+        return [[] for _ in queries]
+    scores = table[: len(payloads)] @ _normalised(queries).T
+    if removed:
+        scores[removed] = -np.inf
+    out = []
+    for column in scores.T:
+        top = np.argpartition(-column, min(limit, len(column) - 1))[:limit]
+        top = top[np.argsort(-column[top])]
+        out.append([(float(column[i]), payload) for i in top if (payload := payloads[i]) is not None])
+    return out
+
+
 @dataclass
 class _Matrix:
     """A local collection's vectors as one normalised matrix, with each row's payload (None
@@ -151,37 +166,43 @@ class VectorIndex:
                                              [p.payload for p in points])  # fmt: skip
 
     def search(self, collection: str, kind: Kind, vector: np.ndarray, limit: int) -> list[Hit]:
+        return self.search_many(collection, kind, vector[None, :], limit)[0]
+
+    def search_many(self, collection: str, kind: Kind, vectors: np.ndarray, limit: int) -> list[list[Hit]]:
+        """The `limit` nearest IRIs to each row of `vectors`; a local collection answers all
+        rows with one pass over its matrix (computed outside the lock: a write replaces the
+        matrix rather than resizing it in place)."""
         name = self.name(collection, kind)
         fetch = limit * len(FACETS) if kind == "entities" else limit
         with self._lock:
             if name not in self._known and not self._client.collection_exists(name):
-                return []
+                return [[] for _ in vectors]
             self._known.add(name)
             if self._local:
-                ranked = self._matrix_search(name, vector, fetch)
+                matrix = self._loaded(name)
+                table, payloads, removed = matrix.vectors, matrix.payloads, list(matrix.removed)
             else:
-                points = self._client.query_points(name, query=vector.tolist(), limit=fetch, with_payload=True).points
-                ranked = [(float(p.score), p.payload) for p in points]
-        best: dict[str, Hit] = {}
-        for score, payload in ranked:  # best first: the first point of an IRI is its best
-            best.setdefault(payload["iri"], Hit(payload["iri"], score, payload))
-        return list(best.values())[:limit]
+                found = [self._client.query_points(name, query=vector.tolist(), limit=fetch, with_payload=True).points
+                         for vector in vectors]  # fmt: skip
+        if self._local:
+            ranked = _nearest(table, payloads, removed, vectors, fetch)
+        else:
+            ranked = [[(float(p.score), p.payload) for p in points] for points in found]
+        out = []
+        for hits in ranked:
+            best: dict[str, Hit] = {}
+            for score, payload in hits:  # best first: the first point of an IRI is its best
+                best.setdefault(payload["iri"], Hit(payload["iri"], score, payload))
+            out.append(list(best.values())[:limit])
+        return out
 
-    def _matrix_search(self, name: str, vector: np.ndarray, limit: int) -> list[tuple[float, dict]]:
-        """Cosine search over the local collection's matrix (loaded from Qdrant the first time)."""
+    def _loaded(self, name: str) -> _Matrix:
+        """The local collection's matrix, loaded from Qdrant the first time. The caller holds the lock."""
         matrix = self._matrices.get(name)
         if matrix is None:
             ids, vectors, payloads = self._scroll(name)
             matrix = self._matrices[name] = _Matrix(_normalised(vectors), payloads, {point: row for row, point in enumerate(ids)})
-        if not matrix.rows:
-            return []
-        query = vector / max(float(np.linalg.norm(vector)), 1e-12)
-        scores = matrix.vectors @ query
-        if matrix.removed:
-            scores[list(matrix.removed)] = -np.inf
-        top = np.argpartition(-scores, min(limit, len(scores) - 1))[:limit]
-        top = top[np.argsort(-scores[top])]
-        return [(float(scores[i]), payload) for i in top if (payload := matrix.payloads[i]) is not None]
+        return matrix
 
     def existing(self, collection: str, kind: Kind, iris: Sequence[str], facet: Facet = "") -> set[str]:
         """Which of `iris` have a point (of `facet`) already."""
@@ -197,6 +218,9 @@ class VectorIndex:
         """The stored vectors (of `facet`) of those `iris` that have one."""
         name = self.name(collection, kind)
         with self._lock:
+            if (matrix := self._matrices.get(name)) is not None:  # a searched local collection: rows, not points
+                found = [(iri, row) for iri in iris if (row := matrix.rows.get(point_id(iri, facet))) is not None]
+                return {iri: matrix.vectors[row] for iri, row in found}
             if not iris or not self._client.collection_exists(name):
                 return {}
             points = self._client.retrieve(name, ids=[point_id(i, facet) for i in iris], with_payload=True, with_vectors=True)
