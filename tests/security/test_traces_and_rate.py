@@ -15,7 +15,7 @@ from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import select
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 from tests.conftest import LiveServer, start_server
-from tests.security.conftest import READ, WRITE
+from tests.security.conftest import READ, WRITE, snapshot
 
 KEEP, RATE = 5, 4
 
@@ -78,3 +78,27 @@ def test_traces_older_than_the_retention_go(tmp_path: Path) -> None:
         assert [row["q"] for row in rows] == ["a new question"]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "error"),
+    [
+        ("/trace/nope/" + "0" * 32, 404, "collection_not_found"),
+        ("/trace/a%20b/" + "0" * 32, 400, "bad_collection"),
+        ("/trace/%3Cscript%3E/" + "0" * 32, 400, "bad_collection"),
+        ("/trace/default/%3Cscript%3Ealert(1)", 404, "trace_not_found"),
+        ("/trace/default/" + "0" * 33, 404, "trace_not_found"),
+        ("/page/trace/default/%22%3E%3Cimg%20src%3Dx%3E", 404, "trace_not_found"),
+        ("/page/trace/a%0A/" + "0" * 32, 400, "bad_collection"),
+    ],
+)
+def test_hostile_trace_iris_are_4xx_and_redirect_nowhere(hostile: LiveServer, path: str, status: int, error: str) -> None:
+    """A trace IRI's collection and id come from the URL: a bad one is a 4xx naming the problem,
+    never a redirect built from it, and the store is left as it was."""
+    before = snapshot(hostile)
+    with hostile.client(READ) as client:
+        for accept in ("text/html", "application/json"):
+            response = client.get(path, headers={"Accept": accept})
+            assert (response.status_code, response.json()["error"]) == (status, error), response.text
+            assert "location" not in response.headers and response.headers["content-type"] == "application/json"
+    assert snapshot(hostile) == before
