@@ -9,6 +9,7 @@ import pytest
 
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store.keyword_index import KeywordIndex
+from sparqlrag.store.shortlist import Shortlist
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import InvalidName
 
@@ -96,3 +97,48 @@ def test_search_many_answers_each_query_as_search_does(tmp_path: Path, embedder:
     assert [hits[0].iri for hits in many] == ["http://x/0", "http://x/1", "http://x/2"]
     assert index.search_many("nothing", "chunks", queries, 2) == [[], [], []]
     index.close()
+
+
+def _unit_rows(rng: np.random.Generator, count: int) -> np.ndarray:
+    rows = rng.standard_normal((count, 384)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_a_shortlist_holds_each_rows_nearest_and_follows_rewrites_and_removals() -> None:
+    rng = np.random.default_rng(7)
+    rows = _unit_rows(rng, 3000)
+    shortlist = Shortlist(rows)
+    near = rows[:200] + 0.05 * _unit_rows(rng, 200)
+    assert all(row in found for row, found in enumerate(shortlist.candidates(near, 5)))
+    moved = _unit_rows(rng, 1)
+    shortlist.remove(np.array([3]))
+    shortlist.add(np.array([3]), moved)  # row 3 rewritten: found at its new place, not its old one
+    assert 3 in shortlist.candidates(moved, 5)[0] and 3 not in shortlist.candidates(rows[3:4], 5)[0]
+    shortlist.remove(np.array([4]))
+    assert 4 not in shortlist.candidates(rows[4:5], 5)[0]
+
+
+def test_a_big_local_collection_is_searched_through_its_shortlist_and_stays_current(tmp_path: Path) -> None:
+    rng = np.random.default_rng(11)
+    rows = _unit_rows(rng, 2500)
+    iris = [f"http://x/{i}" for i in range(len(rows))]
+    exact = VectorIndex(384, path=tmp_path / "exact")
+    shortlisted = VectorIndex(384, path=tmp_path / "shortlisted", shortlist_rows=2000)
+    for index in (exact, shortlisted):
+        index.upsert("c", "facts", iris, rows, [{}] * len(rows))
+    queries = rows[:100] + 0.05 * _unit_rows(rng, 100)
+    found, truth = shortlisted.search_many("c", "facts", queries, 5), exact.search_many("c", "facts", queries, 5)
+    assert [[h.iri for h in hits] for hits in found] == [[h.iri for h in hits] for hits in truth]
+    assert [hits[0].iri for hits in found] == iris[:100]
+    assert all(abs(a.score - b.score) < 1e-4 for hits, best in zip(found, truth) for a, b in zip(hits, best))
+    matrix = shortlisted._matrices["c__facts"]
+    assert matrix.shortlist is not None and len(matrix.shortlist) == 2500  # the path under test was taken
+    fresh = _unit_rows(rng, 1)  # written after the shortlist was built: one new point, one rewritten
+    shortlisted.upsert("c", "facts", ["http://x/new", "http://x/0"], np.vstack([fresh, fresh]), [{}, {"v": 2}])
+    assert {h.iri for h in shortlisted.search("c", "facts", fresh[0], 2)} == {"http://x/new", "http://x/0"}
+    assert "http://x/0" not in {h.iri for h in shortlisted.search("c", "facts", rows[0], 5)}  # its old vector is gone
+    shortlisted.delete("c", "facts", ["http://x/1"])
+    assert "http://x/1" not in {h.iri for h in shortlisted.search("c", "facts", rows[1], 5)}
+    assert len(matrix.shortlist) == 2500  # one added, one rewritten in place, one removed
+    exact.close()
+    shortlisted.close()

@@ -71,7 +71,7 @@ class GraphRagOptions:
     entity_limit: int = 50  # seeds, shared among the concepts
     triple_limit: int = 30  # edges fetched per frontier entity and direction
     max_path_length: int = 2  # hops
-    edge_limit: int = 25  # edges kept per hop
+    edge_limit: int = 25  # edges kept per hop (and up to as many siblings of the best, GraphRag._kept)
     max_reranker_input: int = 350  # candidate edges scored per hop
     fact_seeds: int = 5  # the question's nearest facts, whose ends seed the walk (HippoRAG 2 links 5)
     k: int = 5  # passages returned
@@ -110,6 +110,7 @@ class Edge:
     chunks: list[str] = field(default_factory=list)
     reasoning: str | None = None
     via: Edge | None = None  # the kept edge that led the walk to this edge's anchor (None at hop 1)
+    anchor: str = ""  # the frontier node the edge was fetched from
     vector: np.ndarray | None = field(default=None, repr=False, compare=False)  # the fact's, from the fact index
 
     @property
@@ -121,6 +122,14 @@ class Edge:
         """The fact this edge continues, when it says how: a co-occurrence is no relation, so an
         edge reached through one is judged on its own (2Wiki graph R@5 59.9 -> 60.9)."""
         return self.via if self.via is not None and self.via.fact.predicate != v.SR_COOCCURS else None
+
+    @property
+    def pattern(self) -> tuple[object, ...]:
+        """The relation path from the seed the walk started at: the seed, then each step's
+        predicate and direction. Edges that share it are siblings, members of one set (the
+        genres of an actor's films)."""
+        step = (self.fact.predicate.value, isinstance(self.fact.subject, NamedNode) and self.fact.subject.value == self.anchor)
+        return (*self.via.pattern, step) if self.via is not None else (self.anchor, step)
 
     @property
     def path_text(self) -> str:
@@ -311,7 +320,7 @@ class GraphRag:
                 break
             with _Stage(walk, f"hop {hop}"):
                 scored = await self._hop(iris, walk, frontier, via, seen, hop)
-            kept = scored[: walk.options.edge_limit]
+            kept = self._kept(scored, walk.options.edge_limit)
             visited.update(frontier)
             walk.explored += len(scored)
             for edges, by_fact in ((kept, kept_by_fact), (scored, scored_by_fact)):
@@ -397,7 +406,7 @@ class GraphRag:
         if not candidates:
             return []
         labels = await asyncio.to_thread(labels_of, self.store, iris, candidates)
-        edges = [Edge(t, fact_labels(t, labels), hop=hop, via=via.get(anchors[t])) for t in candidates]
+        edges = [Edge(t, fact_labels(t, labels), hop=hop, via=via.get(anchors[t]), anchor=anchors[t]) for t in candidates]
         # a first hop is scored against the concepts; a longer path, which answers the question as
         # a whole rather than one concept of it, against the question (MetaQA 2-hop answer recall
         # 80.6 -> 82.8 on questions 0-80, 85.2 -> 86.5 on 80-200; MuSiQue graph R@5 62.4 -> 64.6),
@@ -414,6 +423,17 @@ class GraphRag:
             edge.score = (edge.relevance + weight[anchors[edge.fact]]) / 2
         edges.sort(key=lambda e: -e.score)
         return edges
+
+    @staticmethod
+    def _kept(scored: list[Edge], limit: int) -> list[Edge]:
+        """The best `limit` edges, and up to `limit` more that are siblings of the best one: when
+        the best path is one member of a set, its other members are kept whole rather than cut
+        at an arbitrary count by other paths' edges (MetaQA 2-hop answer recall 81.1 -> 83.1).
+        Co-occurrences name no relation, so they make no set."""
+        if len(scored) <= limit or scored[0].fact.predicate == v.SR_COOCCURS:
+            return scored[:limit]
+        pattern = scored[0].pattern
+        return scored[:limit] + [edge for edge in scored[limit:] if edge.pattern == pattern][:limit]
 
     @staticmethod
     def _weights(

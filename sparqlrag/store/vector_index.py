@@ -21,6 +21,8 @@ from typing import Literal
 import numpy as np
 from qdrant_client import QdrantClient, models
 
+from sparqlrag.store.shortlist import SHORTLIST_ROWS, Shortlist
+
 Kind = Literal["chunks", "entities", "facts"]
 KINDS: tuple[Kind, ...] = ("chunks", "entities", "facts")
 Facet = Literal["", "definition"]
@@ -59,6 +61,17 @@ def _nearest(table: np.ndarray, payloads: list[dict | None], removed: list[int],
     return out
 
 
+def _rescored(table: np.ndarray, payloads: list[dict | None], candidates: np.ndarray, queries: np.ndarray, limit: int) -> list[list[tuple[float, dict]]]:
+    """Each query's shortlisted rows (-1: none) scored exactly: (score, payload) pairs, best first."""
+    out = []
+    for rows, query in zip(candidates, _normalised(queries)):
+        rows = rows[rows >= 0]
+        scores = table[rows] @ query
+        order = np.argsort(-scores)[:limit]
+        out.append([(float(scores[i]), payload) for i in order if (payload := payloads[rows[i]]) is not None])
+    return out
+
+
 @dataclass
 class _Matrix:
     """A local collection's vectors as one normalised matrix, with each row's payload (None
@@ -68,24 +81,45 @@ class _Matrix:
     payloads: list[dict | None]
     rows: dict[str, int]  # point id -> row
     removed: set[int] = field(default_factory=set)  # rows of deleted points, never returned
+    shortlist: Shortlist | None = None  # a big matrix's float16 first pass (shortlist.py)
 
     def put(self, ids: list[str], vectors: np.ndarray, payloads: list[dict]) -> None:
-        fresh = []
-        for point, vector, payload in zip(ids, _normalised(vectors), payloads):
+        fresh: list[tuple[np.ndarray, dict]] = []
+        rewritten: list[int] = []
+        written: list[int] = []
+        normalised = _normalised(vectors)
+        for point, vector, payload in zip(ids, normalised, payloads):
             if point in self.rows:
                 self.vectors[self.rows[point]], self.payloads[self.rows[point]] = vector, payload
+                rewritten.append(self.rows[point])
             else:
                 self.rows[point] = len(self.payloads) + len(fresh)
                 fresh.append((vector, payload))
+            written.append(self.rows[point])
         if fresh:
             self.vectors = np.vstack([self.vectors, np.stack([vector for vector, _ in fresh])])
             self.payloads += [payload for _, payload in fresh]
+        if self.shortlist is not None:
+            self.shortlist.remove(np.array(rewritten))
+            self.shortlist.add(np.array(written), normalised)
 
     def remove(self, ids: list[str]) -> None:
-        for point in ids:
-            if (row := self.rows.pop(point, None)) is not None:
-                self.payloads[row] = None
-                self.removed.add(row)
+        gone = [row for point in ids if (row := self.rows.pop(point, None)) is not None]
+        for row in gone:
+            self.payloads[row] = None
+            self.removed.add(row)
+        if self.shortlist is not None:
+            self.shortlist.remove(np.array(gone))
+
+    def shortlisted(self, queries: np.ndarray, limit: int, shortlist_rows: int) -> np.ndarray | None:
+        """Candidate rows per query when the matrix is big enough to have a shortlist (built on
+        first need), else None: read it all."""
+        if len(self.rows) < shortlist_rows:
+            return None
+        if self.shortlist is None:
+            self.shortlist = Shortlist(self.vectors[: len(self.payloads)])
+            self.shortlist.remove(np.array(sorted(self.removed)))
+        return self.shortlist.candidates(_normalised(queries), limit)
 
 
 class VectorIndex:
@@ -96,8 +130,11 @@ class VectorIndex:
     vector on every query (~50 ms at 40k points; ~3 ms as one matrix product). A Qdrant server
     searches itself."""
 
-    def __init__(self, dim: int, *, path: Path | None = None, url: str | None = None, api_key: str | None = None) -> None:
-        self.dim = dim
+    def __init__(
+        self, dim: int, *, path: Path | None = None, url: str | None = None, api_key: str | None = None,
+        shortlist_rows: int = SHORTLIST_ROWS,
+    ) -> None:  # fmt: skip
+        self.dim, self.shortlist_rows = dim, shortlist_rows
         if url:
             self._client = QdrantClient(url=url, api_key=api_key)
         elif path is not None:
@@ -171,9 +208,12 @@ class VectorIndex:
     def search_many(self, collection: str, kind: Kind, vectors: np.ndarray, limit: int) -> list[list[Hit]]:
         """The `limit` nearest IRIs to each row of `vectors`; a local collection answers all
         rows with one pass over its matrix (computed outside the lock: a write replaces the
-        matrix rather than resizing it in place)."""
+        matrix rather than resizing it in place); from shortlist_rows points on, it scores
+        exactly only the rows its float16 copy shortlists (shortlist.py; under the lock, as
+        faiss may not be searched while written)."""
         name = self.name(collection, kind)
         fetch = limit * len(FACETS) if kind == "entities" else limit
+        shortlisted: np.ndarray | None = None
         with self._lock:
             if name not in self._known and not self._client.collection_exists(name):
                 return [[] for _ in vectors]
@@ -181,11 +221,15 @@ class VectorIndex:
             if self._local:
                 matrix = self._loaded(name)
                 table, payloads, removed = matrix.vectors, matrix.payloads, list(matrix.removed)
+                shortlisted = matrix.shortlisted(vectors, fetch, self.shortlist_rows)
             else:
                 found = [self._client.query_points(name, query=vector.tolist(), limit=fetch, with_payload=True).points
                          for vector in vectors]  # fmt: skip
         if self._local:
-            ranked = _nearest(table, payloads, removed, vectors, fetch)
+            if shortlisted is None:
+                ranked = _nearest(table, payloads, removed, vectors, fetch)
+            else:
+                ranked = _rescored(table, payloads, shortlisted, vectors, fetch)
         else:
             ranked = [[(float(p.score), p.payload) for p in points] for points in found]
         out = []
