@@ -62,6 +62,7 @@ from sparqlrag.store.shortlist import SHORTLIST_ROWS  # noqa: E402
 from sparqlrag.store.vocab import Iris  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
+LATENCY_SIZES = {"10k": (6_000, 1), "170k": (None, 1), "1M": (None, 8)}  # MetaQA KB lines, copies
 SWEEP = [(0.5, 0.5), (0.75, 0.25)]  # hybrid fusion weights shown beside the configured ones
 BASE = "http://bench.example/"
 IRIS = Iris(BASE)
@@ -234,11 +235,12 @@ def shortlist_recall(services: Services, questions: list[str]) -> float:
     return 100 * statistics.mean(len(a & b) / len(b) for a, b in zip(*found))
 
 
-async def latency(directory: Path, queries_file: Path, root: Path) -> dict[str, dict[str, float]]:
+async def latency(directory: Path, queries_file: Path, root: Path, wanted: list[str]) -> dict[str, dict[str, float]]:
     questions = [re.sub(r"[\[\]]", "", q["question"]) for q in read_jsonl(queries_file)[:100]]
-    sizes = {"10k": (6_000, 1), "170k": (None, 1), "1M": (None, 8)}  # (KB lines, copies)
     out = {}
-    for name, (limit, copies) in sizes.items():
+    for name, (limit, copies) in LATENCY_SIZES.items():
+        if name not in wanted:
+            continue
         services, store, loading = await latency_graph(root / name, partial(metaqa_quads, directory / "kb.txt", limit, copies))
         print(f"latency, {name}: {loading['triples']} triples loaded in {loading['load_s']:.0f} s, indexed in "
               f"{loading['index_s']:.0f} s; timing {len(questions)} questions", file=sys.stderr, flush=True)
@@ -255,6 +257,7 @@ async def latency(directory: Path, queries_file: Path, root: Path) -> dict[str, 
             out[f"{name}, {scorer} scorer"] = row | {f"{stage} p50_ms": statistics.median(ms) for stage, ms in stages.items()}
         if services.vectors.count("default", "facts") >= services.vectors.shortlist_rows:
             out[f"{name}, facts scorer"]["shortlist recall@5"] = shortlist_recall(services, questions)
+        print(json.dumps({key: row for key, row in out.items() if key.startswith(f"{name},")}), file=sys.stderr, flush=True)
         services.close()
         store.close()
     return out
@@ -268,6 +271,7 @@ def main() -> None:
     parser.add_argument("--metaqa-queries", type=Path, help="MetaQA questions (default: the folder's queries.jsonl)")
     parser.add_argument("--skip-metaqa", action="store_true")
     parser.add_argument("--latency", action="store_true", help="Graph RAG latency on 10k / 170k / 1M triples")
+    parser.add_argument("--latency-sizes", nargs="+", choices=list(LATENCY_SIZES), default=list(LATENCY_SIZES))
     parser.add_argument("--latency-dir", type=Path, help="keep the latency graphs here and reuse them (1M takes ~1 h to index)")
     parser.add_argument("--scorer", choices=["facts", "text"], default="facts", help="Graph RAG's edge scorer (default: facts)")
     parser.add_argument("--markdown", action="store_true", help="append the tables to bench/RESULTS.md")
@@ -299,10 +303,10 @@ def main() -> None:
                          f"{row['answer_recall']:.1f} | {row['hits@1']:.1f} |")  # fmt: skip
     if args.latency:
         if args.latency_dir:
-            timings = asyncio.run(latency(args.metaqa, queries_file, args.latency_dir))
+            timings = asyncio.run(latency(args.metaqa, queries_file, args.latency_dir, args.latency_sizes))
         else:
             with tempfile.TemporaryDirectory(prefix="latency-bench-") as work:
-                timings = asyncio.run(latency(args.metaqa, queries_file, Path(work)))
+                timings = asyncio.run(latency(args.metaqa, queries_file, Path(work), args.latency_sizes))
         report["latency"] = timings
         stages = [key for key in next(iter(timings.values())) if key.endswith(" p50_ms") and key != "p50_ms"]
         lines += ["\n### Graph RAG latency, retrieval stages without LLM (MetaQA graph, 100 questions)\n",

@@ -293,16 +293,16 @@ class VectorIndex:
         """Every point of an existing Qdrant collection: ids, vectors (one matrix), payloads.
         The caller holds the lock."""
         ids: list[str] = []
-        vectors: list = []
+        pages = [np.zeros((0, self.dim), dtype=np.float32)]  # each page an array at once: 1M vectors as Python floats take ~10 GB
         payloads: list[dict] = []
         offset = None
         while True:
             found, offset = self._client.scroll(name, limit=10_000, offset=offset, with_payload=True, with_vectors=True)
             ids += [str(p.id) for p in found]
-            vectors += [p.vector for p in found]
+            pages.append(np.asarray([p.vector for p in found], dtype=np.float32).reshape(len(found), self.dim))
             payloads += [p.payload or {} for p in found]
             if offset is None:
-                return ids, np.asarray(vectors, dtype=np.float32).reshape(len(vectors), self.dim), payloads
+                return ids, np.vstack(pages), payloads
 
     def count(self, collection: str, kind: Kind) -> int:
         name = self.name(collection, kind)
