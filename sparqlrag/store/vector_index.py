@@ -119,7 +119,7 @@ class _Matrix:
         if self.shortlist is None:
             self.shortlist = Shortlist(self.vectors[: len(self.payloads)])
             self.shortlist.remove(np.array(sorted(self.removed)))
-        return self.shortlist.candidates(_normalised(queries), limit)
+        return self.shortlist.candidates(queries, limit)  # a query's scale does not change its order
 
 
 class VectorIndex:
