@@ -31,12 +31,16 @@ from typing import Any
 
 from pyoxigraph import Literal, NamedNode, Quad, Triple
 
-from sparqlrag.extraction import librarian
+from sparqlrag.extraction import librarian, resolver
 from sparqlrag.extraction.chunker import split
 from sparqlrag.extraction.decoders import Decoded, decode
+from sparqlrag.extraction.extractions import Extractions
 from sparqlrag.extraction.knowledge import Extractor, Knowledge
 from sparqlrag.extraction.librarian import CollectionBusy
-from sparqlrag.extraction.provenance import ChunkRecord, DocumentRecord, chunk_quads, document_quads, knowledge_triples
+from sparqlrag.extraction.provenance import (
+    ChunkRecord, DocumentRecord, chunk_quads, document_quads, entity_iri, knowledge_triples, merge_quads,
+)  # fmt: skip
+from sparqlrag.extraction.resolution import Candidate, Mention, Resolution, completed, mentions_of, name_key, resolve
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab as v
 from sparqlrag.store.fact_index import FactIndex
@@ -49,6 +53,7 @@ from sparqlrag.store.vocab import Iris
 
 Progress = Callable[[int, int], None]
 log = logging.getLogger("sparqlrag.ingest")
+REPAIR_ROUNDS = 3  # writing documents again after a merge changed may change merges again; it settles in one
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,13 @@ class _Plan:
     removed: list[str] = field(default_factory=list)
     knowledge: list[tuple[Knowledge, datetime, datetime]] = field(default_factory=list)
     extracted: int = 0
+    reuse: bool = False  # resolve the kept extractions rather than extracting again
+    resolution: Resolution = field(default_factory=Resolution)
+    lost: set[str] = field(default_factory=set)  # keys of shared merges the commit removed
+    unnamed: set[str] = field(default_factory=set)  # entities the commit left without a name of their own
+
+    def chunks(self) -> list[tuple[str, str, Knowledge]]:
+        return [(chunk.iri.value, chunk.text, knowledge) for chunk, (knowledge, _, _) in zip(self.added, self.knowledge)]
 
 
 def _decode_and_hash(source: Source) -> tuple[Decoded, str]:
@@ -203,6 +215,7 @@ class Pipeline:
         self.extractor, self.base_iri = extractor, base_iri
         self.extractor_for = extractor_for  # a collection's own extractor (its ontology's), if it has one
         self.pending_dir, self.library_dir = work_dir / "pending", work_dir / "library"
+        self.extractions = Extractions(self.library_dir)
         self.chunk_size, self.chunk_overlap, self.concurrency = chunk_size, chunk_overlap, concurrency
         self.locks = _Locks()
         self.stats = IngestStats()
@@ -231,28 +244,66 @@ class Pipeline:
     async def ingest_many(
         self, collection: str, sources: list[Source], *, on_progress: Progress | None = None, force: bool = False,
     ) -> list[IngestResult | Exception]:  # fmt: skip
-        """Ingest documents together, in three phases: prepare each (decode, compare with what is
-        stored, extract new chunks; concurrently), index them all at once (one embedding call and
-        one upsert per kind: model calls cost far less per text in big batches), then commit each
-        document in its own transaction. Each result is an IngestResult, or the exception that
-        document raised; the others go on. `force` re-extracts every chunk, changed or not.
-        Raises UnknownCollection (nothing written) for a collection never created."""
+        """Ingest documents together, in four phases: prepare each (decode, compare with what is
+        stored, extract new chunks; concurrently), resolve their names (extraction/resolution.py),
+        index them all at once (one embedding call and one upsert per kind: model calls cost far
+        less per text in big batches), then commit each document in its own transaction. Each
+        result is an IngestResult, or the exception that document raised; the others go on.
+        `force` re-extracts every chunk, changed or not. Other documents that a new or lost merge
+        affects are then written again (`_repair`). Raises UnknownCollection (nothing written)
+        for a collection never created."""
+        results, affected = await self._ingest_batch(collection, sources, on_progress, force, reuse=False)
+        await self._repair(collection, affected)
+        return results
+
+    async def _ingest_batch(
+        self, collection: str, sources: list[Source], on_progress: Progress | None, force: bool, reuse: bool
+    ) -> tuple[list[IngestResult | Exception], set[str]]:
+        """`ingest_many` without the repair; also returns the documents the batch's merges affect."""
         iris, ids = await self._batch(collection, sources)
         extractor = (await self.extractor_for(collection) if self.extractor_for else None) or self.extractor
         async with self.locks.documents(collection, ids):
             progress, slots = _Progress(on_progress, self.stats), asyncio.Semaphore(self.concurrency)
             try:
-                results = await self._ingest_all(iris, sources, slots, progress, force, extractor)
+                results, plans = await self._ingest_all(iris, sources, slots, progress, force, extractor, reuse)
             finally:
                 progress.close()
             self.stats.documents.update(r.status if isinstance(r, IngestResult) else "failed" for r in results)
-            return results
+        aliases = {m.alias_iri for plan in plans for m in plan.resolution.merges if m.shared}
+        lost, unnamed = {k for plan in plans for k in plan.lost}, {e for plan in plans for e in plan.unnamed}
+        affected = await asyncio.to_thread(resolver.documents_using, self.store, iris, aliases)
+        affected |= await asyncio.to_thread(resolver.documents_naming, self.store, iris, lost, unnamed)
+        return results, affected
+
+    async def _repair(self, collection: str, documents: set[str]) -> None:
+        """Write again, from their kept extractions, the documents whose names a new or lost
+        merge resolves differently now. A document the library holds no copy of (imported in
+        a knowledge core) keeps its names, with a warning."""
+        for _ in range(REPAIR_ROUNDS):
+            if not documents:
+                return
+            sources = []
+            for document_id in sorted(documents):
+                try:
+                    sources.append(await self.kept_source(collection, document_id))
+                except LookupError as error:
+                    log.warning("not resolved again: %s", error)
+            if not sources:
+                return
+            results, documents = await self._ingest_batch(collection, sources, None, force=True, reuse=True)
+            for source, result in zip(sources, results):
+                if isinstance(result, Exception):
+                    log.error("writing %r in %r again after a merge changed failed: %s", source.document_id, collection, result)
+        if documents:
+            log.warning("merges in %r still changing after %d rounds; left: %s", collection, REPAIR_ROUNDS, sorted(documents))
 
     async def _ingest_all(
         self, iris: Iris, sources: list[Source], slots: asyncio.Semaphore, progress: _Progress, force: bool, extractor: Extractor,
-    ) -> list[IngestResult | Exception]:  # fmt: skip
+        reuse: bool,
+    ) -> tuple[list[IngestResult | Exception], list[_Plan]]:  # fmt: skip
+        """The results, and the plans that were committed."""
         results: list[IngestResult | Exception | None] = [None] * len(sources)
-        prepared = await asyncio.gather(*(self._prepare(iris, s, slots, progress, force, extractor) for s in sources),
+        prepared = await asyncio.gather(*(self._prepare(iris, s, slots, progress, force, extractor, reuse) for s in sources),
                                         return_exceptions=True)  # fmt: skip
         plans: list[tuple[int, _Plan]] = []
         for index, outcome in enumerate(prepared):
@@ -263,18 +314,43 @@ class Pipeline:
             else:
                 results[index] = outcome
         try:
+            await self._resolve(iris, [plan for _, plan in plans])
             chunks = [c for _, plan in plans for c in plan.added]
-            await self._index(iris, chunks, [k for _, plan in plans for k, _, _ in plan.knowledge])
+            await self._index(iris, chunks, [(k, plan.resolution) for _, plan in plans for k, _, _ in plan.knowledge])
         except Exception as error:
             for index, plan in plans:
                 results[index] = await self._failed(plan, error)
             plans = []
+        committed = []
         for index, plan in plans:
             try:
                 results[index] = await self._commit(plan)
+                committed.append(plan)
             except Exception as error:
                 results[index] = await self._failed(plan, error)
-        return [result if result is not None else RuntimeError("not ingested") for result in results]
+        return [result if result is not None else RuntimeError("not ingested") for result in results], committed
+
+    async def _resolve(self, iris: Iris, plans: list[_Plan]) -> None:
+        """Each document's names resolved against the collection, then again with the shared
+        merges the batch found, so that a name one document defines resolves in the others."""
+        for plan in plans:  # an acronym's expansion that the text gives but the extractor missed
+            plan.knowledge = [(completed(k, chunk.text), *times) for chunk, (k, *times) in zip(plan.added, plan.knowledge)]
+        mentions = {m for plan in plans for _, _, knowledge in plan.chunks() for m in mentions_of(knowledge)}
+        known = await asyncio.to_thread(resolver.known, self.store, iris, {name_key(m.name) for m in mentions})
+
+        def mint(mention: Mention, ontology: str | None) -> str:
+            return entity_iri(iris, mention, ontology).value
+
+        for plan in plans:
+            plan.resolution = resolve(plan.chunks(), known, mint)
+        found = [(plan.resolution, m) for plan in plans for m in plan.resolution.merges if m.shared]
+        if len(plans) > 1 and found:
+            for resolution, merge in found:
+                canonical = resolution.roots[merge.alias_iri]
+                candidate = Candidate(merge.alias_iri, merge.alias, canonical, resolution.classes.get(canonical))
+                known.by_key.setdefault(name_key(merge.alias), []).append(candidate)
+            for plan in plans:
+                plan.resolution = resolve(plan.chunks(), known, mint)
 
     async def _batch(self, collection: str, sources: list[Source]) -> tuple[Iris, list[str]]:
         """The collection's IRIs and the documents' ids, once the batch is known to be valid."""
@@ -348,8 +424,9 @@ class Pipeline:
                               decoded.media_type, sha256)  # fmt: skip
 
     async def _prepare(
-        self, iris: Iris, source: Source, slots: asyncio.Semaphore, progress: _Progress, force: bool, extractor: Extractor
-    ) -> _Plan | IngestResult:
+        self, iris: Iris, source: Source, slots: asyncio.Semaphore, progress: _Progress, force: bool, extractor: Extractor,
+        reuse: bool,
+    ) -> _Plan | IngestResult:  # fmt: skip
         """Decode, compare with the stored version, mark processing, extract the new chunks."""
         decoded, sha256 = await asyncio.to_thread(_decode_and_hash, source)  # PDFs take a while: off the loop
         doc = iris.document(source.document_id)
@@ -360,7 +437,7 @@ class Pipeline:
         marker = await asyncio.to_thread(self._save, upload, source.data)
         record = self._record(iris, source, decoded, sha256)
         created = datetime.fromisoformat(existing.created) if existing else datetime.now(timezone.utc)
-        plan = _Plan(iris, record, created, marker, extractor)
+        plan = _Plan(iris, record, created, marker, extractor, reuse=reuse)
         await self._update(self._record_update(iris, record, librarian.PROCESSING, created, existing))
         try:
             chunks: dict[str, ChunkRecord] = {}
@@ -374,7 +451,7 @@ class Pipeline:
             plan.removed = sorted(old if force else old - chunks.keys())
             progress.expect(len(plan.added))
             prepare = getattr(plan.extractor, "prepare", None)  # batch work ahead of the chunks (ontology subsets)
-            if prepare is not None and plan.added:
+            if prepare is not None and plan.added and not reuse:
                 await prepare([chunk.text for chunk in plan.added])
             extractions = (self._extract(plan, chunk, source.document_id, slots, progress) for chunk in plan.added)
             plan.knowledge = list(await asyncio.gather(*extractions))
@@ -387,7 +464,11 @@ class Pipeline:
     ) -> tuple[Knowledge, datetime, datetime]:
         async with slots:
             started = datetime.now(timezone.utc)
-            result = await plan.extractor.extract(chunk.text, document_id)
+            extractor, collection = plan.extractor, plan.iris.collection
+            kept = plan.reuse and await asyncio.to_thread(self.extractions.load, collection, chunk.iri.value, extractor.name, extractor.model)
+            result = kept or await extractor.extract(chunk.text, document_id)
+            if not kept:
+                await asyncio.to_thread(self.extractions.save, collection, chunk.iri.value, extractor.name, extractor.model, result)
             progress.step()
             plan.extracted += 1
             # the document's sr:progress, every tenth of its chunks (extraction is ~90% of the work)
@@ -399,10 +480,11 @@ class Pipeline:
     async def _commit(self, plan: _Plan) -> IngestResult:
         """The document's change in one transaction; then the index rows of what it no longer has."""
         iris = plan.iris
-        quads = []
+        quads = merge_quads(iris, plan.resolution.merges)
         for chunk, (result, started, ended) in zip(plan.added, plan.knowledge):
-            quads += chunk_quads(iris, chunk, result, plan.extractor.name, plan.extractor.model, started, ended)
+            quads += chunk_quads(iris, chunk, result, plan.extractor.name, plan.extractor.model, started, ended, plan.resolution)
         candidates, named = await self._statements_of(iris, plan.removed)
+        merges = await asyncio.to_thread(resolver.shared_merges_of, self.store, iris, plan.removed)
         await self._update(
             self._removal(iris, plan.removed, candidates),
             self._placement(iris, plan.kept),
@@ -410,7 +492,8 @@ class Pipeline:
             insert_data(quads),
         )
         readded = {chunk.iri.value for chunk in plan.added}  # (forced: same IRIs, rows just rewritten)
-        await self._forget_index_rows(iris, [iri for iri in plan.removed if iri not in readded], named, candidates)
+        plan.lost = await asyncio.to_thread(resolver.lost, self.store, iris, merges)
+        plan.unnamed = await self._forget_index_rows(iris, [iri for iri in plan.removed if iri not in readded], named, candidates)
         plan.marker.unlink(missing_ok=True)  # (a killed ingest keeps its marker: recover() resumes it)
         facts = sum(len(result.facts) for result, _, _ in plan.knowledge)
         added, removed, kept = len(plan.added), len(plan.removed), len(plan.kept)
@@ -422,7 +505,7 @@ class Pipeline:
         plan.marker.unlink(missing_ok=True)
         return error
 
-    async def _index(self, iris: Iris, chunks: list[ChunkRecord], knowledge: list[Knowledge]) -> None:
+    async def _index(self, iris: Iris, chunks: list[ChunkRecord], knowledge: list[tuple[Knowledge, Resolution]]) -> None:
         """Chunk vectors and keyword rows; vectors of the entities those chunks name that the
         index does not hold yet (an entity's IRI comes from its name, so a known one is unchanged):
         one of its label, and one of its label with its definition when it has one; and vectors
@@ -433,16 +516,12 @@ class Pipeline:
             payloads = [{"document": c.document.value, "text": c.text} for c in chunks]
             await asyncio.to_thread(self.vectors.upsert, collection, "chunks", [c.iri.value for c in chunks], vectors, payloads)
             await asyncio.to_thread(self.keywords.add, collection, [(c.iri.value, c.text) for c in chunks])
-        definitions: dict[str, str | None] = {}
-        for result in knowledge:
-            for entity in result.entities:
-                definitions[entity.name] = definitions.get(entity.name) or entity.definition
-            for fact in result.facts:
-                for name in (fact.subject, fact.object) if fact.object_entity else (fact.subject,):
-                    definitions.setdefault(name, None)
-        await self._index_entities(collection, {iris.entity(name).value: (name, d) for name, d in definitions.items()})
-        triples = [triple for result in knowledge for triple, _ in knowledge_triples(iris, result)]
+        triples = [triple for result, resolution in knowledge for triple, _ in knowledge_triples(iris, result, resolution)]
         labels = {t.subject.value: t.object.value for t in triples if t.predicate == v.RDFS_LABEL}  # not in the store yet
+        definitions = {t.subject.value: t.object.value for t in triples if t.predicate == v.SKOS_DEFINITION}
+        entities = iris.entity("").value
+        named = {iri: (label, definitions.get(iri)) for iri, label in labels.items() if iri.startswith(entities)}
+        await self._index_entities(collection, named)
         await asyncio.to_thread(self.facts.add, iris, triples, labels)
 
     async def _index_entities(self, collection: str, entities: dict[str, tuple[str, str | None]]) -> int:
@@ -547,9 +626,10 @@ class Pipeline:
         clear = f"DELETE WHERE {{ GRAPH {src} {{ {doc} ?p ?o }} }} ;\n" if existing is not None else ""
         return clear + insert_data(document_quads(iris, record, status, created))
 
-    async def _forget_index_rows(self, iris: Iris, chunks: list[str], entities: set[str], statements: list[str]) -> None:
+    async def _forget_index_rows(self, iris: Iris, chunks: list[str], entities: set[str], statements: list[str]) -> set[str]:
         """Index rows of removed chunks, vectors of entities that lost their last label, and of
-        the facts among `statements` whose reifier is gone (the fact went with it)."""
+        the facts among `statements` whose reifier is gone (the fact went with it). Returns the
+        entities that lost their last label."""
         if statements:
             rows = await asyncio.to_thread(select, self.store, v.SPARQL_PREFIXES + f"""
                 SELECT ?st WHERE {{ {values("st", map(NamedNode, statements))}
@@ -558,11 +638,14 @@ class Pipeline:
         if chunks:
             await asyncio.to_thread(self.vectors.delete, iris.collection, "chunks", chunks)
             await asyncio.to_thread(self.keywords.delete, iris.collection, chunks)
+            await asyncio.to_thread(self.extractions.discard, iris.collection, chunks)
         if entities:
             rows = await asyncio.to_thread(select, self.store, v.SPARQL_PREFIXES + f"""
                 SELECT ?entity WHERE {{ {values("entity", map(NamedNode, sorted(entities)))}
                   FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.knowledge_graph)} {{ ?entity rdfs:label ?label }} }} }}""")  # fmt: skip
             await asyncio.to_thread(self.vectors.delete, iris.collection, "entities", [row["entity"] for row in rows])
+            return {row["entity"] for row in rows}
+        return set()
 
     # -- delete and recover -------------------------------------------------------------------
 
@@ -575,13 +658,17 @@ class Pipeline:
                 return False
             chunks = sorted(await asyncio.to_thread(librarian.chunks_of, self.store, iris, doc))
             statements, named = await self._statements_of(iris, chunks)
+            merges = await asyncio.to_thread(resolver.shared_merges_of, self.store, iris, chunks)
             src = sparql_term(iris.source_graph)
             await self._update(
                 self._removal(iris, chunks, statements), f"DELETE WHERE {{ GRAPH {src} {{ {sparql_term(doc)} ?p ?o }} }}"
             )
-            await self._forget_index_rows(iris, chunks, named, statements)
+            unnamed = await self._forget_index_rows(iris, chunks, named, statements)
             await asyncio.to_thread(self._discard, collection, document_id)
-            return True
+            lost = await asyncio.to_thread(resolver.lost, self.store, iris, merges)
+            affected = await asyncio.to_thread(resolver.documents_naming, self.store, iris, lost, unnamed)
+        await self._repair(collection, affected)
+        return True
 
     async def kept_source(self, collection: str, document_id: str) -> Source:
         """The document as the library kept it, to extract again (after changing the extractor,

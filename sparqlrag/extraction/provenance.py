@@ -14,6 +14,7 @@ from datetime import datetime
 from pyoxigraph import Literal, NamedNode, Quad, Triple
 
 from sparqlrag.extraction.knowledge import COOCCURS, Knowledge
+from sparqlrag.extraction.resolution import Mention, Merge, Resolution, name_key
 from sparqlrag.store import vocab as v
 from sparqlrag.store.vocab import Iris
 
@@ -33,8 +34,19 @@ class ChunkRecord:
     text: str
 
 
-def knowledge_triples(iris: Iris, knowledge: Knowledge) -> list[tuple[Triple, str | None]]:
-    """The knowledge-graph triples of a chunk, each with its evidence sentence when known."""
+def entity_iri(iris: Iris, mention: Mention, ontology: str | None) -> NamedNode:
+    """The IRI a name gets on its own: typed by its class under the ontology that typed it, or not."""
+    if mention.type and ontology:
+        return iris.typed_entity(ontology, mention.type, mention.name)
+    return iris.entity(mention.name)
+
+
+def knowledge_triples(
+    iris: Iris, knowledge: Knowledge, resolution: Resolution | None = None
+) -> list[tuple[Triple, str | None]]:
+    """The knowledge-graph triples of a chunk, each with its evidence sentence when known. With
+    a resolution, a name resolved to another thing's IRI is written there as `skos:altLabel`, and
+    a fact it makes say a thing about itself ("W3C is known as W3C") is dropped."""
     triples: dict[Triple, str | None] = {}
 
     def add(triple: Triple, sentence: str | None = None) -> None:
@@ -44,11 +56,12 @@ def knowledge_triples(iris: Iris, knowledge: Knowledge) -> list[tuple[Triple, st
     types = {e.name: e.type for e in knowledge.entities if e.type}
 
     def entity(name: str) -> NamedNode:
-        cls = types.get(name)
-        node = iris.typed_entity(knowledge.ontology, cls, name) if cls and knowledge.ontology else iris.entity(name)
-        add(Triple(node, v.RDFS_LABEL, Literal(name)))
-        if cls:
-            add(Triple(node, v.RDF_TYPE, NamedNode(cls)))
+        mention = Mention(name, types.get(name))
+        own = entity_iri(iris, mention, knowledge.ontology)
+        node = NamedNode(resolution.iris[mention]) if resolution and mention in resolution.iris else own
+        add(Triple(node, v.RDFS_LABEL if node == own else v.SKOS_ALT_LABEL, Literal(name)))
+        if mention.type:
+            add(Triple(node, v.RDF_TYPE, NamedNode(mention.type)))
         return node
 
     for item in knowledge.entities:
@@ -63,14 +76,43 @@ def knowledge_triples(iris: Iris, knowledge: Knowledge) -> list[tuple[Triple, st
         else:
             predicate = iris.predicate(fact.predicate)
             add(Triple(predicate, v.RDFS_LABEL, Literal(fact.predicate)))
-        obj = entity(fact.object) if fact.object_entity else Literal(fact.object)
-        add(Triple(entity(fact.subject), predicate, obj), fact.sentence)
+        subject, obj = entity(fact.subject), entity(fact.object) if fact.object_entity else Literal(fact.object)
+        if subject != obj:
+            add(Triple(subject, predicate, obj), fact.sentence)
     return list(triples.items())
+
+
+def _keyed(iris: Iris, statement: NamedNode, triple: Triple) -> list[Quad]:
+    """A name's reifier carries the name's key (resolution.name_key), so that resolution finds
+    the entities a new name may be by one indexed lookup."""
+    named = triple.predicate in (v.RDFS_LABEL, v.SKOS_ALT_LABEL) and triple.subject.value.startswith(iris.entity("").value)
+    return [Quad(statement, v.SR_KEY, Literal(name_key(triple.object.value)), iris.source_graph)] if named else []
+
+
+def merge_quads(iris: Iris, merges: list[Merge]) -> list[Quad]:
+    """Each merge as the reifier of `alias owl:sameAs target`, with its rule, score and evidence
+    chunks, so SPARQL shows why two names are one thing. A shared merge asserts the triple and
+    carries the alias's key (other documents' names resolve through it); a merge that holds in
+    one document only (a partial name) is a reifier of a triple nobody asserts."""
+    quads = []
+    for merge in merges:
+        triple = Triple(NamedNode(merge.alias_iri), v.OWL_SAME_AS, NamedNode(merge.target))
+        statement, source = iris.statement(triple), iris.source_graph
+        quads += [
+            Quad(statement, v.RDF_REIFIES, triple, source),
+            Quad(statement, v.SR_RULE, Literal(merge.rule), source),
+            Quad(statement, v.SR_SCORE, Literal(merge.score), source),
+            Quad(statement, v.SR_ALIAS, Literal(merge.alias), source),
+        ]
+        quads += [Quad(statement, v.PROV_DERIVED, NamedNode(chunk), source) for chunk in merge.evidence]
+        if merge.shared:
+            quads += [Quad(*triple, iris.knowledge_graph), Quad(statement, v.SR_KEY, Literal(name_key(merge.alias)), source)]
+    return quads
 
 
 def chunk_quads(
     iris: Iris, chunk: ChunkRecord, knowledge: Knowledge, extractor: str, model: str | None,
-    started: datetime, ended: datetime,
+    started: datetime, ended: datetime, resolution: Resolution | None = None,
 ) -> list[Quad]:  # fmt: skip
     """The chunk, its extraction activity, its knowledge triples and their reifiers."""
     kg, source = iris.knowledge_graph, iris.source_graph
@@ -91,12 +133,13 @@ def chunk_quads(
         quads.append(Quad(activity, v.SR_MODEL, Literal(model), source))
     if knowledge.rejected:
         quads.append(Quad(activity, v.SR_REJECTED, Literal(knowledge.rejected), source))
-    for triple, sentence in knowledge_triples(iris, knowledge):
+    for triple, sentence in knowledge_triples(iris, knowledge, resolution):
         statement = iris.statement(triple)
         quads += [
             Quad(triple.subject, triple.predicate, triple.object, kg),
             Quad(statement, v.RDF_REIFIES, triple, source),
             Quad(statement, v.PROV_DERIVED, chunk.iri, source),
+            *_keyed(iris, statement, triple),
         ]
         if sentence:
             quads.append(Quad(statement, v.SR_SENTENCE, Literal(sentence), source))

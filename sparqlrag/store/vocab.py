@@ -110,6 +110,9 @@ SR_TRIPLE_COUNT = term(SR, "tripleCount")
 DCTERMS_MODIFIED = term(DCTERMS, "modified")
 SR_STEP = term(SR, "step")
 SR_STEP_CLASS = term(SR, "Step")
+SR_KEY = term(SR, "key")
+SR_RULE = term(SR, "rule")
+SR_ALIAS = term(SR, "alias")
 
 # sr:status values of a document
 QUEUED, PROCESSING, READY, FAILED = "queued", "processing", "ready", "failed"

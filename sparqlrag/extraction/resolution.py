@@ -1,0 +1,337 @@
+"""Entity resolution: which names in a batch of documents name one thing, and the evidence.
+
+Each rule is evidence a person can check against the text:
+- "normalised": equal once case, diacritics, punctuation, a leading "the" and a plural -s are
+  set aside ("The W3C", "W3C");
+- "acronym": the text defines one name as the other ("World Wide Web Consortium (W3C)", "is
+  known as the W3C", "W3C stands for ...") and the acronym's letters are the name's initials;
+- "partial": a one-word name ends exactly one longer name of its document ("Berners-Lee" after
+  "Tim Berners-Lee"); it holds in that document only;
+- "typed": the same name typed by an ontology class in one place and untyped in another.
+Guards: names typed by different classes are never one thing, an untyped name that two typed
+things share stays apart, and a pair a person kept apart is never joined again.
+
+This module is pure: `resolve` gets what the collection already holds as `Known` (the store
+lookups live in extraction/resolver.py) and returns, per name, the IRI to write.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+
+
+from sparqlrag.extraction.knowledge import Entity, Knowledge
+
+NORMALISED, ACRONYM, PARTIAL, TYPED, CURATED = "normalised", "acronym", "partial", "typed", "curated"
+RULES = (NORMALISED, ACRONYM, PARTIAL, TYPED, CURATED)
+_STOPWORDS = {"of", "the", "and", "for", "in", "on", "at", "to", "a", "an", "&", "de", "du", "la"}
+
+
+def name_key(name: str) -> str:
+    """What the "normalised" rule compares: lower case, no diacritics or punctuation, no leading
+    "the", the last word without a plural -s ("The Cafés" and "cafe" share "cafe")."""
+    text = unicodedata.normalize("NFKD", name)
+    text = "".join(c for c in text if not unicodedata.combining(c)).lower()
+    words = re.findall(r"[^\W_]+", text)
+    if len(words) > 1 and words[0] == "the":
+        words = words[1:]
+    if words and len(words[-1]) > 3 and words[-1].endswith("s") and not words[-1].endswith(("ss", "us", "is")):
+        words[-1] = words[-1][:-3] + "y" if words[-1].endswith("ies") else words[-1][:-1]
+    return " ".join(words)
+
+
+def is_acronym(name: str) -> bool:
+    """Two to ten letters and digits, at least two of them capitals, no spaces ("W3C", "CERN")."""
+    return bool(re.fullmatch(r"[A-Za-z0-9&]{2,10}", name)) and sum(c.isupper() for c in name) >= 2
+
+
+def _letters(acronym: str) -> str:
+    """An acronym's letters with digit multipliers spelled out: "W3C" -> "wwwc"."""
+    spelled = re.sub(r"([A-Za-z])(\d)", lambda m: m.group(1) * int(m.group(2)), acronym)
+    return "".join(c for c in spelled.lower() if c.isalpha())
+
+
+def initials_match(acronym: str, expansion: str) -> bool:
+    """The acronym's letters are the initials of the expansion's words, with or without its
+    small words ("World Wide Web Consortium": "wwwc"; "Organisation of ... Countries": "opec")."""
+    words = re.findall(r"[^\W_]+", unicodedata.normalize("NFKD", expansion).lower())
+    letters = _letters(acronym)
+    every = "".join(w[0] for w in words)
+    content = "".join(w[0] for w in words if w not in _STOPWORDS)
+    return len(words) >= 2 and letters in (every, content)
+
+
+def _defines(text: str, acronym: str, expansion: str) -> bool:
+    """Whether the text says the acronym stands for the expansion, in one of the usual ways."""
+    a, e = re.escape(acronym), r"\s+".join(map(re.escape, expansion.split()))  # a name may break across lines
+    the = r"(?:the\s+)?"
+    patterns = (
+        rf"{e}\s*\(\s*{the}{a}\s*\)",  # World Wide Web Consortium (W3C)
+        rf"\b{a}\s*\(\s*{the}{e}\s*\)",  # W3C (World Wide Web Consortium)
+        rf"{e},?\s+(?:(?:is|was|are|were)\s+)?(?:also\s+|commonly\s+|often\s+|usually\s+)?(?:known|referred\s+to|abbreviated)"
+        rf"\s+(?:to\s+as\s+|as\s+)?{the}{a}\b",  # ... is known as the W3C
+        rf"{e},?\s+(?:also\s+)?called\s+{the}{a}\b",
+        rf"\b{a}\s+(?:stands|stood)\s+for\s+{the}{e}",
+    )
+    return any(re.search(pattern, text, re.IGNORECASE) for pattern in patterns)
+
+
+def _expansions(text: str, acronym: str) -> list[str]:
+    """What the text defines the acronym as, found by its letters ("The National Aeronautics
+    and Space Administration (NASA)": the shortest run of words before it, from a capitalised
+    one, whose initials spell it), for when the extractor did not name the expansion itself."""
+    a, most = re.escape(acronym), 2 * len(_letters(acronym)) + 2
+    words = rf"((?:[^\W\d_][\w'-]*,?\s+){{1,{most}}})"
+    before = [m.group(1) for m in re.finditer(rf"{words}\(\s*(?:the\s+)?{a}\s*\)", text)]  # ... Administration (NASA)
+    before += [m.group(1) for m in re.finditer(rf"{words}(?:(?:is|was)\s+)?(?:also\s+)?(?:known|referred\s+to|abbreviated)"
+                                                rf"\s+(?:to\s+as\s+|as\s+)?(?:the\s+)?{a}\b", text)]  # fmt: skip
+    inside = [m.group(1) for m in re.finditer(rf"\b{a}\s*\(\s*(?:the\s+)?([^()]{{3,120}}?)\s*\)", text)]  # NASA (National ...)
+    found = [" ".join(w) for w in (run.replace(",", " ").split() for run in inside) if _spells(acronym, w)]
+    for run in before:
+        said = run.replace(",", " ").split()
+        while said and said[-1].lower() in ("is", "was", "are", "were", "also", "commonly", "often", "usually"):
+            said.pop()
+        found += [" ".join(said[-size:]) for size in range(2, len(said) + 1) if _spells(acronym, said[-size:])][:1]
+    return list(dict.fromkeys(found))
+
+
+def _spells(acronym: str, words: list[str]) -> bool:
+    return bool(words) and words[0][:1].isupper() and initials_match(acronym, " ".join(words))
+
+
+def completed(knowledge: Knowledge, text: str) -> Knowledge:
+    """The chunk's knowledge with the expansions its text gives its acronyms added as entities
+    (the offline extractor splits "National Aeronautics and Space Administration" at "and")."""
+    named = {e.name for e in knowledge.entities}
+    added = [Entity(e) for m in mentions_of(knowledge) if is_acronym(m.name) for e in _expansions(text, m.name) if e not in named]
+    return replace(knowledge, entities=knowledge.entities + list(dict.fromkeys(added))) if added else knowledge
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A name as a document uses it: typed by an ontology class or not."""
+
+    name: str
+    type: str | None = None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An entity the collection holds under a name key: its IRI and label, and the canonical
+    IRI it stands for (itself unless it is an alias) with that one's class."""
+
+    iri: str
+    label: str
+    canonical: str
+    type: str | None
+
+
+@dataclass
+class Known:
+    """What the collection holds, as resolution needs it: entities by name key, pairs of keys a
+    person kept apart, and a person's merges (key -> the IRI the name stands for)."""
+
+    by_key: dict[str, list[Candidate]] = field(default_factory=dict)
+    kept_apart: set[frozenset[str]] = field(default_factory=set)
+    merged: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Merge:
+    """Evidence that `alias` (a name, and the IRI it gets on its own) names what `target` names.
+    `shared` merges hold collection-wide (other documents' names resolve through them, and they
+    state owl:sameAs); a partial name's merge holds in its document only."""
+
+    alias: str
+    alias_iri: str
+    target: str
+    rule: str
+    score: float
+    evidence: tuple[str, ...]  # chunk IRIs
+
+    @property
+    def shared(self) -> bool:
+        return self.rule != PARTIAL
+
+
+@dataclass
+class Resolution:
+    """One document's names resolved: the IRI to write for each mention, and the new merges."""
+
+    iris: dict[Mention, str] = field(default_factory=dict)
+    merges: list[Merge] = field(default_factory=list)
+    roots: dict[str, str] = field(default_factory=dict)  # every IRI considered -> the canonical one
+    classes: dict[str, str | None] = field(default_factory=dict)  # a canonical IRI -> its class
+
+
+@dataclass
+class _Node:
+    iri: str
+    name: str
+    type: str | None
+    weight: int  # its claim to be the canonical one: 0 an acronym, 1 a name, 2 held by the store
+
+
+def mentions_of(knowledge: Knowledge) -> list[Mention]:
+    """The entity names a chunk's knowledge uses, typed as it types them."""
+    types = {e.name: e.type for e in knowledge.entities}
+    names = [e.name for e in knowledge.entities]
+    for fact in knowledge.facts:
+        names += [fact.subject, fact.object] if fact.object_entity else [fact.subject]
+    return list(dict.fromkeys(Mention(n, types.get(n)) for n in names))
+
+
+class _Clusters:
+    """Union-find over IRIs that refuses what the guards forbid and remembers, for each IRI
+    joined by evidence, the rule, the IRI it was joined to and the chunks that showed it."""
+
+    def __init__(self, known: Known) -> None:
+        self.parent: dict[str, str] = {}
+        self.nodes: dict[str, _Node] = {}
+        self.how: dict[str, tuple[str, str, float, set[str]]] = {}
+        self.known = known
+
+    def add(self, node: _Node) -> None:
+        held = self.nodes.get(node.iri)
+        if held is None:
+            self.nodes[node.iri], self.parent[node.iri] = node, node.iri
+        else:
+            held.weight, held.type = max(held.weight, node.weight), held.type or node.type
+
+    def root(self, iri: str) -> str:
+        while self.parent[iri] != iri:
+            self.parent[iri] = self.parent[self.parent[iri]]
+            iri = self.parent[iri]
+        return iri
+
+    def _members(self, root: str) -> list[_Node]:
+        return [node for iri, node in self.nodes.items() if self.root(iri) == root]
+
+    def _allowed(self, a: str, b: str) -> bool:
+        left, right = self._members(a), self._members(b)
+        if len({n.type for n in left + right if n.type}) > 1:
+            return False
+        keys = [(name_key(x.name), name_key(y.name)) for x in left for y in right]
+        return not any(frozenset(pair) in self.known.kept_apart for pair in keys if pair[0] != pair[1])
+
+    def join(self, alias: str, target: str, rule: str = "", evidence: Iterable[str] = (), score: float = 1.0) -> None:
+        """Join alias to target; with a rule, the alias is recorded as joined by that evidence.
+        Directional rules (an acronym, a partial name, an untyped name) keep the target's root
+        canonical unless only the alias's is typed; otherwise the stronger claim wins."""
+        a, b = self.root(alias), self.root(target)
+        if a != b:
+            if not self._allowed(a, b):
+                return
+            typed_a, typed_b = self.nodes[a].type is not None, self.nodes[b].type is not None
+            if rule in (ACRONYM, PARTIAL, TYPED) and not (typed_a and not typed_b):
+                winner = b
+            else:
+                winner = a if self._claim(a) > self._claim(b) else b
+            self.parent[a if winner == b else b] = winner
+        if rule and alias != target:
+            self.how.setdefault(alias, (rule, target, score, set()))[3].update(evidence)
+
+    def _claim(self, root: str) -> tuple[bool, int, int, str]:
+        """Typed beats untyped, then the stronger weight, then the longer name, then the IRI."""
+        node = self.nodes[root]
+        return (node.type is not None, node.weight, len(node.name), node.iri)
+
+
+def resolve(
+    chunks: list[tuple[str, str, Knowledge]], known: Known, mint: Callable[[Mention, str | None], str]
+) -> Resolution:
+    """One document's names: `chunks` are (chunk IRI, text, knowledge); `mint(mention, ontology)`
+    is the IRI a mention gets on its own."""
+    clusters = _Clusters(known)
+    where: dict[Mention, set[str]] = {}
+    iri_of: dict[Mention, str] = {}
+    for chunk, _, knowledge in chunks:
+        for mention in mentions_of(knowledge):
+            where.setdefault(mention, set()).add(chunk)
+            iri_of[mention] = mint(mention, knowledge.ontology)
+            clusters.add(_Node(iri_of[mention], mention.name, mention.type, 0 if is_acronym(mention.name) else 1))
+    _held(clusters, known, iri_of, where)
+    _acronyms(clusters, chunks, iri_of)
+    _partials(clusters, iri_of, where)
+    _curated(clusters, known, iri_of)
+    resolution = Resolution({mention: clusters.root(iri) for mention, iri in iri_of.items()})
+    resolution.roots = {iri: clusters.root(iri) for iri in clusters.nodes}
+    resolution.classes = {root: clusters.nodes[root].type for root in set(resolution.roots.values())}
+    for iri, (rule, target, score, evidence) in sorted(clusters.how.items()):
+        if evidence and clusters.root(iri) == clusters.root(target):
+            resolution.merges.append(Merge(clusters.nodes[iri].name, iri, target, rule, score, tuple(sorted(evidence))))
+    return resolution
+
+
+def _compatible(a: str | None, b: str | None, classes: set[str]) -> str | None:
+    """The rule that joins two uses of one name: the same class (or none) is "normalised"; an
+    untyped use joins a typed one when the name has one class only."""
+    if a == b:
+        return NORMALISED
+    if (a is None or b is None) and len(classes) == 1:
+        return TYPED
+    return None
+
+
+def _held(clusters: _Clusters, known: Known, iri_of: dict[Mention, str], where: dict[Mention, set[str]]) -> None:
+    """Names that equal (by key) one another or what the collection holds."""
+    by_key: dict[str, list[Mention]] = {}
+    for mention in iri_of:
+        by_key.setdefault(name_key(mention.name), []).append(mention)
+    for key, mentions in by_key.items():
+        held = known.by_key.get(key, [])
+        classes = {c.type for c in held if c.type} | {m.type for m in mentions if m.type}
+        for candidate in held:  # an IRI the store holds is published: a strong claim
+            clusters.add(_Node(candidate.iri, candidate.label, None, 2))
+            clusters.add(_Node(candidate.canonical, candidate.label, candidate.type, 2))
+            clusters.join(candidate.iri, candidate.canonical)  # (the store's own merge: no new evidence)
+        for mention in mentions:
+            for candidate in held:
+                rule = _compatible(mention.type, candidate.type, classes)
+                if rule is None:
+                    continue
+                if iri_of[mention] == candidate.iri:
+                    clusters.join(candidate.iri, candidate.canonical)
+                elif rule == TYPED and mention.type is None:  # the store typed it: nothing new to record
+                    clusters.join(iri_of[mention], candidate.iri)
+                elif rule == TYPED:
+                    clusters.join(candidate.iri, iri_of[mention], TYPED, where[mention])
+                else:
+                    clusters.join(iri_of[mention], candidate.iri, NORMALISED, where[mention])
+        for a, b in zip(mentions, mentions[1:]):
+            rule = _compatible(a.type, b.type, classes)
+            if rule == TYPED:
+                untyped, typed = (a, b) if a.type is None else (b, a)
+                clusters.join(iri_of[untyped], iri_of[typed], TYPED, where[typed])
+            elif rule == NORMALISED:
+                clusters.join(iri_of[b], iri_of[a], NORMALISED, where[b])
+
+
+def _acronyms(clusters: _Clusters, chunks: list[tuple[str, str, Knowledge]], iri_of: dict[Mention, str]) -> None:
+    for chunk, text, knowledge in chunks:
+        names = mentions_of(knowledge)
+        for short in (m for m in names if is_acronym(m.name)):
+            for long in (m for m in names if m != short and initials_match(short.name, m.name)):
+                if _defines(text, short.name, long.name):
+                    clusters.join(iri_of[short], iri_of[long], ACRONYM, [chunk])
+
+
+def _partials(clusters: _Clusters, iri_of: dict[Mention, str], where: dict[Mention, set[str]]) -> None:
+    words = {m: m.name.split() for m in iri_of}
+    for part in (m for m, w in words.items() if len(w) == 1 and not is_acronym(m.name) and m.name[:1].isupper()):
+        wholes = {m.name: m for m, w in words.items() if len(w) >= 2 and w[-1] == part.name and part.type in (None, m.type)}
+        if len(wholes) == 1:
+            (whole,) = wholes.values()
+            clusters.join(iri_of[part], iri_of[whole], PARTIAL, where[part])
+
+
+def _curated(clusters: _Clusters, known: Known, iri_of: dict[Mention, str]) -> None:
+    """A person's merges: the name stands for the IRI they chose (recorded as their decision, not here)."""
+    for mention, iri in iri_of.items():
+        canonical = known.merged.get(name_key(mention.name))
+        if canonical is not None and canonical != iri:
+            clusters.add(_Node(canonical, mention.name, None, 3))
+            clusters.join(iri, canonical)
