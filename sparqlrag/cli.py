@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -116,6 +118,18 @@ def build_parser() -> argparse.ArgumentParser:
     index = commands.add_parser("index", help="index the labelled entities of a loaded knowledge graph for Graph RAG")
     _common(index)
     index.add_argument("--collection", default="default")
+
+    entities = commands.add_parser("entities", help="correct entity resolution: join two things, split an alias off, list aliases")
+    entity_actions = entities.add_subparsers(dest="action", required=True)
+    merging = entity_actions.add_parser("merge", help="OTHER is ENTITY: its IRI becomes an alias, its facts move to ENTITY")
+    splitting = entity_actions.add_parser("split", help="ALIAS names something else than ENTITY: kept apart from now on")
+    listing = entity_actions.add_parser("aliases", help="an entity's other names, and the evidence that joined each")
+    for action, last in ((merging, "other"), (splitting, "alias"), (listing, None)):
+        _common(action)
+        action.add_argument("entity", help="an entity IRI, or a name only one thing of the collection has")
+        if last:
+            action.add_argument(last)
+        action.add_argument("--collection", default="default")
 
     reingest = commands.add_parser("reingest", help="extract documents again (after changing the extractor, model or prompts)")
     _common(reingest)
@@ -413,6 +427,23 @@ def _index(services: Services, args: argparse.Namespace) -> None:
     print(f"indexed {entities} entity vectors and {facts} fact vectors in collection {args.collection!r}")
 
 
+def _entities(services: Services, args: argparse.Namespace) -> None:
+    """Prints the entity's aliases and merges (JSON) after the change."""
+    from sparqlrag.extraction.curation import CurationRefused, UnknownEntity
+
+    curation = services.curation
+    try:
+        if args.action == "merge":
+            result = asyncio.run(curation.merge(args.collection, args.entity, args.other))
+        elif args.action == "split":
+            result = asyncio.run(curation.split(args.collection, args.entity, args.alias))
+        else:
+            result = asyncio.run(curation.aliases(args.collection, args.entity))
+    except (UnknownEntity, CurationRefused) as error:
+        raise CliError(str(error.args[0])) from None
+    print(json.dumps(asdict(result), indent=2, ensure_ascii=False))
+
+
 def _reingest(services: Services, args: argparse.Namespace) -> None:
     pipeline = services.pipeline
     try:
@@ -603,7 +634,7 @@ def run(argv: list[str] | None = None) -> None:
                 services = Services.open(settings, store, _extractor_override(args), _load_models(settings))
                 try:
                     commands = {"ingest": _ingest, "documents": _documents, "forget": _forget, "reingest": _reingest,
-                                "collections": _collections, "core": _core, "ask": _ask, "index": _index, "nl-query": _nl_query}  # fmt: skip
+                                "collections": _collections, "core": _core, "ask": _ask, "index": _index, "nl-query": _nl_query, "entities": _entities}  # fmt: skip
                     commands[args.command](services, args)
                 finally:
                     services.close()

@@ -58,6 +58,7 @@ class Settings(BaseSettings):
     chunk_size: int = 2000
     chunk_overlap: int = 100
     ingest_concurrency: int = 4
+    entity_resolution: bool = True  # one node per thing (extraction/resolution.py); off: one node per spelling
     qdrant_url: str | None = None
     # ontology subset selection: a sentence or phrase selects its top_k nearest elements at or above threshold
     ontology_threshold: float = 0.3

@@ -14,6 +14,7 @@ from typing import Any
 from sparqlrag.config import Settings
 from sparqlrag.extraction.collections import Collections
 from sparqlrag.extraction.cores import Cores
+from sparqlrag.extraction.curation import Curation
 from sparqlrag.extraction.knowledge import Extractor
 from sparqlrag.extraction.llm_extractor import LLMExtractor
 from sparqlrag.extraction.offline import OfflineExtractor
@@ -79,6 +80,7 @@ class Services:
     graph_rag: GraphRag
     ontologies: Ontologies
     nl_query: NlQuery
+    curation: Curation
 
     @classmethod
     def open(cls, settings: Settings, store: Any, extractor: Extractor | None = None, models: Models | None = None) -> Services:
@@ -99,7 +101,7 @@ class Services:
             store=store, vectors=vectors, keywords=keywords, embedder=embedder, extractor=extractor,
             base_iri=settings.base_iri, work_dir=settings.data_dir, chunk_size=settings.chunk_size,
             chunk_overlap=settings.chunk_overlap, concurrency=settings.ingest_concurrency,
-            extractor_for=by_ontology if not overridden else None,
+            extractor_for=by_ontology if not overridden else None, resolution=settings.entity_resolution,
         )  # fmt: skip
         max_age = timedelta(days=settings.trace_max_age_days) if settings.trace_max_age_days else None
         traces = TraceLog(store, settings.base_iri, Retention(settings.trace_keep, max_age))
@@ -113,7 +115,8 @@ class Services:
                            prompts_dir=settings.prompts_dir)  # fmt: skip
         collections = Collections(pipeline)
         cores = Cores(collections, ontologies, settings.embedding_model)
-        return cls(settings, store, embedder, vectors, keywords, llm, pipeline, collections, cores, rag, graph, ontologies, nl_query)
+        return cls(settings, store, embedder, vectors, keywords, llm, pipeline, collections, cores, rag, graph, ontologies, nl_query,
+                   Curation(pipeline))  # fmt: skip
 
     def close(self) -> None:
         self.vectors.close()

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from sparqlrag.config import Settings
+from sparqlrag.extraction.curation import CurationRefused, UnknownEntity
 from sparqlrag.extraction.knowledge import Knowledge
+from sparqlrag.extraction.librarian import UnknownCollection
 from sparqlrag.extraction.pipeline import IngestResult, Source
 from sparqlrag.extraction.resolution import Known, completed, initials_match, is_acronym, name_key, resolve
 from sparqlrag.services import Services
@@ -194,3 +196,46 @@ def test_a_name_typed_by_two_classes_is_two_things(kb: Kb) -> None:
     assert {(r["e"].rsplit("/", 2)[-2], r["c"]) for r in types} == {("Country", SCHEMA + "Country"),
                                                                     ("AdministrativeArea", SCHEMA + "AdministrativeArea")}  # fmt: skip
     assert not kb.same_as("places")  # and the untyped Georgia of the third text joins neither
+
+
+# -- curation ----------------------------------------------------------------------------------
+
+
+def test_a_curated_split_survives_reingest_and_a_curated_merge_moves_facts(kb: Kb) -> None:
+    curation = kb.services.curation
+    kb.ingest("defines", "The World Wide Web Consortium (W3C) is a standards body. The W3C published SPARQL in 2008.")
+    w3c = ID + "world-wide-web-consortium"
+    found = asyncio.run(curation.aliases("default", "W3C"))  # by a name: the alias finds its thing
+    assert found.entity == w3c and [(m.alias, m.rule, m.documents) for m in found.merges] == [("W3C", "acronym", ["defines"])]
+    split = asyncio.run(curation.split("default", w3c, "W3C"))
+    assert split.kept_apart == ["W3C"] and not split.aliases and not split.merges
+    assert (ID + "w3c", "published", ID + "sparql") in kb.facts() and not kb.same_as()
+    asyncio.run(kb.services.pipeline.ingest_many("default", [asyncio.run(kb.services.pipeline.kept_source("default", "defines"))], force=True))
+    kb.ingest("again", "The World Wide Web Consortium (W3C) met in Boston.")  # new evidence: the person's decision stands
+    assert not kb.same_as() and (ID + "w3c", "published", ID + "sparql") in kb.facts()
+    assert ("curated",) == tuple({r["rule"] for r in kb.rows(f"SELECT ?rule WHERE {{ GRAPH <{BASE}graph/default/source> {{ "
+                                                               f"?d rdf:reifies <<( ?a owl:differentFrom ?b )>> ; sr:rule ?rule }} }}")})  # fmt: skip
+
+    merged = asyncio.run(curation.merge("default", w3c, ID + "w3c"))  # the person changes their mind
+    assert [(m.alias, m.rule, m.documents) for m in merged.merges] == [("W3C", "acronym", ["again", "defines"]), ("W3C", "curated", [])]
+    assert not merged.kept_apart  # the split is undone: the texts' evidence counts again, beside the decision
+    assert (w3c, "published", ID + "sparql") in kb.facts() and (ID + "w3c", w3c) in kb.same_as()
+    kb.forget("defines")
+    kb.forget("again")
+    kb.ingest("later", "The W3C published RDF 1.2 in 2025.")  # no evidence left: the decision still resolves the name
+    assert (w3c, "published", ID + "rdf") in kb.facts()
+
+
+def test_curation_refuses_what_it_cannot_do_and_changes_nothing(kb: Kb) -> None:
+    curation = kb.services.curation
+    kb.ingest("a", "Marie Curie was born in Warsaw. Pierre Curie was born in Paris.")
+    before = kb.rows(f"SELECT ?s ?p ?o WHERE {{ GRAPH <{BASE}graph/default> {{ ?s ?p ?o }} }}")
+    with pytest.raises(UnknownEntity, match="no entity 'Einstein'"):
+        asyncio.run(curation.merge("default", "Marie Curie", "Einstein"))
+    with pytest.raises(CurationRefused, match="one thing already"):
+        asyncio.run(curation.merge("default", "Warsaw", ID + "warsaw"))
+    with pytest.raises(UnknownEntity, match="'Paris' is not an alias"):
+        asyncio.run(curation.split("default", "Warsaw", "Paris"))
+    with pytest.raises(UnknownCollection):
+        asyncio.run(curation.aliases("nowhere", "Warsaw"))
+    assert kb.rows(f"SELECT ?s ?p ?o WHERE {{ GRAPH <{BASE}graph/default> {{ ?s ?p ?o }} }}") == before

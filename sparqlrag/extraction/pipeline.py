@@ -209,11 +209,13 @@ class Pipeline:
         chunk_overlap: int = 100,
         concurrency: int = 4,
         extractor_for: Callable[[str], Awaitable[Extractor | None]] | None = None,
+        resolution: bool = True,
     ) -> None:
         self.store, self.vectors, self.keywords, self.embedder = store, vectors, keywords, embedder
         self.facts = FactIndex(store, vectors, embedder.embed)
         self.extractor, self.base_iri = extractor, base_iri
         self.extractor_for = extractor_for  # a collection's own extractor (its ontology's), if it has one
+        self.resolution = resolution  # off: every spelling is its own entity, as extracted
         self.pending_dir, self.library_dir = work_dir / "pending", work_dir / "library"
         self.extractions = Extractions(self.library_dir)
         self.chunk_size, self.chunk_overlap, self.concurrency = chunk_size, chunk_overlap, concurrency
@@ -250,10 +252,10 @@ class Pipeline:
         less per text in big batches), then commit each document in its own transaction. Each
         result is an IngestResult, or the exception that document raised; the others go on.
         `force` re-extracts every chunk, changed or not. Other documents that a new or lost merge
-        affects are then written again (`_repair`). Raises UnknownCollection (nothing written)
+        affects are then written again (`resolve_again`). Raises UnknownCollection (nothing written)
         for a collection never created."""
         results, affected = await self._ingest_batch(collection, sources, on_progress, force, reuse=False)
-        await self._repair(collection, affected)
+        await self.resolve_again(collection, affected)
         return results
 
     async def _ingest_batch(
@@ -275,7 +277,7 @@ class Pipeline:
         affected |= await asyncio.to_thread(resolver.documents_naming, self.store, iris, lost, unnamed)
         return results, affected
 
-    async def _repair(self, collection: str, documents: set[str]) -> None:
+    async def resolve_again(self, collection: str, documents: set[str]) -> None:
         """Write again, from their kept extractions, the documents whose names a new or lost
         merge resolves differently now. A document the library holds no copy of (imported in
         a knowledge core) keeps its names, with a warning."""
@@ -333,6 +335,8 @@ class Pipeline:
     async def _resolve(self, iris: Iris, plans: list[_Plan]) -> None:
         """Each document's names resolved against the collection, then again with the shared
         merges the batch found, so that a name one document defines resolves in the others."""
+        if not self.resolution:
+            return
         for plan in plans:  # an acronym's expansion that the text gives but the extractor missed
             plan.knowledge = [(completed(k, chunk.text), *times) for chunk, (k, *times) in zip(plan.added, plan.knowledge)]
         mentions = {m for plan in plans for _, _, knowledge in plan.chunks() for m in mentions_of(knowledge)}
@@ -347,7 +351,7 @@ class Pipeline:
         if len(plans) > 1 and found:
             for resolution, merge in found:
                 canonical = resolution.roots[merge.alias_iri]
-                candidate = Candidate(merge.alias_iri, merge.alias, canonical, resolution.classes.get(canonical))
+                candidate = Candidate(merge.alias_iri, merge.alias, canonical, resolution.names[canonical], resolution.classes[canonical])
                 known.by_key.setdefault(name_key(merge.alias), []).append(candidate)
             for plan in plans:
                 plan.resolution = resolve(plan.chunks(), known, mint)
@@ -596,12 +600,14 @@ class Pipeline:
             f"DELETE {{ GRAPH {src} {{ ?chunk ?p ?o . ?activity ?q ?r }} }} WHERE {{ {chunk_values} GRAPH {src} {{ "
             f"{{ ?chunk ?p ?o }} UNION {{ ?activity prov:used ?chunk ; ?q ?r }} }} }}",
         ]
-        if statements:
-            ops.append(
-                f"DELETE {{ GRAPH {kg} {{ ?s ?p ?o }} GRAPH {src} {{ ?st ?x ?y }} }} WHERE {{ "
-                f"{values('st', map(NamedNode, statements))} GRAPH {src} {{ ?st rdf:reifies <<( ?s ?p ?o )>> ; ?x ?y "
-                f"FILTER NOT EXISTS {{ ?st prov:wasDerivedFrom ?any }} }} }}"
-            )
+        if statements:  # (a fact a person's decision also reifies stays: curation.py)
+            orphans = (f"{values('st', map(NamedNode, statements))} GRAPH {src} {{ ?st rdf:reifies <<( ?s ?p ?o )>> "
+                       f"FILTER NOT EXISTS {{ ?st prov:wasDerivedFrom ?any }} }}")  # fmt: skip
+            ops += [
+                f"DELETE {{ GRAPH {kg} {{ ?s ?p ?o }} }} WHERE {{ {orphans} "
+                f"FILTER NOT EXISTS {{ GRAPH {src} {{ ?decision rdf:reifies <<( ?s ?p ?o )>> ; sr:rule \"curated\" }} }} }}",
+                f"DELETE {{ GRAPH {src} {{ ?st ?x ?y }} }} WHERE {{ {orphans} GRAPH {src} {{ ?st ?x ?y }} }}",
+            ]
         return " ;\n".join(ops)
 
     @staticmethod
@@ -667,7 +673,7 @@ class Pipeline:
             await asyncio.to_thread(self._discard, collection, document_id)
             lost = await asyncio.to_thread(resolver.lost, self.store, iris, merges)
             affected = await asyncio.to_thread(resolver.documents_naming, self.store, iris, lost, unnamed)
-        await self._repair(collection, affected)
+        await self.resolve_again(collection, affected)
         return True
 
     async def kept_source(self, collection: str, document_id: str) -> Source:

@@ -28,6 +28,18 @@ from sparqlrag.extraction.knowledge import Entity, Knowledge
 NORMALISED, ACRONYM, PARTIAL, TYPED, CURATED = "normalised", "acronym", "partial", "typed", "curated"
 RULES = (NORMALISED, ACRONYM, PARTIAL, TYPED, CURATED)
 _STOPWORDS = {"of", "the", "and", "for", "in", "on", "at", "to", "a", "an", "&", "de", "du", "la"}
+_NAME_WORD = re.compile(r"[A-Z\u00c0-\u00de][\w'\u2019-]*\w|[A-Z]\.")  # "Berners-Lee", "O'Neill", "K."
+_DESCRIPTORS = {
+    "king", "queen", "prince", "princess", "duke", "duchess", "earl", "count", "countess", "baron", "baroness", "lord",
+    "lady", "sir", "dame", "saint", "st", "pope", "emperor", "empress", "sultan", "tsar", "czar", "shah", "president",
+    "general", "captain", "admiral", "bishop", "archbishop", "cardinal", "father", "mother", "sister", "brother", "gare",
+    "station", "university", "college", "school", "academy", "museum", "church", "cathedral", "abbey", "palace", "castle",
+    "castel", "republic", "empire", "kingdom", "national", "royal", "holy", "north", "south", "east", "west", "new", "old",
+    "great", "lake", "river", "mount", "mountain", "fort", "port", "airport", "park", "street", "road", "bridge",
+    "conservatory", "institute", "company", "records", "club", "party", "council", "county", "city", "state", "province",
+    "district", "member", "parliament", "house", "hotel", "hospital", "award", "prize", "cup", "league", "festival",
+    "film", "band", "group", "team", "united", "international", "society", "association", "foundation", "press",
+}  # fmt: skip
 
 
 def name_key(name: str) -> str:
@@ -121,27 +133,28 @@ class Mention:
 @dataclass(frozen=True)
 class Candidate:
     """An entity the collection holds under a name key: its IRI and label, and the canonical
-    IRI it stands for (itself unless it is an alias) with that one's class."""
+    IRI it stands for (itself unless it is an alias) with that one's label and class."""
 
     iri: str
     label: str
     canonical: str
+    canonical_label: str
     type: str | None
 
 
 @dataclass
 class Known:
-    """What the collection holds, as resolution needs it: entities by name key, pairs of keys a
-    person kept apart, and a person's merges (key -> the IRI the name stands for)."""
+    """What the collection holds, as resolution needs it: entities by name key (a person's
+    merges among them), and the pairs of name keys a person kept apart."""
 
     by_key: dict[str, list[Candidate]] = field(default_factory=dict)
     kept_apart: set[frozenset[str]] = field(default_factory=set)
-    merged: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Merge:
-    """Evidence that `alias` (a name, and the IRI it gets on its own) names what `target` names.
+    """Evidence that `alias` (a name, and the IRI it gets on its own) names what `target` names
+    (the next IRI on the way to the canonical one).
     `shared` merges hold collection-wide (other documents' names resolve through them, and they
     state owl:sameAs); a partial name's merge holds in its document only."""
 
@@ -165,6 +178,7 @@ class Resolution:
     merges: list[Merge] = field(default_factory=list)
     roots: dict[str, str] = field(default_factory=dict)  # every IRI considered -> the canonical one
     classes: dict[str, str | None] = field(default_factory=dict)  # a canonical IRI -> its class
+    names: dict[str, str] = field(default_factory=dict)  # a canonical IRI -> its name
 
 
 @dataclass
@@ -185,13 +199,13 @@ def mentions_of(knowledge: Knowledge) -> list[Mention]:
 
 
 class _Clusters:
-    """Union-find over IRIs that refuses what the guards forbid and remembers, for each IRI
-    joined by evidence, the rule, the IRI it was joined to and the chunks that showed it."""
+    """Union-find over IRIs that refuses what the guards forbid, keeping each join as an edge
+    (its rule, score and evidence chunks; none for a link the store holds already)."""
 
     def __init__(self, known: Known) -> None:
         self.parent: dict[str, str] = {}
         self.nodes: dict[str, _Node] = {}
-        self.how: dict[str, tuple[str, str, float, set[str]]] = {}
+        self.edges: dict[str, dict[str, tuple[str, float, set[str]]]] = {}
         self.known = known
 
     def add(self, node: _Node) -> None:
@@ -231,8 +245,30 @@ class _Clusters:
             else:
                 winner = a if self._claim(a) > self._claim(b) else b
             self.parent[a if winner == b else b] = winner
-        if rule and alias != target:
-            self.how.setdefault(alias, (rule, target, score, set()))[3].update(evidence)
+        if alias != target:
+            for a, b in ((alias, target), (target, alias)):
+                kept = self.edges.setdefault(a, {}).get(b)
+                if kept is None or (rule and not kept[0]):
+                    self.edges[a][b] = (rule, score, set(evidence))
+                elif rule == kept[0]:
+                    kept[2].update(evidence)
+
+    def merges(self) -> list[Merge]:
+        """Each IRI joined by evidence, as a merge into its neighbour on the way to its
+        cluster's canonical IRI (so the rule shown is the one that joined those two names)."""
+        found, seen = [], set()
+        for root in sorted({self.root(iri) for iri in self.nodes}):
+            queue = [root]
+            seen.add(root)
+            while queue:
+                here = queue.pop(0)
+                for there, (rule, score, evidence) in sorted(self.edges.get(here, {}).items()):
+                    if there not in seen:
+                        seen.add(there)
+                        queue.append(there)
+                        if rule and evidence:
+                            found.append(Merge(self.nodes[there].name, there, here, rule, score, tuple(sorted(evidence))))
+        return found
 
     def _claim(self, root: str) -> tuple[bool, int, int, str]:
         """Typed beats untyped, then the stronger weight, then the longer name, then the IRI."""
@@ -256,13 +292,11 @@ def resolve(
     _held(clusters, known, iri_of, where)
     _acronyms(clusters, chunks, iri_of)
     _partials(clusters, iri_of, where)
-    _curated(clusters, known, iri_of)
     resolution = Resolution({mention: clusters.root(iri) for mention, iri in iri_of.items()})
     resolution.roots = {iri: clusters.root(iri) for iri in clusters.nodes}
     resolution.classes = {root: clusters.nodes[root].type for root in set(resolution.roots.values())}
-    for iri, (rule, target, score, evidence) in sorted(clusters.how.items()):
-        if evidence and clusters.root(iri) == clusters.root(target):
-            resolution.merges.append(Merge(clusters.nodes[iri].name, iri, target, rule, score, tuple(sorted(evidence))))
+    resolution.names = {root: clusters.nodes[root].name for root in resolution.classes}
+    resolution.merges = clusters.merges()
     return resolution
 
 
@@ -286,7 +320,7 @@ def _held(clusters: _Clusters, known: Known, iri_of: dict[Mention, str], where: 
         classes = {c.type for c in held if c.type} | {m.type for m in mentions if m.type}
         for candidate in held:  # an IRI the store holds is published: a strong claim
             clusters.add(_Node(candidate.iri, candidate.label, None, 2))
-            clusters.add(_Node(candidate.canonical, candidate.label, candidate.type, 2))
+            clusters.add(_Node(candidate.canonical, candidate.canonical_label, candidate.type, 2))
             clusters.join(candidate.iri, candidate.canonical)  # (the store's own merge: no new evidence)
         for mention in mentions:
             for candidate in held:
@@ -319,19 +353,19 @@ def _acronyms(clusters: _Clusters, chunks: list[tuple[str, str, Knowledge]], iri
                     clusters.join(iri_of[short], iri_of[long], ACRONYM, [chunk])
 
 
+def _personal(words: list[str]) -> bool:
+    """Words that may be a person's name: capitalised words and initials, none a title or a
+    word that names a kind of place or body ("King", "Gare", "University", "West")."""
+    return all(_NAME_WORD.fullmatch(w) and w.rstrip(".").lower() not in _DESCRIPTORS for w in words)
+
+
 def _partials(clusters: _Clusters, iri_of: dict[Mention, str], where: dict[Mention, set[str]]) -> None:
+    """A surname after the full name: "Berners-Lee" after "Tim Berners-Lee", when the full name
+    (two to four words) reads as a person's name and is the only one that ends so."""
     words = {m: m.name.split() for m in iri_of}
-    for part in (m for m, w in words.items() if len(w) == 1 and not is_acronym(m.name) and m.name[:1].isupper()):
-        wholes = {m.name: m for m, w in words.items() if len(w) >= 2 and w[-1] == part.name and part.type in (None, m.type)}
+    for part in (m for m, w in words.items() if len(w) == 1 and not is_acronym(m.name) and _personal(w)):
+        wholes = {m.name: m for m, w in words.items()
+                  if 2 <= len(w) <= 4 and w[-1] == part.name and _personal(w) and part.type in (None, m.type)}  # fmt: skip
         if len(wholes) == 1:
             (whole,) = wholes.values()
             clusters.join(iri_of[part], iri_of[whole], PARTIAL, where[part])
-
-
-def _curated(clusters: _Clusters, known: Known, iri_of: dict[Mention, str]) -> None:
-    """A person's merges: the name stands for the IRI they chose (recorded as their decision, not here)."""
-    for mention, iri in iri_of.items():
-        canonical = known.merged.get(name_key(mention.name))
-        if canonical is not None and canonical != iri:
-            clusters.add(_Node(canonical, mention.name, None, 3))
-            clusters.join(iri, canonical)

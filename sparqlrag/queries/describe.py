@@ -104,6 +104,18 @@ def _resolve(store: Any, base_iri: str, iri: str, kind: str = "id") -> tuple[Iri
     return (iris, node) if collection_exists(store, iris) else None
 
 
+def canonical(store: Any, base_iri: str, iri: str) -> str | None:
+    """The IRI an alias stands for (the end of its owl:sameAs chain, entity resolution's
+    merges), or None when `iri` is no alias."""
+    found = _resolve(store, base_iri, iri)
+    if found is None:
+        return None
+    iris, node = found
+    rows = select_terms(store, v.SPARQL_PREFIXES + f"""SELECT ?c WHERE {{ GRAPH {sparql_term(iris.knowledge_graph)} {{
+        {sparql_term(node)} owl:sameAs+ ?c FILTER NOT EXISTS {{ ?c owl:sameAs ?further }} }} }} ORDER BY ?c LIMIT 1""")  # fmt: skip
+    return rows[0]["c"].value if rows and rows[0]["c"].value.startswith(base_iri) else None
+
+
 def exists(store: Any, base_iri: str, iri: str, kind: str = "id") -> bool:
     """Whether a fact of the entity's collection names it, the source graph has the document
     or chunk, or a fact uses the relation (cheaper than describing it)."""

@@ -17,7 +17,7 @@ from starlette.staticfiles import StaticFiles
 
 from sparqlrag import __version__
 from sparqlrag.config import Settings
-from sparqlrag.server import answers, collections, documents, linked_data, nl_query, ontologies, pages
+from sparqlrag.server import answers, collections, documents, entities, linked_data, nl_query, ontologies, pages
 from sparqlrag.server.errors import EXCEPTION_HANDLERS
 from sparqlrag.server.graph_store import graph_store
 from sparqlrag.server.metrics import Metrics, MetricsMiddleware, metrics_endpoint
@@ -94,6 +94,9 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
             Route("/api/v1/collections/{name}", collections.delete_collection, methods=["DELETE"]),
             Route("/api/v1/collections/{name}/core", collections.export_core, methods=["GET"]),
             Route("/api/v1/collections/{name}/core", collections.import_core, methods=["POST"]),
+            Route("/api/v1/collections/{name}/entities/aliases", entities.aliases, methods=["GET"]),
+            Route("/api/v1/collections/{name}/entities/merge", entities.merge, methods=["POST"]),
+            Route("/api/v1/collections/{name}/entities/split", entities.split, methods=["POST"]),
             Route("/api/v1/nl-query", nl_query.nl_query, methods=["POST"]),
             Route("/api/v1/ontologies", ontologies.list_ontologies, methods=["GET"]),
             Route("/api/v1/ontologies", ontologies.upload, methods=["POST"]),

@@ -41,6 +41,11 @@ def _name(name: object) -> str:
         raise ApiError(400, "bad_collection", str(error)) from None
 
 
+def collection_name(request: Request) -> str:
+    """The collection a `/api/v1/collections/{name}/...` path names: 400 for a bad name."""
+    return _name(request.path_params["name"])
+
+
 async def list_collections(request: Request) -> Response:
     authorize(request, "read")
     return JSONResponse({"collections": [asdict(info) for info in await _collections(request).list()]})
@@ -70,7 +75,7 @@ async def create_collection(request: Request) -> Response:
 
 async def get_collection(request: Request) -> Response:
     authorize(request, "read")
-    name = _name(request.path_params["name"])
+    name = collection_name(request)
     info = await _collections(request).get(name)
     if info is None:
         raise UnknownCollection(name)
@@ -80,7 +85,7 @@ async def get_collection(request: Request) -> Response:
 async def delete_collection(request: Request) -> Response:
     """Everything of the collection goes: graphs, vectors, keyword rows, kept documents."""
     authorize(request, "write")
-    name = _name(request.path_params["name"])
+    name = collection_name(request)
     if not await _collections(request).delete(name):
         raise UnknownCollection(name)
     return Response(status_code=204)
@@ -89,7 +94,7 @@ async def delete_collection(request: Request) -> Response:
 async def export_core(request: Request) -> Response:
     """The collection as a knowledge core (a zip file: TriG graphs, vectors, manifest)."""
     authorize(request, "read")
-    name = _name(request.path_params["name"])
+    name = collection_name(request)
     path = scratch_path(request, "core")
     try:
         await request.app.state.services.cores.export(name, path)

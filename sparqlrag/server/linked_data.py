@@ -19,7 +19,7 @@ from pyoxigraph import RdfFormat, serialize
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from sparqlrag.queries.describe import describe, describe_relation, describe_source, exists
+from sparqlrag.queries.describe import canonical, describe, describe_relation, describe_source, exists
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.pages import render
@@ -70,17 +70,22 @@ def _up(path: str) -> str:
 
 
 async def resource(request: Request) -> Response:
-    """303 to the page or data of an entity, relation, document or chunk, as the Accept header prefers."""
+    """303 to the page or data of an entity, relation, document or chunk, as the Accept header
+    prefers; an alias's to those of the entity it stands for."""
     path = _path(request, "/")
     authorize(request, "read")
-    base = request.app.state.settings.base_iri
-    if not await asyncio.to_thread(exists, request.app.state.store, base, base + path, path.split("/", 1)[0]):
+    base, store = request.app.state.settings.base_iri, request.app.state.store
+    kind = path.split("/", 1)[0]
+    if not await asyncio.to_thread(exists, store, base, base + path, kind):
         raise _missing(request, path)
+    described = path
+    if kind == "id" and (alias_of := await asyncio.to_thread(canonical, store, base, base + path)):
+        described = alias_of.removeprefix(base)
     chosen = negotiate(request.headers.get("accept"), OFFERS)
     if chosen is None:
         offered = ", ".join(media for media, _ in OFFERS[:-1])
         raise ApiError(406, "not_acceptable", f"this IRI is described as {offered}", headers={"Vary": "Accept"})
-    target = f"page/{path}" if chosen[1] == "html" else f"data/{path}.{chosen[1]}"
+    target = f"page/{described}" if chosen[1] == "html" else f"data/{described}.{chosen[1]}"
     return RedirectResponse(_up(path) + target, status_code=303, headers={"Vary": "Accept"})
 
 

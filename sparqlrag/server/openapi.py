@@ -56,6 +56,15 @@ def _graph_store(what: str) -> dict[str, Any]:
                                responses=responses) for method in ("get", "put", "post", "delete")}  # fmt: skip
 
 
+NAME_OR_IRI = {**STRING, "minLength": 1, "pattern": r"\S", "description": "an entity IRI, or a name only one thing of the collection has"}
+_DOCUMENTS = {"type": "array", "items": STRING}
+ENTITY_ALIASES = _object(
+    ["entity", "label", "aliases", "merges", "kept_apart"], entity=STRING, label={"type": ["string", "null"]},
+    aliases={"type": "array", "items": _object(["name", "documents"], name=STRING, documents=_DOCUMENTS)},
+    merges={"type": "array", "items": _object(["alias", "iri", "rule", "score", "documents"], alias=STRING, iri=STRING, rule=STRING,
+                                              score=NUMBER, documents=_DOCUMENTS)},
+    kept_apart={"type": "array", "items": STRING},
+)  # fmt: skip
 QUESTION = _object(["question"], question=STRING, collection=STRING, stream={**BOOLEAN, "description": "answer as server-sent events"})
 ANSWER = _object(["answer", "sources", "trace"], question=STRING, answer=STRING, trace={**STRING, "description": "the trace IRI"},
                  model=STRING, usage=ANY_OBJECT, sources={"type": "array", "items": {"$ref": "#/components/schemas/Source"}})  # fmt: skip
@@ -141,6 +150,25 @@ PATHS: dict[str, dict[str, Any]] = {
         "post": _operation("Import a knowledge core into this (new or empty) collection, with no extraction", scope="write", body=ZIP,
                            responses={"201": _json(_object(["collection"], collection=STRING, quads=INTEGER, chunks=INTEGER, entities=INTEGER,
                                                            rebased_from={"type": ["string", "null"]}))}),
+    },  # fmt: skip
+    "/api/v1/collections/{name}/entities/aliases": {
+        "parameters": [_path("name", "the collection")],
+        "get": _operation("An entity's aliases, the merges that joined them (rule, score, evidence documents), the names kept apart",
+                          parameters=[{"name": "entity", "in": "query", "required": True, "schema": {**STRING, "minLength": 1},
+                                       "description": "an entity IRI, or a name only one thing of the collection has"}],
+                          responses={"200": _json(ENTITY_ALIASES)}),
+    },
+    "/api/v1/collections/{name}/entities/merge": {
+        "parameters": [_path("name", "the collection")],
+        "post": _operation("A person's merge: `other` is `entity` (its IRI becomes an alias, its facts move)", scope="write",
+                           body={JSON: {"schema": _object(["entity", "other"], entity=NAME_OR_IRI, other=NAME_OR_IRI)}},
+                           responses={"200": _json(ENTITY_ALIASES)}),
+    },
+    "/api/v1/collections/{name}/entities/split": {
+        "parameters": [_path("name", "the collection")],
+        "post": _operation("A person's split: `alias` names something else than `entity`, from now on", scope="write",
+                           body={JSON: {"schema": _object(["entity", "alias"], entity=NAME_OR_IRI, alias=NAME_OR_IRI)}},
+                           responses={"200": _json(ENTITY_ALIASES)}),
     },  # fmt: skip
     "/api/v1/nl-query": {"post": _operation("A question written as a checked SPARQL query over an ontology, and its results",
         body={JSON: {"schema": _object(["question"], question=STRING, collection=STRING, ontology=STRING)}},

@@ -47,6 +47,7 @@ RDFS_LABEL = term(RDFS, "label")
 SKOS_DEFINITION = term(SKOS, "definition")
 SKOS_ALT_LABEL = term(SKOS, "altLabel")
 OWL_SAME_AS = term(OWL, "sameAs")
+OWL_DIFFERENT_FROM = term(OWL, "differentFrom")
 PROV_DERIVED = term(PROV, "wasDerivedFrom")
 PROV_USED = term(PROV, "used")
 PROV_ACTIVITY = term(PROV, "Activity")
@@ -187,6 +188,11 @@ class Iris:
         """The reifier of a fact: named by a hash of the fact, so re-extraction finds it again."""
         digest = hashlib.sha1(str(triple).encode("utf-8")).hexdigest()
         return NamedNode(f"{self.base}stmt/{self.collection}/{digest}")
+
+    def decision(self, triple: Triple) -> NamedNode:
+        """The reifier of a person's decision about a fact (a curated merge or split), which
+        forgetting documents never removes."""
+        return NamedNode(self.statement(triple).value + "/curated")
 
     def document(self, document_id: str) -> NamedNode:
         return NamedNode(f"{self.base}doc/{self.collection}/{quote(document_id, safe='-._~')}")

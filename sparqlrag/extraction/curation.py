@@ -1,0 +1,204 @@
+"""A person's corrections to entity resolution: join two things, split an alias off one, and
+list a thing's aliases with the evidence for each.
+
+A decision is a reifier in the source graph with `sr:rule "curated"` and `dcterms:created`,
+derived from no chunk, so forgetting documents never removes it: a curated `owl:sameAs`
+resolves the alias's name collection-wide like any shared merge, and a curated
+`owl:differentFrom` keeps two names apart in every later automatic run. The documents a
+decision affects are written again from their kept extractions at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from pyoxigraph import Literal, NamedNode, Quad, Triple
+
+from sparqlrag.extraction import resolver
+from sparqlrag.extraction.librarian import UnknownCollection, collection_exists
+from sparqlrag.extraction.pipeline import Pipeline
+from sparqlrag.extraction.resolution import CURATED, name_key
+from sparqlrag.store import vocab as v
+from sparqlrag.store.select import select
+from sparqlrag.store.sparql_text import insert_data, sparql_term, values
+from sparqlrag.store.vocab import Iris
+
+XSD_DATETIME = NamedNode(v.XSD + "dateTime")
+
+
+class UnknownEntity(LookupError):
+    """No entity of the collection has that IRI or name."""
+
+
+class CurationRefused(ValueError):
+    """The decision contradicts what the collection holds (two names of one thing, two classes)."""
+
+
+@dataclass(frozen=True)
+class AliasInfo:
+    name: str
+    documents: list[str]  # the documents that use the name for the thing
+
+
+@dataclass(frozen=True)
+class MergeInfo:
+    alias: str
+    iri: str
+    rule: str
+    score: float
+    documents: list[str]  # the documents that gave the evidence (none for a person's decision)
+
+
+@dataclass
+class EntityAliases:
+    entity: str
+    label: str | None
+    aliases: list[AliasInfo] = field(default_factory=list)
+    merges: list[MergeInfo] = field(default_factory=list)
+    kept_apart: list[str] = field(default_factory=list)  # names a person split off
+
+
+class Curation:
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+
+    @property
+    def store(self) -> Any:
+        return self.pipeline.store
+
+    async def _update(self, *operations: str) -> None:
+        await asyncio.to_thread(self.store.update, v.SPARQL_PREFIXES + " ;\n".join(operations))
+
+    async def _iris(self, collection: str) -> Iris:
+        iris = Iris(self.pipeline.base_iri, collection)
+        if not await asyncio.to_thread(collection_exists, self.store, iris):
+            raise UnknownCollection(collection)
+        return iris
+
+    def _find(self, iris: Iris, entity: str) -> str:
+        """The canonical IRI of an entity given by IRI or by name (a name two things share is refused)."""
+        kg = sparql_term(iris.knowledge_graph)
+        if entity.startswith(iris.entity("").value):
+            rows = select(self.store, v.SPARQL_PREFIXES + f"""SELECT DISTINCT ?canonical WHERE {{ GRAPH {kg} {{
+                {sparql_term(NamedNode(entity))} owl:sameAs* ?canonical FILTER NOT EXISTS {{ ?canonical owl:sameAs ?x }}
+                FILTER EXISTS {{ ?canonical ?p ?o }} }} }}""")  # fmt: skip
+            canonicals = {row["canonical"] for row in rows}
+        else:
+            known = resolver.known(self.store, iris, {name_key(entity)})
+            canonicals = {c.canonical for c in known.by_key.get(name_key(entity), [])}
+        if not canonicals:
+            raise UnknownEntity(f"collection {iris.collection!r} has no entity {entity!r}")
+        if len(canonicals) > 1:
+            raise CurationRefused(f"{entity!r} names {len(canonicals)} things in {iris.collection!r}; give one IRI: "
+                                  + ", ".join(sorted(canonicals)))  # fmt: skip
+        return canonicals.pop()
+
+    def _label(self, iris: Iris, entity: str) -> str | None:
+        rows = select(self.store, v.SPARQL_PREFIXES + f"""SELECT ?label WHERE {{ GRAPH {sparql_term(iris.knowledge_graph)} {{
+            {sparql_term(NamedNode(entity))} rdfs:label ?label }} }} ORDER BY ?label LIMIT 1""")  # fmt: skip
+        return rows[0]["label"] if rows else None
+
+    def _classes(self, iris: Iris, entity: str) -> set[str]:
+        rows = select(self.store, f"SELECT ?c WHERE {{ GRAPH {sparql_term(iris.knowledge_graph)} {{ {sparql_term(NamedNode(entity))} a ?c }} }}")
+        return {row["c"] for row in rows}
+
+    def _decision(self, iris: Iris, triple: Triple, alias: str) -> list[Quad]:
+        """The decision as its own reifier of the triple, beside any reifier of evidence for it."""
+        statement, source = iris.decision(triple), iris.source_graph
+        now = Literal(datetime.now(timezone.utc).isoformat(), datatype=XSD_DATETIME)
+        return [
+            Quad(*triple, iris.knowledge_graph),
+            Quad(statement, v.RDF_REIFIES, triple, source),
+            Quad(statement, v.SR_RULE, Literal(CURATED), source),
+            Quad(statement, v.SR_SCORE, Literal(1.0), source),
+            Quad(statement, v.SR_ALIAS, Literal(alias), source),
+            Quad(statement, v.SR_KEY, Literal(name_key(alias)), source),
+            Quad(statement, v.DCTERMS_CREATED, now, source),
+        ]
+
+    def _retract(self, iris: Iris, predicate: NamedNode, subjects: list[str], objects: list[str]) -> str:
+        """Delete `s predicate o` (any of the subjects to any of the objects) with its reifier."""
+        kg, src = sparql_term(iris.knowledge_graph), sparql_term(iris.source_graph)
+        return (f"DELETE {{ GRAPH {kg} {{ ?s {sparql_term(predicate)} ?o }} GRAPH {src} {{ ?st ?x ?y }} }} WHERE {{ "
+                f"{values('s', map(NamedNode, subjects))} {values('o', map(NamedNode, objects))} GRAPH {kg} {{ ?s {sparql_term(predicate)} ?o }} "
+                f"OPTIONAL {{ GRAPH {src} {{ ?st rdf:reifies <<( ?s {sparql_term(predicate)} ?o )>> ; ?x ?y }} }} }}")  # fmt: skip
+
+    async def merge(self, collection: str, entity: str, other: str) -> EntityAliases:
+        """`other` is `entity`: its IRI becomes an alias of entity's (owl:sameAs), its names
+        aliases, and the documents that said things about it now say them about `entity`."""
+        iris = await self._iris(collection)
+        target, alias = await asyncio.to_thread(self._find, iris, entity), await asyncio.to_thread(self._find, iris, other)
+        if target == alias:
+            raise CurationRefused(f"{entity!r} and {other!r} are one thing already: {target}")
+        classes = await asyncio.to_thread(self._classes, iris, target) | await asyncio.to_thread(self._classes, iris, alias)
+        if len(classes) > 1:
+            raise CurationRefused(f"{entity!r} and {other!r} are typed by different classes ({', '.join(sorted(classes))}); "
+                                  "one thing has one class here")  # fmt: skip
+        name = await asyncio.to_thread(self._label, iris, alias) or other
+        quads = self._decision(iris, Triple(NamedNode(alias), v.OWL_SAME_AS, NamedNode(target)), name)
+        retract = self._retract(iris, v.OWL_DIFFERENT_FROM, [alias, target], [alias, target])
+        await self._update(retract, insert_data(quads))
+        affected = await asyncio.to_thread(resolver.documents_using, self.store, iris, {alias})
+        await self.pipeline.resolve_again(collection, affected)
+        return await self.aliases(collection, target)
+
+    async def split(self, collection: str, entity: str, alias: str) -> EntityAliases:
+        """`alias` names something else than `entity`: its merges into entity are undone, a
+        curated owl:differentFrom keeps them apart, and the documents that used the name are
+        written again (the name becomes its own thing)."""
+        iris = await self._iris(collection)
+        target = await asyncio.to_thread(self._find, iris, entity)
+        before = await self.aliases(collection, target)
+        key = name_key(alias)
+        merged = [m.iri for m in before.merges if name_key(m.alias) == key]
+        if not merged and not any(name_key(a.name) == key for a in before.aliases):
+            raise UnknownEntity(f"{alias!r} is not an alias of {target}")
+        own = iris.entity(alias).value
+        members = await asyncio.to_thread(self._cluster, iris, target)
+        quads = self._decision(iris, Triple(NamedNode(own), v.OWL_DIFFERENT_FROM, NamedNode(target)), alias)
+        await self._update(self._retract(iris, v.OWL_SAME_AS, merged + [own], members), insert_data(quads))
+        affected = await asyncio.to_thread(resolver.documents_naming, self.store, iris, {key}, set())
+        await self.pipeline.resolve_again(collection, affected)
+        return await self.aliases(collection, target)
+
+    def _cluster(self, iris: Iris, canonical: str) -> list[str]:
+        """The canonical IRI and every IRI whose owl:sameAs chain ends at it."""
+        rows = select(self.store, v.SPARQL_PREFIXES + f"""SELECT DISTINCT ?e WHERE {{ GRAPH {sparql_term(iris.knowledge_graph)} {{
+            ?e owl:sameAs+ {sparql_term(NamedNode(canonical))} }} }}""")  # fmt: skip
+        return [canonical, *(row["e"] for row in rows)]
+
+    async def aliases(self, collection: str, entity: str) -> EntityAliases:
+        """The thing's names other than its own, the merges that joined IRIs to it (rule, score,
+        the documents of the evidence), and the names a person split off it."""
+        iris = await self._iris(collection)
+        canonical = await asyncio.to_thread(self._find, iris, entity)
+        return await asyncio.to_thread(self._aliases, iris, canonical)
+
+    def _aliases(self, iris: Iris, canonical: str) -> EntityAliases:
+        kg, src, node = sparql_term(iris.knowledge_graph), sparql_term(iris.source_graph), sparql_term(NamedNode(canonical))
+        result = EntityAliases(canonical, self._label(iris, canonical))
+        names = select(self.store, v.SPARQL_PREFIXES + f"""SELECT ?name (GROUP_CONCAT(DISTINCT STR(?doc); separator=" ") AS ?docs)
+            WHERE {{ GRAPH {kg} {{ {node} skos:altLabel ?name }} OPTIONAL {{ GRAPH {src} {{
+              ?st rdf:reifies <<( {node} skos:altLabel ?name )>> ; prov:wasDerivedFrom ?chunk . ?chunk prov:wasDerivedFrom ?doc }} }}
+            }} GROUP BY ?name ORDER BY ?name""")  # fmt: skip
+        result.aliases = [AliasInfo(row["name"], self._documents(iris, row.get("docs", ""))) for row in names]
+        merges = select(self.store, v.SPARQL_PREFIXES + f"""SELECT ?a ?alias ?rule (MAX(?s) AS ?score)
+            (GROUP_CONCAT(DISTINCT STR(?doc); separator=" ") AS ?docs) WHERE {{
+            GRAPH {kg} {{ ?b owl:sameAs* {node} }}
+            GRAPH {src} {{ ?m rdf:reifies <<( ?a owl:sameAs ?b )>> ; sr:rule ?rule ; sr:score ?s ; sr:alias ?alias
+              OPTIONAL {{ ?m prov:wasDerivedFrom ?chunk . ?chunk prov:wasDerivedFrom ?doc }} }}
+            }} GROUP BY ?a ?alias ?rule ORDER BY ?alias ?rule""")  # fmt: skip
+        result.merges = [MergeInfo(row["alias"], row["a"], row["rule"], float(row["score"]), self._documents(iris, row.get("docs", "")))
+                         for row in merges]  # fmt: skip
+        apart = select(self.store, v.SPARQL_PREFIXES + f"""SELECT DISTINCT ?alias WHERE {{ GRAPH {src} {{
+            ?d sr:rule "curated" ; sr:alias ?alias ; rdf:reifies <<( ?x owl:differentFrom {node} )>> }} }} ORDER BY ?alias""")  # fmt: skip
+        result.kept_apart = [row["alias"] for row in apart]
+        return result
+
+    @staticmethod
+    def _documents(iris: Iris, joined: str) -> list[str]:
+        prefix = iris.document("").value
+        return sorted({resolver.document_id(iris, doc) for doc in joined.split() if doc.startswith(prefix)})

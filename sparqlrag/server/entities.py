@@ -1,0 +1,66 @@
+"""`/api/v1/collections/{name}/entities/...`: a person's corrections to entity resolution
+(merge, split; write scope) and an entity's aliases with their evidence (read scope)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from sparqlrag.extraction.curation import Curation, CurationRefused, EntityAliases, UnknownEntity
+from sparqlrag.server.auth import authorize
+from sparqlrag.server.bodies import read_body
+from sparqlrag.server.collections import collection_name
+from sparqlrag.server.errors import ApiError
+
+
+def _curation(request: Request) -> Curation:
+    curation: Curation = request.app.state.services.curation
+    return curation
+
+
+async def _answer(result: object) -> Response:
+    try:
+        aliases: EntityAliases = await result  # type: ignore[misc]
+    except UnknownEntity as error:
+        raise ApiError(404, "unknown_entity", str(error.args[0])) from None
+    except CurationRefused as error:
+        raise ApiError(409, "curation_refused", str(error.args[0])) from None
+    return JSONResponse(asdict(aliases))
+
+
+async def _fields(request: Request, *names: str) -> list[str]:
+    try:
+        body = json.loads(await read_body(request, request.app.state.settings.max_sparql_bytes))
+        found = [body[name] for name in names]
+        if not all(isinstance(value, str) and value.strip() for value in found):
+            raise TypeError("each must be a non-empty string")
+    except (ValueError, KeyError, TypeError) as error:
+        wanted = ", ".join(f'"{name}": ...' for name in names)
+        raise ApiError(400, "bad_request", f"send {{{wanted}}}: {error}") from None
+    return [value.strip() for value in found]
+
+
+async def aliases(request: Request) -> Response:
+    """?entity=IRI-or-name: the entity's aliases, the merges that joined them, the names kept apart."""
+    authorize(request, "read")
+    entity = request.query_params.get("entity", "").strip()
+    if not entity:
+        raise ApiError(400, "bad_request", "name the entity: ?entity=IRI or a name")
+    return await _answer(_curation(request).aliases(collection_name(request), entity))
+
+
+async def merge(request: Request) -> Response:
+    """{"entity", "other"}: other is entity; answers entity's aliases after the merge."""
+    authorize(request, "write")
+    entity, other = await _fields(request, "entity", "other")
+    return await _answer(_curation(request).merge(collection_name(request), entity, other))
+
+
+async def split(request: Request) -> Response:
+    """{"entity", "alias"}: the alias names something else; answers entity's aliases after the split."""
+    authorize(request, "write")
+    entity, alias = await _fields(request, "entity", "alias")
+    return await _answer(_curation(request).split(collection_name(request), entity, alias))
