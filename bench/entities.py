@@ -85,29 +85,36 @@ def merges(store: EmbeddedStore) -> list[dict[str, str]]:
         OPTIONAL {{ GRAPH {KG} {{ ?target rdfs:label ?name }} }} }} GROUP BY ?m ?alias ?target ?rule""")  # fmt: skip
 
 
+def _words(text: str) -> str:
+    """The text as name keys compare it, word by word (so "Saxe- Eisenach" is "saxe eisenach")."""
+    return " " + " ".join(name_key(word) for word in text.split()) + " "
+
+
 def _occurs(name: str, passage: dict, entities: list[str]) -> bool:
     key = name_key(name)
-    return any(name_key(e) == key for e in entities) or bool(re.search(rf"\b{re.escape(name)}\b", passage["text"], re.I))
+    return any(name_key(e) == key for e in entities) or _words(name).replace(" the ", " ", 1) in _words(passage["text"])
 
 
-def title_check(found: list[dict[str, str]], dataset: Path) -> tuple[int, int]:
-    """(confirmed, checkable): see the module's docstring."""
+def title_verdicts(found: list[dict[str, str]], dataset: Path) -> list[bool | None]:
+    """Per merge: True (confirmed), False (refuted) or None (neither name is a title); see the
+    module's docstring."""
     corpus = read_jsonl(dataset / "corpus.jsonl")
     triples = dataset / "triples.jsonl"
     entity_lists = {r["passage_id"]: r.get("entities", []) for r in read_jsonl(triples)} if triples.is_file() else {}
     by_title: dict[str, list[dict]] = {}
     for passage in corpus:
         by_title.setdefault(name_key(passage["title"]), []).append(passage)
-    confirmed = checkable = 0
+    verdicts: list[bool | None] = []
     for merge in found:
         target = merge.get("target_name") or merge["target"].rsplit("/", 1)[-1].replace("-", " ")
+        verdict = None
         for titled, other in ((target, merge["alias"]), (merge["alias"], target)):
             passages = by_title.get(name_key(titled), [])
             if passages:
-                checkable += 1
-                confirmed += any(_occurs(other, p, entity_lists.get(p["id"], [])) for p in passages)
+                verdict = any(_occurs(other, p, entity_lists.get(p["id"], [])) for p in passages)
                 break
-    return confirmed, checkable
+        verdicts.append(verdict)
+    return verdicts
 
 
 async def measure(dataset: Path, sample: int, sample_file: Path) -> dict[str, object]:
@@ -122,12 +129,13 @@ async def measure(dataset: Path, sample: int, sample_file: Path) -> dict[str, ob
                     by_rule: dict[str, int] = {}
                     for merge in found:
                         by_rule[merge["rule"]] = by_rule.get(merge["rule"], 0) + 1
-                    confirmed, checkable = title_check(found, dataset)
-                    row |= {"merges": len(found), "by_rule": by_rule, "title_confirmed": confirmed, "title_checkable": checkable}
-                    chosen = random.Random(0).sample(found, min(sample, len(found)))
+                    verdicts = title_verdicts(found, dataset)
+                    checked = [v for v in verdicts if v is not None]
+                    row |= {"merges": len(found), "by_rule": by_rule, "title_confirmed": sum(checked), "title_checkable": len(checked)}
+                    chosen = random.Random(0).sample(range(len(found)), min(sample, len(found)))
                     with sample_file.open("a") as out:
-                        for merge in chosen:
-                            out.write(json.dumps({"set": dataset.name, **merge}) + "\n")
+                        for index in chosen:
+                            out.write(json.dumps({"set": dataset.name, **found[index], "title_check": verdicts[index]}) + "\n")
                 result["on" if resolution else "off"] = row
             finally:
                 services.close()

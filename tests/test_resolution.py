@@ -239,3 +239,11 @@ def test_curation_refuses_what_it_cannot_do_and_changes_nothing(kb: Kb) -> None:
     with pytest.raises(UnknownCollection):
         asyncio.run(curation.aliases("nowhere", "Warsaw"))
     assert kb.rows(f"SELECT ?s ?p ?o WHERE {{ GRAPH <{BASE}graph/default> {{ ?s ?p ?o }} }}") == before
+
+
+def test_a_question_naming_an_alias_grounds_on_the_thing_it_names(kb: Kb) -> None:
+    kb.ingest("defines", "The World Wide Web Consortium (W3C) is a standards body. The W3C published SPARQL in 2008.")
+    walk = asyncio.run(kb.services.graph_rag.retrieve("default", "What did the W3C publish?"))
+    seeds = {seed.entity: seed.concept for seed in walk.seeds}
+    assert ID + "w3c" not in seeds and "W3C" in seeds[ID + "world-wide-web-consortium"]  # the alias's vector found it
+    assert any(e.fact.object.value == ID + "sparql" for e in walk.edges)

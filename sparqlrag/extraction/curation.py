@@ -22,6 +22,7 @@ from sparqlrag.extraction.librarian import UnknownCollection, collection_exists
 from sparqlrag.extraction.pipeline import Pipeline
 from sparqlrag.extraction.resolution import CURATED, name_key
 from sparqlrag.store import vocab as v
+from sparqlrag.store.aliases import chain
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import insert_data, sparql_term, values
 from sparqlrag.store.vocab import Iris
@@ -83,8 +84,7 @@ class Curation:
         kg = sparql_term(iris.knowledge_graph)
         if entity.startswith(iris.entity("").value):
             rows = select(self.store, v.SPARQL_PREFIXES + f"""SELECT DISTINCT ?canonical WHERE {{ GRAPH {kg} {{
-                {sparql_term(NamedNode(entity))} owl:sameAs* ?canonical FILTER NOT EXISTS {{ ?canonical owl:sameAs ?x }}
-                FILTER EXISTS {{ ?canonical ?p ?o }} }} }}""")  # fmt: skip
+                {chain(iris, sparql_term(NamedNode(entity)), "?canonical")} FILTER EXISTS {{ ?canonical ?p ?o }} }} }}""")  # fmt: skip
             canonicals = {row["canonical"] for row in rows}
         else:
             known = resolver.known(self.store, iris, {name_key(entity)})

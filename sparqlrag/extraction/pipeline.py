@@ -318,7 +318,7 @@ class Pipeline:
         try:
             await self._resolve(iris, [plan for _, plan in plans])
             chunks = [c for _, plan in plans for c in plan.added]
-            await self._index(iris, chunks, [(k, plan.resolution) for _, plan in plans for k, _, _ in plan.knowledge])
+            await self._index(iris, chunks, [plan for _, plan in plans])
         except Exception as error:
             for index, plan in plans:
                 results[index] = await self._failed(plan, error)
@@ -509,22 +509,26 @@ class Pipeline:
         plan.marker.unlink(missing_ok=True)
         return error
 
-    async def _index(self, iris: Iris, chunks: list[ChunkRecord], knowledge: list[tuple[Knowledge, Resolution]]) -> None:
+    async def _index(self, iris: Iris, chunks: list[ChunkRecord], plans: list[_Plan]) -> None:
         """Chunk vectors and keyword rows; vectors of the entities those chunks name that the
         index does not hold yet (an entity's IRI comes from its name, so a known one is unchanged):
-        one of its label, and one of its label with its definition when it has one; and vectors
-        of the facts they state that the fact index does not hold yet."""
+        one of its label, and one of its label with its definition when it has one; one of each
+        alias IRI a shared merge states, with the alias's name (a question that says "W3C"
+        grounds there, and the walk goes on from the canonical IRI); and vectors of the facts
+        they state that the fact index does not hold yet."""
         collection = iris.collection
         if chunks:
             vectors = await asyncio.to_thread(self.embedder.embed, [c.text for c in chunks])
             payloads = [{"document": c.document.value, "text": c.text} for c in chunks]
             await asyncio.to_thread(self.vectors.upsert, collection, "chunks", [c.iri.value for c in chunks], vectors, payloads)
             await asyncio.to_thread(self.keywords.add, collection, [(c.iri.value, c.text) for c in chunks])
+        knowledge = [(result, plan.resolution) for plan in plans for result, _, _ in plan.knowledge]
         triples = [triple for result, resolution in knowledge for triple, _ in knowledge_triples(iris, result, resolution)]
         labels = {t.subject.value: t.object.value for t in triples if t.predicate == v.RDFS_LABEL}  # not in the store yet
         definitions = {t.subject.value: t.object.value for t in triples if t.predicate == v.SKOS_DEFINITION}
         entities = iris.entity("").value
         named = {iri: (label, definitions.get(iri)) for iri, label in labels.items() if iri.startswith(entities)}
+        named |= {m.alias_iri: (m.alias, None) for plan in plans for m in plan.resolution.merges if m.shared}
         await self._index_entities(collection, named)
         await asyncio.to_thread(self.facts.add, iris, triples, labels)
 
@@ -648,7 +652,7 @@ class Pipeline:
         if entities:
             rows = await asyncio.to_thread(select, self.store, v.SPARQL_PREFIXES + f"""
                 SELECT ?entity WHERE {{ {values("entity", map(NamedNode, sorted(entities)))}
-                  FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.knowledge_graph)} {{ ?entity rdfs:label ?label }} }} }}""")  # fmt: skip
+                  FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.knowledge_graph)} {{ ?entity rdfs:label|owl:sameAs ?kept }} }} }}""")  # fmt: skip
             await asyncio.to_thread(self.vectors.delete, iris.collection, "entities", [row["entity"] for row in rows])
             return {row["entity"] for row in rows}
         return set()

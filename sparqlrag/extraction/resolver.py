@@ -15,6 +15,7 @@ from pyoxigraph import Literal, NamedNode
 
 from sparqlrag.extraction.resolution import Candidate, Known, name_key
 from sparqlrag.store import vocab as v
+from sparqlrag.store.aliases import chain
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import sparql_term, values
 from sparqlrag.store.vocab import Iris
@@ -33,7 +34,7 @@ def known(store: Any, iris: Iris, keys: set[str]) -> Known:
             {{ ?st sr:key ?key ; rdf:reifies <<( ?e rdfs:label ?label )>> }}
             UNION {{ ?st sr:key ?key ; sr:alias ?label ; rdf:reifies <<( ?e owl:sameAs ?target )>> }} }}
           GRAPH {kg} {{ ?e rdfs:label|owl:sameAs ?asserted .
-            ?e owl:sameAs* ?canonical FILTER NOT EXISTS {{ ?canonical owl:sameAs ?further }}
+            {chain(iris, "?e", "?canonical")}
             OPTIONAL {{ ?canonical rdfs:label ?name }} OPTIONAL {{ ?canonical a ?class }} }}
         }} GROUP BY ?key ?e ?label ?canonical""") if keys else []  # fmt: skip
     for row in rows:

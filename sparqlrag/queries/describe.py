@@ -25,6 +25,7 @@ from pyoxigraph import Literal, NamedNode, Triple
 from sparqlrag.extraction.librarian import collection_exists
 from sparqlrag.retrieval.document_rag import passages_of
 from sparqlrag.store import vocab as v
+from sparqlrag.store.aliases import canonicals
 from sparqlrag.store.provenance import fact_sources
 from sparqlrag.store.select import Term, select_terms
 from sparqlrag.store.sparql_text import sparql_term, values
@@ -105,15 +106,9 @@ def _resolve(store: Any, base_iri: str, iri: str, kind: str = "id") -> tuple[Iri
 
 
 def canonical(store: Any, base_iri: str, iri: str) -> str | None:
-    """The IRI an alias stands for (the end of its owl:sameAs chain, entity resolution's
-    merges), or None when `iri` is no alias."""
+    """The IRI an alias stands for (entity resolution's owl:sameAs), or None when `iri` is no alias."""
     found = _resolve(store, base_iri, iri)
-    if found is None:
-        return None
-    iris, node = found
-    rows = select_terms(store, v.SPARQL_PREFIXES + f"""SELECT ?c WHERE {{ GRAPH {sparql_term(iris.knowledge_graph)} {{
-        {sparql_term(node)} owl:sameAs+ ?c FILTER NOT EXISTS {{ ?c owl:sameAs ?further }} }} }} ORDER BY ?c LIMIT 1""")  # fmt: skip
-    return rows[0]["c"].value if rows and rows[0]["c"].value.startswith(base_iri) else None
+    return canonicals(store, found[0], [iri]).get(iri) if found else None
 
 
 def exists(store: Any, base_iri: str, iri: str, kind: str = "id") -> bool:

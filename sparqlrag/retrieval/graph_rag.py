@@ -41,6 +41,7 @@ from sparqlrag.retrieval.document_rag import DocumentRag, Passage, passage_json,
 from sparqlrag.retrieval.question import check_question, clauses
 from sparqlrag.retrieval.trace import Trace, TracedEdge, TracedSeed, TracedSource, TraceLog, fact_json
 from sparqlrag.store import vocab as v
+from sparqlrag.store.aliases import canonicals
 from sparqlrag.store.fact_index import FactIndex
 from sparqlrag.store.facts import fact_labels, labels_of, parse_fact, walked_filter
 from sparqlrag.store.provenance import fact_sources
@@ -376,9 +377,10 @@ class GraphRag:
             if seed.entity not in best or best[seed.entity].score < seed.score:
                 best[seed.entity] = seed
 
+        aliases = await asyncio.to_thread(canonicals, self.store, iris, [hit.iri for hits in by_concept for hit in hits])
         for concept, hits in zip(walk.concepts, by_concept):
-            for hit in hits:
-                offer(TracedSeed(hit.iri, hit.score, concept))
+            for hit in hits:  # a name that is an alias ("W3C") grounds on the thing it names
+                offer(TracedSeed(aliases.get(hit.iri, hit.iri), hit.score, concept))
         for hit in nearest_facts if walk.options.fact_seeds else []:
             fact = parse_fact(hit.payload["fact"])
             for end in (fact.subject, fact.object):

@@ -1,0 +1,34 @@
+"""Aliases as entity resolution writes them: `alias owl:sameAs target` in a collection's
+knowledge graph, chains ending at the canonical IRI (extraction/resolution.py). Readers that
+meet an alias IRI (grounding, linked-data pages) follow it here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pyoxigraph import NamedNode
+
+from sparqlrag.store import vocab as v
+from sparqlrag.store.select import select
+from sparqlrag.store.sparql_text import sparql_term, values
+from sparqlrag.store.vocab import Iris
+
+
+def chain(iris: Iris, start: str, end: str) -> str:
+    """A pattern (in the knowledge graph) binding the variable `end` to the canonical IRI of
+    `start`: where its owl:sameAs chain among the collection's entities ends (an owl:sameAs a
+    user loaded to another dataset's IRI is no alias)."""
+    ours = f'STRSTARTS(STR({end}), "{iris.entity("").value}")'
+    return (f"{start} owl:sameAs* {end} FILTER({ours}) "
+            f"FILTER NOT EXISTS {{ {end} owl:sameAs ?further FILTER({ours.replace(end, '?further')}) }}")  # fmt: skip
+
+
+def canonicals(store: Any, iris: Iris, entities: Iterable[str]) -> dict[str, str]:
+    """The canonical IRI of each of `entities` that is an alias (those that are not are left out)."""
+    asked = sorted(set(entities))
+    if not asked:
+        return {}
+    rows = select(store, v.SPARQL_PREFIXES + f"""SELECT ?e (MIN(STR(?c)) AS ?canonical) WHERE {{ {values("e", map(NamedNode, asked))}
+        GRAPH {sparql_term(iris.knowledge_graph)} {{ {chain(iris, "?e", "?c")} }} }} GROUP BY ?e""")  # fmt: skip
+    return {row["e"]: row["canonical"] for row in rows if row.get("canonical") and row["canonical"] != row["e"]}
