@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import json
 import random
-import re
 import sys
 import tempfile
 import time

@@ -1,7 +1,7 @@
 """Retrieval quality and speed of Document RAG and Graph RAG.
 
     .venv/bin/python bench/retrieval.py [--dataset DIR ...] [--metaqa DIR] [--metaqa-queries FILE]
-                                        [--latency [--latency-dir DIR]] [--skip-passages] [--scorer facts|text] [--markdown]
+                                        [--latency [--latency-dir DIR]] [--skip-passages] [--scorer facts|text] [--no-resolution] [--markdown]
 
 Passages (each --dataset DIR: `corpus.jsonl` {id,title,text}, `queries.jsonl` {id,question,
 gold_ids}, optional `triples.jsonl` {passage_id,entities,triples}): every passage is ingested as
@@ -81,10 +81,11 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def open_services(work: Path, extractor: Extractor | None = None) -> tuple[Services, EmbeddedStore]:
+def open_services(work: Path, extractor: Extractor | None = None, resolution: bool = True) -> tuple[Services, EmbeddedStore]:
     work.mkdir(parents=True, exist_ok=True)
     store = EmbeddedStore(work / "store")
-    return Services.open(Settings(data_dir=work, base_iri=BASE, reranker_model=None), store, extractor), store
+    settings = Settings(data_dir=work, base_iri=BASE, reranker_model=None, entity_resolution=resolution)
+    return Services.open(settings, store, extractor), store
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -95,11 +96,13 @@ def percentile(values: list[float], share: float) -> float:
 # -- passages -----------------------------------------------------------------------------------
 
 
-async def evaluate(dataset: Path, work: Path, options: GraphRagOptions) -> tuple[dict[str, dict[str, float]], dict[str, object]]:
+async def evaluate(
+    dataset: Path, work: Path, options: GraphRagOptions, resolution: bool = True
+) -> tuple[dict[str, dict[str, float]], dict[str, object]]:
     corpus, queries = read_jsonl(dataset / "corpus.jsonl"), read_jsonl(dataset / "queries.jsonl")
     triples = dataset / "triples.jsonl"
     extractor = PreExtracted(read_triples(triples)) if triples.is_file() else OfflineExtractor()
-    services, store = open_services(work, extractor)
+    services, store = open_services(work, extractor, resolution)
     started = time.monotonic()
     sources = [Source(p["id"], f"{p['title']}\n\n{p['text']}".encode(), title=p["title"]) for p in corpus]
     failures = [r for r in await services.pipeline.ingest_many("default", sources) if isinstance(r, Exception)]
@@ -142,8 +145,8 @@ async def evaluate(dataset: Path, work: Path, options: GraphRagOptions) -> tuple
     return metrics, ingest
 
 
-def passage_table(name: str, metrics: dict[str, dict[str, float]], ingest: dict[str, object], scorer: str = "") -> list[str]:
-    lines = [f"\n### {name}: passage retrieval{scorer} ({ingest['passages']} passages, knowledge by {ingest['knowledge']}, "
+def passage_table(name: str, metrics: dict[str, dict[str, float]], ingest: dict[str, object], variant: str = "") -> list[str]:
+    lines = [f"\n### {name}: passage retrieval{variant} ({ingest['passages']} passages, knowledge by {ingest['knowledge']}, "
              f"ingested in {ingest['ingest_s']:.0f} s)\n",
              "| mode | recall@2 | recall@5 | all-gold@8 | ms/query p50 | p95 |", "|---|---|---|---|---|---|"]  # fmt: skip
     for mode, m in metrics.items():
@@ -274,19 +277,20 @@ def main() -> None:
     parser.add_argument("--latency-sizes", nargs="+", choices=list(LATENCY_SIZES), default=list(LATENCY_SIZES))
     parser.add_argument("--latency-dir", type=Path, help="keep the latency graphs here and reuse them (1M takes ~1 h to index)")
     parser.add_argument("--scorer", choices=["facts", "text"], default="facts", help="Graph RAG's edge scorer (default: facts)")
+    parser.add_argument("--no-resolution", action="store_true", help="ingest the passage sets with entity_resolution off")
     parser.add_argument("--markdown", action="store_true", help="append the tables to bench/RESULTS.md")
     args = parser.parse_args()
     options = GraphRagOptions(scorer=args.scorer)
-    scorer = f", {args.scorer} scorer" if args.scorer != "facts" else ""
+    variant = (f", {args.scorer} scorer" if args.scorer != "facts" else "") + (", entity resolution off" if args.no_resolution else "")
     report: dict[str, object] = {}
     lines: list[str] = []
     for dataset in [] if args.skip_passages else args.dataset:
         if not (dataset / "corpus.jsonl").is_file() or not (dataset / "queries.jsonl").is_file():
             raise SystemExit(f"{dataset} needs corpus.jsonl and queries.jsonl")
         with tempfile.TemporaryDirectory(prefix="retrieval-bench-") as work:
-            metrics, ingest = asyncio.run(evaluate(dataset, Path(work), options))
+            metrics, ingest = asyncio.run(evaluate(dataset, Path(work), options, not args.no_resolution))
         report[dataset.name] = {"passages": metrics, "ingest": ingest}
-        section = passage_table(dataset.name, metrics, ingest, scorer)
+        section = passage_table(dataset.name, metrics, ingest, variant)
         lines += section
         print("\n".join(section), file=sys.stderr)  # progress, in case a later part fails
     queries_file = args.metaqa_queries or args.metaqa / "queries.jsonl"
@@ -295,7 +299,7 @@ def main() -> None:
             table, loading = asyncio.run(metaqa(args.metaqa, queries_file, Path(work), options))
         report["metaqa"] = {"per_hop": table, "loading": loading}
         print(json.dumps(report["metaqa"]), file=sys.stderr)
-        lines += [f"\n### MetaQA: Graph RAG{scorer} on the KB ({loading['triples']} triples, {loading['entity_vectors']} entity "
+        lines += [f"\n### MetaQA: Graph RAG{variant} on the KB ({loading['triples']} triples, {loading['entity_vectors']} entity "
                   f"vectors; load {loading['load_s']:.0f} s, index {loading['index_s']:.0f} s)\n",
                   "| hops | questions | grounding@1 | grounding | answer recall | Hits@1 |", "|---|---|---|---|---|---|"]  # fmt: skip
         for hops, row in table.items():

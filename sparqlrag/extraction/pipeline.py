@@ -518,9 +518,13 @@ class Pipeline:
         they state that the fact index does not hold yet."""
         collection = iris.collection
         if chunks:
-            vectors = await asyncio.to_thread(self.embedder.embed, [c.text for c in chunks])
-            payloads = [{"document": c.document.value, "text": c.text} for c in chunks]
-            await asyncio.to_thread(self.vectors.upsert, collection, "chunks", [c.iri.value for c in chunks], vectors, payloads)
+            # a chunk's IRI names its text, so a vector held already is the right one (documents written again)
+            embedded = await asyncio.to_thread(self.vectors.existing, collection, "chunks", [c.iri.value for c in chunks])
+            new = [c for c in chunks if c.iri.value not in embedded]
+            if new:
+                vectors = await asyncio.to_thread(self.embedder.embed, [c.text for c in new])
+                payloads = [{"document": c.document.value, "text": c.text} for c in new]
+                await asyncio.to_thread(self.vectors.upsert, collection, "chunks", [c.iri.value for c in new], vectors, payloads)
             await asyncio.to_thread(self.keywords.add, collection, [(c.iri.value, c.text) for c in chunks])
         knowledge = [(result, plan.resolution) for plan in plans for result, _, _ in plan.knowledge]
         triples = [triple for result, resolution in knowledge for triple, _ in knowledge_triples(iris, result, resolution)]

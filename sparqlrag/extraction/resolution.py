@@ -21,6 +21,9 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from functools import cache
+
+from gender_guesser.detector import Detector
 
 
 from sparqlrag.extraction.knowledge import Entity, Knowledge
@@ -44,13 +47,16 @@ _DESCRIPTORS = {
 
 def name_key(name: str) -> str:
     """What the "normalised" rule compares: lower case, no diacritics or punctuation, no leading
-    "the", the last word without a plural -s ("The Cafés" and "cafe" share "cafe")."""
+    "the", the last word of a phrase or common noun without a plural -s ("The Academy Awards"
+    and "academy award" share "academy award")."""
     text = unicodedata.normalize("NFKD", name)
     text = "".join(c for c in text if not unicodedata.combining(c)).lower()
     words = re.findall(r"[^\W_]+", text)
     if len(words) > 1 and words[0] == "the":
         words = words[1:]
-    if words and len(words[-1]) > 3 and words[-1].endswith("s") and not words[-1].endswith(("ss", "us", "is")):
+    plural = words and len(words[-1]) > 3 and words[-1].endswith("s") and not words[-1].endswith(("ss", "us", "is"))
+    # a one-word name in capitals changes its referent with an -s ("Queens", "Indians", "BRICS"); a phrase does not
+    if plural and (len(words) > 1 or name.strip()[:1].islower()):
         words[-1] = words[-1][:-3] + "y" if words[-1].endswith("ies") else words[-1][:-1]
     return " ".join(words)
 
@@ -353,19 +359,32 @@ def _acronyms(clusters: _Clusters, chunks: list[tuple[str, str, Knowledge]], iri
                     clusters.join(iri_of[short], iri_of[long], ACRONYM, [chunk])
 
 
+@cache
+def _given_names() -> Detector:
+    return Detector(case_sensitive=False)
+
+
 def _personal(words: list[str]) -> bool:
     """Words that may be a person's name: capitalised words and initials, none a title or a
     word that names a kind of place or body ("King", "Gare", "University", "West")."""
     return all(_NAME_WORD.fullmatch(w) and w.rstrip(".").lower() not in _DESCRIPTORS for w in words)
 
 
+def _person(words: list[str]) -> bool:
+    """A full name: personal words that start with a given name gender-guesser knows ("Tim
+    Berners-Lee"), or with initials ("S. N. Mathur"); "Northern Ireland" and "Greater Sydney" are not."""
+    first = words[:-1]
+    initials = all(re.fullmatch(r"[A-Z]\.", w) for w in first)
+    return _personal(words) and (initials or _given_names().get_gender(first[0]) != "unknown")
+
+
 def _partials(clusters: _Clusters, iri_of: dict[Mention, str], where: dict[Mention, set[str]]) -> None:
     """A surname after the full name: "Berners-Lee" after "Tim Berners-Lee", when the full name
-    (two to four words) reads as a person's name and is the only one that ends so."""
+    (two to four words) reads as a person's name and is the only one of its document that ends so."""
     words = {m: m.name.split() for m in iri_of}
     for part in (m for m, w in words.items() if len(w) == 1 and not is_acronym(m.name) and _personal(w)):
         wholes = {m.name: m for m, w in words.items()
-                  if 2 <= len(w) <= 4 and w[-1] == part.name and _personal(w) and part.type in (None, m.type)}  # fmt: skip
+                  if 2 <= len(w) <= 4 and w[-1] == part.name and _person(w) and part.type in (None, m.type)}  # fmt: skip
         if len(wholes) == 1:
             (whole,) = wholes.values()
             clusters.join(iri_of[part], iri_of[whole], PARTIAL, where[part])
