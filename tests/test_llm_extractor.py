@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 
+from sparqlrag.config import Settings
 from sparqlrag.extraction.knowledge import Entity, Fact
 from sparqlrag.extraction.llm_extractor import LLMExtractor
 from sparqlrag.models.llm import AnthropicModel
+from sparqlrag.services import Services
+from sparqlrag.store import EmbeddedStore
+from sparqlrag.store.select import select
+from sparqlrag.store.vocab import SPARQL_PREFIXES
 from tests.llm_stub import Reply, serve_stub
 
 
@@ -31,3 +38,31 @@ def test_definitions_and_relationships_become_knowledge() -> None:
     prompts = [r["messages"][0]["content"] for r in stub.requests]
     assert "definition" in prompts[0] and "object-entity" in prompts[1]
     assert all("Marie Curie was born in Warsaw." in p for p in prompts)
+
+
+def test_aliases_the_llm_reads_in_the_text_join_their_entity_where_they_pass_the_checks(tmp_path: Path) -> None:
+    """The LLM's aliases go through resolution's checks: written in the text, an acronym that
+    spells its name; a made-up one is dropped."""
+    stub, stop = serve_stub()
+    text = "International Business Machines, called Big Blue by the press, is based in Armonk. IBM makes servers."
+    definitions = json.dumps([{"entity": "International Business Machines", "definition": "A computer company.",
+                               "aliases": ["Big Blue", "IBM", "Blue Giant", "IBX", 7]},
+                              {"entity": "Armonk", "definition": "A town."}])  # fmt: skip
+    store = EmbeddedStore(tmp_path / "store")
+    try:
+        stub.script(Reply(definitions), Reply('[{"subject": "IBM", "predicate": "makes", "object": "servers", "object-entity": false}]'))
+        llm = AnthropicModel("claude-test", api_key="sk-test", base_url=stub.url)
+        services = Services.open(Settings(data_dir=tmp_path, base_iri="http://kb.example/", reranker_model=None), store,
+                                 LLMExtractor(llm))  # fmt: skip
+        asyncio.run(services.pipeline.ingest("default", "ibm", text.encode()))
+        services.close()
+    finally:
+        stop()
+    ibm = "http://kb.example/id/default/international-business-machines"
+    rows = select(store, SPARQL_PREFIXES + f"""SELECT ?alias ?rule WHERE {{ GRAPH <http://kb.example/graph/default/source> {{
+        ?m rdf:reifies <<( ?a owl:sameAs <{ibm}> )>> ; sr:alias ?alias ; sr:rule ?rule }} }}""")  # fmt: skip
+    labels = select(store, SPARQL_PREFIXES + f"SELECT ?l WHERE {{ GRAPH <http://kb.example/graph/default> {{ <{ibm}> skos:altLabel ?l }} }}")
+    facts = select(store, f"SELECT ?s WHERE {{ GRAPH <http://kb.example/graph/default> {{ ?s <http://kb.example/rel/makes> ?o }} }}")
+    store.close()
+    assert {(r["alias"], r["rule"]) for r in rows} == {("Big Blue", "stated"), ("IBM", "acronym")}  # not "Blue Giant", not "IBX"
+    assert {r["l"] for r in labels} == {"Big Blue", "IBM"} and facts == [{"s": ibm}]

@@ -37,7 +37,7 @@ class Extractions:
             return None
         found = kept["knowledge"]
         return Knowledge([Entity(**e) for e in found["entities"]], [Fact(**f) for f in found["facts"]],
-                         found["rejected"], found["ontology"])  # fmt: skip
+                         found["rejected"], found["ontology"], [tuple(pair) for pair in found.get("aliases", [])])  # fmt: skip
 
     def discard(self, collection: str, chunks: list[str]) -> None:
         for chunk in chunks:

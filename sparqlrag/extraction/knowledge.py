@@ -34,6 +34,7 @@ class Knowledge:
     facts: list[Fact] = field(default_factory=list)
     rejected: int = 0  # items the extractor produced in the wrong shape, or that broke the ontology
     ontology: str | None = None  # the name of the ontology that typed the entities
+    aliases: list[tuple[str, str]] = field(default_factory=list)  # (alias, entity name) an LLM read in the text
 
 
 class Extractor(Protocol):

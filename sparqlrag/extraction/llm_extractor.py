@@ -32,4 +32,5 @@ class LLMExtractor:
             for name in (r.subject, r.object) if r.object_entity else (r.subject,):
                 entities.setdefault(name, Entity(name))
         facts = [Fact(r.subject, r.predicate, r.object, r.object_entity) for r in relationships.items]
-        return Knowledge(list(entities.values()), facts, definitions.rejected + relationships.rejected)
+        aliases = [(alias, d.entity) for d in definitions.items for alias in d.aliases]
+        return Knowledge(list(entities.values()), facts, definitions.rejected + relationships.rejected, aliases=aliases)

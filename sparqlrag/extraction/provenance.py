@@ -68,6 +68,10 @@ def knowledge_triples(
         node = entity(item.name)
         if item.definition:
             add(Triple(node, v.SKOS_DEFINITION, Literal(item.definition)))
+    for alias, _ in knowledge.aliases:  # an alias an LLM proposed is a name only where resolution took it
+        mention = Mention(alias, types.get(alias))
+        if resolution and resolution.iris.get(mention, "") not in ("", entity_iri(iris, mention, knowledge.ontology).value):
+            entity(alias)
     for fact in knowledge.facts:
         if fact.predicate == COOCCURS:
             predicate = v.SR_COOCCURS

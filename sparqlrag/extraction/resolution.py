@@ -7,7 +7,10 @@ Each rule is evidence a person can check against the text:
   known as the W3C", "W3C stands for ...") and the acronym's letters are the name's initials;
 - "partial": a one-word name ends exactly one longer name of its document ("Berners-Lee" after
   "Tim Berners-Lee"); it holds in that document only;
-- "typed": the same name typed by an ontology class in one place and untyped in another.
+- "typed": the same name typed by an ontology class in one place and untyped in another;
+- "stated": an LLM extractor read in the chunk that two names are one thing; the alias must
+  appear in the chunk's text, an acronym must spell the name (then the rule is "acronym"),
+  and the merge holds in its document only.
 Guards: names typed by different classes are never one thing, an untyped name that two typed
 things share stays apart, and a pair a person kept apart is never joined again.
 
@@ -28,8 +31,8 @@ from gender_guesser.detector import Detector
 
 from sparqlrag.extraction.knowledge import Entity, Knowledge
 
-NORMALISED, ACRONYM, PARTIAL, TYPED, CURATED = "normalised", "acronym", "partial", "typed", "curated"
-RULES = (NORMALISED, ACRONYM, PARTIAL, TYPED, CURATED)
+NORMALISED, ACRONYM, PARTIAL, TYPED, STATED, CURATED = "normalised", "acronym", "partial", "typed", "stated", "curated"
+LOCAL_RULES = (PARTIAL, STATED)  # what holds in one document only
 _STOPWORDS = {"of", "the", "and", "for", "in", "on", "at", "to", "a", "an", "&", "de", "du", "la"}
 _NAME_WORD = re.compile(r"[A-Z\u00c0-\u00de][\w'\u2019-]*\w|[A-Z]\.")  # "Berners-Lee", "O'Neill", "K."
 _DESCRIPTORS = {
@@ -42,6 +45,7 @@ _DESCRIPTORS = {
     "conservatory", "institute", "company", "records", "club", "party", "council", "county", "city", "state", "province",
     "district", "member", "parliament", "house", "hotel", "hospital", "award", "prize", "cup", "league", "festival",
     "film", "band", "group", "team", "united", "international", "society", "association", "foundation", "press",
+    "rio", "sierra", "santa", "san", "costa", "puerto", "porto", "monte", "mont", "cape", "manu", "upper", "lower",
 }  # fmt: skip
 
 
@@ -173,7 +177,7 @@ class Merge:
 
     @property
     def shared(self) -> bool:
-        return self.rule != PARTIAL
+        return self.rule not in LOCAL_RULES
 
 
 @dataclass
@@ -198,7 +202,7 @@ class _Node:
 def mentions_of(knowledge: Knowledge) -> list[Mention]:
     """The entity names a chunk's knowledge uses, typed as it types them."""
     types = {e.name: e.type for e in knowledge.entities}
-    names = [e.name for e in knowledge.entities]
+    names = [e.name for e in knowledge.entities] + [alias for alias, _ in knowledge.aliases]
     for fact in knowledge.facts:
         names += [fact.subject, fact.object] if fact.object_entity else [fact.subject]
     return list(dict.fromkeys(Mention(n, types.get(n)) for n in names))
@@ -297,6 +301,7 @@ def resolve(
             clusters.add(_Node(iri_of[mention], mention.name, mention.type, 0 if is_acronym(mention.name) else 1))
     _held(clusters, known, iri_of, where)
     _acronyms(clusters, chunks, iri_of)
+    _stated(clusters, chunks, iri_of)
     _partials(clusters, iri_of, where)
     resolution = Resolution({mention: clusters.root(iri) for mention, iri in iri_of.items()})
     resolution.roots = {iri: clusters.root(iri) for iri in clusters.nodes}
@@ -362,6 +367,18 @@ def _acronyms(clusters: _Clusters, chunks: list[tuple[str, str, Knowledge]], iri
 @cache
 def _given_names() -> Detector:
     return Detector(case_sensitive=False)
+
+
+def _stated(clusters: _Clusters, chunks: list[tuple[str, str, Knowledge]], iri_of: dict[Mention, str]) -> None:
+    """An LLM's aliases, checked: the alias is one of the chunk's names and its text writes it."""
+    for chunk, text, knowledge in chunks:
+        names = {m.name: m for m in mentions_of(knowledge)}
+        for alias, name in knowledge.aliases:
+            if alias in names and name in names and alias in text and alias != name:
+                if is_acronym(alias) and not initials_match(alias, name):
+                    continue
+                rule = ACRONYM if is_acronym(alias) else STATED
+                clusters.join(iri_of[names[alias]], iri_of[names[name]], rule, [chunk])
 
 
 def _personal(words: list[str]) -> bool:

@@ -84,6 +84,7 @@ def json_items(text: str) -> list[Any]:
 class Definition:
     entity: str
     definition: str
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,9 @@ def parse_definitions(text: str) -> Parsed:
         entity = _text(item, "entity") if isinstance(item, dict) else None
         definition = _text(item, "definition") if isinstance(item, dict) else None
         if entity and definition:
-            items.append(Definition(entity, definition))
+            aliases = item.get("aliases") if isinstance(item.get("aliases"), list) else []
+            names = tuple(dict.fromkeys(" ".join(a.split()) for a in aliases if isinstance(a, str) and a.strip()))
+            items.append(Definition(entity, definition, tuple(name for name in names if name != entity)))
         else:
             rejected += 1
     return Parsed(items, rejected)
