@@ -166,7 +166,8 @@ class Merge:
     """Evidence that `alias` (a name, and the IRI it gets on its own) names what `target` names
     (the next IRI on the way to the canonical one).
     `shared` merges hold collection-wide (other documents' names resolve through them, and they
-    state owl:sameAs); a partial name's merge holds in its document only."""
+    state owl:sameAs); a partial name's or an LLM's stated alias holds in its document only.
+    Every rule here is yes or no, so `score` is 1.0; it is recorded for rules that measure."""
 
     alias: str
     alias_iri: str
