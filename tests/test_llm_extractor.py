@@ -62,7 +62,7 @@ def test_aliases_the_llm_reads_in_the_text_join_their_entity_where_they_pass_the
     rows = select(store, SPARQL_PREFIXES + f"""SELECT ?alias ?rule WHERE {{ GRAPH <http://kb.example/graph/default/source> {{
         ?m rdf:reifies <<( ?a owl:sameAs <{ibm}> )>> ; sr:alias ?alias ; sr:rule ?rule }} }}""")  # fmt: skip
     labels = select(store, SPARQL_PREFIXES + f"SELECT ?l WHERE {{ GRAPH <http://kb.example/graph/default> {{ <{ibm}> skos:altLabel ?l }} }}")
-    facts = select(store, f"SELECT ?s WHERE {{ GRAPH <http://kb.example/graph/default> {{ ?s <http://kb.example/rel/makes> ?o }} }}")
+    facts = select(store, "SELECT ?s WHERE { GRAPH <http://kb.example/graph/default> { ?s <http://kb.example/rel/makes> ?o } }")
     store.close()
     assert {(r["alias"], r["rule"]) for r in rows} == {("Big Blue", "stated"), ("IBM", "acronym")}  # not "Blue Giant", not "IBX"
     assert {r["l"] for r in labels} == {"Big Blue", "IBM"} and facts == [{"s": ibm}]

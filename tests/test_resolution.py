@@ -247,3 +247,15 @@ def test_a_question_naming_an_alias_grounds_on_the_thing_it_names(kb: Kb) -> Non
     seeds = {seed.entity: seed.concept for seed in walk.seeds}
     assert ID + "w3c" not in seeds and "W3C" in seeds[ID + "world-wide-web-consortium"]  # the alias's vector found it
     assert any(e.fact.object.value == ID + "sparql" for e in walk.edges)
+
+
+def test_documents_of_one_batch_and_of_later_batches_resolve_alike(kb: Kb, tmp_path: Path) -> None:
+    texts = {"a": "The Academy Awards honoured Federico Fellini.", "b": "Federico Fellini won an Academy Award in 1957."}
+    asyncio.run(kb.services.pipeline.ingest_many("default", [Source(d, t.encode()) for d, t in texts.items()]))
+    together = (kb.facts(), kb.same_as())
+    for document_id in texts:
+        kb.forget(document_id)
+    for document_id, text in texts.items():
+        kb.ingest(document_id, text)
+    assert (kb.facts(), kb.same_as()) == together
+    assert together[1] == {(ID + "academy-award", ID + "academy-awards")}  # the longer spelling is canonical

@@ -20,15 +20,13 @@ from pyoxigraph import Literal, NamedNode, Quad, Triple
 from sparqlrag.extraction import resolver
 from sparqlrag.extraction.librarian import UnknownCollection, collection_exists
 from sparqlrag.extraction.pipeline import Pipeline
+from sparqlrag.extraction.provenance import time_literal
 from sparqlrag.extraction.resolution import CURATED, name_key
 from sparqlrag.store import vocab as v
 from sparqlrag.store.aliases import chain
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import insert_data, sparql_term, values
 from sparqlrag.store.vocab import Iris
-
-XSD_DATETIME = NamedNode(v.XSD + "dateTime")
-
 
 class UnknownEntity(LookupError):
     """No entity of the collection has that IRI or name."""
@@ -108,9 +106,9 @@ class Curation:
     def _decision(self, iris: Iris, triple: Triple, alias: str) -> list[Quad]:
         """The decision as its own reifier of the triple, beside any reifier of evidence for it."""
         statement, source = iris.decision(triple), iris.source_graph
-        now = Literal(datetime.now(timezone.utc).isoformat(), datatype=XSD_DATETIME)
+        now = time_literal(datetime.now(timezone.utc))
         return [
-            Quad(*triple, iris.knowledge_graph),
+            Quad(triple.subject, triple.predicate, triple.object, iris.knowledge_graph),
             Quad(statement, v.RDF_REIFIES, triple, source),
             Quad(statement, v.SR_RULE, Literal(CURATED), source),
             Quad(statement, v.SR_SCORE, Literal(1.0), source),

@@ -40,7 +40,7 @@ from sparqlrag.extraction.librarian import CollectionBusy
 from sparqlrag.extraction.provenance import (
     ChunkRecord, DocumentRecord, chunk_quads, document_quads, entity_iri, knowledge_triples, merge_quads,
 )  # fmt: skip
-from sparqlrag.extraction.resolution import Candidate, Mention, Resolution, completed, mentions_of, name_key, resolve
+from sparqlrag.extraction.resolution import Candidate, Known, Mention, Resolution, completed, mentions_of, name_key, resolve
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab as v
 from sparqlrag.store.fact_index import FactIndex
@@ -333,18 +333,20 @@ class Pipeline:
         return [result if result is not None else RuntimeError("not ingested") for result in results], committed
 
     async def _resolve(self, iris: Iris, plans: list[_Plan]) -> None:
-        """Each document's names resolved against the collection, then again with the shared
-        merges the batch found, so that a name one document defines resolves in the others."""
+        """Each document's names resolved against the collection and the batch's other
+        documents, then again with the shared merges the batch found, so that a name one
+        document defines resolves in the others."""
         if not self.resolution:
             return
         for plan in plans:  # an acronym's expansion that the text gives but the extractor missed
-            plan.knowledge = [(completed(k, chunk.text), *times) for chunk, (k, *times) in zip(plan.added, plan.knowledge)]
+            plan.knowledge = [(completed(k, chunk.text), started, ended) for chunk, (k, started, ended) in zip(plan.added, plan.knowledge)]
         mentions = {m for plan in plans for _, _, knowledge in plan.chunks() for m in mentions_of(knowledge)}
         known = await asyncio.to_thread(resolver.known, self.store, iris, {name_key(m.name) for m in mentions})
 
         def mint(mention: Mention, ontology: str | None) -> str:
             return entity_iri(iris, mention, ontology).value
 
+        self._batch_candidates(known, plans, mint)
         for plan in plans:
             plan.resolution = resolve(plan.chunks(), known, mint)
         found = [(plan.resolution, m) for plan in plans for m in plan.resolution.merges if m.shared]
@@ -355,6 +357,21 @@ class Pipeline:
                 known.by_key.setdefault(name_key(merge.alias), []).append(candidate)
             for plan in plans:
                 plan.resolution = resolve(plan.chunks(), known, mint)
+
+    @staticmethod
+    def _batch_candidates(known: Known, plans: list[_Plan], mint: Callable[[Mention, str | None], str]) -> None:
+        """The names that documents of the batch share by key, as candidates for one another
+        (the store cannot show them yet: they are written after resolution)."""
+        named: dict[str, dict[Mention, tuple[int, str]]] = {}
+        for index, plan in enumerate(plans):
+            for _, _, knowledge in plan.chunks():
+                for mention in mentions_of(knowledge):
+                    named.setdefault(name_key(mention.name), {})[mention] = (index, mint(mention, knowledge.ontology))
+        for key, mentions in named.items():
+            if len({index for index, _ in mentions.values()}) > 1:
+                known.by_key.setdefault(key, []).extend(
+                    Candidate(iri, m.name, iri, m.name, m.type, held=False) for m, (_, iri) in mentions.items()
+                )
 
     async def _batch(self, collection: str, sources: list[Source]) -> tuple[Iris, list[str]]:
         """The collection's IRIs and the documents' ids, once the batch is known to be valid."""
@@ -469,9 +486,11 @@ class Pipeline:
         async with slots:
             started = datetime.now(timezone.utc)
             extractor, collection = plan.extractor, plan.iris.collection
-            kept = plan.reuse and await asyncio.to_thread(self.extractions.load, collection, chunk.iri.value, extractor.name, extractor.model)
-            result = kept or await extractor.extract(chunk.text, document_id)
-            if not kept:
+            kept = None
+            if plan.reuse:
+                kept = await asyncio.to_thread(self.extractions.load, collection, chunk.iri.value, extractor.name, extractor.model)
+            result = kept if kept is not None else await extractor.extract(chunk.text, document_id)
+            if kept is None:
                 await asyncio.to_thread(self.extractions.save, collection, chunk.iri.value, extractor.name, extractor.model, result)
             progress.step()
             plan.extracted += 1

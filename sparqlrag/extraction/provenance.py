@@ -21,7 +21,7 @@ from sparqlrag.store.vocab import Iris
 XSD_DATETIME = NamedNode(v.XSD + "dateTime")
 
 
-def _time(moment: datetime) -> Literal:
+def time_literal(moment: datetime) -> Literal:
     return Literal(moment.isoformat(), datatype=XSD_DATETIME)
 
 
@@ -89,8 +89,12 @@ def knowledge_triples(
 def _keyed(iris: Iris, statement: NamedNode, triple: Triple) -> list[Quad]:
     """A name's reifier carries the name's key (resolution.name_key), so that resolution finds
     the entities a new name may be by one indexed lookup."""
-    named = triple.predicate in (v.RDFS_LABEL, v.SKOS_ALT_LABEL) and triple.subject.value.startswith(iris.entity("").value)
-    return [Quad(statement, v.SR_KEY, Literal(name_key(triple.object.value)), iris.source_graph)] if named else []
+    subject, name = triple.subject, triple.object
+    if triple.predicate not in (v.RDFS_LABEL, v.SKOS_ALT_LABEL) or not isinstance(subject, NamedNode) or not isinstance(name, Literal):
+        return []
+    if not subject.value.startswith(iris.entity("").value):  # (a relation's label: no entity)
+        return []
+    return [Quad(statement, v.SR_KEY, Literal(name_key(name.value)), iris.source_graph)]
 
 
 def merge_quads(iris: Iris, merges: list[Merge]) -> list[Quad]:
@@ -110,7 +114,7 @@ def merge_quads(iris: Iris, merges: list[Merge]) -> list[Quad]:
         ]
         quads += [Quad(statement, v.PROV_DERIVED, NamedNode(chunk), source) for chunk in merge.evidence]
         if merge.shared:
-            quads += [Quad(*triple, iris.knowledge_graph), Quad(statement, v.SR_KEY, Literal(name_key(merge.alias)), source)]
+            quads += [Quad(triple.subject, triple.predicate, triple.object, iris.knowledge_graph), Quad(statement, v.SR_KEY, Literal(name_key(merge.alias)), source)]
     return quads
 
 
@@ -130,8 +134,8 @@ def chunk_quads(
         Quad(activity, v.RDF_TYPE, v.PROV_ACTIVITY, source),
         Quad(activity, v.PROV_USED, chunk.iri, source),
         Quad(activity, v.SR_EXTRACTOR, Literal(extractor), source),
-        Quad(activity, v.PROV_STARTED, _time(started), source),
-        Quad(activity, v.PROV_ENDED, _time(ended), source),
+        Quad(activity, v.PROV_STARTED, time_literal(started), source),
+        Quad(activity, v.PROV_ENDED, time_literal(ended), source),
     ]
     if model:
         quads.append(Quad(activity, v.SR_MODEL, Literal(model), source))
@@ -168,5 +172,5 @@ def document_quads(iris: Iris, document: DocumentRecord, status: str, created: d
         Quad(document.iri, v.DCTERMS_FORMAT, Literal(document.media_type), source),
         Quad(document.iri, v.SR_SHA256, Literal(document.sha256), source),
         Quad(document.iri, v.SR_STATUS, Literal(status), source),
-        Quad(document.iri, v.DCTERMS_CREATED, _time(created), source),
+        Quad(document.iri, v.DCTERMS_CREATED, time_literal(created), source),
     ]

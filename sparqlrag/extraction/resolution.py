@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cache
 
-from gender_guesser.detector import Detector
+from gender_guesser.detector import Detector  # type: ignore[import-untyped]
 
 
 from sparqlrag.extraction.knowledge import Entity, Knowledge
@@ -143,13 +143,16 @@ class Mention:
 @dataclass(frozen=True)
 class Candidate:
     """An entity the collection holds under a name key: its IRI and label, and the canonical
-    IRI it stands for (itself unless it is an alias) with that one's label and class."""
+    IRI it stands for (itself unless it is an alias) with that one's label and class. `held`:
+    the store holds it (its IRI is published, a strong claim to stay canonical); else another
+    document of the same batch names it."""
 
     iri: str
     label: str
     canonical: str
     canonical_label: str
     type: str | None
+    held: bool = True
 
 
 @dataclass
@@ -330,9 +333,10 @@ def _held(clusters: _Clusters, known: Known, iri_of: dict[Mention, str], where: 
     for key, mentions in by_key.items():
         held = known.by_key.get(key, [])
         classes = {c.type for c in held if c.type} | {m.type for m in mentions if m.type}
-        for candidate in held:  # an IRI the store holds is published: a strong claim
-            clusters.add(_Node(candidate.iri, candidate.label, None, 2))
-            clusters.add(_Node(candidate.canonical, candidate.canonical_label, candidate.type, 2))
+        for candidate in held:
+            weight = 2 if candidate.held else 1
+            clusters.add(_Node(candidate.iri, candidate.label, None, weight))
+            clusters.add(_Node(candidate.canonical, candidate.canonical_label, candidate.type, weight))
             clusters.join(candidate.iri, candidate.canonical)  # (the store's own merge: no new evidence)
         for mention in mentions:
             for candidate in held:
