@@ -243,3 +243,18 @@ def test_a_loaded_graph_is_indexed_then_answers(tmp_path: Path) -> None:
     answer = cli(data, "ask", "Who directed Kismet?", "--explain")
     assert answer.returncode == 0 and "Kismet directed by William Dieterle." in answer.stdout
     assert "Sources: none" in answer.stdout  # loaded facts have no provenance
+
+
+def test_entities_aliases_split_and_merge(tmp_path: Path) -> None:
+    (tmp_path / "w3c.txt").write_text("The World Wide Web Consortium (W3C) is a standards body. The W3C published SPARQL.")
+    assert cli(tmp_path / "data", "ingest", str(tmp_path / "w3c.txt")).returncode == 0
+    shown = cli(tmp_path / "data", "entities", "aliases", "W3C")
+    assert shown.returncode == 0, shown.stderr
+    aliases = json.loads(shown.stdout)
+    assert aliases["label"] == "World Wide Web Consortium" and [m["rule"] for m in aliases["merges"]] == ["acronym"]
+    split = cli(tmp_path / "data", "entities", "split", aliases["entity"], "W3C")
+    assert split.returncode == 0 and json.loads(split.stdout)["kept_apart"] == ["W3C"]
+    wrong = cli(tmp_path / "data", "entities", "split", aliases["entity"], "SPARQL")
+    assert wrong.returncode == 2 and wrong.stderr.strip() == f"sparqlrag: error: 'SPARQL' is not an alias of {aliases['entity']}"
+    unknown = cli(tmp_path / "data", "entities", "merge", "Nobody", "W3C")
+    assert unknown.returncode == 2 and "has no entity 'Nobody'" in unknown.stderr and "Traceback" not in unknown.stderr
