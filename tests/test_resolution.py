@@ -13,7 +13,7 @@ import pytest
 
 from sparqlrag.config import Settings
 from sparqlrag.extraction.curation import CurationRefused, UnknownEntity
-from sparqlrag.extraction.knowledge import Knowledge
+from sparqlrag.extraction.knowledge import Entity, Knowledge
 from sparqlrag.extraction.librarian import UnknownCollection
 from sparqlrag.extraction.pipeline import IngestResult, Source
 from sparqlrag.extraction.resolution import Known, completed, initials_match, is_acronym, name_key, resolve
@@ -82,6 +82,16 @@ def test_name_keys_set_aside_case_diacritics_punctuation_the_and_plurals() -> No
     assert name_key("Berners-Lee") == name_key("berners lee") and name_key("The Academy Awards") == "academy award"
     assert name_key("cafés") == "cafe" and name_key("Queens") == "queens" and name_key("BRICS") == "brics"  # a name's -s is its own
     assert name_key("glass") == "glass" and name_key("Hague") == "hague" and name_key("The") == "the"  # a lone "the" is a name
+    assert name_key("45%") != name_key("45")
+
+
+def test_a_name_is_not_the_common_noun_it_spells() -> None:
+    """Names as imported triples give them (the offline extractor finds only capitalised ones)."""
+    knowledge = Knowledge([Entity(n) for n in ("Good", "goods", "State", "states", "The Hague", "Hague", "rivers", "river")])
+    resolution = resolve([("chunk", "", knowledge)], Known(), lambda m, _: ID + m.name.lower().replace(" ", "-"))
+    names = {m.name: iri.rsplit("/", 1)[-1] for m, iri in resolution.iris.items()}
+    assert names["Good"] == "good" and names["goods"] == "goods" and names["State"] != names["states"]
+    assert names["Hague"] == names["The Hague"] and names["river"] == names["rivers"]
 
 
 def test_acronyms_must_spell_their_expansion() -> None:

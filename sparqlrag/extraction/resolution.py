@@ -53,7 +53,7 @@ def name_key(name: str) -> str:
     """What the "normalised" rule compares: lower case, no diacritics or punctuation, no leading
     "the", the last word of a phrase or common noun without a plural -s ("The Academy Awards"
     and "academy award" share "academy award")."""
-    text = unicodedata.normalize("NFKD", name)
+    text = unicodedata.normalize("NFKD", name).replace("%", " percent")  # 45% is not 45
     text = "".join(c for c in text if not unicodedata.combining(c)).lower()
     words = re.findall(r"[^\W_]+", text)
     if len(words) > 1 and words[0] == "the":
@@ -315,12 +315,16 @@ def resolve(
     return resolution
 
 
-def _compatible(a: str | None, b: str | None, classes: set[str]) -> str | None:
-    """The rule that joins two uses of one name: the same class (or none) is "normalised"; an
-    untyped use joins a typed one when the name has one class only."""
-    if a == b:
+def _compatible(a: Mention, b: Mention | Candidate, classes: set[str]) -> str | None:
+    """The rule that joins two uses of one name key: the same class (or none) is "normalised";
+    an untyped use joins a typed one when the name has one class only. A one-word name and a
+    common noun are not one ("Good", "goods"; "State", "states")."""
+    other = b.name if isinstance(b, Mention) else b.label
+    if " " not in a.name.strip() and " " not in other.strip() and a.name[:1].isupper() != other[:1].isupper():
+        return None
+    if a.type == b.type:
         return NORMALISED
-    if (a is None or b is None) and len(classes) == 1:
+    if (a.type is None or b.type is None) and len(classes) == 1:
         return TYPED
     return None
 
@@ -340,7 +344,7 @@ def _held(clusters: _Clusters, known: Known, iri_of: dict[Mention, str], where: 
             clusters.join(candidate.iri, candidate.canonical)  # (the store's own merge: no new evidence)
         for mention in mentions:
             for candidate in held:
-                rule = _compatible(mention.type, candidate.type, classes)
+                rule = _compatible(mention, candidate, classes)
                 if rule is None:
                     continue
                 if iri_of[mention] == candidate.iri:
@@ -352,7 +356,7 @@ def _held(clusters: _Clusters, known: Known, iri_of: dict[Mention, str], where: 
                 else:
                     clusters.join(iri_of[mention], candidate.iri, NORMALISED, where[mention])
         for a, b in zip(mentions, mentions[1:]):
-            rule = _compatible(a.type, b.type, classes)
+            rule = _compatible(a, b, classes)
             if rule == TYPED:
                 untyped, typed = (a, b) if a.type is None else (b, a)
                 clusters.join(iri_of[untyped], iri_of[typed], TYPED, where[typed])
