@@ -292,7 +292,11 @@ class Pipeline:
                     log.warning("not resolved again: %s", error)
             if not sources:
                 return
-            results, documents = await self._ingest_batch(collection, sources, None, force=True, reuse=True)
+            try:
+                results, documents = await self._ingest_batch(collection, sources, None, force=True, reuse=True)
+            except (CollectionBusy, librarian.UnknownCollection) as error:  # the collection is being deleted
+                log.warning("not resolved again: %s", error)
+                return
             for source, result in zip(sources, results):
                 if isinstance(result, Exception):
                     log.error("writing %r in %r again after a merge changed failed: %s", source.document_id, collection, result)
@@ -683,7 +687,8 @@ class Pipeline:
     # -- delete and recover -------------------------------------------------------------------
 
     async def forget(self, collection: str, document_id: str) -> bool:
-        """Delete a document: its chunks, the facts only it supported, their index rows. False if unknown."""
+        """Delete a document: its chunks, the facts only it supported, their index rows; then
+        write again the documents whose names a merge it alone supported resolved. False if unknown."""
         iris = Iris(self.base_iri, collection)
         doc = iris.document(document_id)
         async with self.locks.documents(collection, [document_id]):
