@@ -81,8 +81,12 @@ class Curation:
         """The canonical IRI of an entity given by IRI or by name (a name two things share is refused)."""
         kg = sparql_term(iris.knowledge_graph)
         if entity.startswith(iris.entity("").value):
+            try:
+                node = NamedNode(entity)
+            except ValueError:  # not an IRI at all ("…/id/c/a b>"): no entity has it
+                raise UnknownEntity(f"collection {iris.collection!r} has no entity {entity!r}") from None
             rows = select(self.store, v.SPARQL_PREFIXES + f"""SELECT DISTINCT ?canonical WHERE {{ GRAPH {kg} {{
-                {chain(iris, sparql_term(NamedNode(entity)), "?canonical")} FILTER EXISTS {{ ?canonical ?p ?o }} }} }}""")  # fmt: skip
+                {chain(iris, sparql_term(node), "?canonical")} FILTER EXISTS {{ ?canonical ?p ?o }} }} }}""")  # fmt: skip
             canonicals = {row["canonical"] for row in rows}
         else:
             known = resolver.known(self.store, iris, {name_key(entity)})
@@ -141,7 +145,7 @@ class Curation:
         await self._update(retract, insert_data(quads))
         affected = await asyncio.to_thread(resolver.documents_using, self.store, iris, {alias})
         await self.pipeline.resolve_again(collection, affected)
-        return await self.aliases(collection, target)
+        return await asyncio.to_thread(self._aliases, iris, target)
 
     async def split(self, collection: str, entity: str, alias: str) -> EntityAliases:
         """`alias` names something else than `entity`: its merges into entity are undone, a
@@ -149,7 +153,7 @@ class Curation:
         written again (the name becomes its own thing)."""
         iris = await self._iris(collection)
         target = await asyncio.to_thread(self._find, iris, entity)
-        before = await self.aliases(collection, target)
+        before = await asyncio.to_thread(self._aliases, iris, target)
         key = name_key(alias)
         merged = [m.iri for m in before.merges if name_key(m.alias) == key]
         if not merged and not any(name_key(a.name) == key for a in before.aliases):
@@ -160,7 +164,7 @@ class Curation:
         await self._update(self._retract(iris, v.OWL_SAME_AS, merged + [own], members), insert_data(quads))
         affected = await asyncio.to_thread(resolver.documents_naming, self.store, iris, {key}, set())
         await self.pipeline.resolve_again(collection, affected)
-        return await self.aliases(collection, target)
+        return await asyncio.to_thread(self._aliases, iris, target)
 
     def _cluster(self, iris: Iris, canonical: str) -> list[str]:
         """The canonical IRI and every IRI whose owl:sameAs chain ends at it."""

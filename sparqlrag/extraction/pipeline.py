@@ -519,8 +519,8 @@ class Pipeline:
             insert_data(quads),
         )
         readded = {chunk.iri.value for chunk in plan.added}  # (forced: same IRIs, rows just rewritten)
-        plan.lost = await asyncio.to_thread(resolver.lost, self.store, iris, merges)
-        plan.unnamed = await self._forget_index_rows(iris, [iri for iri in plan.removed if iri not in readded], named, candidates)
+        removed = [iri for iri in plan.removed if iri not in readded]
+        plan.lost, plan.unnamed = await self._forget_index_rows(iris, removed, named, candidates, merges)
         plan.marker.unlink(missing_ok=True)  # (a killed ingest keeps its marker: recover() resumes it)
         facts = sum(len(result.facts) for result, _, _ in plan.knowledge)
         added, removed, kept = len(plan.added), len(plan.removed), len(plan.kept)
@@ -663,15 +663,21 @@ class Pipeline:
         clear = f"DELETE WHERE {{ GRAPH {src} {{ {doc} ?p ?o }} }} ;\n" if existing is not None else ""
         return clear + insert_data(document_quads(iris, record, status, created))
 
-    async def _forget_index_rows(self, iris: Iris, chunks: list[str], entities: set[str], statements: list[str]) -> set[str]:
+    async def _forget_index_rows(
+        self, iris: Iris, chunks: list[str], entities: set[str], statements: list[str], merges: dict[str, str]
+    ) -> tuple[set[str], set[str]]:
         """Index rows of removed chunks, vectors of entities that lost their last label, and of
         the facts among `statements` whose reifier is gone (the fact went with it). Returns the
-        entities that lost their last label."""
+        keys of the `merges` (reifier -> alias key, among `statements`) that went, and the
+        entities left with no name of their own: what resolution must look at again."""
+        gone: set[str] = set()
         if statements:
             rows = await asyncio.to_thread(select, self.store, v.SPARQL_PREFIXES + f"""
                 SELECT ?st WHERE {{ {values("st", map(NamedNode, statements))}
                   FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies ?fact }} }} }}""")  # fmt: skip
-            await asyncio.to_thread(self.facts.remove, iris, [row["st"] for row in rows])
+            gone = {row["st"] for row in rows}
+            await asyncio.to_thread(self.facts.remove, iris, sorted(gone))
+        lost = {key for statement, key in merges.items() if statement in gone}
         if chunks:
             await asyncio.to_thread(self.vectors.delete, iris.collection, "chunks", chunks)
             await asyncio.to_thread(self.keywords.delete, iris.collection, chunks)
@@ -681,8 +687,8 @@ class Pipeline:
                 SELECT ?entity WHERE {{ {values("entity", map(NamedNode, sorted(entities)))}
                   FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.knowledge_graph)} {{ ?entity rdfs:label|owl:sameAs ?kept }} }} }}""")  # fmt: skip
             await asyncio.to_thread(self.vectors.delete, iris.collection, "entities", [row["entity"] for row in rows])
-            return {row["entity"] for row in rows}
-        return set()
+            return lost, {row["entity"] for row in rows}
+        return lost, set()
 
     # -- delete and recover -------------------------------------------------------------------
 
@@ -701,9 +707,8 @@ class Pipeline:
             await self._update(
                 self._removal(iris, chunks, statements), f"DELETE WHERE {{ GRAPH {src} {{ {sparql_term(doc)} ?p ?o }} }}"
             )
-            unnamed = await self._forget_index_rows(iris, chunks, named, statements)
+            lost, unnamed = await self._forget_index_rows(iris, chunks, named, statements, merges)
             await asyncio.to_thread(self._discard, collection, document_id)
-            lost = await asyncio.to_thread(resolver.lost, self.store, iris, merges)
             affected = await asyncio.to_thread(resolver.documents_naming, self.store, iris, lost, unnamed)
         await self.resolve_again(collection, affected)
         return True

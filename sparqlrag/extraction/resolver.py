@@ -58,16 +58,6 @@ def shared_merges_of(store: Any, iris: Iris, chunks: list[str]) -> dict[str, str
     return {row["st"]: row["key"] for row in rows}
 
 
-def lost(store: Any, iris: Iris, merges: dict[str, str]) -> set[str]:
-    """The keys of those `merges` (reifier -> key) that the store no longer holds."""
-    if not merges:
-        return set()
-    rows = select(store, f"""SELECT ?st WHERE {{ {values("st", map(NamedNode, sorted(merges)))}
-        FILTER EXISTS {{ GRAPH {sparql_term(iris.source_graph)} {{ ?st ?p ?o }} }} }}""")  # fmt: skip
-    held = {row["st"] for row in rows}
-    return {key for statement, key in merges.items() if statement not in held}
-
-
 def documents_naming(store: Any, iris: Iris, keys: set[str], entities: set[str]) -> set[str]:
     """Documents whose chunks give a thing an alias under one of `keys` (what a lost merge
     resolved), or give an alias to one of `entities` (things that lost their own name)."""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable
 from dataclasses import asdict
 
 from starlette.requests import Request
@@ -21,9 +22,10 @@ def _curation(request: Request) -> Curation:
     return curation
 
 
-async def _answer(result: object) -> Response:
+async def _answer(call: Awaitable[EntityAliases]) -> Response:
+    """The entity's aliases as JSON; curation's refusals as 404 / 409."""
     try:
-        aliases: EntityAliases = await result  # type: ignore[misc]
+        aliases = await call
     except UnknownEntity as error:
         raise ApiError(404, "unknown_entity", str(error.args[0])) from None
     except CurationRefused as error:
