@@ -214,12 +214,12 @@ def mentions_of(knowledge: Knowledge) -> list[Mention]:
 
 class _Clusters:
     """Union-find over IRIs that refuses what the guards forbid, keeping each join as an edge
-    (its rule, score and evidence chunks; none for a link the store holds already)."""
+    (its rule and evidence chunks; none for a link the store holds already)."""
 
     def __init__(self, known: Known) -> None:
         self.parent: dict[str, str] = {}
         self.nodes: dict[str, _Node] = {}
-        self.edges: dict[str, dict[str, tuple[str, float, set[str]]]] = {}
+        self.edges: dict[str, dict[str, tuple[str, set[str]]]] = {}
         self.known = known
 
     def add(self, node: _Node) -> None:
@@ -245,7 +245,7 @@ class _Clusters:
         keys = [(name_key(x.name), name_key(y.name)) for x in left for y in right]
         return not any(frozenset(pair) in self.known.kept_apart for pair in keys if pair[0] != pair[1])
 
-    def join(self, alias: str, target: str, rule: str = "", evidence: Iterable[str] = (), score: float = 1.0) -> None:
+    def join(self, alias: str, target: str, rule: str = "", evidence: Iterable[str] = ()) -> None:
         """Join alias to target; with a rule, the alias is recorded as joined by that evidence.
         Directional rules (an acronym, a partial name, an untyped name) keep the target's root
         canonical unless only the alias's is typed; otherwise the stronger claim wins."""
@@ -263,9 +263,9 @@ class _Clusters:
             for a, b in ((alias, target), (target, alias)):
                 kept = self.edges.setdefault(a, {}).get(b)
                 if kept is None or (rule and not kept[0]):
-                    self.edges[a][b] = (rule, score, set(evidence))
+                    self.edges[a][b] = (rule, set(evidence))
                 elif rule == kept[0]:
-                    kept[2].update(evidence)
+                    kept[1].update(evidence)
 
     def merges(self) -> list[Merge]:
         """Each IRI joined by evidence, as a merge into its neighbour on the way to its
@@ -276,12 +276,12 @@ class _Clusters:
             seen.add(root)
             while queue:
                 here = queue.pop(0)
-                for there, (rule, score, evidence) in sorted(self.edges.get(here, {}).items()):
+                for there, (rule, evidence) in sorted(self.edges.get(here, {}).items()):
                     if there not in seen:
                         seen.add(there)
                         queue.append(there)
                         if rule and evidence:
-                            found.append(Merge(self.nodes[there].name, there, here, rule, score, tuple(sorted(evidence))))
+                            found.append(Merge(self.nodes[there].name, there, here, rule, 1.0, tuple(sorted(evidence))))
         return found
 
     def _claim(self, root: str) -> tuple[bool, int, int, str]:
