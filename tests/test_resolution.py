@@ -16,7 +16,7 @@ from sparqlrag.extraction.curation import CurationRefused, UnknownEntity
 from sparqlrag.extraction.knowledge import Entity, Knowledge
 from sparqlrag.extraction.librarian import UnknownCollection
 from sparqlrag.extraction.pipeline import IngestResult, Source
-from sparqlrag.extraction.resolution import Known, completed, initials_match, is_acronym, name_key, resolve
+from sparqlrag.extraction.resolution import Known, compared, completed, initials_match, is_acronym, longer_form, name_key, resolve
 from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import select
@@ -126,7 +126,59 @@ def test_a_partial_name_joins_the_one_full_name_it_ends_in_its_document() -> Non
     assert both["Curie"] == "curie"  # two Curies: which one is not evidence, so none
 
 
+def test_a_longer_form_of_a_persons_name_adds_middle_names_or_initials_and_nothing_else() -> None:
+    assert longer_form("Robert Bradbury", "Robert N. Bradbury") and longer_form("Robert N. Bradbury", "Robert Nelson Bradbury")
+    assert longer_form("Janis Joplin", "Janis Lyn Joplin") and not longer_form("Janis Lyn Joplin", "Janis Joplin")
+    assert not longer_form("Christopher Newton", "David Christopher Newton")  # another first name
+    assert not longer_form("Robert M. Bradbury", "Robert Nelson Bradbury")  # another middle name
+    assert not longer_form("John Murry", "John Middleton Murry Jr.")  # his son
+    assert not longer_form("University of Wales", "University College of Wales")  # no person's name
+    assert not longer_form("Robert Bradbury", "Robert Bradbury")  # the same name is the "normalised" rule's
+
+
+def test_two_forms_of_a_name_are_compared_by_their_definitions_which_must_not_give_other_years() -> None:
+    assert compared("John Ferguson", "a footballer born in 1901", "John Alexander Ferguson", "a politician born in 1850") is None
+    assert compared("John Ferguson", "a footballer born in 1901", "John A. Ferguson", "a Scottish footballer (1901-1960)") == (
+        "John Ferguson: a footballer born in 1901", "John A. Ferguson: a Scottish footballer (1901-1960)")
+    assert compared("John Ferguson", None, "John A. Ferguson", "a Scottish footballer") is None  # a name alone says too little
+
+
+def test_a_shorter_form_of_the_one_full_name_of_a_document_joins_it() -> None:
+    text = "Robert N. Bradbury was born in Walla Walla. Robert Nelson Bradbury moved to Utah. Robert Bradbury directed films."
+    resolved = _resolved(text)
+    assert {resolved[n] for n in ("Robert N. Bradbury", "Robert Nelson Bradbury", "Robert Bradbury")} == {"robert-bradbury"}
+    two = _resolved("Mary Ann Smith met Mary Jane Smith in York. Mary Smith wrote novels.")
+    assert two["Mary Smith"] == "mary-smith" and two["Mary Ann Smith"] == "mary-ann-smith"  # which Mary Smith is not evidence
+    family = _resolved("John H. Taylor was the son of Thomas E. Taylor and the grandson of John Taylor.")
+    assert family["John H. Taylor"] == "john-h-taylor"  # relatives share names across generations
+
+
 # -- through the pipeline --------------------------------------------------------------------
+
+
+def test_a_longer_form_of_a_name_in_another_document_joins_it_when_the_definitions_agree(kb: Kb) -> None:
+    kb.ingest("film", "Robert Bradbury was an American film director. Robert Bradbury directed Riders of the Dawn.")
+    kb.ingest("life", "Robert Nelson Bradbury was an American director of western films. He was born in Walla Walla.")
+    kb.ingest("singer", "James Brown is an American singer known as the Godfather of Soul.")
+    kb.ingest("cricket", "James Edward Brown is an English cricketer who played for Surrey.")
+    kb.ingest("name", "Robert Bradbury sold the farm in Ohio.")  # the same name, so it is "normalised" to the director
+    whole, short = ID + "robert-nelson-bradbury", ID + "robert-bradbury"  # the IRI published first stays canonical
+    assert (whole, short) in kb.same_as() and (short, "Robert Nelson Bradbury") in kb.aliases()
+    (score,) = [float(r["score"]) for r in kb.rows(f"""SELECT ?score WHERE {{ GRAPH <{BASE}graph/default/source> {{
+        ?m rdf:reifies <<( <{whole}> owl:sameAs <{short}> )>> ; sr:rule "similar" ; sr:score ?score }} }}""")]  # fmt: skip
+    assert 0.75 <= score < 1.0
+    assert not [pair for pair in kb.same_as() if ID + "james-brown" in pair]  # a singer and a cricketer: the definitions differ
+    kb.forget("life")
+    assert not kb.same_as() and not kb.aliases() and (short, "directed", ID + "riders-of-the-dawn") in kb.facts()
+
+
+def test_a_full_name_takes_the_place_of_its_shorter_form_in_its_own_document_only(kb: Kb) -> None:
+    kb.ingest("life", "Robert N. Bradbury was born in Walla Walla. Robert Bradbury directed Westward Ho.")
+    kb.ingest("other", "Robert N. Bradbury sold the farm in Ohio.")
+    short, whole = ID + "robert-bradbury", ID + "robert-n.-bradbury"
+    assert (short, "was-born-in", ID + "walla-walla") in kb.facts() and (short, "Robert N. Bradbury") in kb.aliases()
+    assert (whole, "sold-farm-in", ID + "ohio") in kb.facts()  # another document's full name: not evidence
+    assert not kb.same_as() and kb.why() == {(whole, short, "partial", "life")}
 
 
 def test_the_demo_corpus_has_one_node_for_the_w3c_explained_in_sparql(kb: Kb) -> None:

@@ -40,7 +40,8 @@ from sparqlrag.extraction.librarian import CollectionBusy
 from sparqlrag.extraction.provenance import (
     ChunkRecord, DocumentRecord, chunk_quads, document_quads, entity_iri, knowledge_triples, merge_quads,
 )  # fmt: skip
-from sparqlrag.extraction.resolution import Candidate, Known, Mention, Resolution, completed, mentions_of, name_key, resolve
+from sparqlrag.extraction.resolution import (
+    Candidate, Known, Mention, Resolution, completed, described, mentions_of, name_key, resolve)
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab as v
 from sparqlrag.store.fact_index import FactIndex
@@ -351,6 +352,14 @@ class Pipeline:
             return entity_iri(iris, mention, ontology).value
 
         self._batch_candidates(known, plans, mint)
+        named: dict[Mention, tuple[str, str | None]] = {}
+        for plan in plans:
+            for _, _, knowledge in plan.chunks():
+                definitions = {e.name: e.definition for e in knowledge.entities if e.definition}
+                for mention in mentions_of(knowledge):
+                    if named.get(mention, ("", None))[1] is None:
+                        named[mention] = (mint(mention, knowledge.ontology), definitions.get(mention.name))
+        known.similar = await asyncio.to_thread(resolver.similar, self.store, self.vectors, self.embedder, iris, named)
         for plan in plans:
             plan.resolution = resolve(plan.chunks(), known, mint)
         found = [(plan.resolution, m) for plan in plans for m in plan.resolution.merges if m.shared]
@@ -567,11 +576,11 @@ class Pipeline:
         known = await asyncio.to_thread(self.vectors.existing, collection, "entities", list(entities))
         known_defined = await asyncio.to_thread(self.vectors.existing, collection, "entities", defined, "definition")
         labels = [iri for iri in entities if iri not in known]
-        described = [iri for iri in defined if iri not in known_defined]
-        texts = [entities[iri][0] for iri in labels] + [f"{entities[iri][0]}: {entities[iri][1]}" for iri in described]
+        defined_new = [iri for iri in defined if iri not in known_defined]
+        texts = [entities[iri][0] for iri in labels] + [described(*entities[iri]) for iri in defined_new]
         if texts:
             vectors = await asyncio.to_thread(self.embedder.embed, texts)
-            for iri_list, rows, facet in ((labels, vectors[: len(labels)], ""), (described, vectors[len(labels) :], "definition")):
+            for iri_list, rows, facet in ((labels, vectors[: len(labels)], ""), (defined_new, vectors[len(labels) :], "definition")):
                 if iri_list:
                     payloads = [{"label": entities[iri][0], "definition": entities[iri][1]} for iri in iri_list]
                     await asyncio.to_thread(self.vectors.upsert, collection, "entities", iri_list, rows, payloads, facet)

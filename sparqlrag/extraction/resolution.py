@@ -5,12 +5,18 @@ Each rule is evidence a person can check against the text:
   set aside ("The W3C", "W3C");
 - "acronym": the text defines one name as the other ("World Wide Web Consortium (W3C)", "is
   known as the W3C", "W3C stands for ...") and the acronym's letters are the name's initials;
-- "partial": a one-word name ends exactly one longer name of its document ("Berners-Lee" after
-  "Tim Berners-Lee"); it holds in that document only;
+- "partial": a shorter form of the one full name of its document that has it: a surname
+  ("Berners-Lee" after "Tim Berners-Lee") joins the full name, and the full name joins the name
+  without its middle names or initials ("Robert N. Bradbury" is written as "Robert Bradbury");
+  it holds in that document only;
 - "typed": the same name typed by an ontology class in one place and untyped in another;
 - "stated": an LLM extractor read in the chunk that two names are one thing; the alias must
   appear in the chunk's text, an acronym must spell the name (then the rule is "acronym"),
-  and the merge holds in its document only.
+  and the merge holds in its document only;
+- "similar": a person's name and a longer form of it (middle names or initials added or spelled
+  out) in two documents whose definitions agree: the embeddings of name + definition have a cosine
+  of at least SIMILARITY, and the definitions give no years, or share one. Different generations
+  ("Jr.") stay apart. The cosine is recorded as the merge's score.
 Guards: names typed by different classes are never one thing, an untyped name that two typed
 things share stays apart, and a pair a person kept apart is never joined again.
 
@@ -31,9 +37,14 @@ from gender_guesser.detector import Detector  # type: ignore[import-untyped]
 
 from sparqlrag.extraction.knowledge import Entity, Knowledge
 
-NORMALISED, ACRONYM, PARTIAL, TYPED, STATED, CURATED = "normalised", "acronym", "partial", "typed", "stated", "curated"
+NORMALISED, ACRONYM, PARTIAL, TYPED, STATED, SIMILAR, CURATED = (
+    "normalised", "acronym", "partial", "typed", "stated", "similar", "curated")
+# the "similar" rule's cosine: chosen on made-up pairs, not the benchmark sets (bench/RESULTS.md)
+SIMILARITY = 0.75
 LOCAL_RULES = (PARTIAL, STATED)  # what holds in one document only
 _STOPWORDS = {"of", "the", "and", "for", "in", "on", "at", "to", "a", "an", "&", "de", "du", "la"}
+_GENERATIONS = {"jr", "sr", "ii", "iii", "iv", "v", "vi"}
+_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _NAME_WORD = re.compile(r"[A-Z\u00c0-\u00de][\w'\u2019-]*\w|[A-Z]\.")  # "Berners-Lee", "O'Neill", "K."
 _DESCRIPTORS = {
     "king", "queen", "prince", "princess", "duke", "duchess", "earl", "count", "countess", "baron", "baroness", "lord",
@@ -158,9 +169,11 @@ class Candidate:
 @dataclass
 class Known:
     """What the collection holds, as resolution needs it: entities by name key (a person's
-    merges among them), and the pairs of name keys a person kept apart."""
+    merges among them), the longer or shorter forms of a person's name with the cosine of their
+    embeddings (the "similar" rule's candidates; the batch's own names among them), and the pairs of name keys a person kept apart."""
 
     by_key: dict[str, list[Candidate]] = field(default_factory=dict)
+    similar: dict[str, list[tuple[Candidate, float]]] = field(default_factory=dict)  # a name -> "similar" candidates, scored
     kept_apart: set[frozenset[str]] = field(default_factory=set)
 
 
@@ -170,7 +183,7 @@ class Merge:
     (the next IRI on the way to the canonical one).
     `shared` merges hold collection-wide (other documents' names resolve through them, and they
     state owl:sameAs); a partial name's or an LLM's stated alias holds in its document only.
-    Every rule here is yes or no, so `score` is 1.0; it is recorded for rules that measure."""
+    `score` is the "similar" rule's cosine; the other rules are yes or no, and score 1.0."""
 
     alias: str
     alias_iri: str
@@ -219,7 +232,7 @@ class _Clusters:
     def __init__(self, known: Known) -> None:
         self.parent: dict[str, str] = {}
         self.nodes: dict[str, _Node] = {}
-        self.edges: dict[str, dict[str, tuple[str, set[str]]]] = {}
+        self.edges: dict[str, dict[str, tuple[str, set[str], float]]] = {}
         self.known = known
 
     def add(self, node: _Node) -> None:
@@ -245,7 +258,7 @@ class _Clusters:
         keys = [(name_key(x.name), name_key(y.name)) for x in left for y in right]
         return not any(frozenset(pair) in self.known.kept_apart for pair in keys if pair[0] != pair[1])
 
-    def join(self, alias: str, target: str, rule: str = "", evidence: Iterable[str] = ()) -> None:
+    def join(self, alias: str, target: str, rule: str = "", evidence: Iterable[str] = (), score: float = 1.0) -> None:
         """Join alias to target; with a rule, the alias is recorded as joined by that evidence.
         Directional rules (an acronym, a partial name, an untyped name) keep the target's root
         canonical unless only the alias's is typed; otherwise the stronger claim wins."""
@@ -263,7 +276,7 @@ class _Clusters:
             for a, b in ((alias, target), (target, alias)):
                 kept = self.edges.setdefault(a, {}).get(b)
                 if kept is None or (rule and not kept[0]):
-                    self.edges[a][b] = (rule, set(evidence))
+                    self.edges[a][b] = (rule, set(evidence), score)
                 elif rule == kept[0]:
                     kept[1].update(evidence)
 
@@ -276,12 +289,12 @@ class _Clusters:
             seen.add(root)
             while queue:
                 here = queue.pop(0)
-                for there, (rule, evidence) in sorted(self.edges.get(here, {}).items()):
+                for there, (rule, evidence, score) in sorted(self.edges.get(here, {}).items()):
                     if there not in seen:
                         seen.add(there)
                         queue.append(there)
                         if rule and evidence:
-                            found.append(Merge(self.nodes[there].name, there, here, rule, 1.0, tuple(sorted(evidence))))
+                            found.append(Merge(self.nodes[there].name, there, here, rule, score, tuple(sorted(evidence))))
         return found
 
     def _claim(self, root: str) -> tuple[bool, int, int, str]:
@@ -307,6 +320,7 @@ def resolve(
     _acronyms(clusters, chunks, iri_of)
     _stated(clusters, chunks, iri_of)
     _partials(clusters, iri_of, where)
+    _similar(clusters, known, iri_of, where)
     resolution = Resolution({mention: clusters.root(iri) for mention, iri in iri_of.items()})
     resolution.roots = {iri: clusters.root(iri) for iri in clusters.nodes}
     resolution.classes = {root: clusters.nodes[root].type for root in set(resolution.roots.values())}
@@ -329,6 +343,14 @@ def _compatible(a: Mention, b: Mention | Candidate, classes: set[str]) -> str | 
     return None
 
 
+def _candidate(clusters: _Clusters, candidate: Candidate) -> None:
+    """A candidate's IRI and its canonical one as nodes, joined as the store (or batch) has them."""
+    weight = 2 if candidate.held else 1
+    clusters.add(_Node(candidate.iri, candidate.label, None, weight))
+    clusters.add(_Node(candidate.canonical, candidate.canonical_label, candidate.type, weight))
+    clusters.join(candidate.iri, candidate.canonical)  # (the store's own merge: no new evidence)
+
+
 def _held(clusters: _Clusters, known: Known, iri_of: dict[Mention, str], where: dict[Mention, set[str]]) -> None:
     """Names that equal (by key) one another or what the collection holds."""
     by_key: dict[str, list[Mention]] = {}
@@ -338,10 +360,7 @@ def _held(clusters: _Clusters, known: Known, iri_of: dict[Mention, str], where: 
         held = known.by_key.get(key, [])
         classes = {c.type for c in held if c.type} | {m.type for m in mentions if m.type}
         for candidate in held:
-            weight = 2 if candidate.held else 1
-            clusters.add(_Node(candidate.iri, candidate.label, None, weight))
-            clusters.add(_Node(candidate.canonical, candidate.canonical_label, candidate.type, weight))
-            clusters.join(candidate.iri, candidate.canonical)  # (the store's own merge: no new evidence)
+            _candidate(clusters, candidate)
         for mention in mentions:
             for candidate in held:
                 rule = _compatible(mention, candidate, classes)
@@ -405,12 +424,95 @@ def _person(words: list[str]) -> bool:
 
 
 def _partials(clusters: _Clusters, iri_of: dict[Mention, str], where: dict[Mention, set[str]]) -> None:
-    """A surname after the full name: "Berners-Lee" after "Tim Berners-Lee", when the full name
-    (two to four words) reads as a person's name and is the only one of its document that ends so."""
+    """A shorter form of a person's full name, when the document has one full name it shortens.
+    A surname joins the full name ("Berners-Lee" after "Tim Berners-Lee"; two to four words). A
+    name without its middle names or initials takes the full name's place instead ("Robert N.
+    Bradbury" is written as "Robert Bradbury"): other documents use the shorter form more often,
+    and a merge in one document must not move its facts off the node they share. Not where the
+    document names others of that last name ("Thomas E. Taylor", "John Taylor", "John H.
+    Taylor"): relatives share names across generations."""
     words = {m: m.name.split() for m in iri_of}
-    for part in (m for m, w in words.items() if len(w) == 1 and not is_acronym(m.name) and _personal(w)):
-        wholes = {m.name: m for m, w in words.items()
-                  if 2 <= len(w) <= 4 and w[-1] == part.name and _person(w) and part.type in (None, m.type)}  # fmt: skip
+    by_form: dict[tuple[str, str], list[Mention]] = {}
+    first_names: dict[str, set[str]] = {}  # last name -> the first names the document gives it
+    for mention in (m for m in iri_of if personal_name(m.name)):
+        by_form.setdefault(form_key(mention.name), []).append(mention)
+        first_names.setdefault(form_key(mention.name)[1], set()).add(form_key(mention.name)[0])
+    for part, w in words.items():
+        if len(w) == 1 and not is_acronym(part.name) and _personal(w):
+            wholes = {m.name: m for m, w in words.items() if 2 <= len(w) <= 4 and w[-1] == part.name and _person(w)}
+            surname = True
+        elif personal_name(part.name) and len(first_names[form_key(part.name)[1]]) == 1:
+            longer = {m.name: m for m in by_form[form_key(part.name)] if longer_form(part.name, m.name)}
+            wholes = {name: m for name, m in longer.items() if not any(longer_form(name, other) for other in longer)}
+            surname = False
+        else:
+            continue
+        wholes = {name: m for name, m in wholes.items() if part.type in (None, m.type)}
         if len(wholes) == 1:
             (whole,) = wholes.values()
-            clusters.join(iri_of[part], iri_of[whole], PARTIAL, where[part])
+            if surname:
+                clusters.join(iri_of[part], iri_of[whole], PARTIAL, where[part])
+            else:
+                for longer_one in longer.values():  # "Robert N. Bradbury" and "Robert Nelson Bradbury" both
+                    clusters.join(iri_of[longer_one], iri_of[part], PARTIAL, where[longer_one])
+
+
+def described(name: str, definition: str | None) -> str:
+    """The text embedded for an entity with a definition (and compared by the "similar" rule)."""
+    return f"{name}: {definition}" if definition else name
+
+
+def _generation(words: list[str]) -> tuple[list[str], str]:
+    """A name's words without a generation suffix ("Jr.", "III"), and the suffix."""
+    last = words[-1].rstrip(".,").lower() if words else ""
+    return (words[:-1], last) if len(words) > 2 and last in _GENERATIONS else (words, "")
+
+
+@cache
+def personal_name(name: str) -> bool:
+    """Two or more words that read as a person's full name (the "similar" rule's names)."""
+    words, _ = _generation(name.split())
+    return len(words) >= 2 and _person(words)
+
+
+def form_key(name: str) -> tuple[str, str]:
+    """A person's first and last name by key: what a name and its longer forms share."""
+    words, _ = _generation(name.split())
+    return name_key(words[0]), name_key(words[-1])
+
+
+def longer_form(short: str, long: str) -> bool:
+    """Whether `long` is `short`, a person's name, with middle names or initials added or
+    spelled out: the same first and last name and generation, and each middle word of `short`,
+    in order, a middle word of `long` or its initial ("Robert N. Bradbury", "Robert Nelson Bradbury")."""
+    (a, suffix_a), (b, suffix_b) = _generation(short.split()), _generation(long.split())
+    if suffix_a != suffix_b or len(a) > len(b) or not (personal_name(short) and personal_name(long)):
+        return False
+    key = [name_key(w) for w in a], [name_key(w) for w in b]
+    if key[0][0] != key[1][0] or key[0][-1] != key[1][-1] or key[0] == key[1]:
+        return False
+    middle = iter(key[1][1:-1])
+    return all(any(word == there or (len(word) == 1 and there.startswith(word)) for there in middle) for word in key[0][1:-1])
+
+
+def compared(a: str, a_definition: str | None, b: str, b_definition: str | None) -> tuple[str, str] | None:
+    """The texts whose embeddings the "similar" rule compares for two names, or None when they
+    cannot be one thing by it: one of them has no definition (a common name alone says too little:
+    "Anne Rice" the novelist, "Anne Estelle Rice" the painter), neither is a longer form of the
+    other, or their definitions give years and share none ("born 1901", "born 1850")."""
+    if not (a_definition and b_definition) or not (longer_form(a, b) or longer_form(b, a)):
+        return None
+    years = set(_YEAR.findall(a_definition)), set(_YEAR.findall(b_definition))
+    if years[0] and years[1] and not years[0] & years[1]:
+        return None
+    return described(a, a_definition), described(b, b_definition)
+
+
+def _similar(clusters: _Clusters, known: Known, iri_of: dict[Mention, str], where: dict[Mention, set[str]]) -> None:
+    """A person's name and a longer form of it with agreeing definitions, as the pipeline found
+    and scored them (Known.similar)."""
+    for mention, iri in iri_of.items():
+        for candidate, score in known.similar.get(mention.name, []):
+            if score >= SIMILARITY and candidate.iri != iri:  # (the guards refuse different classes)
+                _candidate(clusters, candidate)
+                clusters.join(iri, candidate.iri, SIMILAR, where[mention], round(score, 4))

@@ -11,14 +11,26 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote
 
+import numpy as np
 from pyoxigraph import Literal, NamedNode
 
-from sparqlrag.extraction.resolution import Candidate, Known, name_key
+from sparqlrag.extraction.resolution import Candidate, Known, Mention, compared, form_key, name_key, personal_name
+from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab as v
 from sparqlrag.store.aliases import chain
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import sparql_term, values
+from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import Iris
+
+NEIGHBOURS = 5  # entity-index neighbours of a person's name searched for its other forms
+
+
+def _canonical(iris: Iris) -> str:
+    """A pattern binding ?canonical to the canonical IRI of ?e (a named entity or an alias),
+    with that one's label (?name) and class (?class) when it has them."""
+    return f"""GRAPH {sparql_term(iris.knowledge_graph)} {{ ?e rdfs:label|owl:sameAs ?asserted .
+        {chain(iris, "?e", "?canonical")} OPTIONAL {{ ?canonical rdfs:label ?name }} OPTIONAL {{ ?canonical a ?class }} }}"""
 
 
 def known(store: Any, iris: Iris, keys: set[str]) -> Known:
@@ -33,9 +45,7 @@ def known(store: Any, iris: Iris, keys: set[str]) -> Known:
           GRAPH {src} {{
             {{ ?st sr:key ?key ; rdf:reifies <<( ?e rdfs:label ?label )>> }}
             UNION {{ ?st sr:key ?key ; sr:alias ?label ; rdf:reifies <<( ?e owl:sameAs ?target )>> }} }}
-          GRAPH {kg} {{ ?e rdfs:label|owl:sameAs ?asserted .
-            {chain(iris, "?e", "?canonical")}
-            OPTIONAL {{ ?canonical rdfs:label ?name }} OPTIONAL {{ ?canonical a ?class }} }}
+          {_canonical(iris)}
         }} GROUP BY ?key ?e ?label ?canonical""") if keys else []  # fmt: skip
     for row in rows:
         candidate = Candidate(row["e"], row["label"], row["canonical"], row.get("canonical_label") or row["label"], row.get("type"))
@@ -45,6 +55,54 @@ def known(store: Any, iris: Iris, keys: set[str]) -> Known:
         GRAPH {src} {{ ?d sr:rule "curated" ; sr:key ?key ; rdf:reifies <<( ?alias owl:differentFrom ?e )>> }}
         GRAPH {kg} {{ ?e rdfs:label ?label }} }}""")  # fmt: skip
     result.kept_apart = {frozenset((row["key"], name_key(row["label"]))) for row in apart}
+    return result
+
+
+def similar(
+    store: Any, vectors: VectorIndex, embedder: Embedder, iris: Iris, batch: dict[Mention, tuple[str, str | None]]
+) -> dict[str, list[tuple[Candidate, float]]]:
+    """The "similar" rule's candidates for the batch's defined names (mention -> its own IRI and
+    its definition): the longer and shorter forms of each person's name among the batch's names
+    and the collection's entity index, each with the cosine of name + definition embeddings. The
+    index is searched by the name's embedding: a form that only adds a middle name or an initial
+    is among a name's nearest."""
+    people = {m: own for m, own in batch.items() if own[1] and personal_name(m.name)}
+    if not people:
+        return {}
+    pairs: list[tuple[Mention, Candidate, tuple[str, str]]] = []
+    by_form: dict[tuple[str, str], list[Mention]] = {}
+    for mention in people:
+        by_form.setdefault(form_key(mention.name), []).append(mention)
+    for mention, (iri, definition) in people.items():
+        for other in by_form[form_key(mention.name)]:
+            texts = compared(mention.name, definition, other.name, people[other][1])
+            if texts is not None:
+                other_iri = people[other][0]
+                pairs.append((mention, Candidate(other_iri, other.name, other_iri, other.name, other.type, held=False), texts))
+    names = list(people)
+    hits = vectors.search_many(iris.collection, "entities", embedder.embed([m.name for m in names]), NEIGHBOURS)
+    found: dict[str, tuple[str, str | None]] = {}
+    asked: list[tuple[Mention, str, tuple[str, str]]] = []
+    for mention, near in zip(names, hits):
+        iri, definition = people[mention]
+        for hit in near:
+            texts = compared(mention.name, definition, hit.payload["label"], hit.payload.get("definition"))
+            if hit.iri != iri and texts is not None:
+                found[hit.iri] = (hit.payload["label"], hit.payload.get("definition"))
+                asked.append((mention, hit.iri, texts))
+    if asked:
+        rows = select(store, v.SPARQL_PREFIXES + f"""SELECT ?e ?canonical (SAMPLE(?name) AS ?canonical_label) (SAMPLE(?class) AS ?type)
+            WHERE {{ {values("e", map(NamedNode, sorted(found)))} {_canonical(iris)} }} GROUP BY ?e ?canonical""")  # fmt: skip
+        held = {row["e"]: Candidate(row["e"], found[row["e"]][0], row["canonical"], row.get("canonical_label") or found[row["e"]][0],
+                                    row.get("type")) for row in rows}  # fmt: skip
+        pairs += [(mention, held[iri], texts) for mention, iri, texts in asked if iri in held]  # (the index may hold a forgotten one)
+    if not pairs:
+        return {}
+    embedded = embedder.embed([text for _, _, texts in pairs for text in texts])
+    scores = np.einsum("ij,ij->i", embedded[0::2], embedded[1::2])
+    result: dict[str, list[tuple[Candidate, float]]] = {}
+    for (mention, candidate, _), score in zip(pairs, scores):
+        result.setdefault(mention.name, []).append((candidate, float(score)))
     return result
 
 

@@ -223,8 +223,8 @@ class VectorIndex:
                 table, payloads, removed = matrix.vectors, matrix.payloads, list(matrix.removed)
                 shortlisted = matrix.shortlisted(vectors, fetch, self.shortlist_rows)
             else:
-                found = [self._client.query_points(name, query=vector.tolist(), limit=fetch, with_payload=True).points
-                         for vector in vectors]  # fmt: skip
+                requests = [models.QueryRequest(query=vector.tolist(), limit=fetch, with_payload=True) for vector in vectors]
+                found = [response.points for response in self._client.query_batch_points(name, requests)]  # one round trip
         if self._local:
             if shortlisted is None:
                 ranked = _nearest(table, payloads, removed, vectors, fetch)
