@@ -433,10 +433,13 @@ def _partials(clusters: _Clusters, iri_of: dict[Mention, str], where: dict[Menti
     Taylor"): relatives share names across generations."""
     words = {m: m.name.split() for m in iri_of}
     by_form: dict[tuple[str, str], list[Mention]] = {}
-    first_names: dict[str, set[str]] = {}  # last name -> the first names the document gives it
-    for mention in (m for m in iri_of if personal_name(m.name)):
-        by_form.setdefault(form_key(mention.name), []).append(mention)
-        first_names.setdefault(form_key(mention.name)[1], set()).add(form_key(mention.name)[0])
+    first_names: dict[str, set[str]] = {}  # last name -> the first names the document gives it ("Eustace" too)
+    for mention, w in words.items():
+        if len(_generation(w)[0]) >= 2 and _personal(_generation(w)[0]):
+            first, last = form_key(mention.name)
+            first_names.setdefault(last, set()).add(first)
+            if personal_name(mention.name):
+                by_form.setdefault((first, last), []).append(mention)
     for part, w in words.items():
         if len(w) == 1 and not is_acronym(part.name) and _personal(w):
             wholes = {m.name: m for m, w in words.items() if 2 <= len(w) <= 4 and w[-1] == part.name and _person(w)}
