@@ -473,7 +473,7 @@ def _generation(words: list[str]) -> tuple[list[str], str]:
 
 @cache
 def personal_name(name: str) -> bool:
-    """Two or more words that read as a person's full name (the "similar" rule's names)."""
+    """Two or more words that read as a person's full name (the names of "partial" forms and "similar")."""
     words, _ = _generation(name.split())
     return len(words) >= 2 and _person(words)
 
