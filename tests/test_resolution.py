@@ -158,18 +158,21 @@ def test_a_shorter_form_of_the_one_full_name_of_a_document_joins_it() -> None:
 
 def test_a_longer_form_of_a_name_in_another_document_joins_it_when_the_definitions_agree(kb: Kb) -> None:
     kb.ingest("film", "Robert Bradbury was an American film director. Robert Bradbury directed Riders of the Dawn.")
-    kb.ingest("life", "Robert Nelson Bradbury was an American director of western films. He was born in Walla Walla.")
+    asyncio.run(kb.services.pipeline.ingest_many("default", [  # the definition, and a document that only names him
+        Source("life", b"Robert Nelson Bradbury was an American director of western films. He was born in Walla Walla."),
+        Source("name", b"Robert Nelson Bradbury sold the farm in Ohio.")]))  # fmt: skip
     kb.ingest("singer", "James Brown is an American singer known as the Godfather of Soul.")
     kb.ingest("cricket", "James Edward Brown is an English cricketer who played for Surrey.")
-    kb.ingest("name", "Robert Bradbury sold the farm in Ohio.")  # the same name, so it is "normalised" to the director
     whole, short = ID + "robert-nelson-bradbury", ID + "robert-bradbury"  # the IRI published first stays canonical
     assert (whole, short) in kb.same_as() and (short, "Robert Nelson Bradbury") in kb.aliases()
     (score,) = [float(r["score"]) for r in kb.rows(f"""SELECT ?score WHERE {{ GRAPH <{BASE}graph/default/source> {{
         ?m rdf:reifies <<( <{whole}> owl:sameAs <{short}> )>> ; sr:rule "similar" ; sr:score ?score }} }}""")]  # fmt: skip
     assert 0.75 <= score < 1.0
     assert not [pair for pair in kb.same_as() if ID + "james-brown" in pair]  # a singer and a cricketer: the definitions differ
+    assert {doc for alias, _, rule, doc in kb.why() if rule == "similar"} == {"life"}  # the definition is the evidence
     kb.forget("life")
     assert not kb.same_as() and not kb.aliases() and (short, "directed", ID + "riders-of-the-dawn") in kb.facts()
+    assert (whole, "sold-farm-in", ID + "ohio") in kb.facts()  # written again: the name is its own thing once more
 
 
 def test_a_full_name_takes_the_place_of_its_shorter_form_in_its_own_document_only(kb: Kb) -> None:

@@ -316,11 +316,19 @@ def resolve(
             where.setdefault(mention, set()).add(chunk)
             iri_of[mention] = mint(mention, knowledge.ontology)
             clusters.add(_Node(iri_of[mention], mention.name, mention.type, 0 if is_acronym(mention.name) else 1))
+    for mention in iri_of:  # every claim to be canonical is known before the first join weighs one
+        for candidate in known.by_key.get(name_key(mention.name), []) + [c for c, _ in known.similar.get(mention.name, [])]:
+            _nodes(clusters, candidate)
     _held(clusters, known, iri_of, where)
     _acronyms(clusters, chunks, iri_of)
     _stated(clusters, chunks, iri_of)
     _partials(clusters, iri_of, where)
-    _similar(clusters, known, iri_of, where)
+    defined: dict[str, set[str]] = {}  # a name -> the chunks of this document that define it
+    for chunk, _, knowledge in chunks:
+        for entity in knowledge.entities:
+            if entity.definition:
+                defined.setdefault(entity.name, set()).add(chunk)
+    _similar(clusters, known, iri_of, defined)
     resolution = Resolution({mention: clusters.root(iri) for mention, iri in iri_of.items()})
     resolution.roots = {iri: clusters.root(iri) for iri in clusters.nodes}
     resolution.classes = {root: clusters.nodes[root].type for root in set(resolution.roots.values())}
@@ -343,11 +351,16 @@ def _compatible(a: Mention, b: Mention | Candidate, classes: set[str]) -> str | 
     return None
 
 
-def _candidate(clusters: _Clusters, candidate: Candidate) -> None:
-    """A candidate's IRI and its canonical one as nodes, joined as the store (or batch) has them."""
+def _nodes(clusters: _Clusters, candidate: Candidate) -> None:
+    """A candidate's IRI and its canonical one as nodes, with the claim the store's copy gives them."""
     weight = 2 if candidate.held else 1
     clusters.add(_Node(candidate.iri, candidate.label, None, weight))
     clusters.add(_Node(candidate.canonical, candidate.canonical_label, candidate.type, weight))
+
+
+def _candidate(clusters: _Clusters, candidate: Candidate) -> None:
+    """A candidate's nodes, joined as the store (or batch) has them."""
+    _nodes(clusters, candidate)
     clusters.join(candidate.iri, candidate.canonical)  # (the store's own merge: no new evidence)
 
 
@@ -511,11 +524,12 @@ def compared(a: str, a_definition: str | None, b: str, b_definition: str | None)
     return described(a, a_definition), described(b, b_definition)
 
 
-def _similar(clusters: _Clusters, known: Known, iri_of: dict[Mention, str], where: dict[Mention, set[str]]) -> None:
+def _similar(clusters: _Clusters, known: Known, iri_of: dict[Mention, str], defined: dict[str, set[str]]) -> None:
     """A person's name and a longer form of it with agreeing definitions, as the pipeline found
-    and scored them (Known.similar)."""
+    and scored them (Known.similar), where this document defines the name: its definition is
+    the evidence, so forgetting the document undoes the merge."""
     for mention, iri in iri_of.items():
-        for candidate, score in known.similar.get(mention.name, []):
+        for candidate, score in known.similar.get(mention.name, []) if mention.name in defined else []:
             if score >= SIMILARITY and candidate.iri != iri:  # (the guards refuse different classes)
                 _candidate(clusters, candidate)
-                clusters.join(iri, candidate.iri, SIMILAR, where[mention], round(score, 4))
+                clusters.join(iri, candidate.iri, SIMILAR, defined[mention.name], round(score, 4))
