@@ -158,9 +158,8 @@ def test_a_shorter_form_of_the_one_full_name_of_a_document_joins_it() -> None:
 
 def test_a_longer_form_of_a_name_in_another_document_joins_it_when_the_definitions_agree(kb: Kb) -> None:
     kb.ingest("film", "Robert Bradbury was an American film director. Robert Bradbury directed Riders of the Dawn.")
-    asyncio.run(kb.services.pipeline.ingest_many("default", [  # the definition, and a document that only names him
-        Source("life", b"Robert Nelson Bradbury was an American director of western films. He was born in Walla Walla."),
-        Source("name", b"Robert Nelson Bradbury sold the farm in Ohio.")]))  # fmt: skip
+    kb.ingest("life", "Robert Nelson Bradbury was an American director of western films. He was born in Walla Walla.")
+    kb.ingest("name", "Robert Nelson Bradbury sold the farm in Ohio.")  # names him, defines nothing
     kb.ingest("singer", "James Brown is an American singer known as the Godfather of Soul.")
     kb.ingest("cricket", "James Edward Brown is an English cricketer who played for Surrey.")
     whole, short = ID + "robert-nelson-bradbury", ID + "robert-bradbury"  # the IRI published first stays canonical
@@ -169,7 +168,7 @@ def test_a_longer_form_of_a_name_in_another_document_joins_it_when_the_definitio
         ?m rdf:reifies <<( <{whole}> owl:sameAs <{short}> )>> ; sr:rule "similar" ; sr:score ?score }} }}""")]  # fmt: skip
     assert 0.75 <= score < 1.0
     assert not [pair for pair in kb.same_as() if ID + "james-brown" in pair]  # a singer and a cricketer: the definitions differ
-    assert {doc for alias, _, rule, doc in kb.why() if rule == "similar"} == {"life"}  # the definition is the evidence
+    assert {doc for alias, _, rule, doc in kb.why() if rule == "similar"} == {"life"}  # a definition is evidence, a mention not
     kb.forget("life")
     assert not kb.same_as() and not kb.aliases() and (short, "directed", ID + "riders-of-the-dawn") in kb.facts()
     assert (whole, "sold-farm-in", ID + "ohio") in kb.facts()  # written again: the name is its own thing once more

@@ -366,8 +366,7 @@ class Pipeline:
         if len(plans) > 1 and found:
             for resolution, merge in found:
                 canonical = resolution.roots[merge.alias_iri]
-                candidate = Candidate(merge.alias_iri, merge.alias, canonical, resolution.names[canonical], resolution.classes[canonical],
-                                      held=False)  # (the store holds neither yet: a claim to stay canonical is not theirs)
+                candidate = Candidate(merge.alias_iri, merge.alias, canonical, resolution.names[canonical], resolution.classes[canonical])
                 known.by_key.setdefault(name_key(merge.alias), []).append(candidate)
             for plan in plans:
                 plan.resolution = resolve(plan.chunks(), known, mint)

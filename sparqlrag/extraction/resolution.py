@@ -316,8 +316,8 @@ def resolve(
             where.setdefault(mention, set()).add(chunk)
             iri_of[mention] = mint(mention, knowledge.ontology)
             clusters.add(_Node(iri_of[mention], mention.name, mention.type, 0 if is_acronym(mention.name) else 1))
-    for mention in iri_of:  # every claim to be canonical is known before the first join weighs one
-        for candidate in known.by_key.get(name_key(mention.name), []) + [c for c, _ in known.similar.get(mention.name, [])]:
+    for mention in iri_of:  # a "similar" candidate's claim to be canonical is known before the first join weighs one
+        for candidate, _ in known.similar.get(mention.name, []):
             _nodes(clusters, candidate)
     _held(clusters, known, iri_of, where)
     _acronyms(clusters, chunks, iri_of)
