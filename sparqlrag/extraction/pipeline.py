@@ -340,26 +340,52 @@ class Pipeline:
     async def _resolve(self, iris: Iris, plans: list[_Plan]) -> None:
         """Each document's names resolved against the collection and the batch's other
         documents, then again with the shared merges the batch found, so that a name one
-        document defines resolves in the others."""
+        document defines resolves in the others. The rules run off the event loop."""
         if not self.resolution:
             return
-        for plan in plans:  # an acronym's expansion that the text gives but the extractor missed
-            plan.knowledge = [(completed(k, chunk.text), started, ended) for chunk, (k, started, ended) in zip(plan.added, plan.knowledge)]
-        mentions = {m for plan in plans for _, _, knowledge in plan.chunks() for m in mentions_of(knowledge)}
-        known = await asyncio.to_thread(resolver.known, self.store, iris, {name_key(m.name) for m in mentions})
 
         def mint(mention: Mention, ontology: str | None) -> str:
             return entity_iri(iris, mention, ontology).value
 
-        self._batch_candidates(known, plans, mint)
-        named: dict[Mention, tuple[str, str | None]] = {}
-        for plan in plans:
+        uses = await asyncio.to_thread(self._uses, plans, mint)
+        known = await asyncio.to_thread(resolver.known, self.store, iris, {name_key(m.name) for _, m, _, _ in uses})
+        self._batch_candidates(known, uses)
+        named: dict[Mention, tuple[str, str | None]] = {}  # a name -> its own IRI, and a definition the batch gives it
+        for _, mention, iri, definition in uses:
+            if named.get(mention, ("", None))[1] is None:
+                named[mention] = (iri, definition)
+        known.similar = await asyncio.to_thread(resolver.similar, self.store, self.vectors, self.embedder, iris, named)
+        await asyncio.to_thread(self._resolve_all, plans, known, mint)
+
+    @staticmethod
+    def _uses(plans: list[_Plan], mint: Callable[[Mention, str | None], str]) -> list[tuple[int, Mention, str, str | None]]:
+        """Each name each document of the batch uses, chunk by chunk: (the document's index, the
+        mention, its own IRI, the chunk's definition of it). First each chunk's knowledge gets
+        the expansions its text gives its acronyms, which the extractor may have missed."""
+        uses = []
+        for index, plan in enumerate(plans):
+            plan.knowledge = [(completed(k, chunk.text), started, ended) for chunk, (k, started, ended) in zip(plan.added, plan.knowledge)]
             for _, _, knowledge in plan.chunks():
                 definitions = {e.name: e.definition for e in knowledge.entities if e.definition}
-                for mention in mentions_of(knowledge):
-                    if named.get(mention, ("", None))[1] is None:
-                        named[mention] = (mint(mention, knowledge.ontology), definitions.get(mention.name))
-        known.similar = await asyncio.to_thread(resolver.similar, self.store, self.vectors, self.embedder, iris, named)
+                uses += [(index, m, mint(m, knowledge.ontology), definitions.get(m.name)) for m in mentions_of(knowledge)]
+        return uses
+
+    @staticmethod
+    def _batch_candidates(known: Known, uses: list[tuple[int, Mention, str, str | None]]) -> None:
+        """The names that documents of the batch share by key, as candidates for one another
+        (the store cannot show them yet: they are written after resolution)."""
+        named: dict[str, dict[Mention, tuple[int, str]]] = {}
+        for index, mention, iri, _ in uses:
+            named.setdefault(name_key(mention.name), {})[mention] = (index, iri)
+        for key, mentions in named.items():
+            if len({index for index, _ in mentions.values()}) > 1:
+                known.by_key.setdefault(key, []).extend(
+                    Candidate(iri, m.name, iri, m.name, m.type, held=False) for m, (_, iri) in mentions.items()
+                )
+
+    @staticmethod
+    def _resolve_all(plans: list[_Plan], known: Known, mint: Callable[[Mention, str | None], str]) -> None:
+        """Resolve each document; then, when the batch found shared merges, again with them."""
         for plan in plans:
             plan.resolution = resolve(plan.chunks(), known, mint)
         found = [(plan.resolution, m) for plan in plans for m in plan.resolution.merges if m.shared]
@@ -370,21 +396,6 @@ class Pipeline:
                 known.by_key.setdefault(name_key(merge.alias), []).append(candidate)
             for plan in plans:
                 plan.resolution = resolve(plan.chunks(), known, mint)
-
-    @staticmethod
-    def _batch_candidates(known: Known, plans: list[_Plan], mint: Callable[[Mention, str | None], str]) -> None:
-        """The names that documents of the batch share by key, as candidates for one another
-        (the store cannot show them yet: they are written after resolution)."""
-        named: dict[str, dict[Mention, tuple[int, str]]] = {}
-        for index, plan in enumerate(plans):
-            for _, _, knowledge in plan.chunks():
-                for mention in mentions_of(knowledge):
-                    named.setdefault(name_key(mention.name), {})[mention] = (index, mint(mention, knowledge.ontology))
-        for key, mentions in named.items():
-            if len({index for index, _ in mentions.values()}) > 1:
-                known.by_key.setdefault(key, []).extend(
-                    Candidate(iri, m.name, iri, m.name, m.type, held=False) for m, (_, iri) in mentions.items()
-                )
 
     async def _batch(self, collection: str, sources: list[Source]) -> tuple[Iris, list[str]]:
         """The collection's IRIs and the documents' ids, once the batch is known to be valid."""
@@ -528,8 +539,8 @@ class Pipeline:
             insert_data(quads),
         )
         readded = {chunk.iri.value for chunk in plan.added}  # (forced: same IRIs, rows just rewritten)
-        removed = [iri for iri in plan.removed if iri not in readded]
-        plan.lost, plan.unnamed = await self._forget_index_rows(iris, removed, named, candidates, merges)
+        dropped = [iri for iri in plan.removed if iri not in readded]
+        plan.lost, plan.unnamed = await self._forget_index_rows(iris, dropped, named, candidates, merges)
         plan.marker.unlink(missing_ok=True)  # (a killed ingest keeps its marker: recover() resumes it)
         facts = sum(len(result.facts) for result, _, _ in plan.knowledge)
         added, removed, kept = len(plan.added), len(plan.removed), len(plan.kept)

@@ -437,40 +437,48 @@ def _person(words: list[str]) -> bool:
 
 
 def _partials(clusters: _Clusters, iri_of: dict[Mention, str], where: dict[Mention, set[str]]) -> None:
-    """A shorter form of a person's full name, when the document has one full name it shortens.
-    A surname joins the full name ("Berners-Lee" after "Tim Berners-Lee"; two to four words). A
-    name without its middle names or initials takes the full name's place instead ("Robert N.
-    Bradbury" is written as "Robert Bradbury"): other documents use the shorter form more often,
-    and a merge in one document must not move its facts off the node they share. Not where the
-    document names others of that last name ("Thomas E. Taylor", "John Taylor", "John H.
-    Taylor"): relatives share names across generations."""
+    """A shorter form of a person's full name, when the document has one full name it shortens:
+    a surname ("Berners-Lee" after "Tim Berners-Lee"), or the name without its middle names or
+    initials ("Robert N. Bradbury" ... "Robert Bradbury")."""
+    _surnames(clusters, iri_of, where)
+    _shorter_forms(clusters, iri_of, where)
+
+
+def _surnames(clusters: _Clusters, iri_of: dict[Mention, str], where: dict[Mention, set[str]]) -> None:
+    """A surname joins the one full name (two to four words) of its document that ends with it."""
     words = {m: m.name.split() for m in iri_of}
+    for part in (m for m, w in words.items() if len(w) == 1 and not is_acronym(m.name) and _personal(w)):
+        wholes = {m.name: m for m, w in words.items()
+                  if 2 <= len(w) <= 4 and w[-1] == part.name and _person(w) and part.type in (None, m.type)}  # fmt: skip
+        if len(wholes) == 1:
+            (whole,) = wholes.values()
+            clusters.join(iri_of[part], iri_of[whole], PARTIAL, where[part])
+
+
+def _shorter_forms(clusters: _Clusters, iri_of: dict[Mention, str], where: dict[Mention, set[str]]) -> None:
+    """A full name takes the place of its one shorter form in the document ("Robert N. Bradbury"
+    and "Robert Nelson Bradbury" are written as "Robert Bradbury"): other documents use the
+    shorter form more often, and a merge in one document must not move its facts off the node
+    they share. Not where the document names others of that last name ("Thomas E. Taylor",
+    "John Taylor", "John H. Taylor"): relatives share names across generations."""
     by_form: dict[tuple[str, str], list[Mention]] = {}
     first_names: dict[str, set[str]] = {}  # last name -> the first names the document gives it ("Eustace" too)
-    for mention, w in words.items():
-        if len(_generation(w)[0]) >= 2 and _personal(_generation(w)[0]):
+    for mention in iri_of:
+        words, _ = _generation(mention.name.split())
+        if len(words) >= 2 and _personal(words):
             first, last = form_key(mention.name)
             first_names.setdefault(last, set()).add(first)
             if personal_name(mention.name):
                 by_form.setdefault((first, last), []).append(mention)
-    for part, w in words.items():
-        if len(w) == 1 and not is_acronym(part.name) and _personal(w):
-            wholes = {m.name: m for m, w in words.items() if 2 <= len(w) <= 4 and w[-1] == part.name and _person(w)}
-            surname = True
-        elif personal_name(part.name) and len(first_names[form_key(part.name)[1]]) == 1:
-            longer = {m.name: m for m in by_form[form_key(part.name)] if longer_form(part.name, m.name)}
-            wholes = {name: m for name, m in longer.items() if not any(longer_form(name, other) for other in longer)}
-            surname = False
-        else:
+    for (first, last), mentions in by_form.items():
+        if len(first_names[last]) > 1:
             continue
-        wholes = {name: m for name, m in wholes.items() if part.type in (None, m.type)}
-        if len(wholes) == 1:
-            (whole,) = wholes.values()
-            if surname:
-                clusters.join(iri_of[part], iri_of[whole], PARTIAL, where[part])
-            else:
-                for longer_one in longer.values():  # "Robert N. Bradbury" and "Robert Nelson Bradbury" both
-                    clusters.join(iri_of[longer_one], iri_of[part], PARTIAL, where[longer_one])
+        for part in mentions:
+            longer = [m for m in mentions if longer_form(part.name, m.name) and part.type in (None, m.type)]
+            longest = [m for m in longer if not any(longer_form(m.name, other.name) for other in longer)]
+            if len({m.name for m in longest}) == 1:
+                for whole in longer:
+                    clusters.join(iri_of[whole], iri_of[part], PARTIAL, where[whole])
 
 
 def described(name: str, definition: str | None) -> str:
