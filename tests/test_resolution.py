@@ -16,10 +16,12 @@ from sparqlrag.extraction.curation import CurationRefused, UnknownEntity
 from sparqlrag.extraction.knowledge import Entity, Knowledge
 from sparqlrag.extraction.librarian import UnknownCollection
 from sparqlrag.extraction.pipeline import IngestResult, Source
+from sparqlrag.retrieval.graph_rag import GraphRagOptions, seed_json
 from sparqlrag.extraction.resolution import Known, compared, completed, initials_match, is_acronym, longer_form, name_key, resolve
 from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import select
+from sparqlrag.store.vector_index import unit
 from sparqlrag.store.vocab import SPARQL_PREFIXES
 from tests.conftest import ROOT, SHARED
 
@@ -311,6 +313,19 @@ def test_a_question_naming_an_alias_grounds_on_the_thing_it_names(kb: Kb) -> Non
     seeds = {seed.entity: seed.concept for seed in walk.seeds}
     assert ID + "w3c" not in seeds and "W3C" in seeds[ID + "world-wide-web-consortium"]  # the alias's vector found it
     assert any(e.fact.object.value == ID + "sparql" for e in walk.edges)
+
+
+@pytest.mark.parametrize("scorer", ["facts", "text"])
+def test_an_edge_of_a_seed_named_by_an_alias_is_scored_as_the_question_words_it(kb: Kb, scorer: str) -> None:
+    kb.ingest("defines", "The North Atlantic Treaty Organization (NATO) is an alliance. NATO has member states including France.")
+    walk = asyncio.run(kb.services.graph_rag.retrieve("default", "Which member states does NATO have?", GraphRagOptions(scorer=scorer)))
+    nato = ID + "north-atlantic-treaty-organization"
+    assert [seed_json(s)["alias"] for s in walk.seeds if s.entity == nato] == ["NATO"]
+    (edge,) = [e for e in walk.edges if e.fact.object.value == ID + "france"]
+    assert edge.labels[0] == "North Atlantic Treaty Organization"  # the trace still names the canonical node
+    assert walk.concept_vectors is not None
+    as_stored = float((walk.concept_vectors @ unit(kb.services.embedder.embed([edge.text])).T).max())
+    assert edge.relevance > as_stored + 0.05  # "NATO has member states including France" is nearer the question
 
 
 def test_documents_of_one_batch_and_of_later_batches_resolve_alike(kb: Kb, tmp_path: Path) -> None:

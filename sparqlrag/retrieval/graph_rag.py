@@ -47,7 +47,7 @@ from sparqlrag.store.facts import fact_labels, labels_of, parse_fact, walked_fil
 from sparqlrag.store.provenance import fact_sources
 from sparqlrag.store.select import select_terms
 from sparqlrag.store.sparql_text import sparql_term
-from sparqlrag.store.vector_index import VectorIndex
+from sparqlrag.store.vector_index import VectorIndex, unit
 from sparqlrag.store.vocab import Iris
 
 # A node reached through an edge whose edges in one direction fill triple_limit (a year, a
@@ -178,7 +178,8 @@ class GraphAnswer:
 
 
 def seed_json(seed: TracedSeed) -> dict[str, Any]:
-    return {"entity": seed.entity, "score": seed.score, "concept": seed.concept, "fact": fact_json(seed.fact) if seed.fact else None}
+    return {"entity": seed.entity, "score": seed.score, "concept": seed.concept, "alias": seed.alias,
+            "fact": fact_json(seed.fact) if seed.fact else None}
 
 
 @dataclass
@@ -380,7 +381,8 @@ class GraphRag:
         aliases = await asyncio.to_thread(canonicals, self.store, iris, [hit.iri for hits in by_concept for hit in hits])
         for concept, hits in zip(walk.concepts, by_concept):
             for hit in hits:  # a name that is an alias ("W3C") grounds on the thing it names
-                offer(TracedSeed(aliases.get(hit.iri, hit.iri), hit.score, concept))
+                alias = hit.payload.get("label") if hit.iri in aliases else None
+                offer(TracedSeed(aliases.get(hit.iri, hit.iri), hit.score, concept, alias=alias))
         for hit in nearest_facts if walk.options.fact_seeds else []:
             fact = parse_fact(hit.payload["fact"])
             for end in (fact.subject, fact.object):
@@ -419,6 +421,9 @@ class GraphRag:
             scores = await asyncio.to_thread(self._score_by_facts, iris, vectors, edges, labels)
         else:
             scores = await asyncio.to_thread(self._score, targets, [e.path_text for e in edges])
+        named = {s.entity: s.alias for s in walk.seeds if s.alias}
+        if any(edge.anchor in named for edge in edges):
+            scores = await asyncio.to_thread(self._score_as_named, options.scorer, named, targets, vectors, edges, labels, scores)
         for edge, row in zip(edges, scores.T):
             best = int(np.argmax(row))
             edge.relevance, edge.concept = float(row[best]), targets[best]
@@ -458,10 +463,35 @@ class GraphRag:
         matrix = self.facts.lookup(iris, [e.fact for e in edges], labels)
         for edge, row in zip(edges, matrix):
             edge.vector = row
-        paths = np.stack([e.vector + e.leading.vector if e.leading is not None and e.leading.vector is not None else e.vector
-                          for e in edges])  # fmt: skip
-        paths /= np.maximum(np.linalg.norm(paths, axis=1, keepdims=True), 1e-9)
-        return targets @ paths.T
+        return targets @ self._paths(edges).T
+
+    @staticmethod
+    def _paths(edges: list[Edge]) -> np.ndarray:
+        """Each edge's path vector: its fact's vector plus the leading fact's, as a unit vector."""
+        return unit(np.stack([e.vector + e.leading.vector if e.leading is not None and e.leading.vector is not None else e.vector
+                               for e in edges]))  # fmt: skip
+
+    def _score_as_named(
+        self, scorer: str, named: dict[str, str], targets: list[str], vectors: np.ndarray, edges: list[Edge],
+        labels: dict[str, str], scores: np.ndarray,
+    ) -> np.ndarray:  # fmt: skip
+        """`scores` with each edge of a seed the question named by an alias also scored as the
+        question words it ("NATO has member states including France", where the fact index holds
+        the canonical "North Atlantic Treaty Organization ..."), the better kept; with the facts
+        scorer the better vector is the edge's from then on, so a path through it reads the same."""
+        scores = scores.copy()
+        at = [i for i, edge in enumerate(edges) if edge.anchor in named]
+        worded = [replace(edges[i], labels=fact_labels(edges[i].fact, labels | {edges[i].anchor: named[edges[i].anchor]})) for i in at]
+        if scorer == "facts":
+            for edge, row in zip(worded, unit(self.embedder.embed([e.text for e in worded]))):
+                edge.vector = row
+            alternative = vectors @ self._paths(worded).T
+        else:
+            alternative = self._score(targets, [e.path_text for e in worded])
+        for column, i in enumerate(at):
+            if alternative[:, column].max() > scores[:, i].max():
+                scores[:, i], edges[i].vector = alternative[:, column], worded[column].vector
+        return scores
 
     def _edges_around(self, iris: Iris, frontier: list[str], limit: int) -> list[tuple[Triple, str]]:
         """Each frontier entity's edges, as subject and as object, `limit` of each, schema

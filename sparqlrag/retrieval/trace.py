@@ -40,6 +40,7 @@ class TracedSeed:
     score: float
     concept: str
     fact: Triple | None = None  # a fact seed: the fact near the question whose end this entity is
+    alias: str | None = None  # the entity's other name the concept matched ("W3C"), when not its label
 
 
 @dataclass(frozen=True)

@@ -21,14 +21,10 @@ from pyoxigraph import Triple
 
 from sparqlrag.store import vocab as v
 from sparqlrag.store.facts import fact_ntriples, fact_text, labels_of, walked
-from sparqlrag.store.vector_index import VectorIndex
+from sparqlrag.store.vector_index import VectorIndex, unit
 from sparqlrag.store.vocab import Iris
 
 Embed = Callable[[Sequence[str]], np.ndarray]
-
-
-def _unit(rows: np.ndarray) -> np.ndarray:
-    return rows / np.maximum(np.linalg.norm(rows, axis=-1, keepdims=True), 1e-9)
 
 
 class FactIndex:
@@ -65,7 +61,7 @@ class FactIndex:
             matrix[wanted] = computed[: len(wanted)]
         for i in cooccurring:
             matrix[i] = entity[triples[i].subject.value] + entity[triples[i].object.value]
-        return _unit(matrix)
+        return unit(matrix)
 
     def lookup(self, iris: Iris, triples: list[Triple], labels: dict[str, str]) -> np.ndarray:
         """The facts' vectors, one row each: from the index, or computed now for facts written
@@ -76,7 +72,7 @@ class FactIndex:
         matrix = np.zeros((len(triples), self.vectors.dim), dtype=np.float32)
         found = [i for i, s in enumerate(statements) if s in stored]
         if found:
-            matrix[found] = _unit(np.stack([stored[statements[i]] for i in found]))
+            matrix[found] = unit(np.stack([stored[statements[i]] for i in found]))
         if missing:
             matrix[missing] = self.compute(iris, [triples[i] for i in missing], labels)
         return matrix

@@ -41,7 +41,8 @@ def point_id(iri: str, facet: Facet = "") -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{iri}#{facet}" if facet else iri))
 
 
-def _normalised(vectors: np.ndarray) -> np.ndarray:
+def unit(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to length 1 (a zero row stays zero): cosine becomes a dot product."""
     array = np.asarray(vectors, dtype=np.float32)
     return array / np.maximum(np.linalg.norm(array, axis=-1, keepdims=True), 1e-12)
 
@@ -50,7 +51,7 @@ def _nearest(table: np.ndarray, payloads: list[dict | None], removed: list[int],
     """Cosine search of each query over a normalised matrix: (score, payload) pairs, best first."""
     if not len(payloads):
         return [[] for _ in queries]
-    scores = table[: len(payloads)] @ _normalised(queries).T
+    scores = table[: len(payloads)] @ unit(queries).T
     if removed:
         scores[removed] = -np.inf
     out = []
@@ -64,7 +65,7 @@ def _nearest(table: np.ndarray, payloads: list[dict | None], removed: list[int],
 def _rescored(table: np.ndarray, payloads: list[dict | None], candidates: np.ndarray, queries: np.ndarray, limit: int) -> list[list[tuple[float, dict]]]:
     """Each query's shortlisted rows (-1: none) scored exactly: (score, payload) pairs, best first."""
     out = []
-    for rows, query in zip(candidates, _normalised(queries)):
+    for rows, query in zip(candidates, unit(queries)):
         rows = rows[rows >= 0]
         scores = table[rows] @ query
         order = np.argsort(-scores)[:limit]
@@ -87,7 +88,7 @@ class _Matrix:
         fresh: list[tuple[np.ndarray, dict]] = []
         rewritten: list[int] = []
         written: list[int] = []
-        normalised = _normalised(vectors)
+        normalised = unit(vectors)
         for point, vector, payload in zip(ids, normalised, payloads):
             if point in self.rows:
                 self.vectors[self.rows[point]], self.payloads[self.rows[point]] = vector, payload
@@ -245,7 +246,7 @@ class VectorIndex:
         matrix = self._matrices.get(name)
         if matrix is None:
             ids, vectors, payloads = self._scroll(name)
-            matrix = self._matrices[name] = _Matrix(_normalised(vectors), payloads, {point: row for row, point in enumerate(ids)})
+            matrix = self._matrices[name] = _Matrix(unit(vectors), payloads, {point: row for row, point in enumerate(ids)})
         return matrix
 
     def existing(self, collection: str, kind: Kind, iris: Sequence[str], facet: Facet = "") -> set[str]:
