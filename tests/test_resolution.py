@@ -158,7 +158,8 @@ def test_a_shorter_form_of_the_one_full_name_of_a_document_joins_it() -> None:
 # -- through the pipeline --------------------------------------------------------------------
 
 
-def test_a_longer_form_of_a_name_in_another_document_joins_it_when_the_definitions_agree(kb: Kb) -> None:
+@pytest.mark.parametrize("forgotten", ["life", "film"])  # either definition's document
+def test_a_longer_form_of_a_name_in_another_document_joins_it_while_both_definitions_agree(kb: Kb, forgotten: str) -> None:
     kb.ingest("film", "Robert Bradbury was an American film director. Robert Bradbury directed Riders of the Dawn.")
     kb.ingest("life", "Robert Nelson Bradbury was an American director of western films. He was born in Walla Walla.")
     kb.ingest("name", "Robert Nelson Bradbury sold the farm in Ohio.")  # names him, defines nothing
@@ -170,9 +171,11 @@ def test_a_longer_form_of_a_name_in_another_document_joins_it_when_the_definitio
         ?m rdf:reifies <<( <{whole}> owl:sameAs <{short}> )>> ; sr:rule "similar" ; sr:score ?score }} }}""")]  # fmt: skip
     assert 0.75 <= score < 1.0
     assert not [pair for pair in kb.same_as() if ID + "james-brown" in pair]  # a singer and a cricketer: the definitions differ
-    assert {doc for alias, _, rule, doc in kb.why() if rule == "similar"} == {"life"}  # a definition is evidence, a mention not
-    kb.forget("life")
-    assert not kb.same_as() and not kb.aliases() and (short, "directed", ID + "riders-of-the-dawn") in kb.facts()
+    assert {doc for alias, _, rule, doc in kb.why() if rule == "similar"} == {"film", "life"}  # both definitions, no mention
+    kb.forget(forgotten)
+    assert not kb.same_as() and not kb.aliases()
+    if forgotten == "life":
+        assert (short, "directed", ID + "riders-of-the-dawn") in kb.facts()
     assert (whole, "sold-farm-in", ID + "ohio") in kb.facts()  # written again: the name is its own thing once more
 
 

@@ -41,7 +41,7 @@ from sparqlrag.extraction.provenance import (
     ChunkRecord, DocumentRecord, chunk_quads, document_quads, entity_iri, knowledge_triples, merge_quads,
 )  # fmt: skip
 from sparqlrag.extraction.resolution import (
-    Candidate, Known, Mention, Resolution, completed, described, mentions_of, name_key, resolve)
+    JOINT_RULES, Candidate, Known, Mention, Resolution, completed, described, mentions_of, name_key, resolve)
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab as v
 from sparqlrag.store.fact_index import FactIndex
@@ -641,7 +641,8 @@ class Pipeline:
 
     @staticmethod
     def _removal(iris: Iris, chunks: list[str], statements: list[str]) -> str:
-        """Drop the chunks' derivations; then statements left with none take their fact along."""
+        """Drop the chunks' derivations, and all of those of a merge that needs all its evidence
+        (JOINT_RULES); then statements left with none take their fact along."""
         if not chunks:
             return ""
         src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
@@ -652,6 +653,8 @@ class Pipeline:
             f"{{ ?chunk ?p ?o }} UNION {{ ?activity prov:used ?chunk ; ?q ?r }} }} }}",
         ]
         if statements:  # (a fact a person's decision also reifies stays: curation.py)
+            ops.append(f"DELETE {{ GRAPH {src} {{ ?st prov:wasDerivedFrom ?any }} }} WHERE {{ {values('st', map(NamedNode, statements))} "
+                       f"{values('rule', map(Literal, JOINT_RULES))} GRAPH {src} {{ ?st sr:rule ?rule ; prov:wasDerivedFrom ?any }} }}")  # fmt: skip
             orphans = (f"{values('st', map(NamedNode, statements))} GRAPH {src} {{ ?st rdf:reifies <<( ?s ?p ?o )>> "
                        f"FILTER NOT EXISTS {{ ?st prov:wasDerivedFrom ?any }} }}")  # fmt: skip
             ops += [

@@ -16,7 +16,8 @@ Each rule is evidence a person can check against the text:
 - "similar": a person's name and a longer form of it (middle names or initials added or spelled
   out) in two documents whose definitions agree: the embeddings of name + definition have a cosine
   of at least SIMILARITY, and the definitions give no years, or share one. Different generations
-  ("Jr.") stay apart. The cosine is recorded as the merge's score.
+  ("Jr.") stay apart. The cosine is recorded as the merge's score, both definitions as its
+  evidence, and the merge lasts while both do.
 Guards: names typed by different classes are never one thing, an untyped name that two typed
 things share stays apart, and a pair a person kept apart is never joined again.
 
@@ -42,6 +43,7 @@ NORMALISED, ACRONYM, PARTIAL, TYPED, STATED, SIMILAR, CURATED = (
 # the "similar" rule's cosine: chosen on made-up pairs, not the benchmark sets (bench/RESULTS.md)
 SIMILARITY = 0.75
 LOCAL_RULES = (PARTIAL, STATED)  # what holds in one document only
+JOINT_RULES = (SIMILAR,)  # what needs all of its evidence (each side's definition), not just some
 _STOPWORDS = {"of", "the", "and", "for", "in", "on", "at", "to", "a", "an", "&", "de", "du", "la"}
 _GENERATIONS = {"jr", "sr", "ii", "iii", "iv", "v", "vi"}
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
@@ -164,6 +166,7 @@ class Candidate:
     canonical_label: str
     type: str | None
     held: bool = True
+    defined_by: tuple[str, ...] = ()  # the chunks that give the definition a "similar" candidate was compared by
 
 
 @dataclass
@@ -534,10 +537,11 @@ def compared(a: str, a_definition: str | None, b: str, b_definition: str | None)
 
 def _similar(clusters: _Clusters, known: Known, iri_of: dict[Mention, str], defined: dict[str, set[str]]) -> None:
     """A person's name and a longer form of it with agreeing definitions, as the pipeline found
-    and scored them (Known.similar), where this document defines the name: its definition is
-    the evidence, so forgetting the document undoes the merge."""
+    and scored them (Known.similar), where this document defines the name. Both definitions are
+    the evidence, and a merge by this rule needs all of its evidence (pipeline `_removal`), so
+    forgetting either document undoes it, whichever name is canonical."""
     for mention, iri in iri_of.items():
         for candidate, score in known.similar.get(mention.name, []) if mention.name in defined else []:
             if score >= SIMILARITY and candidate.iri != iri:  # (the guards refuse different classes)
                 _candidate(clusters, candidate)
-                clusters.join(iri, candidate.iri, SIMILAR, defined[mention.name], round(score, 4))
+                clusters.join(iri, candidate.iri, SIMILAR, defined[mention.name] | set(candidate.defined_by), round(score, 4))

@@ -93,8 +93,10 @@ def similar(
     if asked:
         rows = select(store, v.SPARQL_PREFIXES + f"""SELECT ?e ?canonical (SAMPLE(?name) AS ?canonical_label) (SAMPLE(?class) AS ?type)
             WHERE {{ {values("e", map(NamedNode, sorted(found)))} {_canonical(iris)} }} GROUP BY ?e ?canonical""")  # fmt: skip
+        defining = _defining(store, iris, {definition for _, definition in found.values() if definition})
         held = {row["e"]: Candidate(row["e"], found[row["e"]][0], row["canonical"], row.get("canonical_label") or found[row["e"]][0],
-                                    row.get("type")) for row in rows}  # fmt: skip
+                                    row.get("type"), defined_by=defining.get(found[row["e"]][1] or "", ()))
+                for row in rows}  # fmt: skip
         pairs += [(mention, held[iri], texts) for mention, iri, texts in asked if iri in held]  # (the index may hold a forgotten one)
     if not pairs:
         return {}
@@ -104,6 +106,17 @@ def similar(
     for (mention, candidate, _), score in zip(pairs, scores):
         result.setdefault(mention.name, []).append((candidate, float(score)))
     return result
+
+
+def _defining(store: Any, iris: Iris, definitions: set[str]) -> dict[str, tuple[str, ...]]:
+    """The chunks that state each definition (of whichever entity it now sits on: a merge may
+    have moved it to the canonical IRI)."""
+    rows = select(store, v.SPARQL_PREFIXES + f"""SELECT DISTINCT ?d ?chunk WHERE {{ {values("d", map(Literal, sorted(definitions)))}
+        GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies <<( ?e skos:definition ?d )>> ; prov:wasDerivedFrom ?chunk }} }}""")  # fmt: skip
+    chunks: dict[str, list[str]] = {}
+    for row in rows:
+        chunks.setdefault(row["d"], []).append(row["chunk"])
+    return {definition: tuple(sorted(found)) for definition, found in chunks.items()}
 
 
 def shared_merges_of(store: Any, iris: Iris, chunks: list[str]) -> dict[str, str]:

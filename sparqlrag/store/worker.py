@@ -258,11 +258,11 @@ class WorkerStore:
         start another child, resend what is safe to resend."""
         returncode = worker.process.wait()
         worker.sock.close()
-        running = self._table.running()
-        dump = os.pread(self._dump_file.fileno(), 1 << 20, 0)
         with self._state:
             if self._closed or self._worker is not worker:
                 return
+            running = self._table.running()  # (under the lock: close() shuts these files after it marks _closed)
+            dump = os.pread(self._dump_file.fileno(), 1 << 20, 0)
             self._worker = None
             self._killing = False
             orphans = dict(self._pending)
