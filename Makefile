@@ -42,5 +42,8 @@ install: $(BIN)/sparqlrag $(OWLAPI) $(YASGUI) $(COMUNICA) $(CHROMEDRIVER)
 demo: install
 	$(BIN)/sparqlrag demo
 
+# lint and format first: a violation fails in seconds, before the ~5 minutes of tests
 test: install
+	$(BIN)/ruff check sparqlrag tests bench
+	$(BIN)/ruff format --check sparqlrag tests bench
 	$(BIN)/python -m pytest -q

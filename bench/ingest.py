@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from report import markdown_table, publish  # noqa: E402
+
 from sparqlrag.config import Settings  # noqa: E402
 from sparqlrag.extraction.chunker import split  # noqa: E402
 from sparqlrag.extraction.knowledge import Extractor  # noqa: E402
@@ -59,8 +60,14 @@ async def run(sources: list[Source], extractor: Extractor, work: Path) -> dict[s
     facts = sum(r.facts for r in results)  # type: ignore[union-attr]
     services.close()
     store.close()
-    return {"documents": len(sources), "chunks": chunks, "facts": facts, "seconds": seconds,
-            "chunks_per_s": chunks / seconds, "facts_per_s": facts / seconds}  # fmt: skip
+    return {
+        "documents": len(sources),
+        "chunks": chunks,
+        "facts": facts,
+        "seconds": seconds,
+        "chunks_per_s": chunks / seconds,
+        "facts_per_s": facts / seconds,
+    }
 
 
 def extractor_only(sources: list[Source]) -> float:
@@ -79,7 +86,10 @@ def main() -> None:
     runs = {
         "offline, corpus/": (corpus_files, OfflineExtractor),
         "offline, MuSiQue passages": (musique, OfflineExtractor),
-        "triples import, MuSiQue": (musique, lambda: PreExtracted(read_triples(SHARED / "musique100" / "triples.jsonl"))),
+        "triples import, MuSiQue": (
+            musique,
+            lambda: PreExtracted(read_triples(SHARED / "musique100" / "triples.jsonl")),
+        ),
     }
     report: dict[str, dict[str, float]] = {}
     for name, (sources_of, make_extractor) in runs.items():
@@ -89,10 +99,22 @@ def main() -> None:
         if name.startswith("offline"):
             report[name]["extractor_only_chunks_per_s"] = extractor_only(sources)
         print(name, json.dumps({k: round(v, 1) for k, v in report[name].items()}), flush=True)
-    rows = [[name, f"{m['documents']:.0f}", f"{m['chunks']:.0f}", f"{m['facts']:.0f}", f"{m['seconds']:.0f}", f"{m['chunks_per_s']:.1f}",
-             f"{m['facts_per_s']:.0f}", "" if (only := m.get("extractor_only_chunks_per_s")) is None else f"{only:.0f}"]
-            for name, m in report.items()]  # fmt: skip
-    lines = markdown_table(["run", "documents", "chunks", "facts", "seconds", "chunks/s", "facts/s", "extractor only, chunks/s"], rows)
+    rows = [
+        [
+            name,
+            f"{m['documents']:.0f}",
+            f"{m['chunks']:.0f}",
+            f"{m['facts']:.0f}",
+            f"{m['seconds']:.0f}",
+            f"{m['chunks_per_s']:.1f}",
+            f"{m['facts_per_s']:.0f}",
+            "" if (only := m.get("extractor_only_chunks_per_s")) is None else f"{only:.0f}",
+        ]
+        for name, m in report.items()
+    ]
+    lines = markdown_table(
+        ["run", "documents", "chunks", "facts", "seconds", "chunks/s", "facts/s", "extractor only, chunks/s"], rows
+    )
     publish("ingest.py", "\n".join(lines), report, args.markdown)
 
 

@@ -12,7 +12,11 @@ RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
     """A Markdown table's lines: the header, its rule, one line per row of formatted cells."""
-    return ["| " + " | ".join(header) + " |", "|---" * len(header) + "|", *("| " + " | ".join(row) + " |" for row in rows)]
+    return [
+        "| " + " | ".join(header) + " |",
+        "|---" * len(header) + "|",
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]
 
 
 def publish(title: str, table: str, figures: object | None, markdown: bool) -> None:

@@ -1,7 +1,8 @@
 """Retrieval quality and speed of Document RAG and Graph RAG.
 
     .venv/bin/python bench/retrieval.py [--dataset DIR ...] [--metaqa DIR] [--metaqa-queries FILE]
-                                        [--latency [--latency-dir DIR]] [--skip-passages] [--scorer facts|text] [--no-resolution] [--markdown]
+                                        [--latency [--latency-dir DIR]] [--skip-passages] [--scorer facts|text]
+                                        [--no-resolution] [--markdown]
 
 Passages (each --dataset DIR: `corpus.jsonl` {id,title,text}, `queries.jsonl` {id,question,
 gold_ids}, optional `triples.jsonl` {passage_id,entities,triples}): every passage is ingested as
@@ -48,6 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 from pyoxigraph import Literal, Quad, RdfFormat, serialize  # noqa: E402
 from report import publish  # noqa: E402
+
 from sparqlrag.config import Settings  # noqa: E402
 from sparqlrag.extraction.knowledge import Extractor  # noqa: E402
 from sparqlrag.extraction.offline import OfflineExtractor  # noqa: E402
@@ -68,11 +70,21 @@ BASE = "http://bench.example/"
 IRIS = Iris(BASE)
 # Published or previously measured figures for these exact files (../shared/data/README.md), in %.
 REFERENCE = {
-    "musique100": {"recall@5": {"BM25 (measured here)": 50.9, "all-MiniLM-L6-v2 dense (measured here)": 62.2,
-                                "HippoRAG 2 (1,000 questions, NV-Embed-v2)": 74.7}},
+    "musique100": {
+        "recall@5": {
+            "BM25 (measured here)": 50.9,
+            "all-MiniLM-L6-v2 dense (measured here)": 62.2,
+            "HippoRAG 2 (1,000 questions, NV-Embed-v2)": 74.7,
+        }
+    },
     "2wiki101": {
         "recall@5": {"BM25 (measured here)": 64.9, "all-MiniLM-L6-v2 dense (measured here)": 65.1},
-        "all-gold@8": {"vector DB (fast-graphrag)": 41.6, "LightRAG": 44.6, "nano-graphrag": 73.3, "fast-graphrag": 93.1},
+        "all-gold@8": {
+            "vector DB (fast-graphrag)": 41.6,
+            "LightRAG": 44.6,
+            "nano-graphrag": 73.3,
+            "fast-graphrag": 93.1,
+        },
     },
 }
 
@@ -81,7 +93,9 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def open_services(work: Path, extractor: Extractor | None = None, resolution: bool = True) -> tuple[Services, EmbeddedStore]:
+def open_services(
+    work: Path, extractor: Extractor | None = None, resolution: bool = True
+) -> tuple[Services, EmbeddedStore]:
     work.mkdir(parents=True, exist_ok=True)
     store = EmbeddedStore(work / "store")
     settings = Settings(data_dir=work, base_iri=BASE, reranker_model=None, entity_resolution=resolution)
@@ -138,24 +152,38 @@ async def evaluate(
             r5 += len(gold & set(ranked[:5])) / len(gold)
             all8 += gold <= set(ranked[:8])
         n = len(queries)
-        metrics[name] = {"recall@2": 100 * r2 / n, "recall@5": 100 * r5 / n, "all-gold@8": 100 * all8 / n,
-                         "p50_ms": percentile(times, 0.5), "p95_ms": percentile(times, 0.95)}  # fmt: skip
+        metrics[name] = {
+            "recall@2": 100 * r2 / n,
+            "recall@5": 100 * r5 / n,
+            "all-gold@8": 100 * all8 / n,
+            "p50_ms": percentile(times, 0.5),
+            "p95_ms": percentile(times, 0.95),
+        }
     services.close()
     store.close()
     return metrics, ingest
 
 
-def passage_table(name: str, metrics: dict[str, dict[str, float]], ingest: dict[str, object], variant: str = "") -> list[str]:
-    lines = [f"\n### {name}: passage retrieval{variant} ({ingest['passages']} passages, knowledge by {ingest['knowledge']}, "
-             f"ingested in {ingest['ingest_s']:.0f} s)\n",
-             "| mode | recall@2 | recall@5 | all-gold@8 | ms/query p50 | p95 |", "|---|---|---|---|---|---|"]  # fmt: skip
+def passage_table(
+    name: str, metrics: dict[str, dict[str, float]], ingest: dict[str, object], variant: str = ""
+) -> list[str]:
+    lines = [
+        f"\n### {name}: passage retrieval{variant} ({ingest['passages']} passages, knowledge by {ingest['knowledge']}, "
+        f"ingested in {ingest['ingest_s']:.0f} s)\n",
+        "| mode | recall@2 | recall@5 | all-gold@8 | ms/query p50 | p95 |",
+        "|---|---|---|---|---|---|",
+    ]
     for mode, m in metrics.items():
-        lines.append(f"| {mode} | {m['recall@2']:.1f} | {m['recall@5']:.1f} | {m['all-gold@8']:.1f} | "
-                     f"{m['p50_ms']:.0f} | {m['p95_ms']:.0f} |")  # fmt: skip
+        lines.append(
+            f"| {mode} | {m['recall@2']:.1f} | {m['recall@5']:.1f} | {m['all-gold@8']:.1f} | "
+            f"{m['p50_ms']:.0f} | {m['p95_ms']:.0f} |"
+        )
     for metric, refs in REFERENCE.get(name, {}).items():
         for ref, value in refs.items():
-            lines.append(f"| {ref} (reference) | | {value if metric == 'recall@5' else ''} | "
-                         f"{value if metric == 'all-gold@8' else ''} | | |")  # fmt: skip
+            lines.append(
+                f"| {ref} (reference) | | {value if metric == 'recall@5' else ''} | "
+                f"{value if metric == 'all-gold@8' else ''} | | |"
+            )
     return lines
 
 
@@ -182,11 +210,22 @@ async def load_graph(work: Path, quads: list[Quad]) -> tuple[Services, EmbeddedS
     store.add_quads(serialize(quads, format=RdfFormat.N_QUADS))
     loaded = time.monotonic() - started
     entities, facts = await services.pipeline.index_graph("default")
-    return services, store, {"triples": len(quads), "load_s": loaded, "index_s": time.monotonic() - started - loaded,
-                             "entity_vectors": entities, "fact_vectors": facts}  # fmt: skip
+    return (
+        services,
+        store,
+        {
+            "triples": len(quads),
+            "load_s": loaded,
+            "index_s": time.monotonic() - started - loaded,
+            "entity_vectors": entities,
+            "fact_vectors": facts,
+        },
+    )
 
 
-async def metaqa(directory: Path, queries_file: Path, work: Path, options: GraphRagOptions) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+async def metaqa(
+    directory: Path, queries_file: Path, work: Path, options: GraphRagOptions
+) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
     services, store, loading = await load_graph(work, metaqa_quads(directory / "kb.txt"))
     queries = read_jsonl(queries_file)
     per_hop: dict[int, dict[str, float]] = {}
@@ -200,7 +239,9 @@ async def metaqa(directory: Path, queries_file: Path, work: Path, options: Graph
                 if node != topic:
                     best[node] = max(best.get(node, -1.0), edge.score)
         top = max(best, key=best.__getitem__) if best else None
-        row = per_hop.setdefault(query["hops"], {"questions": 0, "grounding@1": 0, "grounding": 0, "answer_recall": 0, "hits@1": 0})
+        row = per_hop.setdefault(
+            query["hops"], {"questions": 0, "grounding@1": 0, "grounding": 0, "answer_recall": 0, "hits@1": 0}
+        )
         row["questions"] += 1
         row["grounding@1"] += bool(seeds) and seeds[0] == topic
         row["grounding"] += topic in seeds
@@ -208,15 +249,19 @@ async def metaqa(directory: Path, queries_file: Path, work: Path, options: Graph
         row["hits@1"] += top in answers
     services.close()
     store.close()
-    table = {f"{hops}-hop": {k: (100 * value / row["questions"] if k != "questions" else value) for k, value in row.items()}
-             for hops, row in sorted(per_hop.items())}  # fmt: skip
+    table = {
+        f"{hops}-hop": {k: (100 * value / row["questions"] if k != "questions" else value) for k, value in row.items()}
+        for hops, row in sorted(per_hop.items())
+    }
     return table, loading
 
 
 # -- latency ------------------------------------------------------------------------------------
 
 
-async def latency_graph(work: Path, quads: Callable[[], list[Quad]]) -> tuple[Services, EmbeddedStore, dict[str, float]]:
+async def latency_graph(
+    work: Path, quads: Callable[[], list[Quad]]
+) -> tuple[Services, EmbeddedStore, dict[str, float]]:
     """A latency graph, loaded and indexed, or reopened from `work` when a run kept it there."""
     record = work / "loading.json"
     if record.is_file():
@@ -233,7 +278,9 @@ def shortlist_recall(services: Services, questions: list[str]) -> float:
     vectors, found = services.embedder.embed(questions), []
     for exact in (False, True):
         services.vectors.shortlist_rows = 10**12 if exact else SHORTLIST_ROWS
-        found.append([{hit.iri for hit in services.vectors.search("default", "facts", vector, 5)} for vector in vectors])
+        found.append(
+            [{hit.iri for hit in services.vectors.search("default", "facts", vector, 5)} for vector in vectors]
+        )
     services.vectors.shortlist_rows = SHORTLIST_ROWS
     return 100 * statistics.mean(len(a & b) / len(b) for a, b in zip(*found))
 
@@ -244,9 +291,15 @@ async def latency(directory: Path, queries_file: Path, root: Path, wanted: list[
     for name, (limit, copies) in LATENCY_SIZES.items():
         if name not in wanted:
             continue
-        services, store, loading = await latency_graph(root / name, partial(metaqa_quads, directory / "kb.txt", limit, copies))
-        print(f"latency, {name}: {loading['triples']} triples loaded in {loading['load_s']:.0f} s, indexed in "
-              f"{loading['index_s']:.0f} s; timing {len(questions)} questions", file=sys.stderr, flush=True)
+        services, store, loading = await latency_graph(
+            root / name, partial(metaqa_quads, directory / "kb.txt", limit, copies)
+        )
+        print(
+            f"latency, {name}: {loading['triples']} triples loaded in {loading['load_s']:.0f} s, indexed in "
+            f"{loading['index_s']:.0f} s; timing {len(questions)} questions",
+            file=sys.stderr,
+            flush=True,
+        )
         await services.graph_rag.retrieve("default", questions[0])  # builds the search matrix once
         for scorer in ("facts", "text"):
             times, stages = [], {}
@@ -257,10 +310,16 @@ async def latency(directory: Path, queries_file: Path, root: Path, wanted: list[
                 for stage, ms in walk.trace.steps.items():
                     stages.setdefault(stage, []).append(ms)
             row = {"triples": loading["triples"], "p50_ms": percentile(times, 0.5), "p95_ms": percentile(times, 0.95)}
-            out[f"{name}, {scorer} scorer"] = row | {f"{stage} p50_ms": statistics.median(ms) for stage, ms in stages.items()}
+            out[f"{name}, {scorer} scorer"] = row | {
+                f"{stage} p50_ms": statistics.median(ms) for stage, ms in stages.items()
+            }
         if services.vectors.count("default", "facts") >= services.vectors.shortlist_rows:
             out[f"{name}, facts scorer"]["shortlist recall@5"] = shortlist_recall(services, questions)
-        print(json.dumps({key: row for key, row in out.items() if key.startswith(f"{name},")}), file=sys.stderr, flush=True)
+        print(
+            json.dumps({key: row for key, row in out.items() if key.startswith(f"{name},")}),
+            file=sys.stderr,
+            flush=True,
+        )
         services.close()
         store.close()
     return out
@@ -275,13 +334,21 @@ def main() -> None:
     parser.add_argument("--skip-metaqa", action="store_true")
     parser.add_argument("--latency", action="store_true", help="Graph RAG latency on 10k / 170k / 1M triples")
     parser.add_argument("--latency-sizes", nargs="+", choices=list(LATENCY_SIZES), default=list(LATENCY_SIZES))
-    parser.add_argument("--latency-dir", type=Path, help="keep the latency graphs here and reuse them (1M takes ~1 h to index)")
-    parser.add_argument("--scorer", choices=["facts", "text"], default="facts", help="Graph RAG's edge scorer (default: facts)")
-    parser.add_argument("--no-resolution", action="store_true", help="ingest the passage sets with entity_resolution off")
+    parser.add_argument(
+        "--latency-dir", type=Path, help="keep the latency graphs here and reuse them (1M takes ~1 h to index)"
+    )
+    parser.add_argument(
+        "--scorer", choices=["facts", "text"], default="facts", help="Graph RAG's edge scorer (default: facts)"
+    )
+    parser.add_argument(
+        "--no-resolution", action="store_true", help="ingest the passage sets with entity_resolution off"
+    )
     parser.add_argument("--markdown", action="store_true", help="append the tables to bench/RESULTS.md")
     args = parser.parse_args()
     options = GraphRagOptions(scorer=args.scorer)
-    variant = (f", {args.scorer} scorer" if args.scorer != "facts" else "") + (", entity resolution off" if args.no_resolution else "")
+    variant = (f", {args.scorer} scorer" if args.scorer != "facts" else "") + (
+        ", entity resolution off" if args.no_resolution else ""
+    )
     report: dict[str, object] = {}
     lines: list[str] = []
     for dataset in [] if args.skip_passages else args.dataset:
@@ -299,12 +366,18 @@ def main() -> None:
             table, loading = asyncio.run(metaqa(args.metaqa, queries_file, Path(work), options))
         report["metaqa"] = {"per_hop": table, "loading": loading}
         print(json.dumps(report["metaqa"]), file=sys.stderr)
-        lines += [f"\n### MetaQA: Graph RAG{variant} on the KB ({loading['triples']} triples, {loading['entity_vectors']} entity "
-                  f"vectors; load {loading['load_s']:.0f} s, index {loading['index_s']:.0f} s)\n",
-                  "| hops | questions | grounding@1 | grounding | answer recall | Hits@1 |", "|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            f"\n### MetaQA: Graph RAG{variant} on the KB ({loading['triples']} triples, {loading['entity_vectors']} "
+            f"entity "
+            f"vectors; load {loading['load_s']:.0f} s, index {loading['index_s']:.0f} s)\n",
+            "| hops | questions | grounding@1 | grounding | answer recall | Hits@1 |",
+            "|---|---|---|---|---|---|",
+        ]
         for hops, row in table.items():
-            lines.append(f"| {hops} | {row['questions']:.0f} | {row['grounding@1']:.1f} | {row['grounding']:.1f} | "
-                         f"{row['answer_recall']:.1f} | {row['hits@1']:.1f} |")  # fmt: skip
+            lines.append(
+                f"| {hops} | {row['questions']:.0f} | {row['grounding@1']:.1f} | {row['grounding']:.1f} | "
+                f"{row['answer_recall']:.1f} | {row['hits@1']:.1f} |"
+            )
     if args.latency:
         if args.latency_dir:
             timings = asyncio.run(latency(args.metaqa, queries_file, args.latency_dir, args.latency_sizes))
@@ -313,14 +386,25 @@ def main() -> None:
                 timings = asyncio.run(latency(args.metaqa, queries_file, Path(work), args.latency_sizes))
         report["latency"] = timings
         stages = [key for key in next(iter(timings.values())) if key.endswith(" p50_ms") and key != "p50_ms"]
-        lines += ["\n### Graph RAG latency, retrieval stages without LLM (MetaQA graph, 100 questions)\n",
-                  "| graph | triples | p50 ms | p95 ms | " + " | ".join(s.removesuffix(" p50_ms") + " p50" for s in stages) + " |",
-                  "|---" * (3 + len(stages)) + "|---|"]  # fmt: skip
+        lines += [
+            "\n### Graph RAG latency, retrieval stages without LLM (MetaQA graph, 100 questions)\n",
+            "| graph | triples | p50 ms | p95 ms | "
+            + " | ".join(s.removesuffix(" p50_ms") + " p50" for s in stages)
+            + " |",
+            "|---" * (3 + len(stages)) + "|---|",
+        ]
         for name, row in timings.items():
-            lines.append(f"| {name} | {row['triples']:.0f} | {row['p50_ms']:.0f} | {row['p95_ms']:.0f} | "
-                         + " | ".join(f"{row.get(s, 0):.0f}" for s in stages) + " |")  # fmt: skip
-        lines += [f"\n{name}: the float16 shortlist finds {row['shortlist recall@5']:.1f}% of the 5 nearest facts an exact "
-                  "search finds, for the same questions." for name, row in timings.items() if "shortlist recall@5" in row]  # fmt: skip
+            lines.append(
+                f"| {name} | {row['triples']:.0f} | {row['p50_ms']:.0f} | {row['p95_ms']:.0f} | "
+                + " | ".join(f"{row.get(s, 0):.0f}" for s in stages)
+                + " |"
+            )
+        lines += [
+            f"\n{name}: the float16 shortlist finds {row['shortlist recall@5']:.1f}% of the 5 nearest facts an exact "
+            "search finds, for the same questions."
+            for name, row in timings.items()
+            if "shortlist recall@5" in row
+        ]
     publish("retrieval.py", "\n".join(lines), report, args.markdown)
 
 

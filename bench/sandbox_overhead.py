@@ -31,8 +31,13 @@ from sparqlrag.extraction.pipeline import Source  # noqa: E402
 from sparqlrag.services import Models, Services  # noqa: E402
 from sparqlrag.store import EmbeddedStore  # noqa: E402
 
-QUESTIONS = ["Who founded the W3C?", "Where was the World Wide Web invented?", "What is SPARQL used for?",
-             "Which organisation publishes RDF?", "Where is CERN?"]  # fmt: skip
+QUESTIONS = [
+    "Who founded the W3C?",
+    "Where was the World Wide Web invented?",
+    "What is SPARQL used for?",
+    "Which organisation publishes RDF?",
+    "Where is CERN?",
+]
 
 
 def lookups(store: EmbeddedStore, count: int, condition: str = "") -> list[float]:
@@ -79,7 +84,7 @@ def main() -> None:
         rows.append(("point lookup, 100k triples (5,000 each)", sandboxed, direct, 1e6, "µs"))
         # a text that says "service" (here in a string) goes through the filtered threads: a thread hop
         sandboxed, direct = interleaved(store, lambda: lookups(store, 1000, 'FILTER(?o != "service")'), rounds=5)
-        rows.append(("point lookup whose text says \"service\" (5,000 each)", sandboxed, direct, 1e6, "µs"))
+        rows.append(('point lookup whose text says "service" (5,000 each)', sandboxed, direct, 1e6, "µs"))
         store.close()
 
         (root / "demo").mkdir()
@@ -98,8 +103,12 @@ def main() -> None:
         a, b = statistics.median(sandboxed) * scale, statistics.median(direct) * scale
         table.append([name, f"{a:.1f} {unit}", f"{b:.1f} {unit}", f"{a / b:.2f}x"])
         figures[name] = {"sandboxed": a, "direct": b}
-    publish("sandbox_overhead.py", "\n".join(markdown_table(["workload", "sandboxed p50", "direct p50", "ratio"], table)), figures,
-            args.markdown)
+    publish(
+        "sandbox_overhead.py",
+        "\n".join(markdown_table(["workload", "sandboxed p50", "direct p50", "ratio"], table)),
+        figures,
+        args.markdown,
+    )
 
 
 if __name__ == "__main__":

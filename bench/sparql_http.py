@@ -55,7 +55,9 @@ def generate(path: Path, triples: int, seed: int = 7) -> Shape:
     """Write ~`triples` N-Triples in the BSBM shape (48 triples per product, plus the rest)."""
     rng = random.Random(seed)
     products = max(triples // 48, 10)
-    shape = Shape(products, max(products // 100, 2), max(products // 50, 2), max(products // 10, 2), max(products // 20, 5))
+    shape = Shape(
+        products, max(products // 100, 2), max(products // 50, 2), max(products // 10, 2), max(products // 20, 5)
+    )
 
     def iri(kind: str, n: int) -> str:
         return f"<{INST}{kind}{n}>"
@@ -67,14 +69,29 @@ def generate(path: Path, triples: int, seed: int = 7) -> Shape:
     with path.open("w") as out:
         w = out.write
         for n in range(shape.features):
-            w(f"{iri('Feature', n)} <{RDF_TYPE}> <{BSBM}ProductFeature> .\n{iri('Feature', n)} <{LABEL}> {lit(f'feature {n}')} .\n")
+            w(
+                f"{iri('Feature', n)} <{RDF_TYPE}> <{BSBM}ProductFeature> .\n{iri('Feature', n)} <{LABEL}> "
+                f"{lit(f'feature {n}')} .\n"
+            )
         for n in range(shape.producers):
-            w(f"{iri('Producer', n)} <{RDF_TYPE}> <{BSBM}Producer> .\n{iri('Producer', n)} <{LABEL}> {lit(f'producer {n}')} .\n")
+            w(
+                f"{iri('Producer', n)} <{RDF_TYPE}> <{BSBM}Producer> .\n{iri('Producer', n)} <{LABEL}> "
+                f"{lit(f'producer {n}')} .\n"
+            )
         for n in range(shape.vendors):
-            w(f"{iri('Vendor', n)} <{RDF_TYPE}> <{BSBM}Vendor> .\n{iri('Vendor', n)} <{LABEL}> {lit(f'vendor {n}')} .\n")
-            w(f"{iri('Vendor', n)} <{BSBM}country> <http://countries.example/{rng.choice('DE FR US GB JP CN'.split())}> .\n")
+            w(
+                f"{iri('Vendor', n)} <{RDF_TYPE}> <{BSBM}Vendor> .\n{iri('Vendor', n)} <{LABEL}> {lit(f'vendor {n}')} "
+                f".\n"
+            )
+            w(
+                f"{iri('Vendor', n)} <{BSBM}country> "
+                f"<http://countries.example/{rng.choice('DE FR US GB JP CN'.split())}> .\n"
+            )
         for n in range(shape.reviewers):
-            w(f"{iri('Reviewer', n)} <{RDF_TYPE}> <{BSBM}Person> .\n{iri('Reviewer', n)} <{BSBM}name> {lit(f'reviewer {n}')} .\n")
+            w(
+                f"{iri('Reviewer', n)} <{RDF_TYPE}> <{BSBM}Person> .\n{iri('Reviewer', n)} <{BSBM}name> "
+                f"{lit(f'reviewer {n}')} .\n"
+            )
         offer = review = 0
         for n in range(products):
             p = iri("Product", n)
@@ -134,8 +151,9 @@ class Server:
 def start_ours(data_dir: Path, port: int) -> Server:
     process = subprocess.Popen(
         [str(BIN / "sparqlrag"), "serve", "--data-dir", str(data_dir), "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     server = Server("sparqlrag", port, "/sparql", "/store", process)
     server.wait_ready()
     return server
@@ -145,15 +163,22 @@ def start_oxigraph(data_dir: Path, port: int) -> Server:
     binary = shutil.which("oxigraph") or str(BIN / "oxigraph")
     process = subprocess.Popen(
         [binary, "serve", "--location", str(data_dir), "--bind", f"127.0.0.1:{port}", "--union-default-graph"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     server = Server("oxigraph", port, "/query", "/store?no_transaction", process)
     server.wait_ready()
     return server
 
 
-def request(port: int, method: str, path: str, body: bytes | None = None, headers: dict | None = None,
-            connection: http.client.HTTPConnection | None = None) -> tuple[int, bytes]:  # fmt: skip
+def request(
+    port: int,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    headers: dict | None = None,
+    connection: http.client.HTTPConnection | None = None,
+) -> tuple[int, bytes]:
     conn = connection or http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     conn.request(method, path, body=body, headers=headers or {})
     response = conn.getresponse()
@@ -166,8 +191,13 @@ def request(port: int, method: str, path: str, body: bytes | None = None, header
 def bulk_load(server: Server, data: Path) -> float:
     started = time.monotonic()
     with data.open("rb") as body:
-        status, text = request(server.port, "POST", server.load_path, body,  # type: ignore[arg-type]
-                               {"Content-Type": "application/n-quads", "Content-Length": str(data.stat().st_size)})  # fmt: skip
+        status, text = request(
+            server.port,
+            "POST",
+            server.load_path,
+            body,  # type: ignore[arg-type]
+            {"Content-Type": "application/n-quads", "Content-Length": str(data.stat().st_size)},
+        )
     if status not in (200, 201, 204):
         raise RuntimeError(f"{server.name} load failed: {status} {text[:300]!r}")
     return time.monotonic() - started
@@ -182,21 +212,37 @@ def query_mix(shape: Shape) -> dict[str, Callable[[random.Random], str]]:
 
     return {
         "point lookup": lambda rng: f"SELECT ?p ?o WHERE {{ {product(rng)} ?p ?o }}",
-        "2-hop join": lambda rng: PREFIXES + (
-            f"SELECT ?offer ?price ?vendor ?country WHERE {{ ?offer bsbm:product {product(rng)} ; bsbm:price ?price ; "
-            "bsbm:vendor ?v . ?v rdfs:label ?vendor ; bsbm:country ?country }"
+        "2-hop join": lambda rng: (
+            PREFIXES
+            + (
+                f"SELECT ?offer ?price ?vendor ?country WHERE {{ ?offer bsbm:product {product(rng)} ; bsbm:price "
+                f"?price ; "
+                "bsbm:vendor ?v . ?v rdfs:label ?vendor ; bsbm:country ?country }"
+            )
         ),
-        "1k-row SELECT": lambda rng: PREFIXES + (
-            "SELECT ?product ?label ?producer WHERE { ?product a bsbm:Product ; rdfs:label ?label ; bsbm:producer ?producer } "
-            f"LIMIT 1000 OFFSET {rng.randrange(max(shape.products - 1000, 1))}"
+        "1k-row SELECT": lambda rng: (
+            PREFIXES
+            + (
+                "SELECT ?product ?label ?producer WHERE "
+                "{ ?product a bsbm:Product ; rdfs:label ?label ; bsbm:producer ?producer } "
+                f"LIMIT 1000 OFFSET {rng.randrange(max(shape.products - 1000, 1))}"
+            )
         ),
-        "CONSTRUCT": lambda rng: PREFIXES + (
-            f"CONSTRUCT {{ ?review ?p ?o . ?offer ?q ?x }} WHERE {{ {{ ?review bsbm:reviewFor {product(rng)} ; ?p ?o }} "
-            f"UNION {{ ?offer bsbm:product {product(rng)} ; ?q ?x }} }}"
+        "CONSTRUCT": lambda rng: (
+            PREFIXES
+            + (
+                f"CONSTRUCT {{ ?review ?p ?o . ?offer ?q ?x }} WHERE {{ {{ ?review bsbm:reviewFor {product(rng)} ; ?p "
+                f"?o }} "
+                f"UNION {{ ?offer bsbm:product {product(rng)} ; ?q ?x }} }}"
+            )
         ),
-        "aggregate": lambda rng: PREFIXES + (
-            "SELECT ?vendor (COUNT(?offer) AS ?offers) (AVG(?price) AS ?avg) WHERE { ?offer bsbm:vendor ?vendor ; "
-            f"bsbm:price ?price ; bsbm:deliveryDays {rng.randrange(1, 21)} }} GROUP BY ?vendor ORDER BY DESC(?offers) LIMIT 10"
+        "aggregate": lambda rng: (
+            PREFIXES
+            + (
+                "SELECT ?vendor (COUNT(?offer) AS ?offers) (AVG(?price) AS ?avg) WHERE { ?offer bsbm:vendor ?vendor ; "
+                f"bsbm:price ?price ; bsbm:deliveryDays {rng.randrange(1, 21)} }} GROUP BY ?vendor ORDER BY "
+                f"DESC(?offers) LIMIT 10"
+            )
         ),
     }
 
@@ -229,7 +275,10 @@ def run_mix(server: Server, name: str, make: Callable[[random.Random], str], cli
         rng = random.Random(index * 7919 + len(name))
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
         mine = []
-        headers = {"Content-Type": "application/sparql-query", "Accept": ACCEPT.get(name, "application/sparql-results+json")}
+        headers = {
+            "Content-Type": "application/sparql-query",
+            "Accept": ACCEPT.get(name, "application/sparql-results+json"),
+        }
         while time.monotonic() < deadline:
             started = time.perf_counter()
             status, body = request(server.port, "POST", server.query_path, make(rng).encode(), headers, conn)
@@ -294,15 +343,18 @@ def main() -> None:
                     run_mix(server, name, make, clients, min(1.0, args.seconds))  # warm-up
                     measure = run_mix(server, name, make, clients, args.seconds)
                     results.setdefault(name, {})[(server.name, clients)] = measure
-                    print(f"  {server.name:9} {name:14} x{clients}: {measure.throughput:8.1f} q/s  "
-                          f"p50 {measure.percentile(0.5):7.2f} ms  p99 {measure.percentile(0.99):7.2f} ms")  # fmt: skip
+                    print(
+                        f"  {server.name:9} {name:14} x{clients}: {measure.throughput:8.1f} q/s  "
+                        f"p50 {measure.percentile(0.5):7.2f} ms  p99 {measure.percentile(0.99):7.2f} ms"
+                    )
     finally:
         for server in servers:
             server.stop()
         shutil.rmtree(work, ignore_errors=True)
 
     table = [
-        "| workload | clients | sparqlrag q/s | oxigraph q/s | ratio | sparqlrag p50 / p99 ms | oxigraph p50 / p99 ms |",
+        "| workload | clients | sparqlrag q/s | oxigraph q/s | ratio | sparqlrag p50 / p99 ms | oxigraph p50 / p99 ms "
+        "|",
         "|---|---|---|---|---|---|---|",
     ]
     for name, by_server in results.items():
@@ -310,16 +362,20 @@ def main() -> None:
             ours, theirs = by_server[("sparqlrag", clients)], by_server[("oxigraph", clients)]
             table.append(
                 f"| {name} | {clients} | {ours.throughput:.1f} | {theirs.throughput:.1f} | "
-                f"{ours.throughput / theirs.throughput:.2f}x | {ours.percentile(0.5):.2f} / {ours.percentile(0.99):.2f} | "
+                f"{ours.throughput / theirs.throughput:.2f}x | {ours.percentile(0.5):.2f} / "
+                f"{ours.percentile(0.99):.2f} | "
                 f"{theirs.percentile(0.5):.2f} / {theirs.percentile(0.99):.2f} |"
             )
     theirs_load = lines / loads["oxigraph"]
     for mode in ("sparqlrag", "sparqlrag no_transaction"):
         ours_load = lines / loads[mode]
         label = "checked" if mode == "sparqlrag" else "no_transaction"
-        table.append(f"| HTTP bulk load, ours {label} (triples/s) | 1 | {ours_load:,.0f} | {theirs_load:,.0f} | "
-                     f"{ours_load / theirs_load:.2f}x | | |")  # fmt: skip
+        table.append(
+            f"| HTTP bulk load, ours {label} (triples/s) | 1 | {ours_load:,.0f} | {theirs_load:,.0f} | "
+            f"{ours_load / theirs_load:.2f}x | | |"
+        )
     publish(f"sparql_http.py, {lines:,} triples, {args.seconds:g} s per cell", "\n".join(table), None, args.markdown)
+
 
 if __name__ == "__main__":
     main()

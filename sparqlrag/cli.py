@@ -1,6 +1,7 @@
 """`sparqlrag serve | query | update | load | dump | ingest | documents | forget | ask | ontology | demo`.
 
-query, update, load, dump, ingest, documents, forget, ask and ontology open the data directory directly; while a server holds it they
+query, update, load, dump, ingest, documents, forget, ask and ontology open the data directory directly; while a
+server holds it they
 stop with a clear error (use the server's HTTP endpoints instead).
 """
 
@@ -64,7 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     _common(query)
     query.add_argument("sparql", help="the query text, @FILE to read it from a file, or - for stdin")
     query.add_argument("--format", choices=list(FORMAT_NAMES), help="output format (default json / turtle)")
-    query.add_argument("--no-union", action="store_true", help="query the real default graph, not the union of all graphs")
+    query.add_argument(
+        "--no-union", action="store_true", help="query the real default graph, not the union of all graphs"
+    )
 
     update = commands.add_parser("update", help="run a SPARQL update on the data directory")
     _common(update)
@@ -75,20 +78,30 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("files", nargs="+", type=Path)
     load.add_argument("--graph", help="graph IRI for triple formats (default: the default graph)")
     load.add_argument("--format", choices=rdf_format_names(), help="format of every file (default: from the extension)")
-    load.add_argument("--replace", action="store_true", help="replace the target graph (or the dataset, for quad files)")
+    load.add_argument(
+        "--replace", action="store_true", help="replace the target graph (or the dataset, for quad files)"
+    )
 
     dump = commands.add_parser("dump", help="write the dataset or one graph to stdout or a file")
     _common(dump)
-    dump.add_argument("--format", choices=rdf_format_names(), default=None, help="default trig (dataset) / turtle (graph)")
+    dump.add_argument(
+        "--format", choices=rdf_format_names(), default=None, help="default trig (dataset) / turtle (graph)"
+    )
     dump.add_argument("--graph", help="one graph IRI, or DEFAULT for the default graph")
     dump.add_argument("--output", "-o", type=Path, help="file to write (default stdout)")
 
-    ingest = commands.add_parser("ingest", help="add or update documents (text, Markdown, HTML, PDF; folders are walked)")
+    ingest = commands.add_parser(
+        "ingest", help="add or update documents (text, Markdown, HTML, PDF; folders are walked)"
+    )
     _common(ingest)
     ingest.add_argument("paths", nargs="+", type=Path)
     ingest.add_argument("--collection", default="default")
-    ingest.add_argument("--triples", type=Path, help="pre-extracted triples JSONL (passage_id, entities, triples) "
-                        "to use instead of an extractor; documents are named by passage id")  # fmt: skip
+    ingest.add_argument(
+        "--triples",
+        type=Path,
+        help="pre-extracted triples JSONL (passage_id, entities, triples) "
+        "to use instead of an extractor; documents are named by passage id",
+    )
 
     documents = commands.add_parser("documents", help="list the documents of a collection")
     _common(documents)
@@ -102,27 +115,43 @@ def build_parser() -> argparse.ArgumentParser:
     ask = commands.add_parser("ask", help="answer a question from a collection, with its sources and trace")
     _common(ask)
     ask.add_argument("question")
-    ask.add_argument("--mode", choices=["hybrid", "graph", "document"], default="hybrid",
-                     help="hybrid (default): passages by dense and keyword search, re-ranked by the facts the graph walk "
-                          "finds, answered from both; graph: the same without keyword search; document: passages only")  # fmt: skip
+    ask.add_argument(
+        "--mode",
+        choices=["hybrid", "graph", "document"],
+        default="hybrid",
+        help="hybrid (default): passages by dense and keyword search, re-ranked by the facts the graph walk "
+        "finds, answered from both; graph: the same without keyword search; document: passages only",
+    )
     ask.add_argument("--collection", default="default")
     ask.add_argument("--k", type=int, default=5, help="passages to use (default 5)")
-    ask.add_argument("--explain", action="store_true", help="also print concepts, seeds and the facts used, with scores")
+    ask.add_argument(
+        "--explain", action="store_true", help="also print concepts, seeds and the facts used, with scores"
+    )
 
-    nl = commands.add_parser("nl-query", help="a question written as SPARQL over an ontology by the LLM, checked, then run")
+    nl = commands.add_parser(
+        "nl-query", help="a question written as SPARQL over an ontology by the LLM, checked, then run"
+    )
     _common(nl)
     nl.add_argument("question")
     nl.add_argument("--collection", default="default")
-    nl.add_argument("--ontology", help="the ontology to write it against (default: the collection's, or the only one loaded)")
+    nl.add_argument(
+        "--ontology", help="the ontology to write it against (default: the collection's, or the only one loaded)"
+    )
 
     index = commands.add_parser("index", help="index the labelled entities of a loaded knowledge graph for Graph RAG")
     _common(index)
     index.add_argument("--collection", default="default")
 
-    entities = commands.add_parser("entities", help="correct entity resolution: join two things, split an alias off, list aliases")
+    entities = commands.add_parser(
+        "entities", help="correct entity resolution: join two things, split an alias off, list aliases"
+    )
     entity_actions = entities.add_subparsers(dest="action", required=True)
-    merging = entity_actions.add_parser("merge", help="OTHER is ENTITY: its IRI becomes an alias, its facts move to ENTITY")
-    splitting = entity_actions.add_parser("split", help="ALIAS names something else than ENTITY: kept apart from now on")
+    merging = entity_actions.add_parser(
+        "merge", help="OTHER is ENTITY: its IRI becomes an alias, its facts move to ENTITY"
+    )
+    splitting = entity_actions.add_parser(
+        "split", help="ALIAS names something else than ENTITY: kept apart from now on"
+    )
     listing = entity_actions.add_parser("aliases", help="an entity's other names, and the evidence that joined each")
     for action, last in ((merging, "other"), (splitting, "alias"), (listing, None)):
         _common(action)
@@ -131,7 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
             action.add_argument(last)
         action.add_argument("--collection", default="default")
 
-    reingest = commands.add_parser("reingest", help="extract documents again (after changing the extractor, model or prompts)")
+    reingest = commands.add_parser(
+        "reingest", help="extract documents again (after changing the extractor, model or prompts)"
+    )
     _common(reingest)
     reingest.add_argument("documents", nargs="+", help="document ids (as `sparqlrag documents` shows them)")
     reingest.add_argument("--collection", default="default")
@@ -140,31 +171,47 @@ def build_parser() -> argparse.ArgumentParser:
     _common(collections)
     collections.add_argument("action", nargs="?", choices=["list", "create", "delete"], default="list")
     collections.add_argument("name", nargs="?", help="the collection to create or delete")
-    collections.add_argument("--ontology", help="create: a loaded ontology to guide extraction (typed entities, its properties)")
+    collections.add_argument(
+        "--ontology", help="create: a loaded ontology to guide extraction (typed entities, its properties)"
+    )
 
     core = commands.add_parser("core", help="export a collection as a knowledge core file, or import one")
     core_actions = core.add_subparsers(dest="action", required=True)
-    exporting = core_actions.add_parser("export", help="write a collection's knowledge, provenance, traces and vectors to one file")
+    exporting = core_actions.add_parser(
+        "export", help="write a collection's knowledge, provenance, traces and vectors to one file"
+    )
     _common(exporting)
     exporting.add_argument("collection")
-    exporting.add_argument("file", type=Path, help="the core file to write (a zip; default name COLLECTION.core.zip)", nargs="?")
-    importing = core_actions.add_parser("import", help="import a knowledge core into a new or empty collection (no extraction)")
+    exporting.add_argument(
+        "file", type=Path, help="the core file to write (a zip; default name COLLECTION.core.zip)", nargs="?"
+    )
+    importing = core_actions.add_parser(
+        "import", help="import a knowledge core into a new or empty collection (no extraction)"
+    )
     _common(importing)
     importing.add_argument("file", type=Path)
 
     ontology = commands.add_parser("ontology", help="load, list, show or remove OWL ontologies")
     actions = ontology.add_subparsers(dest="action", required=True)
-    loading = actions.add_parser("load", help="load or reload an ontology (Turtle, N-Triples, RDF/XML, OWL/XML, JSON-LD)")
+    loading = actions.add_parser(
+        "load", help="load or reload an ontology (Turtle, N-Triples, RDF/XML, OWL/XML, JSON-LD)"
+    )
     _common(loading)
     loading.add_argument("file", type=Path)
     loading.add_argument("--name", help="the name to load it under (default: the file name without extension)")
-    loading.add_argument("--format", choices=list(ONTOLOGY_FORMAT_NAMES), help="default: from the extension or the content")
+    loading.add_argument(
+        "--format", choices=list(ONTOLOGY_FORMAT_NAMES), help="default: from the extension or the content"
+    )
     loading.add_argument("--replace", action="store_true", help="let the name take a different ontology than it holds")
     _common(actions.add_parser("list", help="the loaded ontologies"))
-    showing = actions.add_parser("show", help="an ontology's classes and properties, or the ontology itself with --format")
+    showing = actions.add_parser(
+        "show", help="an ontology's classes and properties, or the ontology itself with --format"
+    )
     _common(showing)
     showing.add_argument("name")
-    showing.add_argument("--format", choices=["turtle", "ntriples", "rdfxml", "jsonld"], help="print the ontology in this format")
+    showing.add_argument(
+        "--format", choices=["turtle", "ntriples", "rdfxml", "jsonld"], help="print the ontology in this format"
+    )
     removing = actions.add_parser("remove", help="remove an ontology (its graph and registration)")
     _common(removing)
     removing.add_argument("name")
@@ -250,9 +297,10 @@ def _load(store: EmbeddedStore, settings: Settings, args: argparse.Namespace) ->
             raise CliError(str(error)) from None
         size = path.stat().st_size
         bulk = size > settings.bulk_load_bytes and not args.replace
-        with path.open("rb") as file, tqdm(
-            total=size, unit="B", unit_scale=True, desc=path.name, disable=size < 1_000_000
-        ) as bar:
+        with (
+            path.open("rb") as file,
+            tqdm(total=size, unit="B", unit_scale=True, desc=path.name, disable=size < 1_000_000) as bar,
+        ):
             store.load(
                 _ProgressReader(file, bar),  # type: ignore[arg-type]
                 fmt,
@@ -285,10 +333,17 @@ def _jsonl_documents(path: Path) -> list[Source]:
             continue
         try:
             item = json.loads(line)
-            sources.append(Source(str(item["id"]), f"{item.get('title', '')}\n\n{item['text']}".strip().encode(),
-                                  "text/plain", path.name, item.get("title")))  # fmt: skip
+            sources.append(
+                Source(
+                    str(item["id"]),
+                    f"{item.get('title', '')}\n\n{item['text']}".strip().encode(),
+                    "text/plain",
+                    path.name,
+                    item.get("title"),
+                )
+            )
         except (ValueError, KeyError, TypeError) as error:
-            raise CliError(f"{path}, line {number}: expected {{\"id\", \"title\", \"text\"}} ({error})") from None
+            raise CliError(f'{path}, line {number}: expected {{"id", "title", "text"}} ({error})') from None
     return sources
 
 
@@ -317,13 +372,19 @@ def _ingest(services: Services, args: argparse.Namespace) -> None:
 
     pipeline = services.pipeline
     for result in asyncio.run(pipeline.recover()):
-        print(f"recovered  {result}" if isinstance(result, Exception) else f"recovered  {result.document}", file=sys.stderr)
+        print(
+            f"recovered  {result}" if isinstance(result, Exception) else f"recovered  {result.document}",
+            file=sys.stderr,
+        )
     corpora = [p for p in args.paths if p.suffix == ".jsonl" and p.is_file()]
     files = [p for p in args.paths if p not in corpora]
     sources = [s for corpus in corpora for s in _jsonl_documents(corpus)]
     if files or not sources:
-        sources += [Source(document_id, path.read_bytes(), filename=path.name) for document_id, path in _document_files(files)]
+        sources += [
+            Source(document_id, path.read_bytes(), filename=path.name) for document_id, path in _document_files(files)
+        ]
     with tqdm(total=0, unit="chunk", desc="extracting", file=sys.stderr) as bar:
+
         def progress(done: int, total: int) -> None:
             bar.total = total
             bar.update(done - bar.n)
@@ -342,8 +403,11 @@ def _report(sources: list[Source], results: list[IngestResult | Exception]) -> N
         elif result.status == "unchanged":
             print(f"unchanged  {source.document_id}")
         else:
-            print(f"ready      {source.document_id}: {result.chunks_added} chunks added, {result.chunks_removed} removed, "
-                  f"{result.chunks_kept} kept, {result.facts} facts")  # fmt: skip
+            print(
+                f"ready      {source.document_id}: {result.chunks_added} chunks added, {result.chunks_removed} "
+                f"removed, "
+                f"{result.chunks_kept} kept, {result.facts} facts"
+            )
     if failed:
         raise CliError(f"{failed} of {len(sources)} documents failed")
 
@@ -375,7 +439,9 @@ def _ask(services: Services, args: argparse.Namespace) -> None:
             answer = asyncio.run(services.document_rag.answer(args.collection, args.question, k=args.k))
             passages, explained = answer.passages, None
         else:
-            answer = explained = asyncio.run(services.graph_rag.answer(args.collection, args.question, options, args.mode))
+            answer = explained = asyncio.run(
+                services.graph_rag.answer(args.collection, args.question, options, args.mode)
+            )
             passages = answer.passages
     except (ValueError, EmptyGraph) as error:
         raise CliError(str(error)) from None
@@ -385,7 +451,9 @@ def _ask(services: Services, args: argparse.Namespace) -> None:
         print("Seeds:    " + "; ".join(f"{local_name(s.entity)} ({s.score:.2f})" for s in explained.seeds[:10]))
         print(f"Facts ({len(explained.edges)} kept of {explained.explored} explored):")
         for edge in explained.edges[:15]:
-            print(f"  {edge.score:5.2f}  hop {edge.hop}  {edge.text}" + (f"  (via: {edge.via.text})" if edge.via else ""))
+            print(
+                f"  {edge.score:5.2f}  hop {edge.hop}  {edge.text}" + (f"  (via: {edge.via.text})" if edge.via else "")
+            )
         print()
     print("Sources:" if passages else "Sources: none")
     for number, passage in enumerate(passages, start=1):
@@ -404,7 +472,9 @@ def _nl_query(services: Services, args: argparse.Namespace) -> None:
     if not asyncio.run(services.collections.exists(args.collection)):
         raise UnknownCollection(args.collection)
     try:
-        answer = asyncio.run(services.nl_query.ask(args.question, run, collection=args.collection, ontology=args.ontology))
+        answer = asyncio.run(
+            services.nl_query.ask(args.question, run, collection=args.collection, ontology=args.ontology)
+        )
     except NlQueryUnavailable as error:
         raise CliError(str(error)) from None
     except QueryRejected as error:
@@ -419,6 +489,7 @@ def _index(services: Services, args: argparse.Namespace) -> None:
     """Entities and facts of triples loaded into {base}graph/C (with `load --graph`) become
     groundable and scorable."""
     with tqdm(total=0, unit="item", desc="indexing", file=sys.stderr) as bar:
+
         def progress(done: int, total: int) -> None:
             bar.total = total
             bar.update(done - bar.n)
@@ -480,11 +551,19 @@ def _ontology(store: EmbeddedStore, settings: Settings, args: argparse.Namespace
         if not args.file.is_file():
             raise CliError(f"{args.file}: no such file")
         fmt = ONTOLOGY_FORMAT_NAMES[args.format] if args.format else None
-        result = ontologies.load_sync(args.name or args.file.stem, args.file.read_bytes(), filename=args.file.name, format=fmt,
-                                      replace=args.replace)  # fmt: skip
+        result = ontologies.load_sync(
+            args.name or args.file.stem,
+            args.file.read_bytes(),
+            filename=args.file.name,
+            format=fmt,
+            replace=args.replace,
+        )
         info = result.info
         done = "unchanged" if result.unchanged else "reloaded" if result.replaced else "loaded"
-        print(f"{done} {info.name}: {info.iri} ({info.classes} classes, {info.properties} properties, {info.triples} triples)")
+        print(
+            f"{done} {info.name}: {info.iri} ({info.classes} classes, {info.properties} properties, {info.triples} "
+            f"triples)"
+        )
         for warning in result.warnings:
             print(f"  owlready2: {warning}", file=sys.stderr)
     elif args.action == "list":
@@ -522,14 +601,19 @@ def _core_action(services: Services, args: argparse.Namespace) -> None:
         except OSError as error:
             raise CliError(f"cannot write {target}: {error.strerror}") from None
         counts = manifest["counts"]
-        print(f"exported {args.collection} to {target}: {counts['quads']} quads, {counts['chunks']} chunk vectors, "
-              f"{counts['entities']} entity vectors")  # fmt: skip
+        print(
+            f"exported {args.collection} to {target}: {counts['quads']} quads, {counts['chunks']} chunk vectors, "
+            f"{counts['entities']} entity vectors"
+        )
     else:
         if not args.file.is_file():
             raise CliError(f"{args.file}: no such file")
         result = asyncio.run(services.cores.import_(args.file))
         moved = f" (IRIs moved from {result.rebased_from})" if result.rebased_from else ""
-        print(f"imported {result.collection}: {result.quads} quads, {result.chunks} chunk vectors, {result.entities} entity vectors{moved}")
+        print(
+            f"imported {result.collection}: {result.quads} quads, {result.chunks} chunk vectors, {result.entities} "
+            f"entity vectors{moved}"
+        )
 
 
 def _documents(services: Services, args: argparse.Namespace) -> None:
@@ -573,8 +657,13 @@ def _serve(settings: Settings, access_log: bool) -> None:
         raise CliError(str(error)) from None
     models = _load_models(settings)
     url = f"http://{settings.host}:{settings.port}/"
-    print(f"sparqlrag serving {settings.data_dir}: SPARQL editor {url}, ask page {url}ask, endpoint {url}sparql", file=sys.stderr)
-    uvicorn.run(create_app(settings, models), host=settings.host, port=settings.port, access_log=access_log, log_level="info")
+    print(
+        f"sparqlrag serving {settings.data_dir}: SPARQL editor {url}, ask page {url}ask, endpoint {url}sparql",
+        file=sys.stderr,
+    )
+    uvicorn.run(
+        create_app(settings, models), host=settings.host, port=settings.port, access_log=access_log, log_level="info"
+    )
 
 
 def _demo(settings: Settings, args: argparse.Namespace) -> None:
@@ -592,12 +681,18 @@ def _demo(settings: Settings, args: argparse.Namespace) -> None:
             args.paths, args.collection = [folder], "default"
             _ingest(services, args)
             print(f"\nQuestion: {args.question}\n")
-            _ask(services, argparse.Namespace(question=args.question, mode="hybrid", collection="default", k=3, explain=True))
+            _ask(
+                services,
+                argparse.Namespace(question=args.question, mode="hybrid", collection="default", k=3, explain=True),
+            )
         finally:
             services.close()
     if not args.no_serve:
         url = f"http://{settings.host}:{settings.port}/"
-        print(f"\nOpen {url} for the SPARQL editor, {url}ask to ask questions, or point any SPARQL client at {url}sparql. Ctrl-C stops.")
+        print(
+            f"\nOpen {url} for the SPARQL editor, {url}ask to ask questions, or point any SPARQL client at "
+            f"{url}sparql. Ctrl-C stops."
+        )
         _serve(settings, access_log=False)
 
 
@@ -633,8 +728,18 @@ def run(argv: list[str] | None = None) -> None:
 
                 services = Services.open(settings, store, _extractor_override(args), _load_models(settings))
                 try:
-                    commands = {"ingest": _ingest, "documents": _documents, "forget": _forget, "reingest": _reingest,
-                                "collections": _collections, "core": _core, "ask": _ask, "index": _index, "nl-query": _nl_query, "entities": _entities}  # fmt: skip
+                    commands = {
+                        "ingest": _ingest,
+                        "documents": _documents,
+                        "forget": _forget,
+                        "reingest": _reingest,
+                        "collections": _collections,
+                        "core": _core,
+                        "ask": _ask,
+                        "index": _index,
+                        "nl-query": _nl_query,
+                        "entities": _entities,
+                    }
                     commands[args.command](services, args)
                 finally:
                     services.close()
@@ -643,7 +748,16 @@ def run(argv: list[str] | None = None) -> None:
 def main(argv: list[str] | None = None) -> None:
     try:
         run(argv)
-    except (CliError, StoreError, InvalidName, UnknownCollection, CollectionBusy, OntologyError, OntologyConflict, UnknownOntology) as error:
+    except (
+        CliError,
+        StoreError,
+        InvalidName,
+        UnknownCollection,
+        CollectionBusy,
+        OntologyError,
+        OntologyConflict,
+        UnknownOntology,
+    ) as error:
         print(f"sparqlrag: error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
     except KeyboardInterrupt:

@@ -36,13 +36,18 @@ from sparqlrag.store.vector_index import VectorIndex
 def build_llm(settings: Settings) -> ChatModel | None:
     if settings.llm == "none":
         return None
-    common = {"max_concurrency": settings.llm_concurrency, "cache": ResponseCache(settings.data_dir / "llm-cache.sqlite")}
+    common = {
+        "max_concurrency": settings.llm_concurrency,
+        "cache": ResponseCache(settings.data_dir / "llm-cache.sqlite"),
+    }
     if settings.llm == "anthropic":
         key = settings.llm_api_key or os.environ.get("ANTHROPIC_API_KEY")
         return AnthropicModel(settings.llm_model, api_key=key, base_url=settings.llm_base_url, **common)
     if not settings.llm_base_url:  # llm == "openai"
-        raise ValueError("llm = \"openai\" needs llm_base_url (for example http://127.0.0.1:11434/v1 for Ollama)")
-    return OpenAICompatibleModel(settings.llm_model, base_url=settings.llm_base_url, api_key=settings.llm_api_key, **common)
+        raise ValueError('llm = "openai" needs llm_base_url (for example http://127.0.0.1:11434/v1 for Ollama)')
+    return OpenAICompatibleModel(
+        settings.llm_model, base_url=settings.llm_base_url, api_key=settings.llm_api_key, **common
+    )
 
 
 @dataclass
@@ -58,7 +63,9 @@ class Models:
     def load(cls, settings: Settings) -> Models:
         """Raises ValueError, LLMError or ModelUnavailable for a configuration the user can fix."""
         embedder = Embedder(settings.embedding_model, models_dir=settings.models_dir, offline=settings.offline)
-        reranker = build_reranker(settings.reranker_model, models_dir=settings.models_dir, embedder=embedder, offline=settings.offline)
+        reranker = build_reranker(
+            settings.reranker_model, models_dir=settings.models_dir, embedder=embedder, offline=settings.offline
+        )
         llm = build_llm(settings)
         if settings.extractor == "llm" and llm is None:
             raise ValueError('extractor = "llm" needs an LLM: set llm to "anthropic" or "openai"')
@@ -83,7 +90,9 @@ class Services:
     curation: Curation
 
     @classmethod
-    def open(cls, settings: Settings, store: Any, extractor: Extractor | None = None, models: Models | None = None) -> Services:
+    def open(
+        cls, settings: Settings, store: Any, extractor: Extractor | None = None, models: Models | None = None
+    ) -> Services:
         """Everything on `store`; `extractor` replaces the configured one (e.g. pre-extracted triples)."""
         models = models or Models.load(settings)
         embedder, llm = models.embedder, models.llm
@@ -93,30 +102,79 @@ class Services:
         selector = Selector(embedder, settings.ontology_threshold, settings.ontology_top_k)
         extracting_llm = llm if settings.extractor == "llm" else None
         indexes = ElementIndexes(ontologies, embedder)
-        by_ontology = CollectionExtractors(store, settings.base_iri, indexes, selector, extracting_llm, settings.prompts_dir)
+        by_ontology = CollectionExtractors(
+            store, settings.base_iri, indexes, selector, extracting_llm, settings.prompts_dir
+        )
         overridden = extractor is not None
         if extractor is None:
             extractor = LLMExtractor(extracting_llm, settings.prompts_dir) if extracting_llm else OfflineExtractor()
         pipeline = Pipeline(
-            store=store, vectors=vectors, keywords=keywords, embedder=embedder, extractor=extractor,
-            base_iri=settings.base_iri, work_dir=settings.data_dir, chunk_size=settings.chunk_size,
-            chunk_overlap=settings.chunk_overlap, concurrency=settings.ingest_concurrency,
-            extractor_for=by_ontology if not overridden else None, resolution=settings.entity_resolution,
-        )  # fmt: skip
+            store=store,
+            vectors=vectors,
+            keywords=keywords,
+            embedder=embedder,
+            extractor=extractor,
+            base_iri=settings.base_iri,
+            work_dir=settings.data_dir,
+            chunk_size=settings.chunk_size,
+            chunk_overlap=settings.chunk_overlap,
+            concurrency=settings.ingest_concurrency,
+            extractor_for=by_ontology if not overridden else None,
+            resolution=settings.entity_resolution,
+        )
         max_age = timedelta(days=settings.trace_max_age_days) if settings.trace_max_age_days else None
         traces = TraceLog(store, settings.base_iri, Retention(settings.trace_keep, max_age))
-        rag = DocumentRag(store=store, vectors=vectors, keywords=keywords, embedder=embedder, base_iri=settings.base_iri, traces=traces,
-                          reranker=models.reranker, llm=llm, prompts_dir=settings.prompts_dir,
-                          weights=settings.hybrid_weights)  # fmt: skip
-        graph = GraphRag(store=store, vectors=vectors, facts=pipeline.facts, documents=rag, embedder=embedder, reranker=models.reranker,
-                         base_iri=settings.base_iri, traces=traces,
-                         llm=llm, prompts_dir=settings.prompts_dir, phrases=OfflineExtractor().phrases)  # fmt: skip
-        nl_query = NlQuery(llm=llm, ontologies=ontologies, indexes=indexes, selector=selector, base_iri=settings.base_iri,
-                           prompts_dir=settings.prompts_dir)  # fmt: skip
+        rag = DocumentRag(
+            store=store,
+            vectors=vectors,
+            keywords=keywords,
+            embedder=embedder,
+            base_iri=settings.base_iri,
+            traces=traces,
+            reranker=models.reranker,
+            llm=llm,
+            prompts_dir=settings.prompts_dir,
+            weights=settings.hybrid_weights,
+        )
+        graph = GraphRag(
+            store=store,
+            vectors=vectors,
+            facts=pipeline.facts,
+            documents=rag,
+            embedder=embedder,
+            reranker=models.reranker,
+            base_iri=settings.base_iri,
+            traces=traces,
+            llm=llm,
+            prompts_dir=settings.prompts_dir,
+            phrases=OfflineExtractor().phrases,
+        )
+        nl_query = NlQuery(
+            llm=llm,
+            ontologies=ontologies,
+            indexes=indexes,
+            selector=selector,
+            base_iri=settings.base_iri,
+            prompts_dir=settings.prompts_dir,
+        )
         collections = Collections(pipeline)
         cores = Cores(collections, ontologies, settings.embedding_model)
-        return cls(settings, store, embedder, vectors, keywords, llm, pipeline, collections, cores, rag, graph, ontologies, nl_query,
-                   Curation(pipeline))  # fmt: skip
+        return cls(
+            settings,
+            store,
+            embedder,
+            vectors,
+            keywords,
+            llm,
+            pipeline,
+            collections,
+            cores,
+            rag,
+            graph,
+            ontologies,
+            nl_query,
+            Curation(pipeline),
+        )
 
     def close(self) -> None:
         self.vectors.close()

@@ -6,9 +6,9 @@ import asyncio
 import sys
 from pathlib import Path
 
+from sparqlrag.config import Settings
 from sparqlrag.extraction.knowledge import Knowledge
 from sparqlrag.extraction.offline import OfflineExtractor
-from sparqlrag.config import Settings
 from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore
 

@@ -87,26 +87,52 @@ class MessagesStub:
     def _message(self, body: dict, reply: Reply) -> Response:
         if body.get("stream"):
             return StreamingResponse(self._events(body, reply), media_type="text/event-stream")
-        return JSONResponse({
-            "id": "msg_stub", "type": "message", "role": "assistant", "model": body["model"],
-            "content": [{"type": "text", "text": reply.text}], "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
-        })  # fmt: skip
+        return JSONResponse(
+            {
+                "id": "msg_stub",
+                "type": "message",
+                "role": "assistant",
+                "model": body["model"],
+                "content": [{"type": "text", "text": reply.text}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
+            }
+        )
 
     async def _events(self, body: dict, reply: Reply) -> AsyncIterator[bytes]:
         def event(name: str, data: dict) -> bytes:
             return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
-        message = {"id": "msg_stub", "type": "message", "role": "assistant", "model": body["model"], "content": [],
-                   "stop_reason": None, "stop_sequence": None,
-                   "usage": {"input_tokens": reply.input_tokens, "output_tokens": 0}}  # fmt: skip
+        message = {
+            "id": "msg_stub",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": reply.input_tokens, "output_tokens": 0},
+        }
         yield event("message_start", {"type": "message_start", "message": message})
-        yield event("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+        yield event(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        )
         for piece in _pieces(reply.text):
-            yield event("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}})
+            yield event(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
+            )
         yield event("content_block_stop", {"type": "content_block_stop", "index": 0})
-        yield event("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                                      "usage": {"output_tokens": reply.output_tokens}})  # fmt: skip
+        yield event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": reply.output_tokens},
+            },
+        )
         yield event("message_stop", {"type": "message_stop"})
 
     async def chat_completions(self, request: Request) -> Response:
@@ -115,16 +141,20 @@ class MessagesStub:
     @staticmethod
     def _chat_completion(body: dict, reply: Reply) -> Response:
         if body.get("stream"):
+
             async def chunks() -> AsyncIterator[bytes]:
                 for piece in _pieces(reply.text):
                     yield f"data: {json.dumps({'choices': [{'delta': {'content': piece}}]})}\n\n".encode()
                 yield b"data: [DONE]\n\n"
 
             return StreamingResponse(chunks(), media_type="text/event-stream")
-        return JSONResponse({
-            "model": body["model"], "choices": [{"message": {"role": "assistant", "content": reply.text}}],
-            "usage": {"prompt_tokens": reply.input_tokens, "completion_tokens": reply.output_tokens},
-        })  # fmt: skip
+        return JSONResponse(
+            {
+                "model": body["model"],
+                "choices": [{"message": {"role": "assistant", "content": reply.text}}],
+                "usage": {"prompt_tokens": reply.input_tokens, "completion_tokens": reply.output_tokens},
+            }
+        )
 
 
 def _pieces(text: str, size: int = 5) -> list[str]:
@@ -133,10 +163,12 @@ def _pieces(text: str, size: int = 5) -> list[str]:
 
 def serve_stub() -> tuple[MessagesStub, Callable[[], None]]:
     stub = MessagesStub()
-    app = Starlette(routes=[
-        Route("/v1/messages", stub.messages, methods=["POST"]),
-        Route("/v1/chat/completions", stub.chat_completions, methods=["POST"]),
-    ])  # fmt: skip
+    app = Starlette(
+        routes=[
+            Route("/v1/messages", stub.messages, methods=["POST"]),
+            Route("/v1/chat/completions", stub.chat_completions, methods=["POST"]),
+        ]
+    )
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -150,7 +182,6 @@ def serve_stub() -> tuple[MessagesStub, Callable[[], None]]:
         thread.join(timeout=10)
 
     return stub, stop
-
 
 
 @contextmanager

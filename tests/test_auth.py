@@ -16,33 +16,73 @@ from tests.conftest import SPARQLRAG, LiveServer, start_server
 READ, WRITE = "reader-token", "writer-token"
 NT = {"Content-Type": "application/n-triples"}
 TRIPLE = "<http://ex/a> <http://ex/b> <http://ex/c> .\n"
-ONTOLOGY = "<http://ex/onto> a <http://www.w3.org/2002/07/owl#Ontology> . <http://ex/A> a <http://www.w3.org/2002/07/owl#Class> .\n"
+ONTOLOGY = (
+    "<http://ex/onto> a <http://www.w3.org/2002/07/owl#Ontology> . "
+    "<http://ex/A> a <http://www.w3.org/2002/07/owl#Class> .\n"
+)
 MULTIPART_BODY = (
-    "--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"f.nt\"\r\nContent-Type: application/n-triples\r\n\r\n"
-    + TRIPLE + "\r\n--b--\r\n"
-)  # fmt: skip
+    '--b\r\nContent-Disposition: form-data; name="f"; filename="f.nt"\r\nContent-Type: application/n-triples\r\n\r\n'
+    + TRIPLE
+    + "\r\n--b--\r\n"
+)
 
 WRITES = [
-    ("update-direct", "POST", "/sparql", {"Content-Type": "application/sparql-update"}, 'INSERT DATA { <http://ex/x> <http://ex/y> "z" }'),
+    (
+        "update-direct",
+        "POST",
+        "/sparql",
+        {"Content-Type": "application/sparql-update"},
+        'INSERT DATA { <http://ex/x> <http://ex/y> "z" }',
+    ),
     ("update-form", "POST", "/sparql", {"Content-Type": "application/x-www-form-urlencoded"}, "update=CLEAR%20DEFAULT"),
     ("gsp-put", "PUT", "/store?graph=http%3A%2F%2Fex%2Fg", NT, TRIPLE),
     ("gsp-post", "POST", "/store?graph=http%3A%2F%2Fex%2Fg", NT, TRIPLE),
-    ("gsp-post-multipart", "POST", "/store?graph=http%3A%2F%2Fex%2Fg", {"Content-Type": "multipart/form-data; boundary=b"}, MULTIPART_BODY),
+    (
+        "gsp-post-multipart",
+        "POST",
+        "/store?graph=http%3A%2F%2Fex%2Fg",
+        {"Content-Type": "multipart/form-data; boundary=b"},
+        MULTIPART_BODY,
+    ),
     ("gsp-put-direct", "PUT", "/store/graphs/one", NT, TRIPLE),
     ("gsp-put-default", "PUT", "/store?default", NT, TRIPLE),
     ("gsp-delete", "DELETE", "/store?graph=http%3A%2F%2Fex%2Fg", {}, None),
     ("gsp-create", "POST", "/store", NT, TRIPLE),
-    ("dataset-post", "POST", "/store", {"Content-Type": "application/n-quads"}, "<http://ex/a> <http://ex/b> <http://ex/c> <http://ex/g> .\n"),
-    ("document-upload", "POST", "/api/v1/documents", {"Content-Type": "application/json"}, '{"id": "d", "text": "Oslo is in Norway."}'),
+    (
+        "dataset-post",
+        "POST",
+        "/store",
+        {"Content-Type": "application/n-quads"},
+        "<http://ex/a> <http://ex/b> <http://ex/c> <http://ex/g> .\n",
+    ),
+    (
+        "document-upload",
+        "POST",
+        "/api/v1/documents",
+        {"Content-Type": "application/json"},
+        '{"id": "d", "text": "Oslo is in Norway."}',
+    ),
     ("document-reingest", "POST", "/api/v1/documents/d/reingest", {}, None),
     ("document-delete", "DELETE", "/api/v1/documents/d", {}, None),
     ("collection-create", "POST", "/api/v1/collections", {"Content-Type": "application/json"}, '{"name": "c"}'),
     ("collection-delete", "DELETE", "/api/v1/collections/c", {}, None),
-    ("dataset-put", "PUT", "/store", {"Content-Type": "application/n-quads"}, "<http://ex/a> <http://ex/b> <http://ex/c> <http://ex/g> .\n"),
+    (
+        "dataset-put",
+        "PUT",
+        "/store",
+        {"Content-Type": "application/n-quads"},
+        "<http://ex/a> <http://ex/b> <http://ex/c> <http://ex/g> .\n",
+    ),
     ("ontology-upload", "POST", "/api/v1/ontologies?name=tiny", {"Content-Type": "text/turtle"}, ONTOLOGY),
-    ("ontology-put", "PUT", "/api/v1/ontologies/tiny", {"Content-Type": "text/turtle"}, ONTOLOGY + "<http://ex/B> a <http://www.w3.org/2002/07/owl#Class> .\n"),
+    (
+        "ontology-put",
+        "PUT",
+        "/api/v1/ontologies/tiny",
+        {"Content-Type": "text/turtle"},
+        ONTOLOGY + "<http://ex/B> a <http://www.w3.org/2002/07/owl#Class> .\n",
+    ),
     ("ontology-delete", "DELETE", "/api/v1/ontologies/tiny", {}, None),
-]  # fmt: skip
+]
 READS = [
     ("ontologies-list", "GET", "/api/v1/ontologies", {}, None),
     ("query-get", "GET", "/sparql?query=ASK%7B%7D", {}, None),
@@ -54,13 +94,25 @@ READS = [
     ("documents-list", "GET", "/api/v1/documents", {}, None),
     ("collections-list", "GET", "/api/v1/collections", {}, None),
     # past the token check: the collection has no entities by now (graph mode: 409, not 401/403)
-    ("graph-rag-empty", "POST", "/api/v1/graph-rag", {"Content-Type": "application/json"}, '{"question": "Where is Oslo?", "mode": "graph"}'),
+    (
+        "graph-rag-empty",
+        "POST",
+        "/api/v1/graph-rag",
+        {"Content-Type": "application/json"},
+        '{"question": "Where is Oslo?", "mode": "graph"}',
+    ),
     ("traces", "GET", "/api/v1/traces", {}, None),
     ("collection-get", "GET", "/api/v1/collections/default", {}, None),
-    ("document-rag", "POST", "/api/v1/document-rag", {"Content-Type": "application/json"}, '{"question": "Where is Oslo?"}'),
+    (
+        "document-rag",
+        "POST",
+        "/api/v1/document-rag",
+        {"Content-Type": "application/json"},
+        '{"question": "Where is Oslo?"}',
+    ),
     ("metrics", "GET", "/metrics", {}, None),
     ("core-export", "GET", "/api/v1/collections/default/core", {}, None),
-]  # fmt: skip
+]
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +129,9 @@ def _count(server: LiveServer) -> str:
         return client.get("/store", headers={"Accept": "application/n-quads"}).text
 
 
-def _send(server: LiveServer, token: str | None, method: str, path: str, headers: dict, body: str | None) -> httpx.Response:
+def _send(
+    server: LiveServer, token: str | None, method: str, path: str, headers: dict, body: str | None
+) -> httpx.Response:
     with server.client(token) as client:
         return client.request(method, path, headers=headers, content=None if body is None else body.encode())
 
@@ -114,7 +168,9 @@ def test_health_and_the_pages_need_no_token(secured: LiveServer) -> None:
 
 def test_a_token_cookie_lets_a_browser_read_but_never_write(secured: LiveServer) -> None:
     cookie = token_cookie(secured.settings)
-    assert cookie.startswith("sparqlrag_token_") and cookie != token_cookie(Settings(base_iri="http://localhost:7879/"))  # one per server
+    assert cookie.startswith("sparqlrag_token_") and cookie != token_cookie(
+        Settings(base_iri="http://localhost:7879/")
+    )  # one per server
     with httpx.Client(base_url=secured.url, cookies={cookie: READ}) as browser:
         assert browser.get("/api/v1/collections").status_code == 200
         assert browser.get("/id/default/nothing").status_code == 404  # past the token check
@@ -128,9 +184,16 @@ def test_a_token_cookie_lets_a_browser_read_but_never_write(secured: LiveServer)
 
 @pytest.mark.parametrize(
     "host,extra,refused",
-    [("0.0.0.0", {}, True), ("192.168.1.5", {}, True), ("0.0.0.0", {"insecure": True}, False),
-     ("0.0.0.0", {"write_tokens": ["t"]}, False), ("127.0.0.1", {}, False), ("::1", {}, False), ("localhost", {}, False)],
-)  # fmt: skip
+    [
+        ("0.0.0.0", {}, True),
+        ("192.168.1.5", {}, True),
+        ("0.0.0.0", {"insecure": True}, False),
+        ("0.0.0.0", {"write_tokens": ["t"]}, False),
+        ("127.0.0.1", {}, False),
+        ("::1", {}, False),
+        ("localhost", {}, False),
+    ],
+)
 def test_open_bind_is_refused_off_loopback(host: str, extra: dict, refused: bool) -> None:
     settings = Settings(host=host, **extra)
     if refused:
@@ -143,8 +206,10 @@ def test_open_bind_is_refused_off_loopback(host: str, extra: dict, refused: bool
 def test_serve_refuses_open_public_bind(tmp_path: Path) -> None:
     result = subprocess.run(
         [SPARQLRAG, "serve", "--host", "0.0.0.0", "--data-dir", str(tmp_path)],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
     assert "refusing to bind 0.0.0.0 without tokens" in result.stderr
     assert "Traceback" not in result.stderr

@@ -35,7 +35,12 @@ def test_load_query_update_dump(tmp_path: Path) -> None:
     default_only = cli(data, "query", "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", "--format", "csv", "--no-union")
     assert default_only.stdout.split() == ["n", "1"]
 
-    update = cli(data, "update", "-", stdin='INSERT DATA { GRAPH <http://example.org/t> { <http://example.org/t> <http://example.org/q> 1 } }')
+    update = cli(
+        data,
+        "update",
+        "-",
+        stdin="INSERT DATA { GRAPH <http://example.org/t> { <http://example.org/t> <http://example.org/q> 1 } }",
+    )
     assert update.returncode == 0, update.stderr
     (tmp_path / "q.rq").write_text("CONSTRUCT WHERE { <http://example.org/t> ?p ?o }")
     assert cli(data, "query", f"@{tmp_path / 'q.rq'}", "--format", "ntriples").stdout.count(" .\n") == 2
@@ -78,7 +83,11 @@ def test_errors_are_one_line_without_traceback(tmp_path: Path, args: list[str], 
     (tmp_path / "notes.txt").write_text("hello")
     (tmp_path / "bad.ttl").write_text("<http://a> <http://b> .")
     result = subprocess.run(
-        [SPARQLRAG, *args, "--data-dir", str(tmp_path / "data")], capture_output=True, text=True, timeout=60, cwd=tmp_path
+        [SPARQLRAG, *args, "--data-dir", str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
     )
     assert result.returncode == 2
     assert message in result.stderr and result.stderr.startswith("sparqlrag: error:")
@@ -106,7 +115,9 @@ def test_demo_ingests_the_corpus_and_answers_with_sources(tmp_path: Path) -> Non
     result = cli(tmp_path, "demo", "--no-serve")
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "ready      berners-lee.md" in out and "Question: Where did the inventor of the World Wide Web invent it" in out
+    assert (
+        "ready      berners-lee.md" in out and "Question: Where did the inventor of the World Wide Web invent it" in out
+    )
     answer = out.split("?\n\n", 1)[1].split("\n")[0]
     assert "Tim Berners-Lee invented the World Wide Web at CERN in 1989. [1]" in answer
     assert "\nSources:\n  [1] Tim Berners-Lee: " in out and "\nTrace: http://localhost:7878/trace/default/" in out
@@ -117,23 +128,35 @@ def test_demo_ingests_the_corpus_and_answers_with_sources(tmp_path: Path) -> Non
 def test_ask_in_each_mode_and_its_errors(tmp_path: Path) -> None:
     demo = cli(tmp_path, "demo", "--no-serve")
     assert demo.returncode == 0
-    answer = demo.stdout.split("Question: ", 1)[1].split("\n\n")[1]  # the answer follows the path: who, where, and where that is
+    answer = demo.stdout.split("Question: ", 1)[1].split("\n\n")[
+        1
+    ]  # the answer follows the path: who, where, and where that is
     assert "invented the World Wide Web at CERN" in answer and "CERN is located near Geneva" in answer
     question = "Where is CERN located?"
     for mode in ("graph", "document", "hybrid"):
         result = cli(tmp_path, "ask", question, "--mode", mode, "--k", "2")
         assert result.returncode == 0, result.stderr
-        assert "Sources:\n  [1] CERN: " in result.stdout and "Trace: http://localhost:7878/trace/default/" in result.stdout
+        assert (
+            "Sources:\n  [1] CERN: " in result.stdout and "Trace: http://localhost:7878/trace/default/" in result.stdout
+        )
     explained = cli(tmp_path, "ask", question, "--explain").stdout
     assert "Concepts: Where is CERN located?; CERN" in explained and "Facts (" in explained and "hop 1" in explained
     second = [line for line in explained.splitlines() if "  hop 2  " in line]
     assert second and all("  (via: " in line for line in second)  # a second hop names the fact it continues
     trace_id = explained.rsplit("/", 1)[1].strip()
-    mode = cli(tmp_path, "query", f"SELECT ?m WHERE {{ ?t <https://w3id.org/sparqlrag/ns#mode> ?m FILTER(STRENDS(STR(?t), '{trace_id}')) }}",
-               "--format", "csv")  # fmt: skip
+    mode = cli(
+        tmp_path,
+        "query",
+        f"SELECT ?m WHERE {{ ?t <https://w3id.org/sparqlrag/ns#mode> ?m FILTER(STRENDS(STR(?t), '{trace_id}')) }}",
+        "--format",
+        "csv",
+    )
     assert mode.stdout.split() == ["m", "hybrid"]  # the default mode
-    for args, message in [(["ask", question, "--collection", "nope"], "no collection 'nope'"),
-                          (["ask", "why " * 600], "the limit is 2000"), (["ask", " "], "non-empty")]:  # fmt: skip
+    for args, message in [
+        (["ask", question, "--collection", "nope"], "no collection 'nope'"),
+        (["ask", "why " * 600], "the limit is 2000"),
+        (["ask", " "], "non-empty"),
+    ]:
         failed = cli(tmp_path, *args)
         assert failed.returncode == 2 and message in failed.stderr and "Traceback" not in failed.stderr
     assert cli(tmp_path, "collections", "create", "empty").returncode == 0
@@ -154,7 +177,9 @@ def test_ingest_documents_and_forget(tmp_path: Path) -> None:
     assert first.returncode == 2 and "1 of 3 documents failed" in first.stderr
     lines = sorted(first.stdout.splitlines())
     assert lines[0].startswith("failed     empty.txt: the document is empty")
-    assert lines[1].startswith("ready      curie.md: 1 chunks added") and lines[2].startswith("ready      sub/vistula.txt")
+    assert lines[1].startswith("ready      curie.md: 1 chunks added") and lines[2].startswith(
+        "ready      sub/vistula.txt"
+    )
     listing = cli(tmp_path / "data", "documents").stdout.splitlines()
     assert any(line.startswith("ready") and "curie.md  (Marie Curie, text/markdown)" in line for line in listing)
     assert len(listing) == 2 and not any("empty.txt" in line for line in listing)  # bad input writes nothing
@@ -181,10 +206,20 @@ def test_ingest_jsonl_corpus_with_pre_extracted_triples(tmp_path: Path) -> None:
     assert empty.stdout.split() == ["n", "0"]  # the bad triples file stopped everything before writing
     result = cli(tmp_path / "data", "ingest", str(corpus), "--triples", str(triples))
     assert result.returncode == 0, result.stderr
-    assert sorted(line.split(":")[0] for line in result.stdout.splitlines()) == ["ready      mq0", "ready      mq1", "ready      mq2"]
-    facts = cli(tmp_path / "data", "query",
-                'PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#> SELECT ?o WHERE { ?s ?p ?o . ?p rdfs:label "published by" . '
-                '?s rdfs:label "Journal of Mathematical Physics" }', "--format", "tsv")  # fmt: skip
+    assert sorted(line.split(":")[0] for line in result.stdout.splitlines()) == [
+        "ready      mq0",
+        "ready      mq1",
+        "ready      mq2",
+    ]
+    facts = cli(
+        tmp_path / "data",
+        "query",
+        "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#> SELECT ?o WHERE "
+        '{ ?s ?p ?o . ?p rdfs:label "published by" . '
+        '?s rdfs:label "Journal of Mathematical Physics" }',
+        "--format",
+        "tsv",
+    )
     assert facts.stdout.split("\n")[1] == "<http://localhost:7878/id/default/american-institute-of-physics>"
 
 
@@ -193,15 +228,30 @@ def test_model_configuration_errors_are_one_line(tmp_path: Path) -> None:
 
     (tmp_path / "a.txt").write_text("Oslo is in Norway.")
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"} | {"SPARQLRAG_LLM": "anthropic"}
-    result = subprocess.run([SPARQLRAG, "ingest", str(tmp_path / "a.txt"), "--data-dir", str(tmp_path / "data")],
-                            capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
+    result = subprocess.run(
+        [SPARQLRAG, "ingest", str(tmp_path / "a.txt"), "--data-dir", str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert result.returncode == 2 and "ANTHROPIC_API_KEY" in result.stderr and "Traceback" not in result.stderr
-    serve = subprocess.run([SPARQLRAG, "serve", "--port", "0", "--data-dir", str(tmp_path / "data")],
-                           capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
+    serve = subprocess.run(
+        [SPARQLRAG, "serve", "--port", "0", "--data-dir", str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert serve.returncode == 2 and "ANTHROPIC_API_KEY" in serve.stderr and "Traceback" not in serve.stderr
     env["SPARQLRAG_LLM"] = "openai"
-    result = subprocess.run([SPARQLRAG, "documents", "--data-dir", str(tmp_path / "data")],
-                            capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
+    result = subprocess.run(
+        [SPARQLRAG, "documents", "--data-dir", str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert result.returncode == 2 and "needs llm_base_url" in result.stderr
 
 
@@ -238,7 +288,10 @@ def test_a_loaded_graph_is_indexed_then_answers(tmp_path: Path) -> None:
     empty = cli(data, "ask", "Who directed Kismet?", "--mode", "graph")
     assert empty.returncode == 2 and "no entities to answer from" in empty.stderr
     indexed = cli(data, "index")
-    assert indexed.returncode == 0 and indexed.stdout.strip() == "indexed 2 entity vectors and 1 fact vectors in collection 'default'"
+    assert (
+        indexed.returncode == 0
+        and indexed.stdout.strip() == "indexed 2 entity vectors and 1 fact vectors in collection 'default'"
+    )
     assert cli(data, "index").stdout.strip() == "indexed 0 entity vectors and 0 fact vectors in collection 'default'"
     answer = cli(data, "ask", "Who directed Kismet?", "--explain")
     assert answer.returncode == 0 and "Kismet directed by William Dieterle." in answer.stdout
@@ -246,7 +299,9 @@ def test_a_loaded_graph_is_indexed_then_answers(tmp_path: Path) -> None:
 
 
 def test_entities_aliases_split_and_merge(tmp_path: Path) -> None:
-    (tmp_path / "w3c.txt").write_text("The World Wide Web Consortium (W3C) is a standards body. The W3C published SPARQL.")
+    (tmp_path / "w3c.txt").write_text(
+        "The World Wide Web Consortium (W3C) is a standards body. The W3C published SPARQL."
+    )
     assert cli(tmp_path / "data", "ingest", str(tmp_path / "w3c.txt")).returncode == 0
     shown = cli(tmp_path / "data", "entities", "aliases", "W3C")
     assert shown.returncode == 0, shown.stderr
@@ -255,6 +310,9 @@ def test_entities_aliases_split_and_merge(tmp_path: Path) -> None:
     split = cli(tmp_path / "data", "entities", "split", aliases["entity"], "W3C")
     assert split.returncode == 0 and json.loads(split.stdout)["kept_apart"] == ["W3C"]
     wrong = cli(tmp_path / "data", "entities", "split", aliases["entity"], "SPARQL")
-    assert wrong.returncode == 2 and wrong.stderr.strip() == f"sparqlrag: error: 'SPARQL' is not an alias of {aliases['entity']}"
+    assert (
+        wrong.returncode == 2
+        and wrong.stderr.strip() == f"sparqlrag: error: 'SPARQL' is not an alias of {aliases['entity']}"
+    )
     unknown = cli(tmp_path / "data", "entities", "merge", "Nobody", "W3C")
     assert unknown.returncode == 2 and "has no entity 'Nobody'" in unknown.stderr and "Traceback" not in unknown.stderr

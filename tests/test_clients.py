@@ -20,7 +20,9 @@ SLOW_QUERY = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"
 def test_sparqlwrapper_updates_and_queries(clean_server: LiveServer) -> None:
     update = SPARQLWrapper(clean_server.sparql, updateEndpoint=clean_server.sparql)
     update.setMethod(POST)
-    update.setQuery(f'INSERT DATA {{ GRAPH <{EX}g> {{ <{EX}alice> <{EX}knows> <{EX}bob> . <{EX}bob> <{EX}name> "Bob" }} }}')
+    update.setQuery(
+        f'INSERT DATA {{ GRAPH <{EX}g> {{ <{EX}alice> <{EX}knows> <{EX}bob> . <{EX}bob> <{EX}name> "Bob" }} }}'
+    )
     assert update.query().response.status == 204
 
     select = SPARQLWrapper(clean_server.sparql)
@@ -60,16 +62,22 @@ def test_rdflib_sparql_update_store(clean_server: LiveServer) -> None:
 def test_trig_dump_reloads_isomorphic_over_http(clean_server: LiveServer, tmp_path) -> None:  # type: ignore[no-untyped-def]
     data = (
         f"@prefix ex: <{EX}> .\n"
-        "ex:a ex:p [ ex:q \"blank\" ] .\n"
-        "ex:g { ex:s ex:knows ex:o . ex:r <http://www.w3.org/1999/02/22-rdf-syntax-ns#reifies> <<( ex:s ex:knows ex:o )>> . }\n"
+        'ex:a ex:p [ ex:q "blank" ] .\n'
+        "ex:g { ex:s ex:knows ex:o . "
+        "ex:r <http://www.w3.org/1999/02/22-rdf-syntax-ns#reifies> <<( ex:s ex:knows ex:o )>> . }\n"
     )
     with clean_server.client() as client:
         assert client.put("/store", content=data, headers={"Content-Type": "application/trig"}).status_code == 204
         dump = client.get("/store", headers={"Accept": "application/trig"})
         assert dump.headers["content-type"] == "application/trig; charset=utf-8"
-        assert client.put("/store", content=dump.content, headers={"Content-Type": "application/trig"}).status_code == 204
+        assert (
+            client.put("/store", content=dump.content, headers={"Content-Type": "application/trig"}).status_code == 204
+        )
         again = client.get("/store", headers={"Accept": "application/trig"})
-    original, reloaded = Dataset(parse(data.encode(), format=RdfFormat.TRIG)), Dataset(parse(again.content, format=RdfFormat.TRIG))
+    original, reloaded = (
+        Dataset(parse(data.encode(), format=RdfFormat.TRIG)),
+        Dataset(parse(again.content, format=RdfFormat.TRIG)),
+    )
     for dataset in (original, reloaded):
         dataset.canonicalize(CanonicalizationAlgorithm.UNSTABLE)
     assert len(reloaded) == 4 and original == reloaded
@@ -77,7 +85,11 @@ def test_trig_dump_reloads_isomorphic_over_http(clean_server: LiveServer, tmp_pa
 
 def test_head_has_get_headers_without_body(clean_server: LiveServer) -> None:
     with clean_server.client() as client:
-        client.put("/store?default", content="<http://a> <http://b> <http://c> .", headers={"Content-Type": "application/n-triples"})
+        client.put(
+            "/store?default",
+            content="<http://a> <http://b> <http://c> .",
+            headers={"Content-Type": "application/n-triples"},
+        )
         get = client.get("/store?default", headers={"Accept": "text/turtle"})
         head = client.head("/store?default", headers={"Accept": "text/turtle"})
     assert head.status_code == 200 and head.content == b""
@@ -88,9 +100,13 @@ def test_head_has_get_headers_without_body(clean_server: LiveServer) -> None:
 def test_cors_preflight_and_headers(clean_server: LiveServer) -> None:
     with clean_server.client() as client:
         preflight = client.options(
-            "/sparql", headers={"Origin": "http://yasgui.example", "Access-Control-Request-Method": "POST",
-                                "Access-Control-Request-Headers": "content-type"}
-        )  # fmt: skip
+            "/sparql",
+            headers={
+                "Origin": "http://yasgui.example",
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "content-type",
+            },
+        )
         simple = client.get("/sparql", params={"query": "ASK {}"}, headers={"Origin": "http://yasgui.example"})
     assert preflight.status_code == 200
     assert "POST" in preflight.headers["access-control-allow-methods"]
@@ -98,7 +114,7 @@ def test_cors_preflight_and_headers(clean_server: LiveServer) -> None:
 
 
 def test_slow_query_is_cut_off_while_another_client_is_served(clean_server: LiveServer) -> None:
-    triples = "".join(f"<http://e/s{i}> <http://e/p> \"{i}\" .\n" for i in range(2000))
+    triples = "".join(f'<http://e/s{i}> <http://e/p> "{i}" .\n' for i in range(2000))
     with clean_server.client() as client:
         client.put("/store?default", content=triples, headers={"Content-Type": "application/n-triples"})
     restarts = clean_server.store.restarts
@@ -127,16 +143,25 @@ def test_slow_query_is_cut_off_while_another_client_is_served(clean_server: Live
     assert clean_server.store.restarts == restarts + 1  # the process running it was ended
     assert len(quick) > 10 and {status for status, _ in quick} == {200}
     with clean_server.client() as client:
-        assert client.get("/sparql", params={"query": "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }"}, headers={"Accept": "text/csv"}).text.split() == ["n", "2000"]
+        assert client.get(
+            "/sparql", params={"query": "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }"}, headers={"Accept": "text/csv"}
+        ).text.split() == ["n", "2000"]
 
 
 def test_direct_graph_path_names_the_graph_iri_verbatim(clean_server: LiveServer) -> None:
     base = clean_server.settings.base_iri
     with clean_server.client() as client:
-        created = client.put("/store/people/%31.ttl", content="<http://a> <http://b> <http://c> .",
-                             headers={"Content-Type": "application/n-triples"})  # fmt: skip
+        created = client.put(
+            "/store/people/%31.ttl",
+            content="<http://a> <http://b> <http://c> .",
+            headers={"Content-Type": "application/n-triples"},
+        )
         assert created.status_code == 201
-        listing = client.get("/sparql", params={"query": "SELECT ?g WHERE { GRAPH ?g {} }"}, headers={"Accept": "text/csv"})
+        listing = client.get(
+            "/sparql", params={"query": "SELECT ?g WHERE { GRAPH ?g {} }"}, headers={"Accept": "text/csv"}
+        )
         assert listing.text.split() == ["g", f"{base}store/people/%31.ttl"]
-        indirect = client.get("/store", params={"graph": f"{base}store/people/%31.ttl"}, headers={"Accept": "application/n-triples"})
+        indirect = client.get(
+            "/store", params={"graph": f"{base}store/people/%31.ttl"}, headers={"Accept": "application/n-triples"}
+        )
         assert indirect.text == "<http://a> <http://b> <http://c> .\n"

@@ -71,10 +71,20 @@ def core(tmp_path_factory: pytest.TempPathFactory, models: Models) -> Iterator[t
 
 def graph_quads(services: Services, iris: Iris) -> list[tuple[str, str, str, str]]:
     """The collection's quads, sorted; a blank node (a trace step) as "_", as a round trip renames them."""
-    rows = select(services.store, f"""SELECT ?g ?s ?p ?o (isBlank(?s) AS ?bs) (isBlank(?o) AS ?bo) WHERE {{ GRAPH ?g {{ ?s ?p ?o }}
-        VALUES ?g {{ <{iris.knowledge_graph.value}> <{iris.source_graph.value}> <{iris.trace_graph.value}> }} }}""")  # fmt: skip
-    return sorted((r["g"], "_" if r["bs"] == "true" else r["s"], r["p"], "_" if r["bo"] == "true" else json.dumps(r["o"], sort_keys=True))
-                  for r in rows)  # fmt: skip
+    rows = select(
+        services.store,
+        f"""SELECT ?g ?s ?p ?o (isBlank(?s) AS ?bs) (isBlank(?o) AS ?bo) WHERE {{ GRAPH ?g {{ ?s ?p ?o }}
+        VALUES ?g {{ <{iris.knowledge_graph.value}> <{iris.source_graph.value}> <{iris.trace_graph.value}> }} }}""",
+    )
+    return sorted(
+        (
+            r["g"],
+            "_" if r["bs"] == "true" else r["s"],
+            r["p"],
+            "_" if r["bo"] == "true" else json.dumps(r["o"], sort_keys=True),
+        )
+        for r in rows
+    )
 
 
 def answer(services: Services) -> tuple[str, list[str], list[str]]:
@@ -82,10 +92,15 @@ def answer(services: Services) -> tuple[str, list[str], list[str]]:
     return got.answer, [p.chunk for p in got.passages], [str(e.fact) for e in got.edges]
 
 
-def test_an_imported_core_answers_the_same_with_no_extraction(core: tuple[Path, dict, Services], models: Models,
-                                                               tmp_path: Path) -> None:  # fmt: skip
+def test_an_imported_core_answers_the_same_with_no_extraction(
+    core: tuple[Path, dict, Services], models: Models, tmp_path: Path
+) -> None:
     path, manifest, source = core
-    assert manifest["counts"]["chunks"] == 5 and manifest["counts"]["entities"] > 20 and manifest["embedding_model"] == models.embedder.model_name
+    assert (
+        manifest["counts"]["chunks"] == 5
+        and manifest["counts"]["entities"] > 20
+        and manifest["embedding_model"] == models.embedder.model_name
+    )
     expected = graph_quads(source, Iris(BASE))
     services = open_services(tmp_path, models, extractor=NoExtraction())
     try:
@@ -94,17 +109,23 @@ def test_an_imported_core_answers_the_same_with_no_extraction(core: tuple[Path, 
         assert graph_quads(services, Iris(BASE)) == expected  # knowledge, provenance and traces, unchanged
         assert answer(services) == answer(source)  # same answer, same sources, same facts
         assert services.keywords.search("default", "Geneva", 5) == source.keywords.search("default", "Geneva", 5)
-        assert manifest["counts"]["facts"] > 20 and services.vectors.count("default", "facts") == manifest["counts"]["facts"]
+        assert (
+            manifest["counts"]["facts"] > 20
+            and services.vectors.count("default", "facts") == manifest["counts"]["facts"]
+        )
         probe = models.embedder.embed_one("CERN is located near Geneva")
-        assert services.vectors.search("default", "facts", probe, 3) == source.vectors.search("default", "facts", probe, 3)
+        assert services.vectors.search("default", "facts", probe, 3) == source.vectors.search(
+            "default", "facts", probe, 3
+        )
         info = asyncio.run(services.collections.get("default"))
         assert info is not None and (info.documents, info.chunks) == (5, 5)
     finally:
         close(services)
 
 
-def test_a_core_imported_under_another_base_iri_moves_every_iri(core: tuple[Path, dict, Services], models: Models,
-                                                                tmp_path: Path) -> None:  # fmt: skip
+def test_a_core_imported_under_another_base_iri_moves_every_iri(
+    core: tuple[Path, dict, Services], models: Models, tmp_path: Path
+) -> None:
     path, manifest, source = core
     services = open_services(tmp_path, models, base=ELSEWHERE, extractor=NoExtraction())
     try:
@@ -112,14 +133,23 @@ def test_a_core_imported_under_another_base_iri_moves_every_iri(core: tuple[Path
         quads = graph_quads(services, Iris(ELSEWHERE))
         assert len(quads) == manifest["counts"]["quads"]
         assert not any(BASE in term for quad in quads for term in quad)  # nothing left under the old base
-        reifiers = select(services.store, SPARQL_PREFIXES + """SELECT ?st ?s ?p ?o WHERE {
-            GRAPH ?g { ?st rdf:reifies <<( ?s ?p ?o )>> FILTER(isIRI(?o)) } }""")
+        reifiers = select(
+            services.store,
+            SPARQL_PREFIXES
+            + """SELECT ?st ?s ?p ?o WHERE {
+            GRAPH ?g { ?st rdf:reifies <<( ?s ?p ?o )>> FILTER(isIRI(?o)) } }""",
+        )
         assert len(reifiers) > 20  # each renamed after its moved fact, as an ingest here would name it
-        assert all(r["st"] == Iris(ELSEWHERE).statement(Triple(NamedNode(r["s"]), NamedNode(r["p"]), NamedNode(r["o"]))).value for r in reifiers)
+        assert all(
+            r["st"] == Iris(ELSEWHERE).statement(Triple(NamedNode(r["s"]), NamedNode(r["p"]), NamedNode(r["o"]))).value
+            for r in reifiers
+        )
         got, want = answer(services), answer(source)
         assert got[0] == want[0] and got[1] == [c.replace(BASE, ELSEWHERE) for c in want[1]]
         _, payloads = services.vectors.points("default", "facts")  # each point renamed after its moved fact
-        assert len(payloads) == manifest["counts"]["facts"] and not any(BASE in p["fact"] or BASE in p["iri"] for p in payloads)
+        assert len(payloads) == manifest["counts"]["facts"] and not any(
+            BASE in p["fact"] or BASE in p["iri"] for p in payloads
+        )
         assert all(p["iri"] == Iris(ELSEWHERE).statement(parse_fact(p["fact"])).value for p in payloads)
     finally:
         close(services)
@@ -130,7 +160,9 @@ def rewritten(path: Path, target: Path, member: str, change: object, checksum: b
     merge); `checksum`: the manifest names the new member's checksum, as a forger would."""
     with zipfile.ZipFile(path) as old:
         members = {item: old.read(item) for item in old.namelist()}
-    members[member] = change if isinstance(change, bytes) else json.dumps({**json.loads(members[member]), **change}).encode()  # type: ignore[dict-item]
+    members[member] = (
+        change if isinstance(change, bytes) else json.dumps({**json.loads(members[member]), **change}).encode()
+    )  # type: ignore[dict-item]
     if checksum:
         manifest = json.loads(members["manifest.json"])
         manifest["sha256"][member] = hashlib.sha256(members[member]).hexdigest()
@@ -141,30 +173,77 @@ def rewritten(path: Path, target: Path, member: str, change: object, checksum: b
     return target
 
 
-def test_damaged_and_mismatched_cores_are_refused_with_nothing_imported(core: tuple[Path, dict, Services], models: Models,
-                                                                       tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_damaged_and_mismatched_cores_are_refused_with_nothing_imported(
+    core: tuple[Path, dict, Services], models: Models, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path, manifest, _ = core
     (tmp_path / "not-a-zip").write_bytes(b"PK but not really")
     services = open_services(tmp_path / "data", models, extractor=NoExtraction())
     try:
         refusals: list[tuple[Path, type[Exception], str]] = [
             (tmp_path / "not-a-zip", CoreInvalid, "not a zip file"),
-            (rewritten(path, tmp_path / "a.zip", "graphs.trig", b"<not> <trig"), CoreInvalid, "graphs.trig does not match its checksum"),
-            (rewritten(path, tmp_path / "b.zip", "manifest.json", {"format": "something-else"}), CoreInvalid, "not a knowledge core"),
+            (
+                rewritten(path, tmp_path / "a.zip", "graphs.trig", b"<not> <trig"),
+                CoreInvalid,
+                "graphs.trig does not match its checksum",
+            ),
+            (
+                rewritten(path, tmp_path / "b.zip", "manifest.json", {"format": "something-else"}),
+                CoreInvalid,
+                "not a knowledge core",
+            ),
             (rewritten(path, tmp_path / "c.zip", "manifest.json", {"version": 9}), CoreInvalid, "version 9"),
-            (rewritten(path, tmp_path / "d.zip", "manifest.json", {"embedding_model": "BAAI/bge-small-en-v1.5"}), CoreMismatch, "bge-small"),
-            (rewritten(path, tmp_path / "e.zip", "manifest.json", {"ontology": "org"}), CoreMismatch, "ontology 'org', which is not loaded"),
-            (rewritten(path, tmp_path / "f.zip", "manifest.json", {"counts": {**manifest["counts"], "quads": 1}}), CoreInvalid, "number of quads"),
+            (
+                rewritten(path, tmp_path / "d.zip", "manifest.json", {"embedding_model": "BAAI/bge-small-en-v1.5"}),
+                CoreMismatch,
+                "bge-small",
+            ),
+            (
+                rewritten(path, tmp_path / "e.zip", "manifest.json", {"ontology": "org"}),
+                CoreMismatch,
+                "ontology 'org', which is not loaded",
+            ),
+            (
+                rewritten(path, tmp_path / "f.zip", "manifest.json", {"counts": {**manifest["counts"], "quads": 1}}),
+                CoreInvalid,
+                "number of quads",
+            ),
             (rewritten(path, tmp_path / "g.zip", "manifest.json", {"dim": "384"}), CoreInvalid, "no valid 'dim'"),
-            (rewritten(path, tmp_path / "h.zip", "manifest.json", {"sha256": ["not", "a", "map"]}), CoreInvalid, "no valid 'sha256'"),
+            (
+                rewritten(path, tmp_path / "h.zip", "manifest.json", {"sha256": ["not", "a", "map"]}),
+                CoreInvalid,
+                "no valid 'sha256'",
+            ),
             (rewritten(path, tmp_path / "i.zip", "manifest.json", {"base_iri": ""}), CoreInvalid, "is not an http"),
-            (rewritten(path, tmp_path / "j.zip", "manifest.json", {"collection": "Bad Name"}), CoreInvalid, "collection names are"),
-            (rewritten(path, tmp_path / "k.zip", "manifest.json", "not json".encode()), CoreInvalid, "manifest is unreadable"),
-            (rewritten(path, tmp_path / "l.zip", "chunks.jsonl", b'{"iri": "http://kb.example/x"}\n' * 5, checksum=True), CoreInvalid,
-             "chunks vectors do not match their payloads"),
-            (rewritten(path, tmp_path / "m.zip", "graphs.trig", b"<http://elsewhere/g> { <http://a/s> <http://a/p> <http://a/o> . }", checksum=True),
-             CoreInvalid, "outside collection"),
-        ]  # fmt: skip
+            (
+                rewritten(path, tmp_path / "j.zip", "manifest.json", {"collection": "Bad Name"}),
+                CoreInvalid,
+                "collection names are",
+            ),
+            (
+                rewritten(path, tmp_path / "k.zip", "manifest.json", b"not json"),
+                CoreInvalid,
+                "manifest is unreadable",
+            ),
+            (
+                rewritten(
+                    path, tmp_path / "l.zip", "chunks.jsonl", b'{"iri": "http://kb.example/x"}\n' * 5, checksum=True
+                ),
+                CoreInvalid,
+                "chunks vectors do not match their payloads",
+            ),
+            (
+                rewritten(
+                    path,
+                    tmp_path / "m.zip",
+                    "graphs.trig",
+                    b"<http://elsewhere/g> { <http://a/s> <http://a/p> <http://a/o> . }",
+                    checksum=True,
+                ),
+                CoreInvalid,
+                "outside collection",
+            ),
+        ]
         for bad, error, message in refusals:
             with pytest.raises(error, match=message):
                 asyncio.run(services.cores.import_(bad))
@@ -217,9 +296,15 @@ def test_core_export_and_import_on_the_command_line(core: tuple[Path, dict, Serv
     assert done.returncode == 0 and "imported default: " in done.stdout, done.stderr
     again = subprocess.run(run, capture_output=True, text=True, timeout=300)
     assert again.returncode == 2 and "has data already" in again.stderr and "Traceback" not in again.stderr
-    export = subprocess.run([SPARQLRAG, "core", "export", "default", str(tmp_path / "out.zip"), "--data-dir", str(tmp_path / "d"),
-                             "--base-iri", BASE], capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert export.returncode == 0 and "exported default to" in export.stdout and zipfile.is_zipfile(tmp_path / "out.zip")
-    nowhere = subprocess.run([SPARQLRAG, "core", "export", "default", str(tmp_path / "missing" / "out.zip"), "--data-dir", str(tmp_path / "d"),
-                              "--base-iri", BASE], capture_output=True, text=True, timeout=300)  # fmt: skip
+    options = ["--data-dir", str(tmp_path / "d"), "--base-iri", BASE]
+    export_to = [SPARQLRAG, "core", "export", "default"]
+    export = subprocess.run(
+        [*export_to, str(tmp_path / "out.zip"), *options], capture_output=True, text=True, timeout=300
+    )
+    assert (
+        export.returncode == 0 and "exported default to" in export.stdout and zipfile.is_zipfile(tmp_path / "out.zip")
+    )
+    nowhere = subprocess.run(
+        [*export_to, str(tmp_path / "missing" / "out.zip"), *options], capture_output=True, text=True, timeout=300
+    )
     assert nowhere.returncode == 2 and "cannot write " in nowhere.stderr and "Traceback" not in nowhere.stderr

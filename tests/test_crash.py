@@ -58,11 +58,13 @@ def test_a_marker_that_cannot_be_replayed_is_dropped(tmp_path: Path) -> None:
     try:
         pipeline._save(Upload("default", "empty", None, None, None), b"")  # an empty document cannot be ingested
         pipeline.pending_dir.mkdir(parents=True, exist_ok=True)
-        (pipeline.pending_dir / "lost.json").write_text('{"collection": "default", "document_id": "lost", '
-                                                        '"media_type": null, "filename": null, "title": null}')  # fmt: skip
+        (pipeline.pending_dir / "lost.json").write_text(
+            '{"collection": "default", "document_id": "lost", "media_type": null, "filename": null, "title": null}'
+        )
         results = asyncio.run(pipeline.recover())
         assert sorted(str(r) for r in results) == [
-            "the document is empty", "the library holds no copy of document 'lost' in collection 'default'"
+            "the document is empty",
+            "the library holds no copy of document 'lost' in collection 'default'",
         ]
         assert not any(pipeline.pending_dir.glob("*")) and asyncio.run(pipeline.recover()) == []
     finally:

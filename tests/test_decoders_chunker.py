@@ -14,7 +14,8 @@ def minimal_pdf(text: str, title: str = "A Test PDF") -> bytes:
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> "
+        b">>",
         b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
         f"<< /Title ({title}) >>".encode(),
@@ -31,11 +32,13 @@ def minimal_pdf(text: str, title: str = "A Test PDF") -> bytes:
 
 
 def test_plain_markdown_html_and_pdf() -> None:
-    assert decode("Plain words.\n".encode(), "text/plain").text == "Plain words.\n"
+    assert decode(b"Plain words.\n", "text/plain").text == "Plain words.\n"
     markdown = decode(b"Intro\n\n# The Title\n\nBody text.", None, "notes.md")
     assert (markdown.media_type, markdown.title) == (MARKDOWN, "The Title")
-    html = decode(b"<!DOCTYPE html><html><head><title>Page &amp; Co</title><style>p{}</style></head>"
-                  b"<body><h1>Heading</h1><p>First <b>para</b>.</p><script>var x;</script><p>Second.</p></body></html>")  # fmt: skip
+    html = decode(
+        b"<!DOCTYPE html><html><head><title>Page &amp; Co</title><style>p{}</style></head>"
+        b"<body><h1>Heading</h1><p>First <b>para</b>.</p><script>var x;</script><p>Second.</p></body></html>"
+    )
     assert (html.media_type, html.title, html.text) == (HTML, "Page & Co", "Heading\n\nFirst para.\n\nSecond.")
     pdf = decode(minimal_pdf("Hello PDF world"), "application/pdf")
     assert (pdf.media_type, pdf.title) == (PDF, "A Test PDF") and "Hello PDF world" in pdf.text

@@ -35,14 +35,32 @@ DOCS = {
 def rag(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocumentRag]:
     root = tmp_path_factory.mktemp("rag")
     embedder = Embedder(models_dir=root / "models")
-    store, vectors, keywords = EmbeddedStore(root / "store"), VectorIndex(embedder.dim, path=root / "qdrant"), KeywordIndex(root / "kw.sqlite")
-    pipeline = Pipeline(store=store, vectors=vectors, keywords=keywords, embedder=embedder, extractor=OfflineExtractor(),
-                        base_iri=BASE, work_dir=root)  # fmt: skip
+    store, vectors, keywords = (
+        EmbeddedStore(root / "store"),
+        VectorIndex(embedder.dim, path=root / "qdrant"),
+        KeywordIndex(root / "kw.sqlite"),
+    )
+    pipeline = Pipeline(
+        store=store,
+        vectors=vectors,
+        keywords=keywords,
+        embedder=embedder,
+        extractor=OfflineExtractor(),
+        base_iri=BASE,
+        work_dir=root,
+    )
     for document_id, text in DOCS.items():
         asyncio.run(pipeline.ingest("default", document_id, text.encode(), title=document_id))
-    yield DocumentRag(store=store, vectors=vectors, keywords=keywords, embedder=embedder, base_iri=BASE,
-                      weights=Settings().hybrid_weights, reranker=CosineReranker(embedder),
-                      traces=TraceLog(store, BASE, Retention()))  # fmt: skip
+    yield DocumentRag(
+        store=store,
+        vectors=vectors,
+        keywords=keywords,
+        embedder=embedder,
+        base_iri=BASE,
+        weights=Settings().hybrid_weights,
+        reranker=CosineReranker(embedder),
+        traces=TraceLog(store, BASE, Retention()),
+    )
     vectors.close()
     keywords.close()
     store.close()
@@ -86,9 +104,13 @@ def test_extractive_answer_and_trace(rag: DocumentRag) -> None:
     answer = asyncio.run(rag.answer("default", "When was the Eiffel Tower completed?", k=3))
     assert "It was completed in 1889. [1]" in answer.answer and answer.model is None
     iris = Iris(BASE)
-    rows = select(rag.store, SPARQL_PREFIXES + f"""SELECT ?question ?mode ?chunk ?rank WHERE {{
+    rows = select(
+        rag.store,
+        SPARQL_PREFIXES
+        + f"""SELECT ?question ?mode ?chunk ?rank WHERE {{
         GRAPH <{iris.trace_graph.value}> {{ <{answer.trace}> a sr:Trace ; sr:question ?question ; sr:mode ?mode ;
-          sr:source [ sr:chunk ?chunk ; sr:rank ?rank ] }} }} ORDER BY ?rank""")  # fmt: skip
+          sr:source [ sr:chunk ?chunk ; sr:rank ?rank ] }} }} ORDER BY ?rank""",
+    )
     assert rows[0]["question"] == "When was the Eiffel Tower completed?" and rows[0]["mode"] == "document-rag/hybrid"
     assert [r["chunk"] for r in rows] == [p.chunk for p in answer.passages]
 
@@ -96,7 +118,10 @@ def test_extractive_answer_and_trace(rag: DocumentRag) -> None:
 def test_llm_answer_through_the_stub(rag: DocumentRag) -> None:
     with stubbed_llm(rag, Reply("Marie Curie was born in Warsaw [1].", input_tokens=120, output_tokens=9)) as stub:
         answer = asyncio.run(rag.answer("default", "Where was Marie Curie born?", k=2))
-    assert answer.answer == "Marie Curie was born in Warsaw [1]." and answer.usage == {"input_tokens": 120, "output_tokens": 9}
+    assert answer.answer == "Marie Curie was born in Warsaw [1]." and answer.usage == {
+        "input_tokens": 120,
+        "output_tokens": 9,
+    }
     prompt = stub.requests[0]["messages"][0]["content"]
     assert "[1] (curie) Marie Curie was born in Warsaw." in prompt and "Where was Marie Curie born?" in prompt
 
@@ -112,13 +137,18 @@ def test_stream_relays_llm_tokens_then_writes_the_trace(rag: DocumentRag) -> Non
     assert "".join(data["text"] for name, data in events if name == "token") == "Marie Curie was born in Warsaw [1]."
     done = events[-1][1]
     assert done["model"] == "anthropic:claude-test" and stub.requests[0]["stream"] is True
-    rows = select(rag.store, SPARQL_PREFIXES + f"SELECT ?answer WHERE {{ GRAPH ?g {{ <{done['trace']}> sr:answer ?answer }} }}")
+    rows = select(
+        rag.store, SPARQL_PREFIXES + f"SELECT ?answer WHERE {{ GRAPH ?g {{ <{done['trace']}> sr:answer ?answer }} }}"
+    )
     assert rows == [{"answer": "Marie Curie was born in Warsaw [1]."}]
 
 
 def test_hybrid_weights_choose_between_the_rankings(rag: DocumentRag) -> None:
     question = "Which river flows through the capital?"
-    only = {mode: [p.chunk for p in asyncio.run(rag.retrieve("default", question, mode=mode, k=3))] for mode in ("vector", "keyword")}
+    only = {
+        mode: [p.chunk for p in asyncio.run(rag.retrieve("default", question, mode=mode, k=3))]
+        for mode in ("vector", "keyword")
+    }
     assert only["vector"] != only["keyword"]  # the question is chosen so that the two disagree
     for weights, mode in (((1.0, 0.0), "vector"), ((0.0, 1.0), "keyword")):
         fused = [p.chunk for p in asyncio.run(rag.retrieve("default", question, mode="hybrid", k=3, weights=weights))]

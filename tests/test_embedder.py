@@ -11,7 +11,9 @@ from sparqlrag.models.embedder import Embedder, ModelUnavailable
 
 
 def test_vectors_are_normalized_and_semantic(embedder: Embedder) -> None:
-    vectors = embedder.embed(["The cat sits on the mat.", "A kitten is sitting on a rug.", "Quarterly revenue grew by 12 percent."])
+    vectors = embedder.embed(
+        ["The cat sits on the mat.", "A kitten is sitting on a rug.", "Quarterly revenue grew by 12 percent."]
+    )
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32 and embedder.dim == 384
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
     similar, unrelated = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])

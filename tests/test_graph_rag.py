@@ -73,12 +73,24 @@ def test_two_hops_reach_the_country_and_schema_edges_are_dropped(services: Servi
     assert (2, entity("Warsaw"), "is capital of", entity("Poland")) in facts  # reached only through Warsaw
     capital = next(e for e in walk.edges if e.hop == 2 and e.labels[1] == "is capital of")
     assert capital.via is not None and capital.via.fact.object.value == entity("Warsaw")  # the path is kept
-    assert capital.path_text == f"{capital.via.text}. {capital.text}" and capital.json()["via"]["text"] == capital.via.text
-    assert capital.concept == walk.trace.question  # a path is scored against the question, a first hop against the concepts
+    assert (
+        capital.path_text == f"{capital.via.text}. {capital.text}" and capital.json()["via"]["text"] == capital.via.text
+    )
+    assert (
+        capital.concept == walk.trace.question
+    )  # a path is scored against the question, a first hop against the concepts
     assert {e.concept for e in walk.edges if e.hop == 1} <= set(walk.concepts)
     predicates = {e.fact.predicate.value for e in walk.edges}
-    assert not any(p.startswith(("http://www.w3.org/1999/02/22-rdf-syntax-ns#", "http://www.w3.org/2000/01/rdf-schema#",
-                                 "http://www.w3.org/2002/07/owl#")) for p in predicates)  # fmt: skip
+    assert not any(
+        p.startswith(
+            (
+                "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
+                "http://www.w3.org/2000/01/rdf-schema#",
+                "http://www.w3.org/2002/07/owl#",
+            )
+        )
+        for p in predicates
+    )
     assert walk.edges == sorted(walk.edges, key=lambda e: -e.score)
 
 
@@ -90,7 +102,9 @@ def test_the_questions_nearest_facts_seed_the_walk_and_are_traced(services: Serv
     by_fact = [s for s in walk.seeds if s.fact is not None]
     assert by_fact and all(s.concept == question for s in by_fact)
     vistula = next(s for s in by_fact if s.entity == entity("Vistula"))
-    assert vistula.fact == Triple(NamedNode(entity("Vistula")), IRIS.predicate("flows through"), NamedNode(entity("Warsaw")))
+    assert vistula.fact == Triple(
+        NamedNode(entity("Vistula")), IRIS.predicate("flows through"), NamedNode(entity("Warsaw"))
+    )
     assert len(walk.seeds) > 1  # entity_limit bounds the concepts' seeds; the facts add theirs
     none = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(entity_limit=1, fact_seeds=0)))
     assert [s.fact for s in none.seeds] == [None]
@@ -101,7 +115,9 @@ def test_the_questions_nearest_facts_seed_the_walk_and_are_traced(services: Serv
 
 def test_a_question_that_asks_several_things_has_clauses() -> None:
     assert clauses("Where did the inventor of the Web invent it, and where is that?") == [
-        "Where did the inventor of the Web invent it", "where is that?"]
+        "Where did the inventor of the Web invent it",
+        "where is that?",
+    ]
     assert clauses("Are Tom and Jerry from the same country?") == [] and clauses("Who directed Kismet?") == []
     assert clauses("When was it built; who built it?") == ["When was it built", "who built it?"]
 
@@ -112,8 +128,12 @@ def test_a_hub_reached_through_an_edge_is_damped_and_a_seed_is_not() -> None:
     seed, hub, rare = (NamedNode(f"http://kb.example/entity/{name}") for name in ("seed", "hub", "rare"))
     p = NamedNode("http://kb.example/predicate/p")
     films = [NamedNode(f"http://kb.example/entity/film-{i}") for i in range(3)]
-    found = [(Triple(film, p, node), node.value) for node in (hub, seed) for film in films] + [(Triple(films[0], p, rare), rare.value)]
-    via = {node.value: Edge(Triple(seed, p, node), ("seed", "p", node.value)) for node in (hub, rare)}  # reached through an edge
+    found = [(Triple(film, p, node), node.value) for node in (hub, seed) for film in films] + [
+        (Triple(films[0], p, rare), rare.value)
+    ]
+    via = {
+        node.value: Edge(Triple(seed, p, node), ("seed", "p", node.value)) for node in (hub, rare)
+    }  # reached through an edge
     weights = GraphRag._weights({seed.value: 0.9, hub.value: 0.8, rare.value: 0.7}, via, found, limit=3)
     assert weights == {seed.value: 0.9, hub.value: pytest.approx(0.8 * HUB_DAMPING), rare.value: 0.7}
     assert GraphRag._weights({hub.value: 0.8}, via, found, limit=4) == {hub.value: 0.8}  # under the limit: no hub
@@ -140,58 +160,99 @@ def test_the_members_of_the_best_paths_set_are_kept_beyond_the_edge_limit() -> N
 
     def path(seed: str, film: str, kind: str, score: float) -> Edge:
         via = Edge(Triple(node(film), starred, node(seed)), (film, "starred", seed), anchor=node(seed).value)
-        return Edge(Triple(node(film), genre, node(kind)), (film, "genre", kind), score=score, via=via, anchor=node(film).value)
+        return Edge(
+            Triple(node(film), genre, node(kind)), (film, "genre", kind), score=score, via=via, anchor=node(film).value
+        )
 
     members = [path("cleese", f"film-{i}", f"genre-{i}", 0.9 - i / 100) for i in range(6)]
     other_seed = path("palin", "film-9", "genre-9", 0.95)
     scored = sorted([*members, other_seed], key=lambda e: -e.score)
-    assert scored[0] is other_seed and GraphRag._kept(scored, 2) == [other_seed, members[0]]  # the best path's set: itself
+    assert scored[0] is other_seed and GraphRag._kept(scored, 2) == [
+        other_seed,
+        members[0],
+    ]  # the best path's set: itself
     scored = sorted([members[0], other_seed, *members[1:]], key=lambda e: -e.score - (e is members[0]))
     assert GraphRag._kept(scored, 2) == [members[0], other_seed, *members[1:3]]  # two more siblings: the limit again
     assert GraphRag._kept(scored, 10) == scored  # under the limit: all
-    together = Edge(Triple(node("a"), SR_COOCCURS, node("b")), ("a", "co-occurs with", "b"), score=1.0, anchor=node("a").value)
-    alike = Edge(Triple(node("a"), SR_COOCCURS, node("c")), ("a", "co-occurs with", "c"), score=0.5, anchor=node("a").value)
+    together = Edge(
+        Triple(node("a"), SR_COOCCURS, node("b")), ("a", "co-occurs with", "b"), score=1.0, anchor=node("a").value
+    )
+    alike = Edge(
+        Triple(node("a"), SR_COOCCURS, node("c")), ("a", "co-occurs with", "c"), score=0.5, anchor=node("a").value
+    )
     assert GraphRag._kept([together, members[0], alike], 1) == [together]
 
 
 def test_limits_are_honoured(services: Services) -> None:
     question = "In which country was Marie Curie born?"
-    narrow = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(entity_limit=4, max_path_length=1, edge_limit=1,
-                                                                                     fact_seeds=0)))  # fmt: skip
+    narrow = asyncio.run(
+        rag(services).retrieve(
+            "default", question, GraphRagOptions(entity_limit=4, max_path_length=1, edge_limit=1, fact_seeds=0)
+        )
+    )
     assert 2 <= len(narrow.seeds) <= 4  # two concepts (the question, "Marie Curie"), two seeds each, deduplicated
-    assert len({e.pattern for e in narrow.edges}) == 1 and {e.hop for e in narrow.edges} == {1}  # the best edge, and its siblings
-    capped = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(entity_limit=1, triple_limit=1, max_path_length=1,
-                                                                                     fact_seeds=0)))  # fmt: skip
+    assert len({e.pattern for e in narrow.edges}) == 1 and {e.hop for e in narrow.edges} == {
+        1
+    }  # the best edge, and its siblings
+    capped = asyncio.run(
+        rag(services).retrieve(
+            "default", question, GraphRagOptions(entity_limit=1, triple_limit=1, max_path_length=1, fact_seeds=0)
+        )
+    )
     assert capped.explored <= 2  # one edge as subject, one as object
-    scored = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(max_reranker_input=3, max_path_length=1)))
+    scored = asyncio.run(
+        rag(services).retrieve("default", question, GraphRagOptions(max_reranker_input=3, max_path_length=1))
+    )
     assert scored.explored == 3
     passages = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(k=1)))
     assert len(passages.passages) == 1
-    for bad in ({"edge_limit": 0}, {"max_path_length": 6}, {"k": "5"}, {"entity_limit": True}, {"fact_seeds": -1}, {"scorer": "labels"}):
+    for bad in (
+        {"edge_limit": 0},
+        {"max_path_length": 6},
+        {"k": "5"},
+        {"entity_limit": True},
+        {"fact_seeds": -1},
+        {"scorer": "labels"},
+    ):
         with pytest.raises(ValueError, match=next(iter(bad))):
             GraphRagOptions(**bad)
 
 
 def test_sources_are_chunks_of_scored_edges_and_name_the_fact_they_support(services: Services) -> None:
-    walk = asyncio.run(rag(services).retrieve("default", "Where was Marie Curie born?",
-                                              GraphRagOptions(entity_limit=1, max_path_length=1, fact_seeds=0)))  # fmt: skip
+    walk = asyncio.run(
+        rag(services).retrieve(
+            "default", "Where was Marie Curie born?", GraphRagOptions(entity_limit=1, max_path_length=1, fact_seeds=0)
+        )
+    )
     born = next(e for e in walk.edges if e.labels[1] == "was born in")
     assert born.statement and born.sentence == "Marie Curie was born in Warsaw."
     assert all(chunk.startswith(IRIS.document("curie").value + "/chunk/") for chunk in born.chunks)
     first = walk.passages[0]  # all edges of one seed are kept here: the first passage's best is among them
-    assert first.title == "curie" and first.supports == max((e for e in walk.edges if first.chunk in e.chunks), key=lambda e: e.score).fact
+    assert (
+        first.title == "curie"
+        and first.supports == max((e for e in walk.edges if first.chunk in e.chunks), key=lambda e: e.score).fact
+    )
     for passage in walk.passages:  # a fact a passage names leads to it by its own provenance
         assert passage.supports is None or _derived_from(services, passage.supports, passage.chunk)
     # the kept edges lead the walk on; any scored edge may lift its chunks
-    narrow = asyncio.run(rag(services).retrieve("default", "What is Warsaw?",
-                                                GraphRagOptions(entity_limit=1, max_path_length=1, edge_limit=1, k=4, fact_seeds=0)))  # fmt: skip
+    narrow = asyncio.run(
+        rag(services).retrieve(
+            "default",
+            "What is Warsaw?",
+            GraphRagOptions(entity_limit=1, max_path_length=1, edge_limit=1, k=4, fact_seeds=0),
+        )
+    )
     assert len(narrow.edges) == 1 and narrow.explored > 1
     assert {p.supports for p in narrow.passages if p.supports} > {e.fact for e in narrow.edges}
 
 
 def _derived_from(services: Services, fact: Triple, chunk: str) -> bool:
-    rows = select(services.store, SPARQL_PREFIXES + f"""SELECT ?st WHERE {{ GRAPH <{IRIS.source_graph.value}> {{
-        ?st rdf:reifies {sparql_term(fact)} ; prov:wasDerivedFrom <{chunk}> }} }}""")  # fmt: skip
+    rows = select(
+        services.store,
+        SPARQL_PREFIXES
+        + f"""SELECT ?st WHERE {{ GRAPH <{IRIS.source_graph.value}> {{
+        ?st rdf:reifies {sparql_term(fact)} ; prov:wasDerivedFrom <{chunk}> }} }}""",
+    )
     return bool(rows)
 
 
@@ -199,33 +260,53 @@ def test_answer_writes_a_complete_trace_that_sparql_can_read(services: Services)
     answer = asyncio.run(rag(services).answer("default", "Where was Marie Curie born?"))
     assert "Marie Curie was born in Warsaw. [1]" in answer.answer and answer.model is None
     store, trace = services.store, NamedNode(answer.trace)
-    rows = select(store, SPARQL_PREFIXES + f"""SELECT ?question ?explored (COUNT(DISTINCT ?concept) AS ?concepts)
+    rows = select(
+        store,
+        SPARQL_PREFIXES
+        + f"""SELECT ?question ?explored (COUNT(DISTINCT ?concept) AS ?concepts)
         (COUNT(DISTINCT ?seed) AS ?seeds) (COUNT(DISTINCT ?edge) AS ?edges) (COUNT(DISTINCT ?source) AS ?sources)
         (COUNT(DISTINCT ?step) AS ?steps) WHERE {{ GRAPH <{IRIS.trace_graph.value}> {{
           <{trace.value}> sr:question ?question ; sr:exploredEdges ?explored ; sr:concept ?concept ; sr:seed ?seed ;
             sr:selectedEdge ?edge ; sr:source ?source ; sr:step ?step ; sr:answer ?answer ; sr:durationMs ?ms . }} }}
-        GROUP BY ?question ?explored""")  # fmt: skip
+        GROUP BY ?question ?explored""",
+    )
     (row,) = rows
     assert row["question"] == "Where was Marie Curie born?" and int(row["explored"]) == answer.explored
-    assert (int(row["concepts"]), int(row["seeds"]), int(row["edges"])) == (len(answer.concepts), len(answer.seeds), len(answer.edges))
+    assert (int(row["concepts"]), int(row["seeds"]), int(row["edges"])) == (
+        len(answer.concepts),
+        len(answer.seeds),
+        len(answer.edges),
+    )
     assert int(row["sources"]) == len(answer.passages)
     sources = read_trace(store, IRIS, answer.trace.rsplit("/", 1)[-1])["sources"]  # type: ignore[index]
     assert [s["supports"] for s in sources] == [fact_json(p.supports) if p.supports else None for p in answer.passages]
-    steps = select(store, SPARQL_PREFIXES + f"""SELECT ?name WHERE {{ GRAPH ?g {{ <{trace.value}> sr:step ?s .
-        ?s rdfs:label ?name ; sr:index ?i ; sr:durationMs ?ms }} }} ORDER BY ?i""")  # fmt: skip
+    steps = select(
+        store,
+        SPARQL_PREFIXES
+        + f"""SELECT ?name WHERE {{ GRAPH ?g {{ <{trace.value}> sr:step ?s .
+        ?s rdfs:label ?name ; sr:index ?i ; sr:durationMs ?ms }} }} ORDER BY ?i""",
+    )
     names = [s["name"] for s in steps]
     assert names[:3] == ["concepts", "grounding", "hop 1"] and names[-3:] == ["sources", "passages", "synthesis"]
     assert all(name.startswith("hop ") for name in names[2:-3]) and int(row["steps"]) == len(names)
     # each edge past the first hop names the fact that led to it, itself a selected edge: the path
-    (paths,) = select(store, SPARQL_PREFIXES + f"""SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH ?g {{ <{trace.value}> sr:selectedEdge ?edge .
-        ?edge sr:via ?via . <{trace.value}> sr:selectedEdge ?prior . ?prior sr:fact ?via }} }}""")  # fmt: skip
+    (paths,) = select(
+        store,
+        SPARQL_PREFIXES
+        + f"""SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH ?g {{ <{trace.value}> sr:selectedEdge ?edge .
+        ?edge sr:via ?via . <{trace.value}> sr:selectedEdge ?prior . ?prior sr:fact ?via }} }}""",
+    )
     assert int(paths["n"]) == sum(e.via is not None for e in answer.edges) > 0
     # "which documents did this answer rely on?", in SPARQL alone (over the union of the graphs,
     # as the server answers), through the statements it used
-    result = store.query(SPARQL_PREFIXES + f"""SELECT DISTINCT ?title WHERE {{
+    result = store.query(
+        SPARQL_PREFIXES
+        + f"""SELECT DISTINCT ?title WHERE {{
         ?trace sr:answer {_literal(answer.answer)} ; sr:selectedEdge/sr:statement ?statement .
         ?statement prov:wasDerivedFrom/prov:wasDerivedFrom ?doc . ?doc dcterms:title ?title }}""",
-        accept="application/sparql-results+json", union_default_graph=True)  # fmt: skip
+        accept="application/sparql-results+json",
+        union_default_graph=True,
+    )
     titles = {row["title"]["value"] for row in json.loads(result.body)["results"]["bindings"]}
     assert "curie" in titles and "bread" not in titles
 
@@ -241,11 +322,16 @@ def test_injection_in_the_question_changes_nothing_but_the_trace(services: Servi
         return sorted(line for line in out.getvalue().splitlines() if b"/trace" not in line)
 
     before = snapshot()
-    for question in ['Marie Curie" } } ; DROP ALL ; INSERT DATA { <x:a> <x:b> <x:c> } #',
-                     "Warsaw> ?p ?o } DELETE WHERE { ?s ?p ?o", "Curie\\u0022 ) } ; CLEAR ALL"]:  # fmt: skip
+    for question in [
+        'Marie Curie" } } ; DROP ALL ; INSERT DATA { <x:a> <x:b> <x:c> } #',
+        "Warsaw> ?p ?o } DELETE WHERE { ?s ?p ?o",
+        "Curie\\u0022 ) } ; CLEAR ALL",
+    ]:
         answer = asyncio.run(rag(services).answer("default", question))
         assert answer.trace and answer.seeds
-        stored = select(services.store, SPARQL_PREFIXES + f"SELECT ?q WHERE {{ GRAPH ?g {{ <{answer.trace}> sr:question ?q }} }}")
+        stored = select(
+            services.store, SPARQL_PREFIXES + f"SELECT ?q WHERE {{ GRAPH ?g {{ <{answer.trace}> sr:question ?q }} }}"
+        )
         assert [r["q"] for r in stored] == [question]
     assert snapshot() == before
 
@@ -276,8 +362,12 @@ def test_with_no_knowledge_graph_the_default_mode_is_document_rags_hybrid(servic
     returns exactly Document RAG's hybrid ranking and answers from those passages; graph mode
     has nothing to walk."""
     models = Models(services.embedder, services.graph_rag.reranker, None)
-    plain = Services.open(Settings(data_dir=tmp_path, base_iri=BASE, reranker_model=None), EmbeddedStore(tmp_path / "store"),
-                          NoKnowledge(), models)  # fmt: skip
+    plain = Services.open(
+        Settings(data_dir=tmp_path, base_iri=BASE, reranker_model=None),
+        EmbeddedStore(tmp_path / "store"),
+        NoKnowledge(),
+        models,
+    )
     try:
         for name, text in DOCS.items():
             asyncio.run(plain.pipeline.ingest("default", name, text.encode(), title=name))
@@ -292,7 +382,9 @@ def test_with_no_knowledge_graph_the_default_mode_is_document_rags_hybrid(servic
         plain.close()
         plain.store.close()
     with_graph = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(k=3), mode="graph"))
-    assert with_graph.passages[0].title == "warsaw" and with_graph.passages[0].supports is not None  # lifted by its fact
+    assert (
+        with_graph.passages[0].title == "warsaw" and with_graph.passages[0].supports is not None
+    )  # lifted by its fact
 
 
 def test_llm_concepts_reasoning_and_streamed_synthesis(services: Services) -> None:
@@ -304,10 +396,13 @@ def test_llm_concepts_reasoning_and_streamed_synthesis(services: Services) -> No
 
     replies = (
         Reply('Concepts: ```json\n["Marie Curie", "birthplace"]\n```', input_tokens=30, output_tokens=8),
-        Reply('[{"id": 1, "reasoning": "It names her birthplace."}, {"id": 99, "reasoning": "no such fact"}]',
-              input_tokens=50, output_tokens=12),
+        Reply(
+            '[{"id": 1, "reasoning": "It names her birthplace."}, {"id": 99, "reasoning": "no such fact"}]',
+            input_tokens=50,
+            output_tokens=12,
+        ),
         Reply("Marie Curie was born in Warsaw [1].", input_tokens=80, output_tokens=9),
-    )  # fmt: skip
+    )
     with stubbed_llm(graph, *replies) as stub:
         events = asyncio.run(collect())
     names = [name for name, _ in events]
@@ -330,6 +425,10 @@ def test_the_text_scorer_walks_the_same_graph(services: Services) -> None:
     facts = {(e.hop, e.fact.subject.value, e.labels[1], e.fact.object.value) for e in walk.edges}
     assert (1, entity("Marie Curie"), "was born in", entity("Warsaw")) in facts
     assert (2, entity("Warsaw"), "is capital of", entity("Poland")) in facts
-    assert all(0 < e.relevance <= 1.0 + 1e-6 and e.score == pytest.approx((e.relevance + 1.0) / 2) for e in walk.edges if e.hop == 1)
+    assert all(
+        0 < e.relevance <= 1.0 + 1e-6 and e.score == pytest.approx((e.relevance + 1.0) / 2)
+        for e in walk.edges
+        if e.hop == 1
+    )
     with pytest.raises(ValueError, match="scorer"):
         GraphRagOptions(scorer="psychic")

@@ -46,17 +46,24 @@ def test_graph_rag_answers_with_facts_sources_and_a_trace(client: httpx.Client, 
     assert client.get(path.replace(trace_id, "0" * 32)).status_code == 404
     trace = client.get(f"/api/v1/traces/{trace_id}").json()
     assert trace["question"] == "Where was Marie Curie born?" and trace["answer"] == answer["answer"]
-    assert sorted(trace["concepts"]) == sorted(answer["concepts"]) and trace["explored_edges"] == answer["explored_edges"]
+    assert (
+        sorted(trace["concepts"]) == sorted(answer["concepts"]) and trace["explored_edges"] == answer["explored_edges"]
+    )
     assert [s["entity"] for s in trace["seeds"]] == [s["entity"] for s in answer["seeds"]]
-    assert {(e["subject"], e["predicate"], e["object"]) for e in trace["edges"]} == \
-        {(e["subject"], e["predicate"], e["object"]) for e in answer["edges"]}  # fmt: skip
+    assert {(e["subject"], e["predicate"], e["object"]) for e in trace["edges"]} == {
+        (e["subject"], e["predicate"], e["object"]) for e in answer["edges"]
+    }
     assert [s["chunk"] for s in trace["sources"]] == [s["chunk"] for s in answer["sources"]]
     assert [s["name"] for s in trace["steps"]] == ["concepts", "grounding", "hop 1", "sources", "passages", "synthesis"]
 
 
 def test_graph_rag_streams_the_explanation_then_the_answer(client: httpx.Client) -> None:
-    with client.stream("POST", "/api/v1/graph-rag", json={"question": "Which river flows through Warsaw?"},
-                       headers={"Accept": "text/event-stream"}) as response:  # fmt: skip
+    with client.stream(
+        "POST",
+        "/api/v1/graph-rag",
+        json={"question": "Which river flows through Warsaw?"},
+        headers={"Accept": "text/event-stream"},
+    ) as response:
         assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
         events = []
         for block in response.read().decode().strip().split("\n\n"):
@@ -71,7 +78,10 @@ def test_hybrid_mode_fuses_document_rags_passages(client: httpx.Client) -> None:
     body = {"question": "Which city does the Vistula flow through?", "mode": "hybrid", "max_path_length": 1}
     answer = client.post("/api/v1/graph-rag", json=body).json()
     trace = client.get(f"/api/v1/traces/{answer['trace'].rsplit('/', 1)[1]}").json()
-    assert trace["mode"] == "hybrid" and {s["title"] for s in answer["sources"]} == {"warsaw", "curie"}  # both documents' chunks
+    assert trace["mode"] == "hybrid" and {s["title"] for s in answer["sources"]} == {
+        "warsaw",
+        "curie",
+    }  # both documents' chunks
     with client.stream("POST", "/api/v1/graph-rag", json={**body, "stream": True}) as response:
         text = response.read().decode()
     assert "event: sources" in text and '"title": "warsaw"' in text
@@ -94,7 +104,9 @@ def test_graph_rag_errors_are_4xx(client: httpx.Client) -> None:
         assert (response.status_code, response.json()["error"]) == (status, error), (body, response.text)
     assert "edge_limit" in client.post("/api/v1/graph-rag", json={"question": "q", "edge_limit": 0}).json()["detail"]
     nothing = client.post("/api/v1/graph-rag", json={"question": "Where was Marie Curie born?", "collection": "empty"})
-    assert nothing.status_code == 200 and nothing.json()["sources"] == []  # the default mode answers from passages: none here
+    assert (
+        nothing.status_code == 200 and nothing.json()["sources"] == []
+    )  # the default mode answers from passages: none here
     for trace_id in ("0123abcd", "a%20b%3E", "0" * 32):
         missing = client.get(f"/api/v1/traces/{trace_id}")
         assert (missing.status_code, missing.json()["error"]) == (404, "trace_not_found")

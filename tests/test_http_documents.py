@@ -25,16 +25,29 @@ def snapshot(client: httpx.Client) -> list[str]:
 
 
 def test_upload_list_status_delete(client: httpx.Client) -> None:
-    created = client.post("/api/v1/documents", json={"id": "curie", "title": "Curie", "text": "Marie Curie was born in Warsaw."})
+    created = client.post(
+        "/api/v1/documents", json={"id": "curie", "title": "Curie", "text": "Marie Curie was born in Warsaw."}
+    )
     assert created.status_code == 201, created.text
     (item,) = created.json()["documents"]
     assert (item["id"], item["status"], item["chunks_added"]) == ("curie", "ready", 1)
-    assert client.post("/api/v1/documents", json={"id": "curie", "title": "Curie", "text": "Marie Curie was born in Warsaw."}).status_code == 200
-    files = [("file", ("eiffel.md", b"# Eiffel\n\nThe Eiffel Tower is in Paris.", "text/markdown")),
-             ("file", ("doc.pdf", minimal_pdf("Bread is baked from flour."), "application/pdf"))]  # fmt: skip
+    assert (
+        client.post(
+            "/api/v1/documents", json={"id": "curie", "title": "Curie", "text": "Marie Curie was born in Warsaw."}
+        ).status_code
+        == 200
+    )
+    files = [
+        ("file", ("eiffel.md", b"# Eiffel\n\nThe Eiffel Tower is in Paris.", "text/markdown")),
+        ("file", ("doc.pdf", minimal_pdf("Bread is baked from flour."), "application/pdf")),
+    ]
     multi = client.post("/api/v1/documents", files=files)
     assert multi.status_code == 201 and [d["status"] for d in multi.json()["documents"]] == ["ready", "ready"]
-    raw = client.post("/api/v1/documents?id=notes/raw.txt&title=Raw", content=b"Oslo is in Norway.", headers={"Content-Type": "text/plain"})
+    raw = client.post(
+        "/api/v1/documents?id=notes/raw.txt&title=Raw",
+        content=b"Oslo is in Norway.",
+        headers={"Content-Type": "text/plain"},
+    )
     assert raw.status_code == 201
     listing = client.get("/api/v1/documents").json()["documents"]
     assert {d["id"] for d in listing} >= {"curie", "eiffel.md", "doc.pdf", "notes/raw.txt"}
@@ -50,13 +63,36 @@ def test_upload_list_status_delete(client: httpx.Client) -> None:
     "kwargs,status,error",
     [
         ({"json": {"id": "e", "text": ""}}, 400, "bad_document"),
-        ({"content": b"\x00\x01binary\x00" * 40, "headers": {"Content-Type": "text/plain"}, "params": {"id": "junk"}}, 400, "bad_document"),
-        ({"content": b"not a pdf", "headers": {"Content-Type": "application/pdf"}, "params": {"id": "fake.pdf"}}, 400, "bad_document"),
-        ({"content": b"x" * 30_000, "headers": {"Content-Type": "text/plain"}, "params": {"id": "huge"}}, 413, "body_too_large"),
+        (
+            {
+                "content": b"\x00\x01binary\x00" * 40,
+                "headers": {"Content-Type": "text/plain"},
+                "params": {"id": "junk"},
+            },
+            400,
+            "bad_document",
+        ),
+        (
+            {"content": b"not a pdf", "headers": {"Content-Type": "application/pdf"}, "params": {"id": "fake.pdf"}},
+            400,
+            "bad_document",
+        ),
+        (
+            {"content": b"x" * 30_000, "headers": {"Content-Type": "text/plain"}, "params": {"id": "huge"}},
+            413,
+            "body_too_large",
+        ),
         ({"json": {"id": "x", "text": "fine"}, "params": {"collection": "Not Valid"}}, 400, "bad_collection"),
         ({"json": {"id": "x", "text": "fine"}, "params": {"collection": "never-created"}}, 404, "collection_not_found"),
-        ({"json": {"id": "x", "text": "fine"}, "params": {"collection": "never-created"}, "headers": {"Prefer": "respond-async"}},
-         404, "collection_not_found"),
+        (
+            {
+                "json": {"id": "x", "text": "fine"},
+                "params": {"collection": "never-created"},
+                "headers": {"Prefer": "respond-async"},
+            },
+            404,
+            "collection_not_found",
+        ),
         ({"json": {"id": "e", "text": ""}, "headers": {"Prefer": "respond-async"}}, 400, "bad_document"),
         ({"content": b"{not json", "headers": {"Content-Type": "application/json"}}, 400, "bad_request"),
         ({"json": {"text": "no id"}}, 400, "bad_request"),
@@ -80,10 +116,19 @@ def test_document_rag(client: httpx.Client, server: LiveServer) -> None:
     assert answer["trace"].startswith(server.settings.base_iri + "trace/default/")
     trace = client.get("/sparql", params={"query": f"ASK {{ <{answer['trace']}> ?p ?o }}"}).json()
     assert trace["boolean"] is True
-    weighted = client.post("/api/v1/document-rag", json={"question": "Which river flows through Krakow?", "weights": [0, 1]})
+    weighted = client.post(
+        "/api/v1/document-rag", json={"question": "Which river flows through Krakow?", "weights": [0, 1]}
+    )
     assert weighted.status_code == 200 and weighted.json()["sources"][0]["title"] == "vistula"
-    for bad in ({}, {"question": ""}, {"question": "q", "mode": "psychic"}, {"question": "q", "k": 0},
-                {"question": "q", "weights": [1]}, {"question": "q", "weights": [-1, 2]}, {"question": "q", "weights": "x"}):
+    for bad in (
+        {},
+        {"question": ""},
+        {"question": "q", "mode": "psychic"},
+        {"question": "q", "k": 0},
+        {"question": "q", "weights": [1]},
+        {"question": "q", "weights": [-1, 2]},
+        {"question": "q", "weights": "x"},
+    ):
         rejected = client.post("/api/v1/document-rag", json=bad)
         assert rejected.status_code == 400 and rejected.json()["error"] == "bad_request"
 
@@ -91,8 +136,12 @@ def test_document_rag(client: httpx.Client, server: LiveServer) -> None:
 def test_document_rag_streams_server_sent_events(client: httpx.Client, server: LiveServer) -> None:
     client.post("/api/v1/documents", json={"id": "oslo", "text": "Oslo is the capital of Norway. It lies on a fjord."})
     events = []
-    with client.stream("POST", "/api/v1/document-rag", json={"question": "What is the capital of Norway?", "k": 1},
-                       headers={"Accept": "text/event-stream"}) as response:  # fmt: skip
+    with client.stream(
+        "POST",
+        "/api/v1/document-rag",
+        json={"question": "What is the capital of Norway?", "k": 1},
+        headers={"Accept": "text/event-stream"},
+    ) as response:
         assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
         for block in response.read().decode().strip().split("\n\n"):
             name, data = block.split("\n", 1)
@@ -141,11 +190,15 @@ def test_collections_api(client: httpx.Client, server: LiveServer) -> None:
     assert created.status_code == 201, created.text
     assert created.headers["location"] == "/api/v1/collections/papers" and created.json()["documents"] == 0
     assert client.post("/api/v1/collections", json={"name": "papers"}).json()["error"] == "collection_exists"
-    upload = client.post("/api/v1/documents?collection=papers", json={"id": "bohr", "text": "Niels Bohr was born in Copenhagen."})
+    upload = client.post(
+        "/api/v1/documents?collection=papers", json={"id": "bohr", "text": "Niels Bohr was born in Copenhagen."}
+    )
     assert upload.status_code == 201
     listing = {c["name"]: c for c in client.get("/api/v1/collections").json()["collections"]}
     assert listing["papers"]["documents"] == 1 and listing["papers"]["facts"] > 0 and "default" in listing
-    assert [d["id"] for d in client.get("/api/v1/documents", params={"collection": "papers"}).json()["documents"]] == ["bohr"]
+    assert [d["id"] for d in client.get("/api/v1/documents", params={"collection": "papers"}).json()["documents"]] == [
+        "bohr"
+    ]
     rag = client.post("/api/v1/document-rag", json={"question": "Where was Bohr born?", "collection": "papers", "k": 3})
     assert [s["title"] for s in rag.json()["sources"]] == ["bohr"]
     assert client.delete("/api/v1/collections/papers").status_code == 204
@@ -155,7 +208,13 @@ def test_collections_api(client: httpx.Client, server: LiveServer) -> None:
         ("GET", "/api/v1/collections/papers", {}, 404, "collection_not_found"),
         ("DELETE", "/api/v1/collections/papers", {}, 404, "collection_not_found"),
         ("GET", "/api/v1/documents", {"params": {"collection": "papers"}}, 404, "collection_not_found"),
-        ("POST", "/api/v1/document-rag", {"json": {"question": "q", "collection": "papers"}}, 404, "collection_not_found"),
+        (
+            "POST",
+            "/api/v1/document-rag",
+            {"json": {"question": "q", "collection": "papers"}},
+            404,
+            "collection_not_found",
+        ),
         ("POST", "/api/v1/collections", {"json": {"name": "Bad Name"}}, 400, "bad_collection"),
         ("POST", "/api/v1/collections", {"json": {"title": "no name"}}, 400, "bad_request"),
         ("DELETE", "/api/v1/collections/Bad%20Name", {}, 400, "bad_collection"),

@@ -14,13 +14,20 @@ from tests.conftest import LiveServer, start_server
 SEED = (
     '<http://ex/s> <http://ex/p> "default" .\n'
     '<http://ex/s> <http://ex/p> "in g" <http://ex/g> .\n'
-    '<http://ex/r> <http://www.w3.org/1999/02/22-rdf-syntax-ns#reifies> <<( <http://ex/s> <http://ex/p> "in g" )>> <http://ex/g> .\n'
+    '<http://ex/r> <http://www.w3.org/1999/02/22-rdf-syntax-ns#reifies> <<( <http://ex/s> <http://ex/p> "in g" )>> '
+    "<http://ex/g> .\n"
 )
-BULK = "".join(f"<http://ex/bulk{i}> <http://ex/p> <http://ex/o> <http://ex/g> .\n" for i in range(10))  # > 300 bytes: bulk path
-MULTIPART_GOOD_THEN_BAD = "".join(
-    f"--b\r\nContent-Disposition: form-data; name=\"{n}\"; filename=\"{n}.ttl\"\r\nContent-Type: text/turtle\r\n\r\n{body}\r\n"
-    for n, body in (("good", "<http://ex/new> <http://ex/p> 1 ."), ("bad", "<http://ex/new> <http://ex/p> ."))
-) + "--b--\r\n"
+BULK = "".join(
+    f"<http://ex/bulk{i}> <http://ex/p> <http://ex/o> <http://ex/g> .\n" for i in range(10)
+)  # > 300 bytes: bulk path
+MULTIPART_GOOD_THEN_BAD = (
+    "".join(
+        f'--b\r\nContent-Disposition: form-data; name="{n}"; filename="{n}.ttl"\r\nContent-Type: '
+        f"text/turtle\r\n\r\n{body}\r\n"
+        for n, body in (("good", "<http://ex/new> <http://ex/p> 1 ."), ("bad", "<http://ex/new> <http://ex/p> ."))
+    )
+    + "--b--\r\n"
+)
 UPDATE = {"Content-Type": "application/sparql-update"}
 QUERY = {"Content-Type": "application/sparql-query"}
 TURTLE = {"Content-Type": "text/turtle"}
@@ -52,46 +59,280 @@ def seeded(small_server: LiveServer) -> Iterator[httpx.Client]:
 BAD_REQUESTS = [
     # (id, method, path, headers, body, status, error, words in detail)
     ("query-syntax", "GET", "/sparql?query=SELECT%20*%20WHERE%20%7B", {}, None, 400, "syntax_error", "1:"),
-    ("update-syntax", "POST", "/sparql", UPDATE, "INSERT DATA { <http://a> <http://b> }", 400, "syntax_error", "update"),
-    ("update-half-bad", "POST", "/sparql", UPDATE, 'DROP ALL ; INSERT DATA { <http://a> <http://b> "c" } ; CLEAR XYZ', 400, "syntax_error", ""),
-    ("form-both", "POST", "/sparql", {"Content-Type": "application/x-www-form-urlencoded"}, "query=ASK{}&update=DROP%20ALL", 400, "bad_request", "not both"),
-    ("form-empty", "POST", "/sparql", {"Content-Type": "application/x-www-form-urlencoded"}, "x=1", 400, "bad_request", "neither"),
-    ("form-not-utf8", "POST", "/sparql", {"Content-Type": "application/x-www-form-urlencoded"}, "query=%FF", 400, "bad_encoding", "UTF-8"),
+    (
+        "update-syntax",
+        "POST",
+        "/sparql",
+        UPDATE,
+        "INSERT DATA { <http://a> <http://b> }",
+        400,
+        "syntax_error",
+        "update",
+    ),
+    (
+        "update-half-bad",
+        "POST",
+        "/sparql",
+        UPDATE,
+        'DROP ALL ; INSERT DATA { <http://a> <http://b> "c" } ; CLEAR XYZ',
+        400,
+        "syntax_error",
+        "",
+    ),
+    (
+        "form-both",
+        "POST",
+        "/sparql",
+        {"Content-Type": "application/x-www-form-urlencoded"},
+        "query=ASK{}&update=DROP%20ALL",
+        400,
+        "bad_request",
+        "not both",
+    ),
+    (
+        "form-empty",
+        "POST",
+        "/sparql",
+        {"Content-Type": "application/x-www-form-urlencoded"},
+        "x=1",
+        400,
+        "bad_request",
+        "neither",
+    ),
+    (
+        "form-not-utf8",
+        "POST",
+        "/sparql",
+        {"Content-Type": "application/x-www-form-urlencoded"},
+        "query=%FF",
+        400,
+        "bad_encoding",
+        "UTF-8",
+    ),
     ("body-not-utf8", "POST", "/sparql", QUERY, b"ASK { \xff }", 400, "bad_encoding", "UTF-8"),
-    ("charset", "POST", "/sparql", {"Content-Type": "application/sparql-update; charset=latin-1"}, "DROP ALL", 415, "unsupported_charset", "latin-1"),
-    ("media-type", "POST", "/sparql", {"Content-Type": "text/plain"}, "DROP ALL", 415, "unsupported_media_type", "text/plain"),
+    (
+        "charset",
+        "POST",
+        "/sparql",
+        {"Content-Type": "application/sparql-update; charset=latin-1"},
+        "DROP ALL",
+        415,
+        "unsupported_charset",
+        "latin-1",
+    ),
+    (
+        "media-type",
+        "POST",
+        "/sparql",
+        {"Content-Type": "text/plain"},
+        "DROP ALL",
+        415,
+        "unsupported_media_type",
+        "text/plain",
+    ),
     ("no-media-type", "POST", "/sparql", {}, "DROP ALL", 415, "unsupported_media_type", "none was given"),
     ("two-queries", "GET", "/sparql?query=ASK%7B%7D&query=ASK%7B%7D", {}, None, 400, "bad_request", "exactly one"),
     ("update-by-get", "GET", "/sparql?update=DROP%20ALL", {}, None, 405, "method_not_allowed", "POST"),
     ("put-sparql", "PUT", "/sparql", UPDATE, "DROP ALL", 405, "method_not_allowed", ""),
     ("direct-plus-form", "POST", "/sparql?update=DROP%20ALL", QUERY, "ASK {}", 400, "bad_request", "cannot also carry"),
-    ("conflict", "POST", "/sparql?using-graph-uri=http%3A%2F%2Fex%2Fg", UPDATE, "WITH <http://ex/g> DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }", 400, "dataset_conflict", "WITH"),
-    ("bad-using-iri", "POST", "/sparql?using-graph-uri=not%20an%20iri", UPDATE, "DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }", 400, "syntax_error", "IRI"),
-    ("service", "GET", "/sparql?query=SELECT%20*%20%7B%20SERVICE%20%3Chttp%3A%2F%2Fx%2F%3E%20%7B%3Fs%20%3Fp%20%3Fo%7D%7D", {}, None, 403, "remote_access_refused", "SERVICE"),
+    (
+        "conflict",
+        "POST",
+        "/sparql?using-graph-uri=http%3A%2F%2Fex%2Fg",
+        UPDATE,
+        "WITH <http://ex/g> DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }",
+        400,
+        "dataset_conflict",
+        "WITH",
+    ),
+    (
+        "bad-using-iri",
+        "POST",
+        "/sparql?using-graph-uri=not%20an%20iri",
+        UPDATE,
+        "DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }",
+        400,
+        "syntax_error",
+        "IRI",
+    ),
+    (
+        "service",
+        "GET",
+        "/sparql?query=SELECT%20*%20%7B%20SERVICE%20%3Chttp%3A%2F%2Fx%2F%3E%20%7B%3Fs%20%3Fp%20%3Fo%7D%7D",
+        {},
+        None,
+        403,
+        "remote_access_refused",
+        "SERVICE",
+    ),
     ("load", "POST", "/sparql", UPDATE, "LOAD <http://example.org/x.ttl>", 403, "remote_access_refused", "LOAD"),
     ("timeout-param", "GET", "/sparql?query=ASK%7B%7D&timeout=soon", {}, None, 400, "bad_request", "timeout"),
     ("timeout-too-big", "GET", "/sparql?query=ASK%7B%7D&timeout=100000", {}, None, 400, "bad_request", "between"),
-    ("not-acceptable", "GET", "/sparql?query=SELECT%20*%20%7B%7D", {"Accept": "image/png"}, None, 406, "not_acceptable", "image/png"),
-    ("jsonld-triple-term", "GET", "/sparql?" + urlencode({"query": "CONSTRUCT { ?s ?p ?o } WHERE { GRAPH ?g { ?s ?p ?o } }"}), {"Accept": "application/ld+json"}, None, 406, "not_acceptable", "JSON-LD"),
-    ("sparql-too-large", "POST", "/sparql", UPDATE, "INSERT DATA { " + "<http://a> <http://b> <http://c> . " * 100 + "}", 413, "body_too_large", "2000"),
-    ("gsp-bad-turtle", "PUT", "/store?graph=http%3A%2F%2Fex%2Fg", TURTLE, "<http://a> <http://b> .", 400, "invalid_rdf", "line 1"),
-    ("gsp-post-bad-turtle", "POST", "/store?graph=http%3A%2F%2Fex%2Fg", TURTLE, "<http://a> <http://b> .", 400, "invalid_rdf", "line 1"),
-    ("gsp-media-type", "PUT", "/store?graph=http%3A%2F%2Fex%2Fg", {"Content-Type": "application/pdf"}, "%PDF", 415, "unsupported_media_type", "application/pdf"),
-    ("gsp-quads-into-graph", "PUT", "/store?graph=http%3A%2F%2Fex%2Fg", {"Content-Type": "application/trig"}, "{}", 415, "unsupported_media_type", "application/trig"),
-    ("gsp-put-dataset-turtle", "PUT", "/store", TURTLE, "<http://a> <http://b> <http://c> .", 415, "unsupported_media_type", "PUT /store"),
-    ("gsp-dataset-bad-trig", "PUT", "/store", {"Content-Type": "application/trig"}, "<http://g> { <http://a> <http://b> }", 400, "invalid_rdf", "TriG"),
-    ("gsp-bulk-bad-last-line", "POST", "/store", {"Content-Type": "application/n-quads"}, BULK + "<http://ex/oops> .\n", 400, "invalid_rdf", "line 11"),
-    ("gsp-missing-graph", "GET", "/store?graph=http%3A%2F%2Fex%2Fmissing", {}, None, 404, "graph_not_found", "http://ex/missing"),
-    ("gsp-delete-missing", "DELETE", "/store?graph=http%3A%2F%2Fex%2Fmissing", {}, None, 404, "graph_not_found", "http://ex/missing"),
+    (
+        "not-acceptable",
+        "GET",
+        "/sparql?query=SELECT%20*%20%7B%7D",
+        {"Accept": "image/png"},
+        None,
+        406,
+        "not_acceptable",
+        "image/png",
+    ),
+    (
+        "jsonld-triple-term",
+        "GET",
+        "/sparql?" + urlencode({"query": "CONSTRUCT { ?s ?p ?o } WHERE { GRAPH ?g { ?s ?p ?o } }"}),
+        {"Accept": "application/ld+json"},
+        None,
+        406,
+        "not_acceptable",
+        "JSON-LD",
+    ),
+    (
+        "sparql-too-large",
+        "POST",
+        "/sparql",
+        UPDATE,
+        "INSERT DATA { " + "<http://a> <http://b> <http://c> . " * 100 + "}",
+        413,
+        "body_too_large",
+        "2000",
+    ),
+    (
+        "gsp-bad-turtle",
+        "PUT",
+        "/store?graph=http%3A%2F%2Fex%2Fg",
+        TURTLE,
+        "<http://a> <http://b> .",
+        400,
+        "invalid_rdf",
+        "line 1",
+    ),
+    (
+        "gsp-post-bad-turtle",
+        "POST",
+        "/store?graph=http%3A%2F%2Fex%2Fg",
+        TURTLE,
+        "<http://a> <http://b> .",
+        400,
+        "invalid_rdf",
+        "line 1",
+    ),
+    (
+        "gsp-media-type",
+        "PUT",
+        "/store?graph=http%3A%2F%2Fex%2Fg",
+        {"Content-Type": "application/pdf"},
+        "%PDF",
+        415,
+        "unsupported_media_type",
+        "application/pdf",
+    ),
+    (
+        "gsp-quads-into-graph",
+        "PUT",
+        "/store?graph=http%3A%2F%2Fex%2Fg",
+        {"Content-Type": "application/trig"},
+        "{}",
+        415,
+        "unsupported_media_type",
+        "application/trig",
+    ),
+    (
+        "gsp-put-dataset-turtle",
+        "PUT",
+        "/store",
+        TURTLE,
+        "<http://a> <http://b> <http://c> .",
+        415,
+        "unsupported_media_type",
+        "PUT /store",
+    ),
+    (
+        "gsp-dataset-bad-trig",
+        "PUT",
+        "/store",
+        {"Content-Type": "application/trig"},
+        "<http://g> { <http://a> <http://b> }",
+        400,
+        "invalid_rdf",
+        "TriG",
+    ),
+    (
+        "gsp-bulk-bad-last-line",
+        "POST",
+        "/store",
+        {"Content-Type": "application/n-quads"},
+        BULK + "<http://ex/oops> .\n",
+        400,
+        "invalid_rdf",
+        "line 11",
+    ),
+    (
+        "gsp-missing-graph",
+        "GET",
+        "/store?graph=http%3A%2F%2Fex%2Fmissing",
+        {},
+        None,
+        404,
+        "graph_not_found",
+        "http://ex/missing",
+    ),
+    (
+        "gsp-delete-missing",
+        "DELETE",
+        "/store?graph=http%3A%2F%2Fex%2Fmissing",
+        {},
+        None,
+        404,
+        "graph_not_found",
+        "http://ex/missing",
+    ),
     ("gsp-delete-dataset", "DELETE", "/store", {}, None, 400, "bad_request", "needs a graph"),
     ("gsp-bad-iri", "GET", "/store?graph=not%20an%20iri", {}, None, 400, "syntax_error", "IRI"),
     ("gsp-two-names", "GET", "/store?graph=http%3A%2F%2Fex%2Fg&default", {}, None, 400, "bad_request", "once"),
-    ("gsp-accept", "GET", "/store?graph=http%3A%2F%2Fex%2Fg", {"Accept": "text/html"}, None, 406, "not_acceptable", "text/turtle"),
-    ("gsp-too-large", "PUT", "/store?graph=http%3A%2F%2Fex%2Fg", TURTLE, "<http://a> <http://b> <http://c> . " * 200, 413, "body_too_large", "4000"),
-    ("gsp-multipart-bad-part", "POST", "/store?graph=http%3A%2F%2Fex%2Fg", {"Content-Type": "multipart/form-data; boundary=b"}, MULTIPART_GOOD_THEN_BAD, 400, "invalid_rdf", "line 1"),
-    ("gsp-multipart-no-length", "POST", "/store?graph=http%3A%2F%2Fex%2Fg", {"Content-Type": "multipart/form-data; boundary=x", "Transfer-Encoding": "chunked"}, None, 411, "length_required", "Content-Length"),
+    (
+        "gsp-accept",
+        "GET",
+        "/store?graph=http%3A%2F%2Fex%2Fg",
+        {"Accept": "text/html"},
+        None,
+        406,
+        "not_acceptable",
+        "text/turtle",
+    ),
+    (
+        "gsp-too-large",
+        "PUT",
+        "/store?graph=http%3A%2F%2Fex%2Fg",
+        TURTLE,
+        "<http://a> <http://b> <http://c> . " * 200,
+        413,
+        "body_too_large",
+        "4000",
+    ),
+    (
+        "gsp-multipart-bad-part",
+        "POST",
+        "/store?graph=http%3A%2F%2Fex%2Fg",
+        {"Content-Type": "multipart/form-data; boundary=b"},
+        MULTIPART_GOOD_THEN_BAD,
+        400,
+        "invalid_rdf",
+        "line 1",
+    ),
+    (
+        "gsp-multipart-no-length",
+        "POST",
+        "/store?graph=http%3A%2F%2Fex%2Fg",
+        {"Content-Type": "multipart/form-data; boundary=x", "Transfer-Encoding": "chunked"},
+        None,
+        411,
+        "length_required",
+        "Content-Length",
+    ),
     ("unknown-route", "GET", "/nowhere", {}, None, 404, "not_found", ""),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("case", BAD_REQUESTS, ids=[c[0] for c in BAD_REQUESTS])
@@ -134,7 +375,10 @@ def test_direct_graph_path_that_is_no_iri_is_refused(seeded: httpx.Client, small
     before = snapshot(seeded)
     host, port = small_server.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port))) as sock:
-        sock.sendall(b"PUT /store/a{b} HTTP/1.1\r\nHost: x\r\nContent-Type: text/turtle\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        sock.sendall(
+            b"PUT /store/a{b} HTTP/1.1\r\nHost: x\r\nContent-Type: text/turtle\r\nContent-Length: 0\r\nConnection: "
+            b"close\r\n\r\n"
+        )
         response = b""
         while chunk := sock.recv(65536):
             response += chunk

@@ -18,9 +18,12 @@ from tests.llm_stub import Reply, serve_stub
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     stub, stop_stub = serve_stub()
-    stub.script(*[Reply('{"entities": [], "relationships": []}')] * 3)  # the extractor's answers, through the real client
-    live, stop = start_server(tmp_path_factory.mktemp("meta"), llm="anthropic", llm_base_url=stub.url, llm_api_key="sk-test",
-                              extractor="llm")  # fmt: skip
+    stub.script(
+        *[Reply('{"entities": [], "relationships": []}')] * 3
+    )  # the extractor's answers, through the real client
+    live, stop = start_server(
+        tmp_path_factory.mktemp("meta"), llm="anthropic", llm_base_url=stub.url, llm_api_key="sk-test", extractor="llm"
+    )
     yield live
     stop()
     stop_stub()
@@ -29,7 +32,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 def test_openapi_describes_every_route_and_is_valid(client: httpx.Client, server: LiveServer) -> None:
     document = client.get("/openapi.json").json()
     validate(document)  # OpenAPI 3.1, by the openapi-spec-validator project
-    described = {(path, method) for path, item in document["paths"].items() for method in item if method != "parameters"}
+    described = {
+        (path, method) for path, item in document["paths"].items() for method in item if method != "parameters"
+    }
     pages = {"/", "/ask"}  # HTML for people, not API
     for route in server.app.routes:
         if not isinstance(route, Route) or route.path in pages:
@@ -37,8 +42,12 @@ def test_openapi_describes_every_route_and_is_valid(client: httpx.Client, server
         path = re.sub(r"\{(\w+):path\}", r"{\1}", route.path)
         for method in (route.methods or set()) - {"HEAD"}:
             assert (path, method.lower()) in described, f"{method} {path} is not in /openapi.json"
-    assert document["paths"]["/api/v1/graph-rag"]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"][
-        "edge_limit"]["default"] == 25  # the walk's options come from GraphRagOptions  # fmt: skip
+    assert (
+        document["paths"]["/api/v1/graph-rag"]["post"]["requestBody"]["content"]["application/json"]["schema"][
+            "properties"
+        ]["edge_limit"]["default"]
+        == 25
+    )  # the walk's options come from GraphRagOptions
 
 
 def sample(text: str, name: str, **labels: str) -> float:
@@ -55,19 +64,34 @@ def test_metrics_count_requests_sparql_ingest_and_llm_tokens(client: httpx.Clien
     assert client.get("/sparql", params={"query": "ASK {}"}).status_code == 200
     assert client.get("/sparql", params={"query": "SELEC nothing"}).status_code == 400
     assert client.post("/sparql", data={"update": "INSERT DATA { <urn:a> <urn:b> <urn:c> }"}).status_code == 204
-    assert client.post("/api/v1/documents", json={"id": "note", "text": "Ada Lovelace wrote the first program."}).status_code == 201
+    assert (
+        client.post(
+            "/api/v1/documents", json={"id": "note", "text": "Ada Lovelace wrote the first program."}
+        ).status_code
+        == 201
+    )
     assert client.get("/api/v1/documents/nothing").status_code == 404
     response = client.get("/metrics")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
     after = response.text
-    assert sample(after, "sparqlrag_sparql_operations_total", kind="query", outcome="ok") == \
-        sample(before, "sparqlrag_sparql_operations_total", kind="query", outcome="ok") + 1  # fmt: skip
+    assert (
+        sample(after, "sparqlrag_sparql_operations_total", kind="query", outcome="ok")
+        == sample(before, "sparqlrag_sparql_operations_total", kind="query", outcome="ok") + 1
+    )
     assert sample(after, "sparqlrag_sparql_operations_total", kind="query", outcome="error") >= 1
     assert sample(after, "sparqlrag_sparql_operations_total", kind="update", outcome="ok") >= 1
     assert sample(after, "sparqlrag_http_requests_total", method="GET", route="/sparql", status="400") >= 1
-    assert sample(after, "sparqlrag_http_requests_total", method="GET", route="/api/v1/documents/{id:path}", status="404") >= 1
+    assert (
+        sample(after, "sparqlrag_http_requests_total", method="GET", route="/api/v1/documents/{id:path}", status="404")
+        >= 1
+    )
     assert sample(after, "sparqlrag_http_request_duration_seconds_count", method="POST", route="/api/v1/documents") >= 1
     assert sample(after, "sparqlrag_ingest_documents_total", outcome="ready") >= 1
-    assert sample(after, "sparqlrag_ingest_chunks_extracted_total") >= 1 and sample(after, "sparqlrag_ingest_chunks_pending") == 0
-    assert sample(after, "sparqlrag_llm_tokens_total", direction="input") > 0  # what the stub reported for the extraction
+    assert (
+        sample(after, "sparqlrag_ingest_chunks_extracted_total") >= 1
+        and sample(after, "sparqlrag_ingest_chunks_pending") == 0
+    )
+    assert (
+        sample(after, "sparqlrag_llm_tokens_total", direction="input") > 0
+    )  # what the stub reported for the extraction
     assert sample(after, "sparqlrag_llm_calls_total", outcome="answered") >= 1

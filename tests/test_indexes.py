@@ -23,7 +23,9 @@ PASSAGES = {
 def test_vector_index_on_disk(tmp_path: Path, embedder: Embedder) -> None:
     index = VectorIndex(embedder.dim, path=tmp_path / "qdrant")
     iris = list(PASSAGES)
-    index.upsert("default", "chunks", iris, embedder.embed(list(PASSAGES.values())), [{"text": t} for t in PASSAGES.values()])
+    index.upsert(
+        "default", "chunks", iris, embedder.embed(list(PASSAGES.values())), [{"text": t} for t in PASSAGES.values()]
+    )
     index.upsert("other", "chunks", iris[:1], embedder.embed([PASSAGES[iris[0]]]), [{}])  # collections are separate
     hits = index.search("default", "chunks", embedder.embed_one("Where was Marie Curie born?"), limit=2)
     assert [h.iri for h in hits][0] == "http://kb/c/1" and hits[0].payload["text"].startswith("Marie Curie")
@@ -55,17 +57,24 @@ def test_keyword_index_bm25(tmp_path: Path) -> None:
         index.search('x"; DROP TABLE', "paris", 3)
 
 
-def test_an_entity_has_a_label_point_and_a_definition_point_but_is_found_once(tmp_path: Path, embedder: Embedder) -> None:
+def test_an_entity_has_a_label_point_and_a_definition_point_but_is_found_once(
+    tmp_path: Path, embedder: Embedder
+) -> None:
     index = VectorIndex(embedder.dim, path=tmp_path / "qdrant")
     iris = ["http://x/curie", "http://x/bohr"]
     index.upsert("c", "entities", iris, embedder.embed(["Marie Curie", "Niels Bohr"]), [{}, {}])
-    index.upsert("c", "entities", iris[:1], embedder.embed(["Marie Curie: a physicist and chemist"]), [{}], "definition")
+    index.upsert(
+        "c", "entities", iris[:1], embedder.embed(["Marie Curie: a physicist and chemist"]), [{}], "definition"
+    )
     assert index.count("c", "entities") == 3
     assert index.existing("c", "entities", iris, "definition") == {"http://x/curie"}
     hits = index.search("c", "entities", embedder.embed_one("chemist"), 2)
     assert [h.iri for h in hits] == ["http://x/curie", "http://x/bohr"] and hits[0].payload["facet"] == "definition"
     index.delete("c", "entities", iris[:1])
-    assert index.count("c", "entities") == 1 and [h.iri for h in index.search("c", "entities", embedder.embed_one("x"), 5)] == iris[1:]
+    assert (
+        index.count("c", "entities") == 1
+        and [h.iri for h in index.search("c", "entities", embedder.embed_one("x"), 5)] == iris[1:]
+    )
     index.close()
 
 
@@ -81,8 +90,13 @@ def test_local_search_sees_every_write_after_the_first_search(tmp_path: Path, em
     index.upsert("c", "chunks", ["http://x/a"], embedder.embed(["Krakow lies on the Vistula in Poland"]), [{"v": 2}])
     (hit,) = index.search("c", "chunks", query, 5)
     assert hit.payload["v"] == 2 and hit.score > 0.3
-    stored = index.vectors_of("c", "chunks", ["http://x/a", "http://x/b"])  # from the matrix now: the new vector, no deleted one
-    assert list(stored) == ["http://x/a"] and float(stored["http://x/a"] @ embedder.embed_one("Krakow lies on the Vistula in Poland")) > 0.99
+    stored = index.vectors_of(
+        "c", "chunks", ["http://x/a", "http://x/b"]
+    )  # from the matrix now: the new vector, no deleted one
+    assert (
+        list(stored) == ["http://x/a"]
+        and float(stored["http://x/a"] @ embedder.embed_one("Krakow lies on the Vistula in Poland")) > 0.99
+    )
     index.close()
 
 
@@ -93,7 +107,9 @@ def test_search_many_answers_each_query_as_search_does(tmp_path: Path, embedder:
     index.upsert("c", "chunks", [f"http://x/{i}" for i in range(4)], embedder.embed(texts), [{}] * 4)
     many = index.search_many("c", "chunks", queries, 2)
     singles = [index.search("c", "chunks", query, 2) for query in queries]
-    assert [[(h.iri, round(h.score, 5)) for h in hits] for hits in many] == [[(h.iri, round(h.score, 5)) for h in hits] for hits in singles]
+    assert [[(h.iri, round(h.score, 5)) for h in hits] for hits in many] == [
+        [(h.iri, round(h.score, 5)) for h in hits] for hits in singles
+    ]
     assert [hits[0].iri for hits in many] == ["http://x/0", "http://x/1", "http://x/2"]
     assert index.search_many("nothing", "chunks", queries, 2) == [[], [], []]
     index.close()

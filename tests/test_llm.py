@@ -60,8 +60,11 @@ def test_anthropic_stream(stub: MessagesStub) -> None:
 
 
 def test_rate_limit_then_success_is_retried(stub: MessagesStub) -> None:
-    stub.script(Reply(status=429, error_type="rate_limit_error", headers={"retry-after": "0"}),
-                Reply(status=529, error_type="overloaded_error"), Reply("finally"))  # fmt: skip
+    stub.script(
+        Reply(status=429, error_type="rate_limit_error", headers={"retry-after": "0"}),
+        Reply(status=529, error_type="overloaded_error"),
+        Reply("finally"),
+    )
     model = claude(stub)
     assert asyncio.run(model.complete("hi")).text == "finally"
     assert len(stub.requests) == 3 and model.usage.retries == 2
@@ -137,8 +140,12 @@ def test_concurrency_is_bounded(stub: MessagesStub) -> None:
 
 
 def test_openai_compatible_plain_stream_retry_and_auth(stub: MessagesStub) -> None:
-    stub.script(Reply(status=429, headers={"retry-after": "0"}), Reply("plain answer", input_tokens=5, output_tokens=2),
-                Reply("streamed answer"), Reply(status=401))  # fmt: skip
+    stub.script(
+        Reply(status=429, headers={"retry-after": "0"}),
+        Reply("plain answer", input_tokens=5, output_tokens=2),
+        Reply("streamed answer"),
+        Reply(status=401),
+    )
     model = openai(stub)
 
     async def run() -> tuple[str, str]:

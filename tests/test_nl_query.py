@@ -19,10 +19,21 @@ ALLOWED = {ORG + "memberOf", ORG + "Organization", FOAF + "Agent"}
 
 
 def test_only_queries_on_the_ontology_pass() -> None:
-    assert check_query(f"SELECT ?p WHERE {{ ?p <{ORG}memberOf> ?o . ?o a <{ORG}Organization> }}", ALLOWED, BASE) == "select"
+    assert (
+        check_query(f"SELECT ?p WHERE {{ ?p <{ORG}memberOf> ?o . ?o a <{ORG}Organization> }}", ALLOWED, BASE)
+        == "select"
+    )
     assert check_query(f"PREFIX org: <{ORG}> ASK {{ <{BASE}id/hr/x> org:memberOf ?o }}", ALLOWED, BASE) == "ask"
-    assert check_query(f"CONSTRUCT {{ ?p <{ORG}memberOf> ?o }} WHERE {{ ?p <{ORG}memberOf> ?o ; rdfs:label ?l }}".replace(
-        "CONSTRUCT", "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#> CONSTRUCT"), ALLOWED, BASE) == "construct"  # fmt: skip
+    assert (
+        check_query(
+            f"CONSTRUCT {{ ?p <{ORG}memberOf> ?o }} WHERE {{ ?p <{ORG}memberOf> ?o ; rdfs:label ?l }}".replace(
+                "CONSTRUCT", "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#> CONSTRUCT"
+            ),
+            ALLOWED,
+            BASE,
+        )
+        == "construct"
+    )
     refused = {
         "INSERT DATA { <http://ex/a> <http://ex/b> <http://ex/c> }": "an update",
         "DELETE WHERE { ?s ?p ?o }": "an update",
@@ -30,7 +41,7 @@ def test_only_queries_on_the_ontology_pass() -> None:
         f"SELECT ?p WHERE {{ ?p <{ORG}headOfEverything> ?o }}": f"does not define: {ORG}headOfEverything",
         "SELECT ?x WHERE { ?x <http://evil.example/p> ?y }": "http://evil.example/p",
         "SELECT ?x WHERE { ?x": "does not parse",
-    }  # fmt: skip
+    }
     for query, reason in refused.items():
         with pytest.raises(QueryRejected, match=reason) as caught:
             check_query(query, ALLOWED, BASE)
@@ -46,15 +57,28 @@ def stub() -> Iterator[MessagesStub]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, stub: MessagesStub) -> Iterator[LiveServer]:
-    live, stop = start_server(tmp_path_factory.mktemp("nl"), base_iri=BASE, llm="anthropic", llm_base_url=stub.url, llm_api_key="sk-test")
+    live, stop = start_server(
+        tmp_path_factory.mktemp("nl"), base_iri=BASE, llm="anthropic", llm_base_url=stub.url, llm_api_key="sk-test"
+    )
     with live.client() as client:
-        assert client.put("/api/v1/ontologies/org", content=(SHARED / "data/ontologies/org.ttl").read_bytes(),
-                          headers={"Content-Type": "text/turtle"}).status_code == 201  # fmt: skip
+        assert (
+            client.put(
+                "/api/v1/ontologies/org",
+                content=(SHARED / "data/ontologies/org.ttl").read_bytes(),
+                headers={"Content-Type": "text/turtle"},
+            ).status_code
+            == 201
+        )
         assert client.post("/api/v1/collections", json={"name": "hr", "ontology": "org"}).status_code == 201
         jane, acme = f"<{BASE}id/hr/org/Agent/jane-smith>", f"<{BASE}id/hr/org/FormalOrganization/acme>"
-        update = f"""INSERT DATA {{ GRAPH <{BASE}graph/hr> {{ {jane} a <{FOAF}Agent> ; <http://www.w3.org/2000/01/rdf-schema#label> "Jane Smith" ;
-            <{ORG}memberOf> {acme} . {acme} a <{ORG}FormalOrganization> ; <http://www.w3.org/2000/01/rdf-schema#label> "ACME" }} }}"""
-        assert client.post("/sparql", content=update, headers={"Content-Type": "application/sparql-update"}).status_code == 204
+        update = f"""INSERT DATA {{ GRAPH <{BASE}graph/hr> {{ {jane} a <{FOAF}Agent> ;
+            <http://www.w3.org/2000/01/rdf-schema#label> "Jane Smith" ;
+            <{ORG}memberOf> {acme} . {acme} a <{ORG}FormalOrganization> ;
+              <http://www.w3.org/2000/01/rdf-schema#label> "ACME" }} }}"""
+        assert (
+            client.post("/sparql", content=update, headers={"Content-Type": "application/sparql-update"}).status_code
+            == 204
+        )
     yield live
     stop()
 
@@ -65,8 +89,11 @@ def dataset(server: LiveServer) -> str:
 
 
 def test_a_question_becomes_a_checked_query_with_results(server: LiveServer, stub: MessagesStub) -> None:
-    query = (f"PREFIX org: <{ORG}>\nPREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\n"
-             f"SELECT ?name WHERE {{ GRAPH <{BASE}graph/hr> {{ ?p org:memberOf ?o . ?o rdfs:label \"ACME\" . ?p rdfs:label ?name }} }}")  # fmt: skip
+    query = (
+        f"PREFIX org: <{ORG}>\nPREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\n"
+        f'SELECT ?name WHERE {{ GRAPH <{BASE}graph/hr> {{ ?p org:memberOf ?o . ?o rdfs:label "ACME" . ?p rdfs:label '
+        f"?name }} }}"
+    )
     stub.script(Reply(f"Here it is:\n```sparql\n{query}\n```"))
     with server.client() as client:
         response = client.post("/api/v1/nl-query", json={"question": "Who is a member of ACME?", "collection": "hr"})
@@ -75,16 +102,23 @@ def test_a_question_becomes_a_checked_query_with_results(server: LiveServer, stu
     assert body["query"] == query and body["form"] == "select" and body["ontology"] == "org"
     assert [b["name"]["value"] for b in body["results"]["results"]["bindings"]] == ["Jane Smith"]
     prompt = stub.requests[-1]["messages"][0]["content"]
-    assert "Who is a member of ACME?" in prompt and f"<{BASE}graph/hr>" in prompt and f"- {ORG}memberOf (member of)" in prompt
+    assert (
+        "Who is a member of ACME?" in prompt
+        and f"<{BASE}graph/hr>" in prompt
+        and f"- {ORG}memberOf (member of)" in prompt
+    )
 
 
-@pytest.mark.parametrize(("reply", "reason"), [
-    ("```sparql\nDELETE WHERE { ?s ?p ?o }\n```", "an update"),
-    (f"```sparql\nSELECT ?x WHERE {{ ?x <{ORG}employs> ?y }}\n```", "does not define"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        ("```sparql\nDELETE WHERE { ?s ?p ?o }\n```", "an update"),
+        (f"```sparql\nSELECT ?x WHERE {{ ?x <{ORG}employs> ?y }}\n```", "does not define"),
+    ],
+)
 def test_a_generated_update_or_unknown_predicate_is_refused_and_never_runs(
     server: LiveServer, stub: MessagesStub, reply: str, reason: str
-) -> None:  # fmt: skip
+) -> None:
     before = dataset(server)
     stub.script(Reply(reply))
     with server.client() as client:
@@ -100,8 +134,16 @@ def test_bad_requests_are_4xx(server: LiveServer) -> None:
         cases = [
             (client.post("/api/v1/nl-query", json={"question": ""}), 400, "bad_request"),
             (client.post("/api/v1/nl-query", json={"question": "x" * 3000}), 400, "question_too_long"),
-            (client.post("/api/v1/nl-query", json={"question": "Who?", "ontology": "nothing"}), 400, "unknown_ontology"),
-            (client.post("/api/v1/nl-query", json={"question": "Who?", "collection": "nowhere"}), 404, "collection_not_found"),
+            (
+                client.post("/api/v1/nl-query", json={"question": "Who?", "ontology": "nothing"}),
+                400,
+                "unknown_ontology",
+            ),
+            (
+                client.post("/api/v1/nl-query", json={"question": "Who?", "collection": "nowhere"}),
+                404,
+                "collection_not_found",
+            ),
             (client.post("/api/v1/nl-query", json={"question": "Who?", "limit": 3}), 400, "bad_request"),
             (client.post("/api/v1/nl-query", content=b"[1]"), 400, "bad_request"),
         ]
@@ -124,6 +166,9 @@ def test_offline_it_is_501_and_a_cli_error(tmp_path: Path) -> None:
         assert response.status_code == 501 and "need an LLM" in response.json()["detail"]
     finally:
         stop()
-    run = subprocess.run([SPARQLRAG, "nl-query", "Who is a member of ACME?", "--data-dir", str(tmp_path / "cli")],
-                         capture_output=True, text=True)  # fmt: skip
+    run = subprocess.run(
+        [SPARQLRAG, "nl-query", "Who is a member of ACME?", "--data-dir", str(tmp_path / "cli")],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 2 and "need an LLM" in run.stderr and "Traceback" not in run.stderr

@@ -20,13 +20,24 @@ def triples(facts: list[Fact]) -> set[tuple[str, str, str, bool]]:
 
 
 def test_names_verb_phrases_and_definitions(extractor: OfflineExtractor) -> None:
-    text = ("The Journal of Mathematical Physics is a peer-reviewed journal published monthly by the American "
-            "Institute of Physics. Marie Curie was born in Warsaw and moved to Paris in 1891. "
-            "Dr. Jan P. Solovej from University of Copenhagen edits it. Canberra is the capital of Australia.")  # fmt: skip
+    text = (
+        "The Journal of Mathematical Physics is a peer-reviewed journal published monthly by the American "
+        "Institute of Physics. Marie Curie was born in Warsaw and moved to Paris in 1891. "
+        "Dr. Jan P. Solovej from University of Copenhagen edits it. Canberra is the capital of Australia."
+    )
     knowledge = asyncio.run(extractor.extract(text))
     names = {e.name for e in knowledge.entities}
-    assert {"Journal of Mathematical Physics", "American Institute of Physics", "Marie Curie", "Warsaw", "Paris",
-            "Jan P. Solovej", "University of Copenhagen", "Canberra", "Australia"} <= names  # fmt: skip
+    assert {
+        "Journal of Mathematical Physics",
+        "American Institute of Physics",
+        "Marie Curie",
+        "Warsaw",
+        "Paris",
+        "Jan P. Solovej",
+        "University of Copenhagen",
+        "Canberra",
+        "Australia",
+    } <= names
     assert "Dr" not in names and "The" not in names
     assert {
         ("Journal of Mathematical Physics", "published by", "American Institute of Physics", True),

@@ -63,17 +63,27 @@ def dataset(ontologies: Ontologies, folder: Path) -> bytes:
     return (folder / "dump.nq").read_bytes()
 
 
-@pytest.mark.parametrize(("fmt", "data", "filename", "iri"), [
-    ("turtle", (ONTOLOGIES / "foaf.ttl").read_bytes(), "foaf.ttl", FOAF),
-    ("ntriples", converted("org", RdfFormat.N_TRIPLES), "org.nt", ORG),
-    ("rdfxml", converted("foaf", RdfFormat.RDF_XML), "foaf.rdf", FOAF),
-    ("rdfxml-sniffed", converted("org", RdfFormat.RDF_XML), "org.owl", ORG),
-    ("turtle-schema", (ONTOLOGIES / "schemaorg_subset.ttl").read_bytes(), "schema.ttl", BASE + "ontology/x"),  # declares no IRI
-    ("jsonld", converted("schemaorg_subset", RdfFormat.JSON_LD), "schema.jsonld", BASE + "ontology/x"),
-    ("owlxml", OWL_XML_DOC, "zoo.owx", "http://example.org/zoo"),
-    ("owlxml-sniffed", OWL_XML_DOC, None, "http://example.org/zoo"),
-])  # fmt: skip
-def test_each_format_loads_into_its_own_graph(ontologies: Ontologies, fmt: str, data: bytes, filename: str | None, iri: str) -> None:
+@pytest.mark.parametrize(
+    ("fmt", "data", "filename", "iri"),
+    [
+        ("turtle", (ONTOLOGIES / "foaf.ttl").read_bytes(), "foaf.ttl", FOAF),
+        ("ntriples", converted("org", RdfFormat.N_TRIPLES), "org.nt", ORG),
+        ("rdfxml", converted("foaf", RdfFormat.RDF_XML), "foaf.rdf", FOAF),
+        ("rdfxml-sniffed", converted("org", RdfFormat.RDF_XML), "org.owl", ORG),
+        (
+            "turtle-schema",
+            (ONTOLOGIES / "schemaorg_subset.ttl").read_bytes(),
+            "schema.ttl",
+            BASE + "ontology/x",
+        ),  # declares no IRI
+        ("jsonld", converted("schemaorg_subset", RdfFormat.JSON_LD), "schema.jsonld", BASE + "ontology/x"),
+        ("owlxml", OWL_XML_DOC, "zoo.owx", "http://example.org/zoo"),
+        ("owlxml-sniffed", OWL_XML_DOC, None, "http://example.org/zoo"),
+    ],
+)
+def test_each_format_loads_into_its_own_graph(
+    ontologies: Ontologies, fmt: str, data: bytes, filename: str | None, iri: str
+) -> None:
     result = ontologies.load_sync("x", data, filename=filename)
     assert result.info.iri == iri and not result.replaced and result.info.classes >= 2
     stored = ontologies.store.serialize_graph(iri, RdfFormat.N_TRIPLES)
@@ -100,16 +110,26 @@ def test_the_model_has_hierarchy_domain_range_inverse_and_cardinality() -> None:
     assert not foaf.is_a(FOAF + "Document", [FOAF + "Agent"])
     org = model("org", ORG)
     member_of = org.properties[ORG + "memberOf"]
-    assert member_of.kind == "object" and member_of.domain == (FOAF + "Agent",) and member_of.range == (ORG + "Organization",)
+    assert (
+        member_of.kind == "object"
+        and member_of.domain == (FOAF + "Agent",)
+        and member_of.range == (ORG + "Organization",)
+    )
     assert member_of.inverse == ORG + "hasMember" and org.properties[ORG + "hasMember"].inverse == ORG + "memberOf"
     assert org.properties[ORG + "location"].kind == "datatype"  # its range is xsd:string
     schema = model("schemaorg_subset", SCHEMA)  # RDFS style: rdfs:Class, rdf:Property, domainIncludes
     author = schema.properties[SCHEMA + "author"]
-    assert author.domain == (SCHEMA + "CreativeWork",) and set(author.range) == {SCHEMA + "Organization", SCHEMA + "Person"}
+    assert author.domain == (SCHEMA + "CreativeWork",) and set(author.range) == {
+        SCHEMA + "Organization",
+        SCHEMA + "Person",
+    }
     assert schema.is_a(SCHEMA + "City", [SCHEMA + "Place"]) and schema.classes[SCHEMA + "City"].label == "City"
     time = model("time", "http://www.w3.org/2006/time")
     exact = {(c.owner.rsplit("#")[-1], c.property.rsplit("#")[-1], c.minimum, c.maximum) for c in time.cardinalities}
-    assert {("Duration", "unitType", 1, 1), ("GeneralDateTimeDescription", "hour", None, 1)} <= exact  # exactly 1; at most 1
+    assert {
+        ("Duration", "unitType", 1, 1),
+        ("GeneralDateTimeDescription", "hour", None, 1),
+    } <= exact  # exactly 1; at most 1
 
 
 def test_reloading_a_changed_ontology_replaces_it_whole(ontologies: Ontologies) -> None:
@@ -122,24 +142,44 @@ def test_reloading_a_changed_ontology_replaces_it_whole(ontologies: Ontologies) 
     assert second.replaced and second.info.classes == 3
     stored = ontologies.store.serialize_graph(second.info.iri, RdfFormat.N_TRIPLES)
     assert b"pets#Cat" not in stored and b"pets#Dog" in stored
-    assert ontologies.model_sync("pets").classes.keys() == {f"http://example.org/pets#{c}" for c in ("Animal", "Dog", "Person")}
+    assert ontologies.model_sync("pets").classes.keys() == {
+        f"http://example.org/pets#{c}" for c in ("Animal", "Dog", "Person")
+    }
     assert len(ontologies.list_sync()) == 1
 
 
-@pytest.mark.parametrize(("data", "name", "error", "message"), [
-    (b'<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"><rdf:Description', "bad", OntologyError, "not valid RDF/XML: syntax error"),
-    (b"@prefix ex: <http://ex/> . ex:a ex:b", "bad", OntologyError, "not valid Turtle"),
-    (b'<Ontology xmlns="http://www.w3.org/2002/07/owl#"><Declaration>', "bad", OntologyError, "OWL/XML"),
-    (b"<http://ex/a> <http://ex/b> <http://ex/c> .", "noclasses", OntologyError, "no classes"),
-    (PETS, "Bad Name", InvalidName, "ontology names"),
-    (converted("org", RdfFormat.TURTLE), "foaf", OntologyConflict, "holds another ontology"),  # a name clash
-    ((ONTOLOGIES / "foaf.ttl").read_bytes(), "foaf2", OntologyConflict, "under the name 'foaf'"),  # the IRI is taken
-    (b"<http://kb.example/graph/default> a <http://www.w3.org/2002/07/owl#Ontology> . <http://ex/A> a "
-     b"<http://www.w3.org/2002/07/owl#Class> .", "sneaky", OntologyError, "graph name"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("data", "name", "error", "message"),
+    [
+        (
+            b'<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"><rdf:Description',
+            "bad",
+            OntologyError,
+            "not valid RDF/XML: syntax error",
+        ),
+        (b"@prefix ex: <http://ex/> . ex:a ex:b", "bad", OntologyError, "not valid Turtle"),
+        (b'<Ontology xmlns="http://www.w3.org/2002/07/owl#"><Declaration>', "bad", OntologyError, "OWL/XML"),
+        (b"<http://ex/a> <http://ex/b> <http://ex/c> .", "noclasses", OntologyError, "no classes"),
+        (PETS, "Bad Name", InvalidName, "ontology names"),
+        (converted("org", RdfFormat.TURTLE), "foaf", OntologyConflict, "holds another ontology"),  # a name clash
+        (
+            (ONTOLOGIES / "foaf.ttl").read_bytes(),
+            "foaf2",
+            OntologyConflict,
+            "under the name 'foaf'",
+        ),  # the IRI is taken
+        (
+            b"<http://kb.example/graph/default> a <http://www.w3.org/2002/07/owl#Ontology> . <http://ex/A> a "
+            b"<http://www.w3.org/2002/07/owl#Class> .",
+            "sneaky",
+            OntologyError,
+            "graph name",
+        ),
+    ],
+)
 def test_bad_ontologies_are_refused_and_change_nothing(
     ontologies: Ontologies, tmp_path: Path, data: bytes, name: str, error: type[Exception], message: str
-) -> None:  # fmt: skip
+) -> None:
     ontologies.load_sync("foaf", (ONTOLOGIES / "foaf.ttl").read_bytes(), filename="foaf.ttl")
     before = dataset(ontologies, tmp_path)
     with pytest.raises(error, match=message):
@@ -163,7 +203,9 @@ def test_a_graph_of_other_data_is_never_overwritten(ontologies: Ontologies, tmp_
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     # the base IRI is the server's own URL, so that an ontology IRI under it can be fetched
-    live, stop = start_server(tmp_path_factory.mktemp("ontologies"), own_base_iri=True, max_ontology_bytes=2 * 1024 * 1024)
+    live, stop = start_server(
+        tmp_path_factory.mktemp("ontologies"), own_base_iri=True, max_ontology_bytes=2 * 1024 * 1024
+    )
     yield live
     stop()
 
@@ -172,7 +214,11 @@ def test_http_load_list_negotiate_and_remove(server: LiveServer) -> None:
     with server.client() as client:
         files = {"file": ("foaf.ttl", (ONTOLOGIES / "foaf.ttl").read_bytes(), "text/turtle")}
         created = client.post("/api/v1/ontologies", files=files)
-        assert created.status_code == 201 and created.json()["iri"] == FOAF and created.headers["location"] == "/api/v1/ontologies/foaf"
+        assert (
+            created.status_code == 201
+            and created.json()["iri"] == FOAF
+            and created.headers["location"] == "/api/v1/ontologies/foaf"
+        )
         rdfxml = converted("org", RdfFormat.RDF_XML)
         put = client.put("/api/v1/ontologies/org", content=rdfxml, headers={"Content-Type": "application/rdf+xml"})
         assert put.status_code == 201 and put.json()["classes"] == 15
@@ -182,11 +228,17 @@ def test_http_load_list_negotiate_and_remove(server: LiveServer) -> None:
         default = client.get("/api/v1/ontologies/org")  # no Accept: RDF/XML, what the OWL API reads
         assert default.headers["content-type"].startswith("application/rdf+xml") and "Accept" in default.headers["vary"]
         assert len(rdflib.Graph().parse(data=default.content, format="xml")) == put.json()["triples"]
-        for accept, rdflib_format in (("text/turtle", "turtle"), ("application/n-triples", "nt"), ("application/ld+json", "json-ld")):
+        for accept, rdflib_format in (
+            ("text/turtle", "turtle"),
+            ("application/n-triples", "nt"),
+            ("application/ld+json", "json-ld"),
+        ):
             response = client.get("/api/v1/ontologies/org", headers={"Accept": accept})
             assert response.headers["content-type"].startswith(accept) and response.headers["vary"].startswith("Accept")
             assert len(rdflib.Graph().parse(data=response.content, format=rdflib_format)) == put.json()["triples"]
-        turtle = client.get("/api/v1/ontologies/foaf", headers={"Accept": "text/turtle"}).text  # with the file's own prefixes
+        turtle = client.get(
+            "/api/v1/ontologies/foaf", headers={"Accept": "text/turtle"}
+        ).text  # with the file's own prefixes
         assert f"@prefix foaf: <{FOAF}> ." in turtle and "\nfoaf:Person " in turtle and "prefixes" not in created.json()
         assert 'xmlns:foaf="http://xmlns.com/foaf/0.1/"' in client.get("/api/v1/ontologies/foaf").text
         refused = client.get("/api/v1/ontologies/org", headers={"Accept": "image/png"})
@@ -201,7 +253,11 @@ def test_an_ontology_iri_under_the_base_is_served_there(server: LiveServer) -> N
         loaded = client.post("/api/v1/ontologies?name=pets", content=PETS, headers={"Content-Type": "text/turtle"})
         assert loaded.status_code == 201 and loaded.json()["iri"] == server.url + "/ontology/pets"
         page = client.get("/ontology/pets", headers={"Accept": "text/turtle"})
-        assert page.status_code == 200 and b"@prefix pets: <http://example.org/pets#> ." in page.content and b"\npets:Dog " in page.content
+        assert (
+            page.status_code == 200
+            and b"@prefix pets: <http://example.org/pets#> ." in page.content
+            and b"\npets:Dog " in page.content
+        )
         assert client.get("/ontology/nothing").json()["error"] == "not_found"
         assert client.post("/ontology/pets").status_code in (404, 405)
 
@@ -210,19 +266,61 @@ def test_http_bad_inputs_are_4xx_and_change_nothing(server: LiveServer) -> None:
     with server.client() as client:
         before = client.get("/store", headers={"Accept": "application/n-quads"}).text
         cases = [
-            (client.post("/api/v1/ontologies?name=bad", content=b"<rdf:RDF xmlns:rdf='x'><oops", headers={"Content-Type": "application/rdf+xml"}),
-             400, "bad_ontology"),
-            (client.post("/api/v1/ontologies?name=empty", content=b"<http://ex/a> <http://ex/b> <http://ex/c> .",
-                         headers={"Content-Type": "application/n-triples"}), 400, "bad_ontology"),
-            (client.put("/api/v1/ontologies/foaf", content=converted("org", RdfFormat.TURTLE), headers={"Content-Type": "text/turtle"}),
-             409, "ontology_conflict"),
-            (client.put("/api/v1/ontologies/Not%20OK", content=PETS, headers={"Content-Type": "text/turtle"}), 400, "bad_name"),
-            (client.post("/api/v1/ontologies", content=PETS, headers={"Content-Type": "text/turtle"}), 400, "bad_request"),
-            (client.post("/api/v1/ontologies?name=huge", content=b"#" * (3 * 1024 * 1024), headers={"Content-Type": "text/turtle"}),
-             413, "body_too_large"),
-            (client.post("/api/v1/ontologies?name=huge", files={"file": ("huge.ttl", b"#" * (3 * 1024 * 1024), "text/turtle")}),
-             413, "body_too_large"),
-        ]  # fmt: skip
+            (
+                client.post(
+                    "/api/v1/ontologies?name=bad",
+                    content=b"<rdf:RDF xmlns:rdf='x'><oops",
+                    headers={"Content-Type": "application/rdf+xml"},
+                ),
+                400,
+                "bad_ontology",
+            ),
+            (
+                client.post(
+                    "/api/v1/ontologies?name=empty",
+                    content=b"<http://ex/a> <http://ex/b> <http://ex/c> .",
+                    headers={"Content-Type": "application/n-triples"},
+                ),
+                400,
+                "bad_ontology",
+            ),
+            (
+                client.put(
+                    "/api/v1/ontologies/foaf",
+                    content=converted("org", RdfFormat.TURTLE),
+                    headers={"Content-Type": "text/turtle"},
+                ),
+                409,
+                "ontology_conflict",
+            ),
+            (
+                client.put("/api/v1/ontologies/Not%20OK", content=PETS, headers={"Content-Type": "text/turtle"}),
+                400,
+                "bad_name",
+            ),
+            (
+                client.post("/api/v1/ontologies", content=PETS, headers={"Content-Type": "text/turtle"}),
+                400,
+                "bad_request",
+            ),
+            (
+                client.post(
+                    "/api/v1/ontologies?name=huge",
+                    content=b"#" * (3 * 1024 * 1024),
+                    headers={"Content-Type": "text/turtle"},
+                ),
+                413,
+                "body_too_large",
+            ),
+            (
+                client.post(
+                    "/api/v1/ontologies?name=huge",
+                    files={"file": ("huge.ttl", b"#" * (3 * 1024 * 1024), "text/turtle")},
+                ),
+                413,
+                "body_too_large",
+            ),
+        ]
         for response, status, error in cases:
             assert (response.status_code, response.json()["error"]) == (status, error), response.text
         assert client.get("/store", headers={"Accept": "application/n-quads"}).text == before
@@ -235,11 +333,20 @@ def test_replace_lets_a_name_take_another_ontology(server: LiveServer) -> None:
         zoo = {"Content-Type": "application/owl+xml"}
         assert client.put("/api/v1/ontologies/swap", content=OWL_XML_DOC, headers=zoo).status_code == 409
         replaced = client.put("/api/v1/ontologies/swap?replace=true", content=OWL_XML_DOC, headers=zoo)
-        assert replaced.status_code == 200 and replaced.json()["replaced"] and replaced.json()["iri"] == "http://example.org/zoo"
-        graphs = client.get("/sparql", params={"query": "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }"},
-                            headers={"Accept": "application/sparql-results+json"}).json()["results"]["bindings"]  # fmt: skip
+        assert (
+            replaced.status_code == 200
+            and replaced.json()["replaced"]
+            and replaced.json()["iri"] == "http://example.org/zoo"
+        )
+        graphs = client.get(
+            "/sparql",
+            params={"query": "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }"},
+            headers={"Accept": "application/sparql-results+json"},
+        ).json()["results"]["bindings"]
         names = {b["g"]["value"] for b in graphs}
-        assert "http://example.org/zoo" in names and server.url + "/ontology/swap" not in names  # the old graph went with it
+        assert (
+            "http://example.org/zoo" in names and server.url + "/ontology/swap" not in names
+        )  # the old graph went with it
         assert client.delete("/api/v1/ontologies/swap").status_code == 204
 
 
@@ -262,35 +369,60 @@ def test_a_50_mb_upload_is_refused_under_the_default_limit(tmp_path: Path) -> No
     live, stop = start_server(tmp_path / "data")
     try:
         with live.client() as client:
-            response = client.post("/api/v1/ontologies?name=big", content=b"#" * (50 * 1024 * 1024), headers={"Content-Type": "text/turtle"})
+            response = client.post(
+                "/api/v1/ontologies?name=big",
+                content=b"#" * (50 * 1024 * 1024),
+                headers={"Content-Type": "text/turtle"},
+            )
             assert response.status_code == 413 and "33554432 byte limit" in response.json()["detail"]
             assert client.get("/api/v1/ontologies").json()["ontologies"] == []
     finally:
         stop()
 
 
-@pytest.mark.skipif(not Path("/usr/share/java/owlapi-distribution.jar").exists() or not shutil.which("java"),
-                    reason="the OWL API (Debian libowlapi-java) and java are installed by `make install`")  # fmt: skip
+@pytest.mark.skipif(
+    not Path("/usr/share/java/owlapi-distribution.jar").exists() or not shutil.which("java"),
+    reason="the OWL API (Debian libowlapi-java) and java are installed by `make install`",
+)
 def test_the_owl_api_loads_ontologies_from_the_running_server(server: LiveServer) -> None:
     with server.client() as client:
         client.post("/api/v1/ontologies?name=pets", content=PETS, headers={"Content-Type": "text/turtle"})
         client.put("/api/v1/ontologies/zoo", content=OWL_XML_DOC, headers={"Content-Type": "application/owl+xml"})
-        client.put("/api/v1/ontologies/foaf", content=(ONTOLOGIES / "foaf.ttl").read_bytes(), headers={"Content-Type": "text/turtle"})
-    urls = [server.url + "/ontology/pets", server.url + "/api/v1/ontologies/zoo", server.url + "/api/v1/ontologies/foaf"]
-    run = subprocess.run(["java", "-cp", "/usr/share/java/*", str(ROOT / "tests" / "java" / "OwlClassCount.java"), *urls],
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
+        client.put(
+            "/api/v1/ontologies/foaf",
+            content=(ONTOLOGIES / "foaf.ttl").read_bytes(),
+            headers={"Content-Type": "text/turtle"},
+        )
+    urls = [
+        server.url + "/ontology/pets",
+        server.url + "/api/v1/ontologies/zoo",
+        server.url + "/api/v1/ontologies/foaf",
+    ]
+    run = subprocess.run(
+        ["java", "-cp", "/usr/share/java/*", str(ROOT / "tests" / "java" / "OwlClassCount.java"), *urls],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     counts = [line.split(" ", 1) for line in run.stdout.splitlines()]
     assert counts[0] == ["4", server.url + "/ontology/pets"]
     assert counts[1] == ["2", "http://example.org/zoo"]
-    declared = {s for t in ("Class", "") for s in rdflib.Graph().parse(ONTOLOGIES / "foaf.ttl").subjects(
-        rdflib.RDF.type, rdflib.OWL.Class if t else rdflib.RDFS.Class)}  # fmt: skip
+    declared = {
+        s
+        for t in ("Class", "")
+        for s in rdflib.Graph()
+        .parse(ONTOLOGIES / "foaf.ttl")
+        .subjects(rdflib.RDF.type, rdflib.OWL.Class if t else rdflib.RDFS.Class)
+    }
     assert counts[2][1] == FOAF and int(counts[2][0]) >= len(declared) == 13
 
 
 def test_cli_load_list_show_remove(tmp_path: Path) -> None:
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([SPARQLRAG, "ontology", *args, "--data-dir", str(tmp_path / "data")], capture_output=True, text=True)
+        return subprocess.run(
+            [SPARQLRAG, "ontology", *args, "--data-dir", str(tmp_path / "data")], capture_output=True, text=True
+        )
 
     loaded = cli("load", str(ONTOLOGIES / "org.ttl"))
     assert loaded.returncode == 0 and loaded.stdout.startswith(f"loaded org: {ORG} (15 classes")
@@ -307,8 +439,11 @@ def test_cli_load_list_show_remove(tmp_path: Path) -> None:
     bad.write_text("<rdf:RDF xmlns:rdf='http://www.w3.org/1999/02/22-rdf-syntax-ns#'><oops")
     refused = cli("load", str(bad))
     assert refused.returncode == 2 and "not valid RDF/XML" in refused.stderr
+
     def collections(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([SPARQLRAG, "collections", *args, "--data-dir", str(tmp_path / "data")], capture_output=True, text=True)
+        return subprocess.run(
+            [SPARQLRAG, "collections", *args, "--data-dir", str(tmp_path / "data")], capture_output=True, text=True
+        )
 
     unknown = collections("create", "hr", "--ontology", "nothing")
     assert unknown.returncode == 2 and "no ontology is loaded under the name 'nothing'" in unknown.stderr
@@ -326,17 +461,32 @@ def shared_model(name: str, iri: str) -> OntologyModel:
     return owlready.model(iri, read_ontology((ONTOLOGIES / f"{name}.ttl").read_bytes(), filename=f"{name}.ttl"))
 
 
-@pytest.mark.parametrize(("name", "iri", "sentence", "expected"), [
-    ("foaf", FOAF, "Alice is a person with an online account, and she knows Bob.",
-     {"Person", "OnlineAccount", "knows", "Agent"}),  # Agent: Person's parent
-    ("org", ORG, "Jane is a member of the finance unit of ACME, a formal organization, where she holds a post.",
-     {"Membership", "OrganizationalUnit", "FormalOrganization", "Post", "Organization"}),
-    ("schemaorg_subset", SCHEMA, "The book was written by Mark Twain, an author born in a city in Missouri.",
-     {"Book", "author", "Person", "City", "CreativeWork"}),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "iri", "sentence", "expected"),
+    [
+        (
+            "foaf",
+            FOAF,
+            "Alice is a person with an online account, and she knows Bob.",
+            {"Person", "OnlineAccount", "knows", "Agent"},
+        ),  # Agent: Person's parent
+        (
+            "org",
+            ORG,
+            "Jane is a member of the finance unit of ACME, a formal organization, where she holds a post.",
+            {"Membership", "OrganizationalUnit", "FormalOrganization", "Post", "Organization"},
+        ),
+        (
+            "schemaorg_subset",
+            SCHEMA,
+            "The book was written by Mark Twain, an author born in a city in Missouri.",
+            {"Book", "author", "Person", "City", "CreativeWork"},
+        ),
+    ],
+)
 def test_selection_finds_the_classes_a_sentence_is_about(
     embedder: Embedder, name: str, iri: str, sentence: str, expected: set[str]
-) -> None:  # fmt: skip
+) -> None:
     selector = Selector(embedder)
     index = ElementIndex(shared_model(name, iri), embedder)
     (subset,) = selector.select(index, [sentence])
@@ -357,16 +507,29 @@ def test_selection_batches_chunks_and_passes_a_tiny_ontology_whole(embedder: Emb
     assert FOAF + "Document" not in person.scores
     strict = Selector(embedder, threshold=0.9).select(index, ["It rained all week in the hills."])[0]
     assert strict.scores == {} and strict.classes == {}
-    tiny = owlready.model(BASE + "ontology/tiny", read_ontology(b"""@prefix owl: <http://www.w3.org/2002/07/owl#> .
-        <http://ex/A> a owl:Class . <http://ex/B> a owl:Class . <http://ex/p> a owl:ObjectProperty .""", filename="t.ttl"))
+    tiny = owlready.model(
+        BASE + "ontology/tiny",
+        read_ontology(
+            b"""@prefix owl: <http://www.w3.org/2002/07/owl#> .
+        <http://ex/A> a owl:Class . <http://ex/B> a owl:Class . <http://ex/p> a owl:ObjectProperty .""",
+            filename="t.ttl",
+        ),
+    )
     (whole,) = selector.select(ElementIndex(tiny, embedder), ["Nothing to do with it."])
     assert whole.classes.keys() == {"http://ex/A", "http://ex/B"} and whole.properties.keys() == {"http://ex/p"}
 
 
 def test_phrases_gists_and_stems() -> None:
     assert candidate_phrases("The Finance Unit of ACME Corporation, in 2020, hired a new chief financial officer.") == [
-        "Finance Unit", "ACME Corporation", "hired", "new chief financial", "officer"]
-    assert gist("The company hired three engineers in the spring of 2020.") == "company hired three engineers spring 2020"
+        "Finance Unit",
+        "ACME Corporation",
+        "hired",
+        "new chief financial",
+        "officer",
+    ]
+    assert (
+        gist("The company hired three engineers in the spring of 2020.") == "company hired three engineers spring 2020"
+    )
     assert stems("Formal Organizations") == stems("formalOrganization") == {"formal", "organization"}
     assert element_text("Person", FOAF + "Person", "A person. Alive, dead, real, or imaginary.") == "Person: A person."
     assert element_text("member of", ORG + "memberOf", "") == "member of"

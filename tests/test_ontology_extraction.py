@@ -33,6 +33,17 @@ from tests.conftest import SHARED
 from tests.llm_stub import Reply, serve_stub
 
 FOAF, ORG, SCHEMA = "http://xmlns.com/foaf/0.1/", "http://www.w3.org/ns/org#", "http://schema.org/"
+# the LLM's answer for "Jane Smith is a member of ACME": the second relationship runs the wrong way
+JANE_AT_ACME = {
+    "entities": [
+        {"name": "Jane Smith", "class": FOAF + "Agent"},
+        {"name": "ACME", "class": ORG + "FormalOrganization"},
+    ],
+    "relationships": [
+        {"subject": "Jane Smith", "property": ORG + "memberOf", "object": "ACME"},
+        {"subject": "ACME", "property": ORG + "memberOf", "object": "Jane Smith"},
+    ],
+}
 
 
 def model(name: str, iri: str) -> OntologyModel:
@@ -56,10 +67,22 @@ def test_conform_keeps_what_fits_the_ontology_and_counts_the_rest(org: OntologyM
             {"class": ORG + "Post"},  # rejected: no name
         ],
         "relationships": [
-            {"subject": "Bob Jones", "property": ORG + "memberOf", "object": "ACME"},  # a FormalOrganization is an Organization
-            {"subject": "Jane Smith", "property": ORG + "memberOf", "object": "ACME"},  # rejected: ORG alone does not say a Person is an Agent
+            {
+                "subject": "Bob Jones",
+                "property": ORG + "memberOf",
+                "object": "ACME",
+            },  # a FormalOrganization is an Organization
+            {
+                "subject": "Jane Smith",
+                "property": ORG + "memberOf",
+                "object": "ACME",
+            },  # rejected: ORG alone does not say a Person is an Agent
             {"subject": "Finance", "property": "unitOf", "object": "ACME"},  # by local name
-            {"subject": "ACME", "property": ORG + "memberOf", "object": "Jane Smith"},  # rejected: range is Organization
+            {
+                "subject": "ACME",
+                "property": ORG + "memberOf",
+                "object": "Jane Smith",
+            },  # rejected: range is Organization
             {"subject": "Jane Smith", "property": ORG + "headOf", "object": "Nobody"},  # rejected: Nobody was rejected
             {"subject": "Jane Smith", "property": ORG + "noSuchProperty", "object": "ACME"},  # rejected
             {"subject": "Jane Smith", "property": ORG + "location", "object": "ACME"},  # rejected: a datatype property
@@ -69,41 +92,65 @@ def test_conform_keeps_what_fits_the_ontology_and_counts_the_rest(org: OntologyM
             {"entity": "ACME", "property": ORG + "location", "value": "Floor 2"},  # rejected: the domain is foaf:Person
             {"entity": "Jane Smith", "property": ORG + "memberOf", "value": "ACME"},  # rejected: an object property
         ],
-    }  # fmt: skip
+    }
     knowledge = conform(org, "org", answer)
-    assert knowledge.entities == [Entity("Jane Smith", type=FOAF + "Person"), Entity("Bob Jones", type=FOAF + "Agent"),
-                                  Entity("ACME", type=ORG + "FormalOrganization"), Entity("Finance", type=ORG + "OrganizationalUnit")]  # fmt: skip
+    assert knowledge.entities == [
+        Entity("Jane Smith", type=FOAF + "Person"),
+        Entity("Bob Jones", type=FOAF + "Agent"),
+        Entity("ACME", type=ORG + "FormalOrganization"),
+        Entity("Finance", type=ORG + "OrganizationalUnit"),
+    ]
     assert knowledge.facts == [
         Fact("Bob Jones", "member of", "ACME", True, property=ORG + "memberOf"),
         Fact("Finance", "unit Of", "ACME", True, property=ORG + "unitOf"),  # ORG's own label
         Fact("Jane Smith", "location", "Mail Stop 4", False, property=ORG + "location"),
-    ]  # fmt: skip
+    ]
     assert knowledge.rejected == 9 and knowledge.ontology == "org"  # 2 entities, 5 relationships, 2 attributes
     assert conform(org, "org", "not an object").rejected == 0 and conform(org, "org", {"entities": "x"}).entities == []
 
 
 def test_typed_knowledge_becomes_typed_iris_and_rdf_type_facts(org: OntologyModel) -> None:
-    knowledge = conform(org, "org", {"entities": [{"name": "Jane Smith", "class": FOAF + "Agent"}, {"name": "ACME Ltd", "class": ORG + "FormalOrganization"}],
-                                     "relationships": [{"subject": "Jane Smith", "property": ORG + "memberOf", "object": "ACME Ltd"}]})  # fmt: skip
+    knowledge = conform(
+        org,
+        "org",
+        {
+            "entities": [
+                {"name": "Jane Smith", "class": FOAF + "Agent"},
+                {"name": "ACME Ltd", "class": ORG + "FormalOrganization"},
+            ],
+            "relationships": [{"subject": "Jane Smith", "property": ORG + "memberOf", "object": "ACME Ltd"}],
+        },
+    )
     iris = Iris("http://kb.example/", "hr")
     triples = {t for t, _ in knowledge_triples(iris, knowledge)}
-    jane, acme = NamedNode("http://kb.example/id/hr/org/Agent/jane-smith"), NamedNode("http://kb.example/id/hr/org/FormalOrganization/acme-ltd")
-    assert Triple(jane, v.RDF_TYPE, NamedNode(FOAF + "Agent")) in triples and Triple(acme, v.RDF_TYPE, NamedNode(ORG + "FormalOrganization")) in triples
-    assert Triple(jane, NamedNode(ORG + "memberOf"), acme) in triples and Triple(jane, v.RDFS_LABEL, Literal("Jane Smith")) in triples
-    assert not any(t.subject.value.startswith("http://kb.example/rel/") for t in triples)  # the ontology's own property, no minted one
+    jane, acme = (
+        NamedNode("http://kb.example/id/hr/org/Agent/jane-smith"),
+        NamedNode("http://kb.example/id/hr/org/FormalOrganization/acme-ltd"),
+    )
+    assert (
+        Triple(jane, v.RDF_TYPE, NamedNode(FOAF + "Agent")) in triples
+        and Triple(acme, v.RDF_TYPE, NamedNode(ORG + "FormalOrganization")) in triples
+    )
+    assert (
+        Triple(jane, NamedNode(ORG + "memberOf"), acme) in triples
+        and Triple(jane, v.RDFS_LABEL, Literal("Jane Smith")) in triples
+    )
+    assert not any(
+        t.subject.value.startswith("http://kb.example/rel/") for t in triples
+    )  # the ontology's own property, no minted one
 
 
 def test_the_llm_sees_the_subset_and_its_answer_is_checked(embedder: Embedder, org: OntologyModel) -> None:
     selector = Selector(embedder)
     index = ElementIndex(org, embedder)
     text = "Jane Smith is a member of ACME, a formal organization. Her mail stop is 4."
-    answer = {"entities": [{"name": "Jane Smith", "class": FOAF + "Agent"}, {"name": "ACME", "class": ORG + "FormalOrganization"}],
-              "relationships": [{"subject": "Jane Smith", "property": ORG + "memberOf", "object": "ACME"},
-                                {"subject": "ACME", "property": ORG + "memberOf", "object": "Jane Smith"}]}  # fmt: skip
+    answer = JANE_AT_ACME
     stub, stop = serve_stub()
     try:
         stub.script(Reply("```json\n" + json.dumps(answer) + "\n```"))
-        extractor = GuidedExtractor(AnthropicModel("claude-test", api_key="sk-test", base_url=stub.url), "org", index, selector)
+        extractor = GuidedExtractor(
+            AnthropicModel("claude-test", api_key="sk-test", base_url=stub.url), "org", index, selector
+        )
         knowledge = asyncio.run(extractor.extract(text))
     finally:
         stop()
@@ -113,21 +160,29 @@ def test_the_llm_sees_the_subset_and_its_answer_is_checked(embedder: Embedder, o
     assert text in prompt and f"- {ORG}FormalOrganization (Formal Organization)" in prompt
     assert f"- {ORG}memberOf (member of): Agent -> Organization" in prompt
     classes = prompt.split("Classes:")[1].split("Object properties:")[0]
-    assert set(re.findall(r"^- (\S+) \(", classes, re.M)) == selector.select(index, [text])[0].classes.keys()  # the chunk's subset
+    assert (
+        set(re.findall(r"^- (\S+) \(", classes, re.M)) == selector.select(index, [text])[0].classes.keys()
+    )  # the chunk's subset
     assert extractor.model == "anthropic:claude-test" and extractor.name == "llm+ontology"
 
 
 def test_offline_extraction_types_entities_by_class_labels(embedder: Embedder) -> None:
     schema = model("schemaorg_subset", SCHEMA)
     extractor = TypedOfflineExtractor("schema", ElementIndex(schema, embedder), Selector(embedder))
-    knowledge = asyncio.run(extractor.extract("Warsaw is a city in Poland. Acme Corporation employs Jane Smith. "
-                                              "Huckleberry Finn is a book by Mark Twain."))  # fmt: skip
+    knowledge = asyncio.run(
+        extractor.extract(
+            "Warsaw is a city in Poland. Acme Corporation employs Jane Smith. Huckleberry Finn is a book by Mark Twain."
+        )
+    )
     types = {e.name: e.type for e in knowledge.entities}
     assert types["Warsaw"] == SCHEMA + "City" and types["Acme Corporation"] == SCHEMA + "Corporation"
     assert types["Huckleberry Finn"] == SCHEMA + "Book" and types["Poland"] is None  # nothing says what Poland is
     assert knowledge.ontology == "schema" and extractor.name == "offline+ontology"
     triples = {t for t, _ in knowledge_triples(Iris("http://kb.example/"), knowledge)}
-    assert Triple(NamedNode("http://kb.example/id/default/schema/City/warsaw"), v.RDF_TYPE, NamedNode(SCHEMA + "City")) in triples
+    assert (
+        Triple(NamedNode("http://kb.example/id/default/schema/City/warsaw"), v.RDF_TYPE, NamedNode(SCHEMA + "City"))
+        in triples
+    )
 
 
 # -- through the pipeline: a collection created with an ontology ---------------------------------
@@ -141,24 +196,46 @@ def open_services(root: Path, **settings: object) -> tuple[Services, EmbeddedSto
 
 
 def activity(services: Services, collection: str) -> dict[str, str]:
-    (row,) = select(services.store, SPARQL_PREFIXES + f"""SELECT ?extractor ?rejected WHERE {{
-        GRAPH <{BASE}graph/{collection}/source> {{ ?a a prov:Activity ; sr:extractor ?extractor OPTIONAL {{ ?a sr:rejected ?rejected }} }} }}""")  # fmt: skip
+    (row,) = select(
+        services.store,
+        SPARQL_PREFIXES
+        + f"""SELECT ?extractor ?rejected WHERE {{
+        GRAPH <{BASE}graph/{collection}/source> {{ ?a a prov:Activity ; sr:extractor ?extractor OPTIONAL {{ ?a
+          sr:rejected ?rejected }} }} }}""",
+    )
     return row
 
 
 def test_a_collection_with_an_ontology_gets_typed_knowledge_offline(tmp_path: Path) -> None:
     services, store = open_services(tmp_path)
     try:
-        services.ontologies.load_sync("schema", (SHARED / "data/ontologies/schemaorg_subset.ttl").read_bytes(), filename="s.ttl")
+        services.ontologies.load_sync(
+            "schema", (SHARED / "data/ontologies/schemaorg_subset.ttl").read_bytes(), filename="s.ttl"
+        )
         assert asyncio.run(services.collections.create("books", "schema"))
-        asyncio.run(services.pipeline.ingest("books", "twain", b"Huckleberry Finn is a book by Mark Twain. Hartford is a city in Connecticut."))
-        typed = select(store, SPARQL_PREFIXES + f"""SELECT ?e ?class ?chunk WHERE {{ GRAPH <{BASE}graph/books> {{ ?e a ?class }}
-            GRAPH <{BASE}graph/books/source> {{ ?st rdf:reifies <<( ?e rdf:type ?class )>> ; prov:wasDerivedFrom ?chunk }} }}""")  # fmt: skip
-        assert {(r["e"], r["class"]) for r in typed} == {(f"{BASE}id/books/schema/Book/huckleberry-finn", SCHEMA + "Book"),
-                                                        (f"{BASE}id/books/schema/City/hartford", SCHEMA + "City")}  # fmt: skip
+        asyncio.run(
+            services.pipeline.ingest(
+                "books", "twain", b"Huckleberry Finn is a book by Mark Twain. Hartford is a city in Connecticut."
+            )
+        )
+        typed = select(
+            store,
+            SPARQL_PREFIXES
+            + f"""SELECT ?e ?class ?chunk WHERE {{ GRAPH <{BASE}graph/books> {{ ?e a ?class }}
+            GRAPH <{BASE}graph/books/source> {{ ?st rdf:reifies <<( ?e rdf:type ?class )>> ; prov:wasDerivedFrom
+              ?chunk }} }}""",
+        )
+        assert {(r["e"], r["class"]) for r in typed} == {
+            (f"{BASE}id/books/schema/Book/huckleberry-finn", SCHEMA + "Book"),
+            (f"{BASE}id/books/schema/City/hartford", SCHEMA + "City"),
+        }
         assert all("/doc/books/twain/chunk/" in r["chunk"] for r in typed)  # each type has its provenance
         book = describe(store, BASE, f"{BASE}id/books/schema/Book/huckleberry-finn")  # what /id/ serves for a typed IRI
-        assert book is not None and (book.label, book.types, book.collection) == ("Huckleberry Finn", [SCHEMA + "Book"], "books")
+        assert book is not None and (book.label, book.types, book.collection) == (
+            "Huckleberry Finn",
+            [SCHEMA + "Book"],
+            "books",
+        )
         assert book.labels[SCHEMA + "Book"] == "Book"  # the class named as the ontology labels it
         assert activity(services, "books")["extractor"] == "offline+ontology"
         assert asyncio.run(services.collections.get("books")).ontology == "schema"  # type: ignore[union-attr]
@@ -174,7 +251,9 @@ def test_a_collection_with_an_ontology_gets_typed_knowledge_offline(tmp_path: Pa
 def test_documents_ingested_together_are_selected_together(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     services, store = open_services(tmp_path)
     try:
-        services.ontologies.load_sync("schema", (SHARED / "data/ontologies/schemaorg_subset.ttl").read_bytes(), filename="s.ttl")
+        services.ontologies.load_sync(
+            "schema", (SHARED / "data/ontologies/schemaorg_subset.ttl").read_bytes(), filename="s.ttl"
+        )
         asyncio.run(services.collections.create("notes", "schema"))
         selector = services.pipeline.extractor_for.selector  # type: ignore[union-attr]
         batches: list[int] = []
@@ -184,7 +263,9 @@ def test_documents_ingested_together_are_selected_together(tmp_path: Path, monke
             return Selector.select(selector, index, chunks)
 
         monkeypatch.setattr(selector, "select", counted)
-        notes = [Source(f"note-{n}", f"Hartford is a city in Connecticut. Note {n} says so.".encode()) for n in range(20)]
+        notes = [
+            Source(f"note-{n}", f"Hartford is a city in Connecticut. Note {n} says so.".encode()) for n in range(20)
+        ]
         results = asyncio.run(services.pipeline.ingest_many("notes", notes))
         assert all(isinstance(r, IngestResult) and r.chunks_added == 1 for r in results)
         assert sum(batches) == 20  # each chunk selected once, ahead of its extraction
@@ -197,12 +278,12 @@ def test_documents_ingested_together_are_selected_together(tmp_path: Path, monke
 
 
 def test_guided_llm_extraction_through_the_pipeline(tmp_path: Path) -> None:
-    answer = {"entities": [{"name": "Jane Smith", "class": FOAF + "Agent"}, {"name": "ACME", "class": ORG + "FormalOrganization"}],
-              "relationships": [{"subject": "Jane Smith", "property": ORG + "memberOf", "object": "ACME"},
-                                {"subject": "ACME", "property": ORG + "memberOf", "object": "Jane Smith"}]}  # fmt: skip
+    answer = JANE_AT_ACME
     stub, stop = serve_stub()
     stub.script(Reply(json.dumps(answer)))
-    services, store = open_services(tmp_path, llm="anthropic", llm_base_url=stub.url, llm_api_key="sk-test", extractor="llm")
+    services, store = open_services(
+        tmp_path, llm="anthropic", llm_base_url=stub.url, llm_api_key="sk-test", extractor="llm"
+    )
     try:
         services.ontologies.load_sync("org", (SHARED / "data/ontologies/org.ttl").read_bytes(), filename="org.ttl")
         asyncio.run(services.collections.create("hr", "org"))

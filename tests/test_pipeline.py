@@ -66,8 +66,12 @@ class Kit:
         return sorted(out.getvalue().splitlines())
 
     def facts(self) -> set[tuple[str, str, str]]:
-        rows = select(self.store, SPARQL_PREFIXES + f"""SELECT ?s ?label ?o WHERE {{ GRAPH <{self.iris.knowledge_graph.value}> {{
-            ?s ?p ?o . ?p rdfs:label ?label }} }}""")  # fmt: skip
+        rows = select(
+            self.store,
+            SPARQL_PREFIXES
+            + f"""SELECT ?s ?label ?o WHERE {{ GRAPH <{self.iris.knowledge_graph.value}> {{
+            ?s ?p ?o . ?p rdfs:label ?label }} }}""",
+        )
         name = self.iris.entity("").value
         return {(r["s"].removeprefix(name), r["label"], r["o"].removeprefix(name)) for r in rows}
 
@@ -78,8 +82,17 @@ def kit(tmp_path: Path, embedder: Embedder) -> Iterator[Kit]:
     vectors = VectorIndex(embedder.dim, path=tmp_path / "qdrant")
     keywords = KeywordIndex(tmp_path / "keywords.sqlite")
     extractor = CountingExtractor()
-    pipeline = Pipeline(store=store, vectors=vectors, keywords=keywords, embedder=embedder, extractor=extractor,
-                        base_iri=BASE, work_dir=tmp_path, chunk_size=120, chunk_overlap=0)  # fmt: skip
+    pipeline = Pipeline(
+        store=store,
+        vectors=vectors,
+        keywords=keywords,
+        embedder=embedder,
+        extractor=extractor,
+        base_iri=BASE,
+        work_dir=tmp_path,
+        chunk_size=120,
+        chunk_overlap=0,
+    )
     yield Kit(pipeline, store, vectors, keywords, extractor, Iris(BASE))
     vectors.close()
     keywords.close()
@@ -96,13 +109,28 @@ def test_ingest_writes_store_vectors_and_keywords(kit: Kit) -> None:
     assert kit.vectors.count("default", "entities") >= 6
     assert kit.keywords.search("default", "Vistula", 1)[0].iri.startswith(info.iri + "/chunk/")
     # the fact index: one point per walked fact, named by its reifier, its text as the walk reads it
-    walked = [Triple(r["s"], r["p"], r["o"]) for r in select_terms(kit.store, f"""SELECT ?s ?p ?o WHERE {{
-        GRAPH <{kit.iris.knowledge_graph.value}> {{ ?s ?p ?o }} FILTER({walked_filter()}) }}""")]  # type: ignore[arg-type]  # fmt: skip
+    walked = [
+        Triple(r["s"], r["p"], r["o"])
+        for r in select_terms(
+            kit.store,
+            f"""SELECT ?s ?p ?o WHERE {{
+        GRAPH <{kit.iris.knowledge_graph.value}> {{ ?s ?p ?o }} FILTER({walked_filter()}) }}""",
+        )
+    ]  # type: ignore[arg-type]
     assert walked and kit.vectors.count("default", "facts") == len(walked)
     born = Triple(kit.iris.entity("Marie Curie"), kit.iris.predicate("was born in"), kit.iris.entity("Warsaw"))
-    (hit,) = [h for h in kit.vectors.search("default", "facts", kit.pipeline.embedder.embed_one("Marie Curie was born in Warsaw"), 3)
-              if h.iri == kit.iris.statement(born).value]  # fmt: skip
-    assert hit.payload["text"] == "Marie Curie was born in Warsaw" and parse_fact(hit.payload["fact"]) == born and hit.score > 0.99
+    (hit,) = [
+        h
+        for h in kit.vectors.search(
+            "default", "facts", kit.pipeline.embedder.embed_one("Marie Curie was born in Warsaw"), 3
+        )
+        if h.iri == kit.iris.statement(born).value
+    ]
+    assert (
+        hit.payload["text"] == "Marie Curie was born in Warsaw"
+        and parse_fact(hit.payload["fact"]) == born
+        and hit.score > 0.99
+    )
 
 
 def test_unchanged_content_is_a_no_op(kit: Kit) -> None:
@@ -124,7 +152,9 @@ def test_changed_content_extracts_only_changed_chunks(kit: Kit) -> None:
     assert ("warsaw", "is capital of", "poland") not in facts  # only the removed chunk said so
     assert ("marie-curie", "was born in", "warsaw") in facts  # a kept chunk says so
     assert kit.keywords.search("default", "capital", 5) == [] and kit.vectors.count("default", "chunks") == 3
-    offsets = select(kit.store, SPARQL_PREFIXES + "SELECT ?text ?offset WHERE { GRAPH ?g { ?c sr:text ?text ; sr:offset ?offset } }")
+    offsets = select(
+        kit.store, SPARQL_PREFIXES + "SELECT ?text ?offset WHERE { GRAPH ?g { ?c sr:text ?text ; sr:offset ?offset } }"
+    )
     full = "\n\n".join(changed)
     assert all(full[int(r["offset"]) :].startswith(r["text"]) for r in offsets)
 
@@ -137,13 +167,22 @@ def test_forgetting_keeps_facts_another_document_supports(kit: Kit) -> None:
     facts = kit.facts()
     assert ("marie-curie", "was born in", "warsaw") in facts
     assert not any(s == "vistula" or o == "vistula" for s, _, o in facts)
-    derivations = select(kit.store, SPARQL_PREFIXES + f"""SELECT ?doc WHERE {{
-        GRAPH <{kit.iris.source_graph.value}> {{ << ?s ?p ?o >> prov:wasDerivedFrom ?chunk . ?chunk prov:wasDerivedFrom ?doc }}
-        GRAPH <{kit.iris.knowledge_graph.value}> {{ ?p rdfs:label "was born in" }} }}""")  # fmt: skip
+    derivations = select(
+        kit.store,
+        SPARQL_PREFIXES
+        + f"""SELECT ?doc WHERE {{
+        GRAPH <{kit.iris.source_graph.value}> {{ << ?s ?p ?o >> prov:wasDerivedFrom ?chunk . ?chunk
+          prov:wasDerivedFrom ?doc }}
+        GRAPH <{kit.iris.knowledge_graph.value}> {{ ?p rdfs:label "was born in" }} }}""",
+    )
     assert [r["doc"] for r in derivations] == [kit.iris.document("b").value]
-    entity_iris = {h.iri for h in kit.vectors.search("default", "entities", kit.pipeline.embedder.embed_one("Vistula"), 50)}
+    entity_iris = {
+        h.iri for h in kit.vectors.search("default", "entities", kit.pipeline.embedder.embed_one("Vistula"), 50)
+    }
     assert vistula not in entity_iris and kit.iris.entity("Warsaw").value in entity_iris
-    fact_points = {h.payload["text"] for h in kit.vectors.search("default", "facts", kit.pipeline.embedder.embed_one("Warsaw"), 50)}
+    fact_points = {
+        h.payload["text"] for h in kit.vectors.search("default", "facts", kit.pipeline.embedder.embed_one("Warsaw"), 50)
+    }
     assert "Marie Curie was born in Warsaw" in fact_points and not any("Vistula" in text for text in fact_points)
     assert asyncio.run(kit.pipeline.forget("default", "b")) is True
     assert kit.facts() == set() and kit.snapshot() == []
@@ -154,9 +193,12 @@ def test_forgetting_keeps_facts_another_document_supports(kit: Kit) -> None:
 
 @pytest.mark.parametrize(
     "data,media_type,message",
-    [(b"", None, "empty"), (b"\x00\x01\x02binary\x00" * 50, "text/plain", "binary"),
-     (b"not a pdf at all", "application/pdf", "not a PDF")],
-)  # fmt: skip
+    [
+        (b"", None, "empty"),
+        (b"\x00\x01\x02binary\x00" * 50, "text/plain", "binary"),
+        (b"not a pdf at all", "application/pdf", "not a PDF"),
+    ],
+)
 def test_bad_documents_change_nothing(kit: Kit, data: bytes, media_type: str | None, message: str) -> None:
     kit.ingest("keep", "Marie Curie was born in Warsaw.")
     before = kit.snapshot()
@@ -204,7 +246,9 @@ def test_reingest_extracts_every_chunk_again_with_the_current_extractor(kit: Kit
     assert ("marie-curie", "was born in", "warsaw") in before and ("marie-curie", "was born in", "warsaw") not in after
     assert ("marie-curie", "was born in", "varsovia") in after and not any("warsaw" in (s, o) for s, _, o in after)
     assert len(after) == len(before)
-    assert kit.vectors.count("default", "chunks") == 3 and kit.keywords.count("default") == 3  # rows rewritten, not lost
+    assert (
+        kit.vectors.count("default", "chunks") == 3 and kit.keywords.count("default") == 3
+    )  # rows rewritten, not lost
     (info,) = librarian.documents(kit.store, kit.iris)
     assert (info.status, info.chunks, info.title) == ("ready", 3, "curie.txt")
     with pytest.raises(LookupError, match="no copy of document 'nope'"):
@@ -221,8 +265,10 @@ def test_forgetting_a_document_drops_its_library_copy(kit: Kit) -> None:
 
 def test_submit_queues_then_ingests_in_the_background(kit: Kit) -> None:
     async def run() -> tuple[list, list, list]:
-        accepted = await kit.pipeline.submit("default", [Source("a", b"Marie Curie was born in Warsaw."),
-                                                          Source("b", b"Warsaw is the capital of Poland.")])  # fmt: skip
+        accepted = await kit.pipeline.submit(
+            "default",
+            [Source("a", b"Marie Curie was born in Warsaw."), Source("b", b"Warsaw is the capital of Poland.")],
+        )
         queued = [(i.id, i.status) for i in librarian.documents(kit.store, kit.iris)]
         await kit.pipeline.wait_background()
         again = await kit.pipeline.submit("default", [Source("a", b"Marie Curie was born in Warsaw.")])
@@ -266,10 +312,13 @@ def test_collections_isolate_and_delete_with_full_cascade(kit: Kit) -> None:
     assert (infos["other"].documents, infos["other"].chunks) == (1, 1) and infos["other"].facts > 0
     assert infos["other"].created is not None and infos["default"].documents == 1
     # nothing of one collection shows in the other
-    assert [h.iri.startswith(other.document("").value) for h in kit.keywords.search("other", "Vistula Warsaw", 5)] == [True]
+    assert [h.iri.startswith(other.document("").value) for h in kit.keywords.search("other", "Vistula Warsaw", 5)] == [
+        True
+    ]
     assert kit.keywords.search("default", "Vistula", 5) == []
     assert ("marie-curie", "was born in", "warsaw") in kit.facts()
     assert not any("krakow" in o for _, _, o in kit.facts())
+
     # a collection is not deleted under a running ingest
     async def delete_while_busy() -> None:
         async with kit.pipeline.locks.documents("other", ["x"]):

@@ -54,14 +54,19 @@ def test_json_items_tolerates_what_models_write(text: str, expected: list) -> No
 
 
 def test_parsers_validate_shapes() -> None:
-    definitions = parse_definitions('[{"entity": " Ada  Lovelace ", "definition": "A mathematician."}, {"entity": ""}, "junk"]')
+    definitions = parse_definitions(
+        '[{"entity": " Ada  Lovelace ", "definition": "A mathematician."}, {"entity": ""}, "junk"]'
+    )
     assert definitions.items == [Definition("Ada Lovelace", "A mathematician.")] and definitions.rejected == 2
     relationships = parse_relationships(
         '[{"subject": "Ada", "predicate": "Wrote", "object": "Notes", "object-entity": true},'
         ' {"subject": "Ada", "predicate": "born in", "object": 1815, "object-entity": "false"},'
         ' {"subject": "Ada", "predicate": "knew"}]'
     )
-    assert relationships.items == [Relationship("Ada", "wrote", "Notes", True), Relationship("Ada", "born in", "1815", False)]
+    assert relationships.items == [
+        Relationship("Ada", "wrote", "Notes", True),
+        Relationship("Ada", "born in", "1815", False),
+    ]
     assert relationships.rejected == 1
     concepts = parse_concepts('```json\n["Ada Lovelace", "  birth  year ", 7]\n```')
     assert concepts.items == ["Ada Lovelace", "birth year"] and concepts.rejected == 1
@@ -70,8 +75,12 @@ def test_parsers_validate_shapes() -> None:
 def test_malformed_model_output_through_the_real_client() -> None:
     stub, stop = serve_stub()
     try:
-        stub.script(Reply('Here are the facts:\n```json\n[{"subject": "Paris", "predicate": "is capital of", '
-                          '"object": "France", "object-entity": true}, {"subject": "Paris", "predic'))  # fmt: skip
+        stub.script(
+            Reply(
+                'Here are the facts:\n```json\n[{"subject": "Paris", "predicate": "is capital of", '
+                '"object": "France", "object-entity": true}, {"subject": "Paris", "predic'
+            )
+        )
         model = AnthropicModel("claude-test", api_key="sk-test", base_url=stub.url)
         completion = asyncio.run(model.complete(render("relationships", text="Paris is the capital of France.")))
     finally:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from pyoxigraph import RdfFormat, serialize
 
@@ -11,7 +11,7 @@ from sparqlrag.extraction.provenance import ChunkRecord, DocumentRecord, chunk_q
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 
-NOW = datetime(2026, 12, 2, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 2, tzinfo=UTC)
 TEXTS = {
     "doc-a": "Marie Curie was born in Warsaw. The Sorbonne is a university in Paris.",
     "doc-b": "Marie Curie was born in Warsaw and worked at the Sorbonne.",
@@ -37,25 +37,38 @@ def test_every_fact_has_chunks_and_documents() -> None:
     store, iris = EmbeddedStore(), Iris("http://kb.example/")
     ingest(store, iris)
     knowledge = rows(store, f"SELECT ?s ?p ?o WHERE {{ GRAPH <{iris.knowledge_graph.value}> {{ ?s ?p ?o }} }}")
-    unsupported = rows(store, f"""
+    unsupported = rows(
+        store,
+        f"""
         SELECT ?s ?p ?o WHERE {{
           GRAPH <{iris.knowledge_graph.value}> {{ ?s ?p ?o }}
           FILTER NOT EXISTS {{ GRAPH <{iris.source_graph.value}> {{
             << ?s ?p ?o >> prov:wasDerivedFrom ?chunk . ?chunk prov:wasDerivedFrom ?doc . ?doc a sr:Document }} }}
-        }}""")  # fmt: skip
+        }}""",
+    )
     assert len(knowledge) > 8 and unsupported == []
     born = iris.predicate("was born in").value
-    titles = rows(store, f"""
+    titles = rows(
+        store,
+        f"""
         SELECT DISTINCT ?title WHERE {{
           << ?s <{born}> ?o >> prov:wasDerivedFrom ?chunk .
           ?chunk prov:wasDerivedFrom ?doc . ?doc dcterms:title ?title .
-        }} ORDER BY ?title""")  # fmt: skip
+        }} ORDER BY ?title""",
+    )
     assert titles == [['"doc-a"'], ['"doc-b"']]  # one fact, two documents
-    sentences = rows(store, f"SELECT ?sentence WHERE {{ << ?s <{born}> ?o >> sr:sentence ?sentence }} ORDER BY ?sentence")
-    assert sentences == [['"Marie Curie was born in Warsaw and worked at the Sorbonne."'], ['"Marie Curie was born in Warsaw."']]
+    sentences = rows(
+        store, f"SELECT ?sentence WHERE {{ << ?s <{born}> ?o >> sr:sentence ?sentence }} ORDER BY ?sentence"
+    )
+    assert sentences == [
+        ['"Marie Curie was born in Warsaw and worked at the Sorbonne."'],
+        ['"Marie Curie was born in Warsaw."'],
+    ]
     statements = rows(store, f"SELECT (COUNT(DISTINCT ?r) AS ?n) WHERE {{ ?r rdf:reifies <<( ?s <{born}> ?o )>> }}")
     assert statements == [["1"]]  # one reifier for the fact, derived from both chunks
-    activities = rows(store, "SELECT ?extractor WHERE { ?a a prov:Activity ; prov:used ?chunk ; sr:extractor ?extractor }")
+    activities = rows(
+        store, "SELECT ?extractor WHERE { ?a a prov:Activity ; prov:used ?chunk ; sr:extractor ?extractor }"
+    )
     assert activities == [['"offline"'], ['"offline"']]
 
 
@@ -68,5 +81,7 @@ def test_the_published_vocabulary_declares_every_term_the_code_writes() -> None:
 
     with resources.as_file(resources.files("sparqlrag") / "store" / "vocab.ttl") as path:
         declared = {quad.subject for quad in parse(path=str(path), format=RdfFormat.TURTLE)}
-    used = {value for value in vars(vocab).values() if isinstance(value, NamedNode) and value.value.startswith(vocab.SR)}
+    used = {
+        value for value in vars(vocab).values() if isinstance(value, NamedNode) and value.value.startswith(vocab.SR)
+    }
     assert len(used) > 20 and used - declared == set()

@@ -41,16 +41,22 @@ def build_tiny_cross_encoder(models_dir: Path, name: str = "ms-marco-TinyBERT-L-
             helper.make_node("ReduceSum", ["masked", "axis1"], ["logits"], keepdims=0),
         ],
         "tiny-cross-encoder",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"]),
-         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "seq"]),
-         helper.make_tensor_value_info("token_type_ids", TensorProto.INT64, ["batch", "seq"])],  # as BERT takes
+        [
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"]),
+            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "seq"]),
+            helper.make_tensor_value_info("token_type_ids", TensorProto.INT64, ["batch", "seq"]),
+        ],  # as BERT takes
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 1])],
-        [helper.make_tensor("W", TensorProto.FLOAT, weights.shape, weights.flatten()),
-         helper.make_tensor("axis1", TensorProto.INT64, [1], [1]),
-         helper.make_tensor("axis2", TensorProto.INT64, [1], [2])],
-    )  # fmt: skip
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8),
-              str(target / model_file_map[name]))  # fmt: skip
+        [
+            helper.make_tensor("W", TensorProto.FLOAT, weights.shape, weights.flatten()),
+            helper.make_tensor("axis1", TensorProto.INT64, [1], [1]),
+            helper.make_tensor("axis2", TensorProto.INT64, [1], [2]),
+        ],
+    )
+    onnx.save(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8),
+        str(target / model_file_map[name]),
+    )
     return target
 
 

@@ -16,8 +16,17 @@ from sparqlrag.extraction.curation import CurationRefused, UnknownEntity
 from sparqlrag.extraction.knowledge import Entity, Knowledge
 from sparqlrag.extraction.librarian import UnknownCollection
 from sparqlrag.extraction.pipeline import IngestResult, Source
+from sparqlrag.extraction.resolution import (
+    Known,
+    compared,
+    completed,
+    initials_match,
+    is_acronym,
+    longer_form,
+    name_key,
+    resolve,
+)
 from sparqlrag.retrieval.graph_rag import GraphRagOptions, seed_json
-from sparqlrag.extraction.resolution import Known, compared, completed, initials_match, is_acronym, longer_form, name_key, resolve
 from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import select
@@ -48,20 +57,27 @@ class Kb:
     def facts(self, collection: str = "default") -> set[tuple[str, str, str]]:
         """The knowledge graph's walked facts, as (subject, predicate's last segment, object)."""
         rows = self.rows(f"""SELECT ?s ?p ?o WHERE {{ GRAPH <{BASE}graph/{collection}> {{ ?s ?p ?o
-            FILTER(!STRSTARTS(STR(?p), STR(rdfs:)) && !STRSTARTS(STR(?p), STR(skos:)) && !STRSTARTS(STR(?p), STR(owl:))) }} }}""")  # fmt: skip
+            FILTER(!STRSTARTS(STR(?p), STR(rdfs:)) && !STRSTARTS(STR(?p), STR(skos:)) && !STRSTARTS(STR(?p),
+              STR(owl:))) }} }}""")
         return {(r["s"], r["p"].rsplit("/", 1)[-1], r["o"]) for r in rows}
 
     def same_as(self, collection: str = "default") -> set[tuple[str, str]]:
-        return {(r["a"], r["b"]) for r in self.rows(f"SELECT ?a ?b WHERE {{ GRAPH <{BASE}graph/{collection}> {{ ?a owl:sameAs ?b }} }}")}
+        return {
+            (r["a"], r["b"])
+            for r in self.rows(f"SELECT ?a ?b WHERE {{ GRAPH <{BASE}graph/{collection}> {{ ?a owl:sameAs ?b }} }}")
+        }
 
     def aliases(self, collection: str = "default") -> set[tuple[str, str]]:
-        return {(r["e"], r["l"]) for r in self.rows(f"SELECT ?e ?l WHERE {{ GRAPH <{BASE}graph/{collection}> {{ ?e skos:altLabel ?l }} }}")}
+        return {
+            (r["e"], r["l"])
+            for r in self.rows(f"SELECT ?e ?l WHERE {{ GRAPH <{BASE}graph/{collection}> {{ ?e skos:altLabel ?l }} }}")
+        }
 
     def why(self, collection: str = "default") -> set[tuple[str, str, str, str]]:
         """Every merge as a user's SPARQL explains it: alias, target, rule, the evidence's document."""
         rows = self.rows(f"""SELECT ?a ?b ?rule ?doc WHERE {{ GRAPH <{BASE}graph/{collection}/source> {{
             ?m rdf:reifies <<( ?a owl:sameAs ?b )>> ; sr:rule ?rule ; sr:score ?score ; prov:wasDerivedFrom ?chunk .
-            ?chunk prov:wasDerivedFrom ?doc }} }}""")  # fmt: skip
+            ?chunk prov:wasDerivedFrom ?doc }} }}""")
         return {(r["a"], r["b"], r["rule"], r["doc"].rsplit("/", 1)[-1]) for r in rows}
 
 
@@ -82,14 +98,20 @@ def kb(tmp_path: Path) -> Iterator[Kb]:
 def test_name_keys_set_aside_case_diacritics_punctuation_the_and_plurals() -> None:
     assert name_key("The Café Procope") == name_key("cafe procope") == "cafe procope"
     assert name_key("Berners-Lee") == name_key("berners lee") and name_key("The Academy Awards") == "academy award"
-    assert name_key("cafés") == "cafe" and name_key("Queens") == "queens" and name_key("BRICS") == "brics"  # a name's -s is its own
-    assert name_key("glass") == "glass" and name_key("Hague") == "hague" and name_key("The") == "the"  # a lone "the" is a name
+    assert (
+        name_key("cafés") == "cafe" and name_key("Queens") == "queens" and name_key("BRICS") == "brics"
+    )  # a name's -s is its own
+    assert (
+        name_key("glass") == "glass" and name_key("Hague") == "hague" and name_key("The") == "the"
+    )  # a lone "the" is a name
     assert name_key("45%") != name_key("45")
 
 
 def test_a_name_is_not_the_common_noun_it_spells() -> None:
     """Names as imported triples give them (the offline extractor finds only capitalised ones)."""
-    knowledge = Knowledge([Entity(n) for n in ("Good", "goods", "State", "states", "The Hague", "Hague", "rivers", "river")])
+    knowledge = Knowledge(
+        [Entity(n) for n in ("Good", "goods", "State", "states", "The Hague", "Hague", "rivers", "river")]
+    )
     resolution = resolve([("chunk", "", knowledge)], Known(), lambda m, _: ID + m.name.lower().replace(" ", "-"))
     names = {m.name: iri.rsplit("/", 1)[-1] for m, iri in resolution.iris.items()}
     assert names["Good"] == "good" and names["goods"] == "goods" and names["State"] != names["states"]
@@ -109,27 +131,36 @@ def _resolved(text: str, known: Known | None = None) -> dict[str, str]:
     from sparqlrag.extraction.offline import OfflineExtractor
 
     knowledge: Knowledge = completed(OfflineExtractor().extract_sync(text), text)
-    resolution = resolve([("chunk", text, knowledge)], known or Known(), lambda m, _: ID + name_key(m.name).replace(" ", "-"))
+    resolution = resolve(
+        [("chunk", text, knowledge)], known or Known(), lambda m, _: ID + name_key(m.name).replace(" ", "-")
+    )
     return {m.name: iri.rsplit("/", 1)[-1] for m, iri in resolution.iris.items()}
 
 
 def test_an_acronym_joins_its_expansion_only_where_the_text_defines_it() -> None:
-    for text in ("The National Aeronautics and Space Administration (NASA) is in Washington. NASA flew to the Moon.",
-                 "NASA (National Aeronautics and Space Administration) is in Washington. NASA flew to the Moon.",
-                 "The National Aeronautics and Space Administration, known as NASA, flew to the Moon."):  # fmt: skip
+    for text in (
+        "The National Aeronautics and Space Administration (NASA) is in Washington. NASA flew to the Moon.",
+        "NASA (National Aeronautics and Space Administration) is in Washington. NASA flew to the Moon.",
+        "The National Aeronautics and Space Administration, known as NASA, flew to the Moon.",
+    ):
         assert _resolved(text)["NASA"] == "national-aeronautics-and-space-administration", text
     assert _resolved("The National Aeronautics and Space Administration is in Washington. NASA flew.")["NASA"] == "nasa"
     assert _resolved("The World Bank (IBRD) lent money to Peru.")["IBRD"] == "ibrd"  # the letters disagree
 
 
 def test_a_partial_name_joins_the_one_full_name_it_ends_in_its_document() -> None:
-    assert _resolved("Tim Berners-Lee was born in London. Berners-Lee invented the Web.")["Berners-Lee"] == "tim-berners-lee"
+    assert (
+        _resolved("Tim Berners-Lee was born in London. Berners-Lee invented the Web.")["Berners-Lee"]
+        == "tim-berners-lee"
+    )
     both = _resolved("Marie Curie was born in Warsaw. Pierre Curie taught in Paris. Curie won a prize.")
     assert both["Curie"] == "curie"  # two Curies: which one is not evidence, so none
 
 
 def test_a_longer_form_of_a_persons_name_adds_middle_names_or_initials_and_nothing_else() -> None:
-    assert longer_form("Robert Bradbury", "Robert N. Bradbury") and longer_form("Robert N. Bradbury", "Robert Nelson Bradbury")
+    assert longer_form("Robert Bradbury", "Robert N. Bradbury") and longer_form(
+        "Robert N. Bradbury", "Robert Nelson Bradbury"
+    )
     assert longer_form("Janis Joplin", "Janis Lyn Joplin") and not longer_form("Janis Lyn Joplin", "Janis Joplin")
     assert not longer_form("Christopher Newton", "David Christopher Newton")  # another first name
     assert not longer_form("Robert M. Bradbury", "Robert Nelson Bradbury")  # another middle name
@@ -139,18 +170,31 @@ def test_a_longer_form_of_a_persons_name_adds_middle_names_or_initials_and_nothi
 
 
 def test_two_forms_of_a_name_are_compared_by_their_definitions_which_must_not_give_other_years() -> None:
-    assert compared("John Ferguson", "a footballer born in 1901", "John Alexander Ferguson", "a politician born in 1850") is None
-    assert compared("John Ferguson", "a footballer born in 1901", "John A. Ferguson", "a Scottish footballer (1901-1960)") == (
-        "John Ferguson: a footballer born in 1901", "John A. Ferguson: a Scottish footballer (1901-1960)")
-    assert compared("John Ferguson", None, "John A. Ferguson", "a Scottish footballer") is None  # a name alone says too little
+    assert (
+        compared("John Ferguson", "a footballer born in 1901", "John Alexander Ferguson", "a politician born in 1850")
+        is None
+    )
+    assert compared(
+        "John Ferguson", "a footballer born in 1901", "John A. Ferguson", "a Scottish footballer (1901-1960)"
+    ) == ("John Ferguson: a footballer born in 1901", "John A. Ferguson: a Scottish footballer (1901-1960)")
+    assert (
+        compared("John Ferguson", None, "John A. Ferguson", "a Scottish footballer") is None
+    )  # a name alone says too little
 
 
 def test_a_shorter_form_of_the_one_full_name_of_a_document_joins_it() -> None:
-    text = "Robert N. Bradbury was born in Walla Walla. Robert Nelson Bradbury moved to Utah. Robert Bradbury directed films."
+    text = (
+        "Robert N. Bradbury was born in Walla Walla. Robert Nelson Bradbury moved to Utah. "
+        "Robert Bradbury directed films."
+    )
     resolved = _resolved(text)
-    assert {resolved[n] for n in ("Robert N. Bradbury", "Robert Nelson Bradbury", "Robert Bradbury")} == {"robert-bradbury"}
+    assert {resolved[n] for n in ("Robert N. Bradbury", "Robert Nelson Bradbury", "Robert Bradbury")} == {
+        "robert-bradbury"
+    }
     two = _resolved("Mary Ann Smith met Mary Jane Smith in York. Mary Smith wrote novels.")
-    assert two["Mary Smith"] == "mary-smith" and two["Mary Ann Smith"] == "mary-ann-smith"  # which Mary Smith is not evidence
+    assert (
+        two["Mary Smith"] == "mary-smith" and two["Mary Ann Smith"] == "mary-ann-smith"
+    )  # which Mary Smith is not evidence
     family = _resolved("John H. Taylor was the son of Thomas E. Taylor and the grandson of John Taylor.")
     assert family["John H. Taylor"] == "john-h-taylor"  # relatives share names across generations
 
@@ -159,7 +203,9 @@ def test_a_shorter_form_of_the_one_full_name_of_a_document_joins_it() -> None:
 
 
 @pytest.mark.parametrize("forgotten", ["life", "film"])  # either definition's document
-def test_a_longer_form_of_a_name_in_another_document_joins_it_while_both_definitions_agree(kb: Kb, forgotten: str) -> None:
+def test_a_longer_form_of_a_name_in_another_document_joins_it_while_both_definitions_agree(
+    kb: Kb, forgotten: str
+) -> None:
     kb.ingest("film", "Robert Bradbury was an American film director. Robert Bradbury directed Riders of the Dawn.")
     kb.ingest("life", "Robert Nelson Bradbury was an American director of western films. He was born in Walla Walla.")
     kb.ingest("name", "Robert Nelson Bradbury sold the farm in Ohio.")  # names him, defines nothing
@@ -167,11 +213,19 @@ def test_a_longer_form_of_a_name_in_another_document_joins_it_while_both_definit
     kb.ingest("cricket", "James Edward Brown is an English cricketer who played for Surrey.")
     whole, short = ID + "robert-nelson-bradbury", ID + "robert-bradbury"  # the IRI published first stays canonical
     assert (whole, short) in kb.same_as() and (short, "Robert Nelson Bradbury") in kb.aliases()
-    (score,) = [float(r["score"]) for r in kb.rows(f"""SELECT ?score WHERE {{ GRAPH <{BASE}graph/default/source> {{
-        ?m rdf:reifies <<( <{whole}> owl:sameAs <{short}> )>> ; sr:rule "similar" ; sr:score ?score }} }}""")]  # fmt: skip
+    (score,) = [
+        float(r["score"])
+        for r in kb.rows(f"""SELECT ?score WHERE {{ GRAPH <{BASE}graph/default/source> {{
+        ?m rdf:reifies <<( <{whole}> owl:sameAs <{short}> )>> ; sr:rule "similar" ; sr:score ?score }} }}""")
+    ]
     assert 0.75 <= score < 1.0
-    assert not [pair for pair in kb.same_as() if ID + "james-brown" in pair]  # a singer and a cricketer: the definitions differ
-    assert {doc for alias, _, rule, doc in kb.why() if rule == "similar"} == {"film", "life"}  # both definitions, no mention
+    assert not [
+        pair for pair in kb.same_as() if ID + "james-brown" in pair
+    ]  # a singer and a cricketer: the definitions differ
+    assert {doc for alias, _, rule, doc in kb.why() if rule == "similar"} == {
+        "film",
+        "life",
+    }  # both definitions, no mention
     kb.forget(forgotten)
     assert not kb.same_as() and not kb.aliases()
     if forgotten == "life":
@@ -205,12 +259,18 @@ def test_the_demo_corpus_has_one_node_for_the_w3c_explained_in_sparql(kb: Kb) ->
     assert founders == {w3c}
 
 
-def test_an_acronym_defined_later_moves_what_earlier_documents_said_and_forgetting_the_definition_undoes_it(kb: Kb) -> None:
+def test_an_acronym_defined_later_moves_what_earlier_documents_said_and_forgetting_the_definition_undoes_it(
+    kb: Kb,
+) -> None:
     kb.ingest("uses", "The W3C published SPARQL in 2008.")
     assert (ID + "w3c", "published", ID + "sparql") in kb.facts()
     kb.ingest("defines", "The World Wide Web Consortium (W3C) is a standards body. Tim Berners-Lee founded the W3C.")
     w3c = ID + "world-wide-web-consortium"
-    assert (w3c, "published", ID + "sparql") in kb.facts() and (ID + "w3c", "published", ID + "sparql") not in kb.facts()
+    assert (w3c, "published", ID + "sparql") in kb.facts() and (
+        ID + "w3c",
+        "published",
+        ID + "sparql",
+    ) not in kb.facts()
     assert kb.why() == {(ID + "w3c", w3c, "acronym", "defines")}
     kb.forget("defines")
     assert (ID + "w3c", "published", ID + "sparql") in kb.facts()  # the only definition is gone: W3C is its own thing
@@ -218,8 +278,10 @@ def test_an_acronym_defined_later_moves_what_earlier_documents_said_and_forgetti
 
 
 def test_a_definition_in_the_same_batch_resolves_the_other_documents(kb: Kb) -> None:
-    sources = [Source("uses", b"The W3C published SPARQL in 2008."),
-               Source("defines", b"The World Wide Web Consortium (W3C) is a standards body.")]  # fmt: skip
+    sources = [
+        Source("uses", b"The W3C published SPARQL in 2008."),
+        Source("defines", b"The World Wide Web Consortium (W3C) is a standards body."),
+    ]
     asyncio.run(kb.services.pipeline.ingest_many("default", sources))
     assert (ID + "world-wide-web-consortium", "published", ID + "sparql") in kb.facts()
 
@@ -235,17 +297,26 @@ def test_a_partial_name_holds_in_its_own_document_only(kb: Kb) -> None:
 
 
 def _ontology_collection(kb: Kb, name: str = "places") -> None:
-    kb.services.ontologies.load_sync("schema", (SHARED / "data/ontologies/schemaorg_subset.ttl").read_bytes(), filename="s.ttl")
+    kb.services.ontologies.load_sync(
+        "schema", (SHARED / "data/ontologies/schemaorg_subset.ttl").read_bytes(), filename="s.ttl"
+    )
     assert asyncio.run(kb.services.collections.create(name, "schema"))
 
 
 @pytest.mark.parametrize("typed_first", [True, False])
 def test_the_typed_and_the_untyped_use_of_a_name_are_one_node(kb: Kb, typed_first: bool) -> None:
     _ontology_collection(kb)
-    documents = [("typed", "Hartford is a city in Connecticut."), ("untyped", "Mark Twain lived in Hartford for years.")]
+    documents = [
+        ("typed", "Hartford is a city in Connecticut."),
+        ("untyped", "Mark Twain lived in Hartford for years."),
+    ]
     for document_id, text in documents if typed_first else documents[::-1]:
         kb.ingest(document_id, text, "places")
-    typed, untyped, twain = f"{BASE}id/places/schema/City/hartford", f"{BASE}id/places/hartford", f"{BASE}id/places/mark-twain"
+    typed, untyped, twain = (
+        f"{BASE}id/places/schema/City/hartford",
+        f"{BASE}id/places/hartford",
+        f"{BASE}id/places/mark-twain",
+    )
     facts = kb.facts("places")
     assert (twain, "lived-in", typed) in facts and not [f for f in facts if untyped in (f[0], f[2])]
     if typed_first:  # the untyped IRI was never minted: nothing to keep resolvable
@@ -261,9 +332,13 @@ def test_a_name_typed_by_two_classes_is_two_things(kb: Kb) -> None:
     kb.ingest("country", "Georgia is a country in the Caucasus.", "places")
     kb.ingest("state", "Georgia is an administrative area of the United States.", "places")
     kb.ingest("city", "Tbilisi is a city in Georgia.", "places")
-    types = kb.rows(f"SELECT ?e ?c WHERE {{ GRAPH <{BASE}graph/places> {{ ?e a ?c FILTER(CONTAINS(STR(?e), 'georgia')) }} }}")
-    assert {(r["e"].rsplit("/", 2)[-2], r["c"]) for r in types} == {("Country", SCHEMA + "Country"),
-                                                                    ("AdministrativeArea", SCHEMA + "AdministrativeArea")}  # fmt: skip
+    types = kb.rows(
+        f"SELECT ?e ?c WHERE {{ GRAPH <{BASE}graph/places> {{ ?e a ?c FILTER(CONTAINS(STR(?e), 'georgia')) }} }}"
+    )
+    assert {(r["e"].rsplit("/", 2)[-2], r["c"]) for r in types} == {
+        ("Country", SCHEMA + "Country"),
+        ("AdministrativeArea", SCHEMA + "AdministrativeArea"),
+    }
     assert not kb.same_as("places")  # and the untyped Georgia of the third text joins neither
 
 
@@ -275,18 +350,36 @@ def test_a_curated_split_survives_reingest_and_a_curated_merge_moves_facts(kb: K
     kb.ingest("defines", "The World Wide Web Consortium (W3C) is a standards body. The W3C published SPARQL in 2008.")
     w3c = ID + "world-wide-web-consortium"
     found = asyncio.run(curation.aliases("default", "W3C"))  # by a name: the alias finds its thing
-    assert found.entity == w3c and [(m.alias, m.rule, m.documents) for m in found.merges] == [("W3C", "acronym", ["defines"])]
+    assert found.entity == w3c and [(m.alias, m.rule, m.documents) for m in found.merges] == [
+        ("W3C", "acronym", ["defines"])
+    ]
     split = asyncio.run(curation.split("default", w3c, "W3C"))
     assert split.kept_apart == ["W3C"] and not split.aliases and not split.merges
     assert (ID + "w3c", "published", ID + "sparql") in kb.facts() and not kb.same_as()
-    asyncio.run(kb.services.pipeline.ingest_many("default", [asyncio.run(kb.services.pipeline.kept_source("default", "defines"))], force=True))
-    kb.ingest("again", "The World Wide Web Consortium (W3C) met in Boston.")  # new evidence: the person's decision stands
+    asyncio.run(
+        kb.services.pipeline.ingest_many(
+            "default", [asyncio.run(kb.services.pipeline.kept_source("default", "defines"))], force=True
+        )
+    )
+    kb.ingest(
+        "again", "The World Wide Web Consortium (W3C) met in Boston."
+    )  # new evidence: the person's decision stands
     assert not kb.same_as() and (ID + "w3c", "published", ID + "sparql") in kb.facts()
-    assert ("curated",) == tuple({r["rule"] for r in kb.rows(f"SELECT ?rule WHERE {{ GRAPH <{BASE}graph/default/source> {{ "
-                                                               f"?d rdf:reifies <<( ?a owl:differentFrom ?b )>> ; sr:rule ?rule }} }}")})  # fmt: skip
+    assert ("curated",) == tuple(
+        {
+            r["rule"]
+            for r in kb.rows(
+                f"SELECT ?rule WHERE {{ GRAPH <{BASE}graph/default/source> {{ "
+                f"?d rdf:reifies <<( ?a owl:differentFrom ?b )>> ; sr:rule ?rule }} }}"
+            )
+        }
+    )
 
     merged = asyncio.run(curation.merge("default", w3c, ID + "w3c"))  # the person changes their mind
-    assert [(m.alias, m.rule, m.documents) for m in merged.merges] == [("W3C", "acronym", ["again", "defines"]), ("W3C", "curated", [])]
+    assert [(m.alias, m.rule, m.documents) for m in merged.merges] == [
+        ("W3C", "acronym", ["again", "defines"]),
+        ("W3C", "curated", []),
+    ]
     assert not merged.kept_apart  # the split is undone: the texts' evidence counts again, beside the decision
     assert (w3c, "published", ID + "sparql") in kb.facts() and (ID + "w3c", w3c) in kb.same_as()
     kb.forget("defines")
@@ -320,8 +413,13 @@ def test_a_question_naming_an_alias_grounds_on_the_thing_it_names(kb: Kb) -> Non
 
 @pytest.mark.parametrize("scorer", ["facts", "text"])
 def test_an_edge_of_a_seed_named_by_an_alias_is_scored_as_the_question_words_it(kb: Kb, scorer: str) -> None:
-    kb.ingest("defines", "The North Atlantic Treaty Organization (NATO) is an alliance. NATO has member states including France.")
-    walk = asyncio.run(kb.services.graph_rag.retrieve("default", "Which member states does NATO have?", GraphRagOptions(scorer=scorer)))
+    kb.ingest(
+        "defines",
+        "The North Atlantic Treaty Organization (NATO) is an alliance. NATO has member states including France.",
+    )
+    walk = asyncio.run(
+        kb.services.graph_rag.retrieve("default", "Which member states does NATO have?", GraphRagOptions(scorer=scorer))
+    )
     nato = ID + "north-atlantic-treaty-organization"
     assert [seed_json(s)["alias"] for s in walk.seeds if s.entity == nato] == ["NATO"]
     (edge,) = [e for e in walk.edges if e.fact.object.value == ID + "france"]
@@ -332,7 +430,10 @@ def test_an_edge_of_a_seed_named_by_an_alias_is_scored_as_the_question_words_it(
 
 
 def test_documents_of_one_batch_and_of_later_batches_resolve_alike(kb: Kb, tmp_path: Path) -> None:
-    texts = {"a": "The Academy Awards honoured Federico Fellini.", "b": "Federico Fellini won an Academy Award in 1957."}
+    texts = {
+        "a": "The Academy Awards honoured Federico Fellini.",
+        "b": "Federico Fellini won an Academy Award in 1957.",
+    }
     asyncio.run(kb.services.pipeline.ingest_many("default", [Source(d, t.encode()) for d, t in texts.items()]))
     together = (kb.facts(), kb.same_as())
     for document_id in texts:

@@ -76,7 +76,9 @@ def test_trig_dump_reloads_isomorphic_with_triple_terms(store: EmbeddedStore, tm
 
 
 @pytest.mark.parametrize("fmt,suffix", [(RdfFormat.N_QUADS, "nq"), (RdfFormat.TRIG, "trig")])
-def test_bulk_load_matches_transactional_load(store: EmbeddedStore, tmp_path: Path, fmt: RdfFormat, suffix: str) -> None:
+def test_bulk_load_matches_transactional_load(
+    store: EmbeddedStore, tmp_path: Path, fmt: RdfFormat, suffix: str
+) -> None:
     source = write(tmp_path, "in.trig", TRIG_WITH_TRIPLE_TERMS)
     store.load(source, RdfFormat.TRIG)
     store.dump(tmp_path / f"dump.{suffix}", fmt)
@@ -93,11 +95,14 @@ def test_bad_data_leaves_store_unchanged(store: EmbeddedStore, tmp_path: Path) -
         lambda: store.load(bad, RdfFormat.TURTLE, graph="http://example.org/g1"),
         lambda: store.load(bad, RdfFormat.TURTLE, bulk=True),
         lambda: store.load(bad, RdfFormat.TURTLE, graph="http://example.org/g1", replace=True),
-        lambda: store.load(write(tmp_path, "bad.nq", b"<http://a> <http://b> <http://c> <http://g> .\nnope\n"),
-                           RdfFormat.N_QUADS, replace=True),
+        lambda: store.load(
+            write(tmp_path, "bad.nq", b"<http://a> <http://b> <http://c> <http://g> .\nnope\n"),
+            RdfFormat.N_QUADS,
+            replace=True,
+        ),
         lambda: store.replace_graph("http://example.org/g1", bad, RdfFormat.TURTLE, None),
         lambda: store.add_to_graph(None, bad, RdfFormat.TURTLE, None),
-    ):  # fmt: skip
+    ):
         with pytest.raises(DataSyntaxError, match="line 2"):
             action()
         assert nquads(store) == before
@@ -126,10 +131,16 @@ def test_failed_bulk_load_into_empty_store_leaves_it_empty(store: EmbeddedStore,
 
 def test_replace_graph_is_atomic_swap(store: EmbeddedStore, tmp_path: Path) -> None:
     store.load(write(tmp_path, "in.trig", TRIG_WITH_TRIPLE_TERMS), RdfFormat.TRIG)
-    existed = store.replace_graph("http://example.org/g1", write(tmp_path, "n.nt", b"<http://n> <http://p> <http://o> .\n"),
-                                  RdfFormat.N_TRIPLES, None)  # fmt: skip
+    existed = store.replace_graph(
+        "http://example.org/g1",
+        write(tmp_path, "n.nt", b"<http://n> <http://p> <http://o> .\n"),
+        RdfFormat.N_TRIPLES,
+        None,
+    )
     assert existed
-    assert store.serialize_graph("http://example.org/g1", RdfFormat.N_TRIPLES) == b"<http://n> <http://p> <http://o> .\n"
+    assert (
+        store.serialize_graph("http://example.org/g1", RdfFormat.N_TRIPLES) == b"<http://n> <http://p> <http://o> .\n"
+    )
     assert not store.replace_graph("http://example.org/new", write(tmp_path, "e.nt", b""), RdfFormat.N_TRIPLES, None)
     assert store.graph_exists("http://example.org/new")
     assert store.named_graphs() == ["http://example.org/g1", "http://example.org/g2", "http://example.org/new"]
@@ -148,7 +159,9 @@ def test_graph_errors(store: EmbeddedStore) -> None:
 def test_query_negotiates_per_result_kind(store: EmbeddedStore) -> None:
     store.update('INSERT DATA { GRAPH <http://g> { <http://s> <http://p> "o" } }')
     accept = "text/csv, text/turtle;q=0.5"
-    assert store.query("SELECT * WHERE { ?s ?p ?o }", accept=accept, union_default_graph=True).media_type.startswith("text/csv")
+    assert store.query("SELECT * WHERE { ?s ?p ?o }", accept=accept, union_default_graph=True).media_type.startswith(
+        "text/csv"
+    )
     construct = store.query("CONSTRUCT WHERE { ?s ?p ?o }", accept=accept, union_default_graph=True)
     assert (construct.kind, construct.body) == ("graph", b'<http://s> <http://p> "o" .\n')
     assert store.query("ASK { ?s ?p ?o }", union_default_graph=False).body == b'{"head":{},"boolean":false}'
@@ -169,15 +182,18 @@ def test_remote_access_is_refused_by_default(store: EmbeddedStore) -> None:
 
 def test_update_dataset_lexer_reads_escaped_iris_and_names() -> None:
     """`#` after a \\u escape in an IRI, or escaped in a prefixed name, starts no comment."""
-    for update in (r"INSERT { <http://a/\u0041#> <http://p> 1 } WHERE { ?s ?p ?o }",
-                   r"PREFIX ex: <http://e/> INSERT { ex:a\#b <http://p> 1 } WHERE { ?s ?p ?o }"):  # fmt: skip
+    for update in (
+        r"INSERT { <http://a/\u0041#> <http://p> 1 } WHERE { ?s ?p ?o }",
+        r"PREFIX ex: <http://e/> INSERT { ex:a\#b <http://p> 1 } WHERE { ?s ?p ?o }",
+    ):
         assert "USING <http://d> WHERE" in apply_update_dataset(update, ["http://d"], [])
 
 
 def test_update_dataset_is_written_as_using_clauses() -> None:
     update = (
-        'PREFIX x: <http://x/> INSERT { GRAPH <http://out> { ?s a x:where } } WHERE { ?s a ?where . '
-        '{ SELECT * WHERE { ?s ?p "WHERE" } } } ; DELETE WHERE { ?s <http://p> ?o } ; INSERT DATA { <http://a> <http://b> "c" }'
+        "PREFIX x: <http://x/> INSERT { GRAPH <http://out> { ?s a x:where } } WHERE { ?s a ?where . "
+        '{ SELECT * WHERE { ?s ?p "WHERE" } } } ; DELETE WHERE { ?s <http://p> ?o } ; INSERT DATA { <http://a> '
+        '<http://b> "c" }'
     )
     rewritten = apply_update_dataset(update, ["http://d"], ["http://n"])
     assert rewritten.count("USING <http://d> USING NAMED <http://n> WHERE") == 2
@@ -190,8 +206,13 @@ def test_update_dataset_is_written_as_using_clauses() -> None:
 
 
 def test_update_dataset_applies(store: EmbeddedStore) -> None:
-    store.update('INSERT DATA { GRAPH <http://d> { <http://s> <http://p> "in d" } GRAPH <http://e> { <http://s> <http://p> "in e" } }')
-    store.update("INSERT { GRAPH <http://out> { ?s <http://copied> ?o } } WHERE { ?s <http://p> ?o }", using_graphs=["http://d"])
+    store.update(
+        "INSERT DATA "
+        '{ GRAPH <http://d> { <http://s> <http://p> "in d" } GRAPH <http://e> { <http://s> <http://p> "in e" } }'
+    )
+    store.update(
+        "INSERT { GRAPH <http://out> { ?s <http://copied> ?o } } WHERE { ?s <http://p> ?o }", using_graphs=["http://d"]
+    )
     result = store.query("SELECT ?o WHERE { GRAPH <http://out> { ?s ?p ?o } }", accept="text/csv")
     assert result.body.split() == [b"o", b"in", b"d"]
 
@@ -215,7 +236,7 @@ def test_base_iri_is_pinned(tmp_path: Path) -> None:
 @pytest.fixture
 def worker(tmp_path: Path) -> WorkerStore:
     seed = EmbeddedStore(tmp_path / "store")
-    lines = "".join(f"<http://e/s{i}> <http://e/p{i % 7}> \"{i}\" .\n" for i in range(2000))
+    lines = "".join(f'<http://e/s{i}> <http://e/p{i % 7}> "{i}" .\n' for i in range(2000))
     seed.load(write(tmp_path, "seed.nt", lines.encode()), RdfFormat.N_TRIPLES)
     seed.close()
     opened = WorkerStore(tmp_path / "store", threads=4)
@@ -258,7 +279,9 @@ def test_worker_timeout_kills_query_and_keeps_serving(worker: WorkerStore) -> No
 
 
 def test_worker_timeout_waits_for_running_write(worker: WorkerStore) -> None:
-    slow_write = "INSERT { <http://x> <http://count> ?n } WHERE { { SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f } } }"
+    slow_write = (
+        "INSERT { <http://x> <http://count> ?n } WHERE { { SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f } } }"
+    )
     writer = threading.Thread(target=worker.update, args=(slow_write,))
     writer.start()
     time.sleep(0.1)

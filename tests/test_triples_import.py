@@ -34,7 +34,10 @@ def test_reads_the_shared_musique_triples() -> None:
         ('{"passage_id": "a", "triples": [["s", "p"]]}\n', "line 1: each triple must be"),
         ('{"passage_id": "a", "triples": "s p o"}\n', "line 1: 'triples' must be a list"),
         ('{"passage_id": "a", "entities": "x", "triples": []}\n', "line 1: 'entities' must be a list"),
-        ('{"passage_id": "a", "triples": []}\n\n{"passage_id": "a", "triples": []}\n', "line 3: passage_id 'a' appears twice"),
+        (
+            '{"passage_id": "a", "triples": []}\n\n{"passage_id": "a", "triples": []}\n',
+            "line 3: passage_id 'a' appears twice",
+        ),
         ("\n\n", "holds no passages"),
     ],
 )

@@ -64,9 +64,12 @@ def test_service_description_conforms_to_schema(live_server: LiveServer) -> None
     dataset = graph.value(service, SD.defaultDataset)
     assert (dataset, RDF.type, SD.Dataset) in graph
     assert (graph.value(dataset, SD.defaultGraph), RDF.type, SD.Graph) in graph
-    vocabulary = {"Service", "Dataset", "Graph", "endpoint", "supportedLanguage", "feature", "resultFormat",
-                  "defaultDataset", "defaultGraph", "SPARQL10Query", "SPARQL11Query", "SPARQL11Update",
-                  "UnionDefaultGraph", "EmptyGraphs", "BasicFederatedQuery", "DereferencesURIs",
-                  "RequiresDataset", "namedGraph", "name", "graph", "inputFormat"}  # fmt: skip
+    vocabulary = set(
+        """
+        Service Dataset Graph endpoint supportedLanguage feature resultFormat defaultDataset defaultGraph SPARQL10Query
+        SPARQL11Query SPARQL11Update UnionDefaultGraph EmptyGraphs BasicFederatedQuery DereferencesURIs RequiresDataset
+        namedGraph name graph inputFormat
+        """.split()
+    )
     used = {str(t).removeprefix(str(SD)) for triple in graph for t in triple if str(t).startswith(str(SD))}
     assert used <= vocabulary, used - vocabulary

@@ -41,31 +41,61 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 def test_entity_iris_redirect_to_a_page_or_to_rdf(client: httpx.Client, server: LiveServer) -> None:
     iri = server.settings.base_iri + "id/default/cern"
     for accept, target, media in [
-        ("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", "../../page/id/default/cern", "text/html"),  # a browser
+        (
+            "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+            "../../page/id/default/cern",
+            "text/html",
+        ),  # a browser
         ("text/turtle", "../../data/id/default/cern.ttl", "text/turtle"),
         ("application/rdf+xml", "../../data/id/default/cern.rdf", "application/rdf+xml"),
         ("application/ld+json", "../../data/id/default/cern.jsonld", "application/ld+json"),
         ("application/n-triples", "../../data/id/default/cern.nt", "application/n-triples"),
         ("*/*", "../../data/id/default/cern.ttl", "text/turtle"),
-    ]:  # fmt: skip
+    ]:
         response = client.get(iri, headers={"Accept": accept})
-        assert response.status_code == 303 and response.headers["location"] == target and "Accept" in response.headers["vary"]
+        assert (
+            response.status_code == 303
+            and response.headers["location"] == target
+            and "Accept" in response.headers["vary"]
+        )
         followed = client.get(iri, headers={"Accept": accept}, follow_redirects=True)
         assert followed.status_code == 200 and followed.headers["content-type"].startswith(media), accept
     page = client.get("/page/id/default/cern").text
-    assert "<h1>CERN</h1>" in page and "is located near" in page and f'href="{server.settings.base_iri}id/default/geneva"' in page
+    assert (
+        "<h1>CERN</h1>" in page
+        and "is located near" in page
+        and f'href="{server.settings.base_iri}id/default/geneva"' in page
+    )
     assert "<mark>CERN is located near Geneva.</mark>" in page  # the fact's evidence sentence, marked in its chunk
     assert ">co-occurs with</a></td>" in page  # our own vocabulary's terms by their labels in vocab.ttl
-    assert '<link rel="alternate" type="text/turtle" href="../../../data/id/default/cern.ttl">' in page and ">jsonld</a>" in page
+    assert (
+        '<link rel="alternate" type="text/turtle" href="../../../data/id/default/cern.ttl">' in page
+        and ">jsonld</a>" in page
+    )
     assert client.head(iri).status_code == 303
-    for missing in ["id/default/no-such-thing", "id/nosuchcollection/cern", "id/Bad Name/x", "page/id/default/nothing",
-                    "data/id/default/cern.exe", "data/id/default/nothing.ttl", "doc/default/nothing", "page/nothing/default/x",
-                    "page/doc/default/cern/chunk/0000", "data/doc/nosuchcollection/cern.ttl", "rel/no-such-relation",
-                    "page/rel/%zz"]:  # fmt: skip
+    for missing in [
+        "id/default/no-such-thing",
+        "id/nosuchcollection/cern",
+        "id/Bad Name/x",
+        "page/id/default/nothing",
+        "data/id/default/cern.exe",
+        "data/id/default/nothing.ttl",
+        "doc/default/nothing",
+        "page/nothing/default/x",
+        "page/doc/default/cern/chunk/0000",
+        "data/doc/nosuchcollection/cern.ttl",
+        "rel/no-such-relation",
+        "page/rel/%zz",
+    ]:
         response = client.get("/" + missing)
         assert response.status_code == 404 and response.json()["error"] == "not_found", missing
     assert client.get(iri, headers={"Accept": "image/png"}).status_code == 406
-    for raw in (b"/id/default/a%zz", b"/id/default/a{b", b"/page/id/default/%ZZ", b"/data/id/default/a%zz.ttl"):  # no IRI at all
+    for raw in (
+        b"/id/default/a%zz",
+        b"/id/default/a{b",
+        b"/page/id/default/%ZZ",
+        b"/data/id/default/a%zz.ttl",
+    ):  # no IRI at all
         with socket.create_connection(("127.0.0.1", int(server.url.rsplit(":", 1)[1]))) as conn:
             conn.sendall(b"GET " + raw + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             status = conn.recv(64).split(b" ")[1]
@@ -83,15 +113,26 @@ def test_provenance_iris_dereference_from_fact_to_chunk_to_document(client: http
     document = client.get(base + "doc/default/cern", headers=html, follow_redirects=True).text
     assert "<h1>CERN</h1>" in document and f'href="{chunk}"' in document  # the document lists its chunks
     graph = rdflib.Graph().parse(base + "doc/default/cern")  # the document as RDF: its metadata, its chunks
-    assert (rdflib.URIRef(base + "doc/default/cern"), rdflib.URIRef("http://purl.org/dc/terms/title"), rdflib.Literal("CERN")) in graph
-    assert (rdflib.URIRef(chunk), rdflib.URIRef("http://www.w3.org/ns/prov#wasDerivedFrom"), rdflib.URIRef(base + "doc/default/cern")) in graph
+    assert (
+        rdflib.URIRef(base + "doc/default/cern"),
+        rdflib.URIRef("http://purl.org/dc/terms/title"),
+        rdflib.Literal("CERN"),
+    ) in graph
+    assert (
+        rdflib.URIRef(chunk),
+        rdflib.URIRef("http://www.w3.org/ns/prov#wasDerivedFrom"),
+        rdflib.URIRef(base + "doc/default/cern"),
+    ) in graph
 
 
 def test_relation_iris_dereference_to_the_facts_that_use_them(client: httpx.Client, server: LiveServer) -> None:
     relation = server.settings.base_iri + "rel/is-located-near"
     assert client.get(relation, headers={"Accept": "text/html"}).headers["location"] == "../page/rel/is-located-near"
     page = client.get(relation, headers={"Accept": "text/html"}, follow_redirects=True).text
-    assert "<h1>is located near</h1>" in page and f'<a href="{server.settings.base_iri}id/default/geneva">Geneva</a>' in page
+    assert (
+        "<h1>is located near</h1>" in page
+        and f'<a href="{server.settings.base_iri}id/default/geneva">Geneva</a>' in page
+    )
     graph = rdflib.Graph().parse(relation)
     assert (rdflib.URIRef(relation), rdflib.RDFS.label, rdflib.Literal("is located near")) in graph
     entity_page = client.get("/page/id/default/cern").text
@@ -102,15 +143,27 @@ def test_rdflib_dereferences_an_entity_iri(server: LiveServer) -> None:
     iri = server.settings.base_iri + "id/default/cern"
     graph = rdflib.Graph().parse(iri)  # rdflib asks for RDF, follows the 303, parses by media type
     assert (rdflib.URIRef(iri), rdflib.RDFS.label, rdflib.Literal("CERN")) in graph
-    assert (rdflib.URIRef(iri), rdflib.URIRef(server.settings.base_iri + "rel/is-located-near"),
-            rdflib.URIRef(server.settings.base_iri + "id/default/geneva")) in graph  # fmt: skip
-    assert (rdflib.URIRef(server.settings.base_iri + "id/default/geneva"), rdflib.RDFS.label, rdflib.Literal("Geneva")) in graph
+    assert (
+        rdflib.URIRef(iri),
+        rdflib.URIRef(server.settings.base_iri + "rel/is-located-near"),
+        rdflib.URIRef(server.settings.base_iri + "id/default/geneva"),
+    ) in graph
+    assert (
+        rdflib.URIRef(server.settings.base_iri + "id/default/geneva"),
+        rdflib.RDFS.label,
+        rdflib.Literal("Geneva"),
+    ) in graph
 
 
-@pytest.mark.skipif(not COMUNICA.exists(), reason="Comunica's fetch-sparql-endpoint is not installed (`make install` fetches it with npm)")
+@pytest.mark.skipif(
+    not COMUNICA.exists(),
+    reason="Comunica's fetch-sparql-endpoint is not installed (`make install` fetches it with npm)",
+)
 def test_comunicas_sparql_client_queries_and_updates(server: LiveServer, client: httpx.Client) -> None:
     def comunica(query: str) -> str:
-        done = subprocess.run([str(COMUNICA), "--endpoint", server.sparql, "--query", query], capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [str(COMUNICA), "--endpoint", server.sparql, "--query", query], capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 0, done.stderr
         return done.stdout
 
@@ -125,13 +178,24 @@ def test_comunicas_sparql_client_queries_and_updates(server: LiveServer, client:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
     if not (CHROMIUM and CHROMEDRIVER):
-        pytest.skip("headless Chromium is not installed (`make install` installs chromium and chromium-driver as root on Debian)")
-    assert (YASGUI_LOCAL / "yasgui.min.js").is_file(), "YASGUI's files are missing: run `make install` (the tests have no CDN)"
+        pytest.skip(
+            "headless Chromium is not installed (`make install` installs chromium and chromium-driver as root on "
+            "Debian)"
+        )
+    assert (YASGUI_LOCAL / "yasgui.min.js").is_file(), (
+        "YASGUI's files are missing: run `make install` (the tests have no CDN)"
+    )
     from selenium import webdriver
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for argument in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--window-size=1300,1000"]:
+    for argument in [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--window-size=1300,1000",
+    ]:
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console, to see what the CSP blocks
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
@@ -178,14 +242,20 @@ def test_yasgui_runs_a_select_and_shows_the_rows(browser: object, server: LiveSe
     driver.get(server.url + "/")  # type: ignore[attr-defined]
     wait_for(driver, "#graphs li.collection")  # the collections listed beside the editor
     driver.find_element(By.LINK_TEXT, "knowledge").click()  # type: ignore[attr-defined]  # opens a query on that graph
-    assert f"GRAPH <{server.settings.base_iri}graph/default>" in driver.execute_script("return window.yasgui.getTab().getQuery();")  # type: ignore[attr-defined]
-    driver.execute_script("""const tab = window.yasgui.getTab(); tab.setQuery(arguments[0]); tab.getYasqe().query();""",  # type: ignore[attr-defined]
-                          "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\nSELECT ?label WHERE { GRAPH ?g { ?e rdfs:label ?label } "
-                          "FILTER(?label IN (\"CERN\", \"Geneva\")) } ORDER BY ?label")  # fmt: skip
+    assert f"GRAPH <{server.settings.base_iri}graph/default>" in driver.execute_script(
+        "return window.yasgui.getTab().getQuery();"
+    )  # type: ignore[attr-defined]
+    driver.execute_script(
+        """const tab = window.yasgui.getTab(); tab.setQuery(arguments[0]); tab.getYasqe().query();""",  # type: ignore[attr-defined]
+        "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\nSELECT ?label WHERE { GRAPH ?g { ?e rdfs:label ?label } "
+        'FILTER(?label IN ("CERN", "Geneva")) } ORDER BY ?label',
+    )
     wait_for_rows(driver, labels_are("CERN", "Geneva"))
     driver.save_screenshot(str(SCREENSHOTS / "yasgui-select.png"))  # type: ignore[attr-defined]
-    driver.execute_script("""const tab = window.yasgui.getTab(); tab.setQuery(arguments[0]); tab.getYasqe().query();""",  # type: ignore[attr-defined]
-                          'INSERT DATA { GRAPH <urn:yasgui> { <urn:a> <urn:said> "from YASGUI" } }')  # an update, sent as update=
+    driver.execute_script(
+        """const tab = window.yasgui.getTab(); tab.setQuery(arguments[0]); tab.getYasqe().query();""",  # type: ignore[attr-defined]
+        'INSERT DATA { GRAPH <urn:yasgui> { <urn:a> <urn:said> "from YASGUI" } }',
+    )  # an update, sent as update=
     ask = {"query": 'ASK { GRAPH <urn:yasgui> { <urn:a> <urn:said> "from YASGUI" } }'}
     with server.client() as client:
         deadline = time.monotonic() + 30
@@ -214,7 +284,9 @@ def test_the_ask_page_shows_an_answer_its_sources_and_the_trace(browser: object,
     driver.get(driver.find_element(By.ID, "trace-query").get_attribute("href"))  # type: ignore[attr-defined]  # the trace in YASGUI
     driver.execute_script("window.yasgui.getTab().getYasqe().query();")  # type: ignore[attr-defined]
     rows = wait_for_rows(driver, lambda texts: any("rel/invented" in text for text in texts))  # the trace's kept facts
-    assert [text.split()[1] for text in rows] == sorted(text.split()[1] for text in rows)  # after the row number: the hop, in order
+    assert [text.split()[1] for text in rows] == sorted(
+        text.split()[1] for text in rows
+    )  # after the row number: the hop, in order
     driver.save_screenshot(str(SCREENSHOTS / "ask-trace-in-yasgui.png"))  # type: ignore[attr-defined]
 
 
@@ -241,15 +313,22 @@ def test_with_tokens_the_pages_ask_for_one_and_use_it(browser: object, tmp_path:
     secured, stop = start_server(tmp_path, own_base_iri=True, read_tokens=["browser-token"], write_tokens=["writer"])
     try:
         with secured.client("writer") as client:
-            assert client.post("/api/v1/documents", json={"id": "cern", "text": "CERN is located near Geneva."}).status_code == 201
+            assert (
+                client.post(
+                    "/api/v1/documents", json={"id": "cern", "text": "CERN is located near Geneva."}
+                ).status_code
+                == 201
+            )
         driver = browser
         driver.get(secured.url + "/")  # type: ignore[attr-defined]
         wait_for(driver, "#graphs li.error")  # no token yet: the collections cannot be listed, and the page says so
         driver.find_element(By.ID, "token").send_keys("browser-token", Keys.ENTER)  # type: ignore[attr-defined]
         wait_for(driver, "#graphs li.collection")  # reloaded, with the token
-        driver.execute_script("""const tab = window.yasgui.getTab(); tab.setQuery(arguments[0]); tab.getYasqe().query();""",  # type: ignore[attr-defined]
-                              "SELECT ?label WHERE { GRAPH ?g { ?e <http://www.w3.org/2000/01/rdf-schema#label> ?label } "
-                              "FILTER(?label IN (\"CERN\", \"Geneva\")) } ORDER BY ?label")  # fmt: skip
+        driver.execute_script(
+            """const tab = window.yasgui.getTab(); tab.setQuery(arguments[0]); tab.getYasqe().query();""",  # type: ignore[attr-defined]
+            "SELECT ?label WHERE { GRAPH ?g { ?e <http://www.w3.org/2000/01/rdf-schema#label> ?label } "
+            'FILTER(?label IN ("CERN", "Geneva")) } ORDER BY ?label',
+        )
         wait_for_rows(driver, labels_are("CERN", "Geneva"))
         driver.get(secured.settings.base_iri + "id/default/cern")  # type: ignore[attr-defined]  # a plain link: the cookie carries the token
         assert driver.find_element(By.TAG_NAME, "h1").text == "CERN"  # type: ignore[attr-defined]
@@ -257,7 +336,9 @@ def test_with_tokens_the_pages_ask_for_one_and_use_it(browser: object, tmp_path:
         stop()
 
 
-def test_pages_are_served_and_yasgui_falls_back_to_the_cdn(client: httpx.Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_pages_are_served_and_yasgui_falls_back_to_the_cdn(
+    client: httpx.Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     from sparqlrag.server import pages
 
     assert 'src="static/vendor/yasgui/yasgui.min.js"' in client.get("/").text

@@ -116,9 +116,11 @@ def load_cases(manifest: Path) -> list[Case]:
     for entries in graph.objects(root, MF.entries):
         for entry in _items(graph, entries):
             action = graph.value(entry, MF.action)
-            steps = [] if action is None else [
-                _step(graph, r) for head in graph.objects(action, HT.requests) for r in _items(graph, head)
-            ]  # fmt: skip
+            steps = (
+                []
+                if action is None
+                else [_step(graph, r) for head in graph.objects(action, HT.requests) for r in _items(graph, head)]
+            )
             data = [
                 (Path(str(graph.value(d, UT.graph)).removeprefix("file://")), str(graph.value(d, RDFS.label)))
                 for d in graph.objects(entry, UT.graphData)
@@ -160,9 +162,11 @@ def check_step(step: Step, response: httpx.Response) -> None:
 def run_case(case: Case, client: httpx.Client) -> None:
     for data_file, graph_iri in case.graph_data:
         response = client.put(
-            "/store", params={"graph": graph_iri}, content=data_file.read_bytes(),
+            "/store",
+            params={"graph": graph_iri},
+            content=data_file.read_bytes(),
             headers={"Content-Type": "application/n-triples"},
-        )  # fmt: skip
+        )
         assert response.status_code in (201, 204), response.text
     variables: dict[str, str] = {}
     for step in case.steps:
@@ -176,4 +180,3 @@ def run_case(case: Case, client: httpx.Client) -> None:
         check_step(step, response)
         if step.expected.location_variable is not None:
             variables[step.expected.location_variable] = response.headers["location"]
-

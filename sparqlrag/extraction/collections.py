@@ -32,7 +32,9 @@ class Collections:
         async with self.pipeline.locks.closed(name):  # not while it is being deleted
             if await self.exists(name):
                 return False
-            await asyncio.to_thread(self.store.update, v.SPARQL_PREFIXES + librarian.register_collection(iris, ontology))
+            await asyncio.to_thread(
+                self.store.update, v.SPARQL_PREFIXES + librarian.register_collection(iris, ontology)
+            )
             return True
 
     async def list(self) -> list[CollectionInfo]:

@@ -25,7 +25,7 @@ import re
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -113,10 +113,18 @@ class Cores:
             members[f"{kind}.npy"] = buffer.getvalue()
             members[f"{kind}.jsonl"] = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in payloads).encode()
             counts[kind] = len(payloads)
-        manifest = {"format": FORMAT, "version": VERSION, "collection": iris.collection, "base_iri": self.base_iri,
-                    "ontology": ontology, "embedding_model": self.embedding_model, "dim": self.pipeline.vectors.dim,
-                    "exported": datetime.now(timezone.utc).isoformat(timespec="seconds"), "counts": counts,
-                    "sha256": {member: _sha256(data) for member, data in members.items()}}  # fmt: skip
+        manifest = {
+            "format": FORMAT,
+            "version": VERSION,
+            "collection": iris.collection,
+            "base_iri": self.base_iri,
+            "ontology": ontology,
+            "embedding_model": self.embedding_model,
+            "dim": self.pipeline.vectors.dim,
+            "exported": datetime.now(UTC).isoformat(timespec="seconds"),
+            "counts": counts,
+            "sha256": {member: _sha256(data) for member, data in members.items()},
+        }
         partial = target.with_name(target.name + ".partial")  # a failed export leaves no half a core under the name
         try:
             with zipfile.ZipFile(partial, "w") as core:
@@ -138,20 +146,31 @@ class Cores:
         name = core.manifest["collection"]
         if into is not None and into != name:
             raise CoreMismatch(f"the core holds collection {name!r}, not {into!r}; import it as {name!r}")
-        if core.manifest["embedding_model"] != self.embedding_model or core.manifest["dim"] != self.pipeline.vectors.dim:
-            raise CoreMismatch(f"the core's vectors come from {core.manifest['embedding_model']} ({core.manifest['dim']} "
-                               f"dimensions); this server embeds with {self.embedding_model} ({self.pipeline.vectors.dim})")  # fmt: skip
+        if (
+            core.manifest["embedding_model"] != self.embedding_model
+            or core.manifest["dim"] != self.pipeline.vectors.dim
+        ):
+            raise CoreMismatch(
+                f"the core's vectors come from {core.manifest['embedding_model']} ({core.manifest['dim']} "
+                f"dimensions); this server embeds with {self.embedding_model} ({self.pipeline.vectors.dim})"
+            )
         ontology = core.manifest["ontology"]
         if ontology is not None and not await self._ontology_loaded(ontology):
-            raise CoreMismatch(f"the core's collection extracts with ontology {ontology!r}, which is not loaded here; load it first")
+            raise CoreMismatch(
+                f"the core's collection extracts with ontology {ontology!r}, which is not loaded here; load it first"
+            )
         iris = Iris(self.base_iri, name)
         async with self.pipeline.locks.closed(name):
             existing = await self.collections.get(name)
             if existing is not None and (existing.documents or existing.chunks or existing.facts):
-                raise CoreMismatch(f"collection {name!r} has data already ({existing.documents} documents, {existing.facts} "
-                                   "facts); import a core into a new or empty collection")  # fmt: skip
+                raise CoreMismatch(
+                    f"collection {name!r} has data already ({existing.documents} documents, {existing.facts} "
+                    "facts); import a core into a new or empty collection"
+                )
             if existing is not None and existing.ontology != ontology:
-                raise CoreMismatch(f"collection {name!r} exists here with ontology {existing.ontology!r}, the core's uses {ontology!r}")
+                raise CoreMismatch(
+                    f"collection {name!r} exists here with ontology {existing.ontology!r}, the core's uses {ontology!r}"
+                )
             old_base = core.manifest["base_iri"]
             quads = core.quads if old_base == self.base_iri else _rebase(core.quads, old_base, iris)
             if existing is not None:  # keep its registration, not the core's (one creation time)
@@ -161,8 +180,13 @@ class Cores:
             except BaseException:
                 await asyncio.to_thread(self._undo, iris, existing is not None, ontology)
                 raise
-        return ImportResult(name, len(quads), len(core.payloads["chunks"]), len(core.payloads["entities"]),
-                            old_base if old_base != self.base_iri else None)  # fmt: skip
+        return ImportResult(
+            name,
+            len(quads),
+            len(core.payloads["chunks"]),
+            len(core.payloads["entities"]),
+            old_base if old_base != self.base_iri else None,
+        )
 
     async def _ontology_loaded(self, name: str) -> bool:
         return name in {info.name for info in await self.ontologies.list()}
@@ -176,7 +200,9 @@ class Cores:
                 if rows:
                     points = [payloads[i] for i in rows]
                     kept = [{key: value for key, value in p.items() if key not in ("iri", "facet")} for p in points]
-                    self.pipeline.vectors.upsert(iris.collection, kind, [p["iri"] for p in points], core.vectors[kind][rows], kept, facet)
+                    self.pipeline.vectors.upsert(
+                        iris.collection, kind, [p["iri"] for p in points], core.vectors[kind][rows], kept, facet
+                    )
             if kind == "chunks":  # the keyword index is the chunks' text
                 self.pipeline.keywords.add(iris.collection, [(p["iri"], p["text"]) for p in payloads])
 
@@ -196,9 +222,14 @@ class _Core:
 
 
 MANIFEST_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "collection": str, "base_iri": str, "ontology": (str, type(None)), "embedding_model": str, "dim": int, "counts": dict,
+    "collection": str,
+    "base_iri": str,
+    "ontology": (str, type(None)),
+    "embedding_model": str,
+    "dim": int,
+    "counts": dict,
     "sha256": dict,
-}  # fmt: skip
+}
 BASE_IRI = re.compile(r"https?://[^\s<>\"{}|\\^`]+[/#]")
 
 
@@ -211,7 +242,9 @@ def _check_manifest(manifest: object) -> dict[str, Any]:
         if not isinstance(manifest.get(name), kind) or isinstance(manifest.get(name), bool):
             raise CoreInvalid(f"the knowledge core's manifest has no valid {name!r}")
     if not BASE_IRI.fullmatch(manifest["base_iri"]):
-        raise CoreInvalid(f"the knowledge core's base IRI {manifest['base_iri']!r} is not an http(s) IRI ending in / or #")
+        raise CoreInvalid(
+            f"the knowledge core's base IRI {manifest['base_iri']!r} is not an http(s) IRI ending in / or #"
+        )
     try:
         check_collection(manifest["collection"])
     except InvalidName as error:
@@ -230,13 +263,19 @@ def _read(source: Path) -> _Core:
         with zipfile.ZipFile(source) as core:
             unpacked = sum(info.file_size for info in core.infolist())
             if unpacked > MAX_UNPACKED_BYTES:
-                raise CoreInvalid(f"the knowledge core unpacks to {unpacked} bytes, over the {MAX_UNPACKED_BYTES} byte limit")
+                raise CoreInvalid(
+                    f"the knowledge core unpacks to {unpacked} bytes, over the {MAX_UNPACKED_BYTES} byte limit"
+                )
             if core.getinfo("manifest.json").file_size > MAX_MANIFEST_BYTES:
                 raise CoreInvalid(f"the knowledge core's manifest is over {MAX_MANIFEST_BYTES} bytes")
             try:
                 manifest = _check_manifest(json.loads(core.read("manifest.json")))
             except ValueError as error:  # not JSON (CoreInvalid is a ValueError too)
-                raise error if isinstance(error, CoreInvalid) else CoreInvalid(f"the knowledge core's manifest is unreadable: {error}")
+                raise (
+                    error
+                    if isinstance(error, CoreInvalid)
+                    else CoreInvalid(f"the knowledge core's manifest is unreadable: {error}")
+                ) from None
             names = set(core.namelist())
             kinds = [kind for kind in KINDS if kind not in OPTIONAL_KINDS or f"{kind}.npy" in names]
             for name in ("graphs.trig", *(f"{kind}.{ext}" for kind in kinds for ext in ("npy", "jsonl"))):
@@ -245,8 +284,12 @@ def _read(source: Path) -> _Core:
             with core.open("graphs.trig") as trig:
                 quads = list(parse(trig, format=RdfFormat.TRIG))
             payloads = {kind: _payloads(core, f"{kind}.jsonl") if kind in kinds else [] for kind in KINDS}
-            vectors = {kind: _vectors(core, f"{kind}.npy", len(payloads[kind]), manifest["dim"]) if kind in kinds
-                       else np.zeros((0, manifest["dim"]), dtype=np.float32) for kind in KINDS}  # fmt: skip
+            vectors = {
+                kind: _vectors(core, f"{kind}.npy", len(payloads[kind]), manifest["dim"])
+                if kind in kinds
+                else np.zeros((0, manifest["dim"]), dtype=np.float32)
+                for kind in KINDS
+            }
             for payload in payloads["facts"]:  # each fact must read back, or a rebase could not move it
                 if isinstance(payload, dict) and isinstance(payload.get("fact"), str):
                     parse_fact(payload["fact"])
@@ -264,7 +307,9 @@ def _read(source: Path) -> _Core:
         raise CoreInvalid(f"the knowledge core holds graph {stray} outside collection {iris.collection!r}")
     for kind, needs in (("chunks", ("iri", "text")), ("entities", ("iri",)), ("facts", ("iri", "fact"))):
         if not all(isinstance(p, dict) and all(isinstance(p.get(key), str) for key in needs) for p in payloads[kind]):
-            raise CoreInvalid(f"the knowledge core's {kind} vectors do not match their payloads (each needs {' and '.join(needs)})")
+            raise CoreInvalid(
+                f"the knowledge core's {kind} vectors do not match their payloads (each needs {' and '.join(needs)})"
+            )
     if manifest["counts"].get("quads") != len(quads):
         raise CoreInvalid("the knowledge core's graphs do not hold the number of quads its manifest says")
     return _Core(manifest, quads, vectors, payloads)
@@ -298,8 +343,10 @@ def _vectors(core: zipfile.ZipFile, name: str, rows: int, dim: int) -> np.ndarra
             raise CoreInvalid(f"the knowledge core's {name} is not in a .npy format version this server reads")
         shape, fortran_order, dtype = header_reader(member)
         if shape != (rows, dim) or fortran_order or dtype != np.dtype("<f4"):
-            raise CoreInvalid(f"the knowledge core's {name.removesuffix('.npy')} vectors do not match their payloads "
-                              f"(a {rows} x {dim} float32 matrix)")
+            raise CoreInvalid(
+                f"the knowledge core's {name.removesuffix('.npy')} vectors do not match their payloads "
+                f"(a {rows} x {dim} float32 matrix)"
+            )
         data = member.read(rows * dim * 4 + 1)
     if len(data) != rows * dim * 4:
         raise CoreInvalid(f"the knowledge core's {name} holds {len(data)} bytes of vectors, not {rows * dim * 4}")
@@ -324,8 +371,15 @@ def _rebase(quads: list[Quad], old_base: str, iris: Iris) -> list[Quad]:
     after its moved fact, wherever it is named (provenance and traces)."""
     moved = _mover(old_base, iris.base)
     quads = [Quad(moved(q.subject), moved(q.predicate), moved(q.object), moved(q.graph_name)) for q in quads]
-    renamed = {q.subject: iris.statement(q.object) for q in quads if q.predicate == v.RDF_REIFIES and isinstance(q.object, Triple)}
-    return [Quad(renamed.get(q.subject, q.subject), q.predicate, renamed.get(q.object, q.object), q.graph_name) for q in quads]
+    renamed = {
+        q.subject: iris.statement(q.object)
+        for q in quads
+        if q.predicate == v.RDF_REIFIES and isinstance(q.object, Triple)
+    }
+    return [
+        Quad(renamed.get(q.subject, q.subject), q.predicate, renamed.get(q.object, q.object), q.graph_name)
+        for q in quads
+    ]
 
 
 def _moved_payload(payload: dict[str, Any], old_base: str, iris: Iris) -> dict[str, Any]:
@@ -333,8 +387,12 @@ def _moved_payload(payload: dict[str, Any], old_base: str, iris: Iris) -> dict[s
     fact's point is its moved fact's, named by that fact's reifier."""
     if old_base == iris.base:
         return payload
-    moved = {key: iris.base + value[len(old_base) :] if key in ("iri", "document") and isinstance(value, str)
-             and value.startswith(old_base) else value for key, value in payload.items()}  # fmt: skip
+    moved = {
+        key: iris.base + value[len(old_base) :]
+        if key in ("iri", "document") and isinstance(value, str) and value.startswith(old_base)
+        else value
+        for key, value in payload.items()
+    }
     if isinstance(payload.get("fact"), str):
         fact = _mover(old_base, iris.base)(parse_fact(payload["fact"]))
         moved |= {"fact": fact_ntriples(fact), "iri": iris.statement(fact).value}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from pyoxigraph import Literal, NamedNode, Quad, Triple
@@ -27,6 +27,7 @@ from sparqlrag.store.aliases import chain
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import insert_data, sparql_term, values
 from sparqlrag.store.vocab import Iris
+
 
 class UnknownEntity(LookupError):
     """No entity of the collection has that IRI or name."""
@@ -85,8 +86,12 @@ class Curation:
                 node = NamedNode(entity)
             except ValueError:  # not an IRI at all ("…/id/c/a b>"): no entity has it
                 raise UnknownEntity(f"collection {iris.collection!r} has no entity {entity!r}") from None
-            rows = select(self.store, v.SPARQL_PREFIXES + f"""SELECT DISTINCT ?canonical WHERE {{ GRAPH {kg} {{
-                {chain(iris, sparql_term(node), "?canonical")} FILTER EXISTS {{ ?canonical ?p ?o }} }} }}""")  # fmt: skip
+            rows = select(
+                self.store,
+                v.SPARQL_PREFIXES
+                + f"""SELECT DISTINCT ?canonical WHERE {{ GRAPH {kg} {{
+                {chain(iris, sparql_term(node), "?canonical")} FILTER EXISTS {{ ?canonical ?p ?o }} }} }}""",
+            )
             canonicals = {row["canonical"] for row in rows}
         else:
             known = resolver.known(self.store, iris, {name_key(entity)})
@@ -94,23 +99,33 @@ class Curation:
         if not canonicals:
             raise UnknownEntity(f"collection {iris.collection!r} has no entity {entity!r}")
         if len(canonicals) > 1:
-            raise CurationRefused(f"{entity!r} names {len(canonicals)} things in {iris.collection!r}; give one IRI: "
-                                  + ", ".join(sorted(canonicals)))  # fmt: skip
+            raise CurationRefused(
+                f"{entity!r} names {len(canonicals)} things in {iris.collection!r}; give one IRI: "
+                + ", ".join(sorted(canonicals))
+            )
         return canonicals.pop()
 
     def _label(self, iris: Iris, entity: str) -> str | None:
-        rows = select(self.store, v.SPARQL_PREFIXES + f"""SELECT ?label WHERE {{ GRAPH {sparql_term(iris.knowledge_graph)} {{
-            {sparql_term(NamedNode(entity))} rdfs:label ?label }} }} ORDER BY ?label LIMIT 1""")  # fmt: skip
+        rows = select(
+            self.store,
+            v.SPARQL_PREFIXES
+            + f"""SELECT ?label WHERE {{ GRAPH {sparql_term(iris.knowledge_graph)} {{
+            {sparql_term(NamedNode(entity))} rdfs:label ?label }} }} ORDER BY ?label LIMIT 1""",
+        )
         return rows[0]["label"] if rows else None
 
     def _classes(self, iris: Iris, entity: str) -> set[str]:
-        rows = select(self.store, f"SELECT ?c WHERE {{ GRAPH {sparql_term(iris.knowledge_graph)} {{ {sparql_term(NamedNode(entity))} a ?c }} }}")
+        rows = select(
+            self.store,
+            f"SELECT ?c WHERE {{ GRAPH {sparql_term(iris.knowledge_graph)} {{ {sparql_term(NamedNode(entity))} a ?c "
+            f"}} }}",
+        )
         return {row["c"] for row in rows}
 
     def _decision(self, iris: Iris, triple: Triple, alias: str) -> list[Quad]:
         """The decision as its own reifier of the triple, beside any reifier of evidence for it."""
         statement, source = iris.decision(triple), iris.source_graph
-        now = time_literal(datetime.now(timezone.utc))
+        now = time_literal(datetime.now(UTC))
         return [
             Quad(triple.subject, triple.predicate, triple.object, iris.knowledge_graph),
             Quad(statement, v.RDF_REIFIES, triple, source),
@@ -124,21 +139,31 @@ class Curation:
     def _retract(self, iris: Iris, predicate: NamedNode, subjects: list[str], objects: list[str]) -> str:
         """Delete `s predicate o` (any of the subjects to any of the objects) with its reifier."""
         kg, src = sparql_term(iris.knowledge_graph), sparql_term(iris.source_graph)
-        return (f"DELETE {{ GRAPH {kg} {{ ?s {sparql_term(predicate)} ?o }} GRAPH {src} {{ ?st ?x ?y }} }} WHERE {{ "
-                f"{values('s', map(NamedNode, subjects))} {values('o', map(NamedNode, objects))} GRAPH {kg} {{ ?s {sparql_term(predicate)} ?o }} "
-                f"OPTIONAL {{ GRAPH {src} {{ ?st rdf:reifies <<( ?s {sparql_term(predicate)} ?o )>> ; ?x ?y }} }} }}")  # fmt: skip
+        return (
+            f"DELETE {{ GRAPH {kg} {{ ?s {sparql_term(predicate)} ?o }} GRAPH {src} {{ ?st ?x ?y }} }} WHERE {{ "
+            f"{values('s', map(NamedNode, subjects))} {values('o', map(NamedNode, objects))} GRAPH {kg} {{ ?s "
+            f"{sparql_term(predicate)} ?o }} "
+            f"OPTIONAL {{ GRAPH {src} {{ ?st rdf:reifies <<( ?s {sparql_term(predicate)} ?o )>> ; ?x ?y }} }} }}"
+        )
 
     async def merge(self, collection: str, entity: str, other: str) -> EntityAliases:
         """`other` is `entity`: its IRI becomes an alias of entity's (owl:sameAs), its names
         aliases, and the documents that said things about it now say them about `entity`."""
         iris = await self._iris(collection)
-        target, alias = await asyncio.to_thread(self._find, iris, entity), await asyncio.to_thread(self._find, iris, other)
+        target, alias = (
+            await asyncio.to_thread(self._find, iris, entity),
+            await asyncio.to_thread(self._find, iris, other),
+        )
         if target == alias:
             raise CurationRefused(f"{entity!r} and {other!r} are one thing already: {target}")
-        classes = await asyncio.to_thread(self._classes, iris, target) | await asyncio.to_thread(self._classes, iris, alias)
+        classes = await asyncio.to_thread(self._classes, iris, target) | await asyncio.to_thread(
+            self._classes, iris, alias
+        )
         if len(classes) > 1:
-            raise CurationRefused(f"{entity!r} and {other!r} are typed by different classes ({', '.join(sorted(classes))}); "
-                                  "one thing has one class here")  # fmt: skip
+            raise CurationRefused(
+                f"{entity!r} and {other!r} are typed by different classes ({', '.join(sorted(classes))}); "
+                "one thing has one class here"
+            )
         name = await asyncio.to_thread(self._label, iris, alias) or other
         quads = self._decision(iris, Triple(NamedNode(alias), v.OWL_SAME_AS, NamedNode(target)), name)
         retract = self._retract(iris, v.OWL_DIFFERENT_FROM, [alias, target], [alias, target])
@@ -168,8 +193,12 @@ class Curation:
 
     def _cluster(self, iris: Iris, canonical: str) -> list[str]:
         """The canonical IRI and every IRI whose owl:sameAs chain ends at it."""
-        rows = select(self.store, v.SPARQL_PREFIXES + f"""SELECT DISTINCT ?e WHERE {{ GRAPH {sparql_term(iris.knowledge_graph)} {{
-            ?e owl:sameAs+ {sparql_term(NamedNode(canonical))} }} }}""")  # fmt: skip
+        rows = select(
+            self.store,
+            v.SPARQL_PREFIXES
+            + f"""SELECT DISTINCT ?e WHERE {{ GRAPH {sparql_term(iris.knowledge_graph)} {{
+            ?e owl:sameAs+ {sparql_term(NamedNode(canonical))} }} }}""",
+        )
         return [canonical, *(row["e"] for row in rows)]
 
     async def aliases(self, collection: str, entity: str) -> EntityAliases:
@@ -180,23 +209,45 @@ class Curation:
         return await asyncio.to_thread(self._aliases, iris, canonical)
 
     def _aliases(self, iris: Iris, canonical: str) -> EntityAliases:
-        kg, src, node = sparql_term(iris.knowledge_graph), sparql_term(iris.source_graph), sparql_term(NamedNode(canonical))
+        kg, src, node = (
+            sparql_term(iris.knowledge_graph),
+            sparql_term(iris.source_graph),
+            sparql_term(NamedNode(canonical)),
+        )
         result = EntityAliases(canonical, self._label(iris, canonical))
-        names = select(self.store, v.SPARQL_PREFIXES + f"""SELECT ?name (GROUP_CONCAT(DISTINCT STR(?doc); separator=" ") AS ?docs)
+        names = select(
+            self.store,
+            v.SPARQL_PREFIXES
+            + f"""SELECT ?name (GROUP_CONCAT(DISTINCT STR(?doc); separator=" ") AS ?docs)
             WHERE {{ GRAPH {kg} {{ {node} skos:altLabel ?name }} OPTIONAL {{ GRAPH {src} {{
-              ?st rdf:reifies <<( {node} skos:altLabel ?name )>> ; prov:wasDerivedFrom ?chunk . ?chunk prov:wasDerivedFrom ?doc }} }}
-            }} GROUP BY ?name ORDER BY ?name""")  # fmt: skip
+              ?st rdf:reifies <<( {node} skos:altLabel ?name )>> ; prov:wasDerivedFrom ?chunk . ?chunk
+                prov:wasDerivedFrom ?doc }} }}
+            }} GROUP BY ?name ORDER BY ?name""",
+        )
         result.aliases = [AliasInfo(row["name"], self._documents(iris, row.get("docs", ""))) for row in names]
-        merges = select(self.store, v.SPARQL_PREFIXES + f"""SELECT ?a ?alias ?rule (MAX(?s) AS ?score)
+        merges = select(
+            self.store,
+            v.SPARQL_PREFIXES
+            + f"""SELECT ?a ?alias ?rule (MAX(?s) AS ?score)
             (GROUP_CONCAT(DISTINCT STR(?doc); separator=" ") AS ?docs) WHERE {{
             GRAPH {kg} {{ ?b owl:sameAs* {node} }}
             GRAPH {src} {{ ?m rdf:reifies <<( ?a owl:sameAs ?b )>> ; sr:rule ?rule ; sr:score ?s ; sr:alias ?alias
               OPTIONAL {{ ?m prov:wasDerivedFrom ?chunk . ?chunk prov:wasDerivedFrom ?doc }} }}
-            }} GROUP BY ?a ?alias ?rule ORDER BY ?alias ?rule""")  # fmt: skip
-        result.merges = [MergeInfo(row["alias"], row["a"], row["rule"], float(row["score"]), self._documents(iris, row.get("docs", "")))
-                         for row in merges]  # fmt: skip
-        apart = select(self.store, v.SPARQL_PREFIXES + f"""SELECT DISTINCT ?alias WHERE {{ GRAPH {src} {{
-            ?d sr:rule "curated" ; sr:alias ?alias ; rdf:reifies <<( ?x owl:differentFrom {node} )>> }} }} ORDER BY ?alias""")  # fmt: skip
+            }} GROUP BY ?a ?alias ?rule ORDER BY ?alias ?rule""",
+        )
+        result.merges = [
+            MergeInfo(
+                row["alias"], row["a"], row["rule"], float(row["score"]), self._documents(iris, row.get("docs", ""))
+            )
+            for row in merges
+        ]
+        apart = select(
+            self.store,
+            v.SPARQL_PREFIXES
+            + f"""SELECT DISTINCT ?alias WHERE {{ GRAPH {src} {{
+            ?d sr:rule "curated" ; sr:alias ?alias ; rdf:reifies <<( ?x owl:differentFrom {node} )>> }} }} ORDER BY
+              ?alias""",
+        )
         result.kept_apart = [row["alias"] for row in apart]
         return result
 

@@ -15,8 +15,15 @@ from pathlib import PurePath
 
 TEXT, MARKDOWN, HTML, PDF = "text/plain", "text/markdown", "text/html", "application/pdf"
 MEDIA_TYPES = (TEXT, MARKDOWN, HTML, PDF)
-EXTENSIONS = {".txt": TEXT, ".text": TEXT, ".md": MARKDOWN, ".markdown": MARKDOWN, ".html": HTML,
-              ".htm": HTML, ".pdf": PDF}  # fmt: skip
+EXTENSIONS = {
+    ".txt": TEXT,
+    ".text": TEXT,
+    ".md": MARKDOWN,
+    ".markdown": MARKDOWN,
+    ".html": HTML,
+    ".htm": HTML,
+    ".pdf": PDF,
+}
 ALIASES = {"text/x-markdown": MARKDOWN, "application/xhtml+xml": HTML, "application/x-pdf": PDF}
 
 
@@ -33,11 +40,15 @@ class Decoded:
 
 def media_type_for(declared: str | None, filename: str | None, data: bytes) -> str:
     """The document's media type: declared (if specific), else by extension, else by content."""
-    declared = ALIASES.get((declared or "").split(";")[0].strip().lower(), (declared or "").split(";")[0].strip().lower())
+    declared = ALIASES.get(
+        (declared or "").split(";")[0].strip().lower(), (declared or "").split(";")[0].strip().lower()
+    )
     if declared in MEDIA_TYPES:
         return declared
     if declared and declared not in ("application/octet-stream", ""):
-        raise DecodeError(f"unsupported document type {declared}: send text/plain, text/markdown, text/html or application/pdf")
+        raise DecodeError(
+            f"unsupported document type {declared}: send text/plain, text/markdown, text/html or application/pdf"
+        )
     if filename and (by_name := EXTENSIONS.get(PurePath(filename).suffix.lower())):
         return by_name
     if data.startswith(b"%PDF-"):
@@ -108,8 +119,11 @@ def _pdf(data: bytes) -> Decoded:
 class _TextOfHtml(HTMLParser):
     """Visible text of an HTML page, with block elements as paragraph breaks."""
 
-    BLOCKS = {"p", "div", "br", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "table", "section",
-              "article", "header", "footer", "blockquote", "pre", "hr", "dt", "dd"}  # fmt: skip
+    BLOCKS = set(
+        """
+        p div br li ul ol h1 h2 h3 h4 h5 h6 tr table section article header footer blockquote pre hr dt dd
+        """.split()
+    )
     HIDDEN = {"script", "style", "noscript", "template", "head"}
 
     def __init__(self) -> None:

@@ -36,8 +36,13 @@ class Extractions:
         if (kept.get("extractor"), kept.get("model")) != (extractor, model):
             return None
         found = kept["knowledge"]
-        return Knowledge([Entity(**e) for e in found["entities"]], [Fact(**f) for f in found["facts"]],
-                         found["rejected"], found["ontology"], [tuple(pair) for pair in found.get("aliases", [])])  # fmt: skip
+        return Knowledge(
+            [Entity(**e) for e in found["entities"]],
+            [Fact(**f) for f in found["facts"]],
+            found["rejected"],
+            found["ontology"],
+            [tuple(pair) for pair in found.get("aliases", [])],
+        )
 
     def discard(self, collection: str, chunks: list[str]) -> None:
         for chunk in chunks:

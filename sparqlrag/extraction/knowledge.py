@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-
 COOCCURS = "co-occurs with"  # the predicate of a fact that only says two names share a sentence
 
 

@@ -7,7 +7,7 @@ source graph, so a knowledge core carries it along); `default` always exists.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote
 
@@ -18,7 +18,6 @@ from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import insert_data, sparql_term
 from sparqlrag.store.vocab import FAILED, PROCESSING, QUEUED, READY, Iris  # noqa: F401 (statuses re-exported)
 
-
 DEFAULT_COLLECTION = "default"
 
 
@@ -26,7 +25,10 @@ class UnknownCollection(LookupError):
     """A collection that was never created."""
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"no collection {name!r}: create it first (POST /api/v1/collections, or `sparqlrag collections create {name}`)")
+        super().__init__(
+            f"no collection {name!r}: create it first (POST /api/v1/collections, or `sparqlrag collections create "
+            f"{name}`)"
+        )
         self.name = name
 
 
@@ -49,27 +51,36 @@ def collection_exists(store: Any, iris: Iris) -> bool:
     """Cheaper than collection_info: no counting."""
     if iris.collection == DEFAULT_COLLECTION:
         return True
-    found = select(store, f"""SELECT ?c WHERE {{ GRAPH {sparql_term(iris.source_graph)} {{
-        ?c a {sparql_term(v.SR_COLLECTION)} }} VALUES ?c {{ {sparql_term(iris.collection_iri)} }} }} LIMIT 1""")
+    found = select(
+        store,
+        f"""SELECT ?c WHERE {{ GRAPH {sparql_term(iris.source_graph)} {{
+        ?c a {sparql_term(v.SR_COLLECTION)} }} VALUES ?c {{ {sparql_term(iris.collection_iri)} }} }} LIMIT 1""",
+    )
     return bool(found)
 
 
 def collection_ontology(store: Any, iris: Iris) -> str | None:
     """The name of the ontology that guides extraction into the collection, if any."""
-    rows = select(store, f"""SELECT ?name WHERE {{ GRAPH {sparql_term(iris.source_graph)} {{
-        {sparql_term(iris.collection_iri)} {sparql_term(v.SR_USES_ONTOLOGY)} ?name }} }} LIMIT 1""")  # fmt: skip
+    rows = select(
+        store,
+        f"""SELECT ?name WHERE {{ GRAPH {sparql_term(iris.source_graph)} {{
+        {sparql_term(iris.collection_iri)} {sparql_term(v.SR_USES_ONTOLOGY)} ?name }} }} LIMIT 1""",
+    )
     return rows[0]["name"] if rows else None
 
 
 def collection_quads(iris: Iris, ontology: str | None = None) -> list[Quad]:
     """The registration of a collection: its class, creation time, graphs, and its ontology."""
     graph, node = iris.source_graph, iris.collection_iri
-    created = Literal(datetime.now(timezone.utc).isoformat(), datatype=NamedNode(v.XSD + "dateTime"))
+    created = Literal(datetime.now(UTC).isoformat(), datatype=NamedNode(v.XSD + "dateTime"))
     return [
-        Quad(node, v.RDF_TYPE, v.SR_COLLECTION, graph), Quad(node, v.RDFS_LABEL, Literal(iris.collection), graph),
-        Quad(node, v.DCTERMS_CREATED, created, graph), Quad(node, v.SR_KNOWLEDGE_GRAPH, iris.knowledge_graph, graph),
-        Quad(node, v.SR_SOURCE_GRAPH, iris.source_graph, graph), Quad(node, v.SR_TRACE_GRAPH, iris.trace_graph, graph),
-    ] + ([Quad(node, v.SR_USES_ONTOLOGY, Literal(ontology), graph)] if ontology else [])  # fmt: skip
+        Quad(node, v.RDF_TYPE, v.SR_COLLECTION, graph),
+        Quad(node, v.RDFS_LABEL, Literal(iris.collection), graph),
+        Quad(node, v.DCTERMS_CREATED, created, graph),
+        Quad(node, v.SR_KNOWLEDGE_GRAPH, iris.knowledge_graph, graph),
+        Quad(node, v.SR_SOURCE_GRAPH, iris.source_graph, graph),
+        Quad(node, v.SR_TRACE_GRAPH, iris.trace_graph, graph),
+    ] + ([Quad(node, v.SR_USES_ONTOLOGY, Literal(ontology), graph)] if ontology else [])
 
 
 def register_collection(iris: Iris, ontology: str | None = None) -> str:
@@ -79,7 +90,9 @@ def register_collection(iris: Iris, ontology: str | None = None) -> str:
 
 def collections(store: Any, base: str) -> list[CollectionInfo]:
     """Every registered collection (and `default`), by name, with its counts."""
-    rows = select(store, v.SPARQL_PREFIXES + "SELECT DISTINCT ?name WHERE { GRAPH ?g { ?c a sr:Collection ; rdfs:label ?name } }")
+    rows = select(
+        store, v.SPARQL_PREFIXES + "SELECT DISTINCT ?name WHERE { GRAPH ?g { ?c a sr:Collection ; rdfs:label ?name } }"
+    )
     names = sorted({row["name"] for row in rows} | {DEFAULT_COLLECTION})
     return [info for name in names if (info := collection_info(store, Iris(base, name))) is not None]
 
@@ -87,16 +100,28 @@ def collections(store: Any, base: str) -> list[CollectionInfo]:
 def collection_info(store: Any, iris: Iris) -> CollectionInfo | None:
     """A collection's counts (documents, chunks, triples of knowledge); None when it does not exist."""
     src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
-    (row,) = select(store, v.SPARQL_PREFIXES + f"""
+    (row,) = select(
+        store,
+        v.SPARQL_PREFIXES
+        + f"""
         SELECT (SAMPLE(?when) AS ?created) (SAMPLE(?uses) AS ?ontology) (COUNT(DISTINCT ?doc) AS ?documents)
                (COUNT(DISTINCT ?chunk) AS ?chunks) (COUNT(?s) AS ?facts) WHERE {{
-          {{ GRAPH {src} {{ {sparql_term(iris.collection_iri)} dcterms:created ?when OPTIONAL {{ {sparql_term(iris.collection_iri)} sr:usesOntology ?uses }} }} }}
+          {{ GRAPH {src} {{ {sparql_term(iris.collection_iri)} dcterms:created ?when OPTIONAL {{
+            {sparql_term(iris.collection_iri)} sr:usesOntology ?uses }} }} }}
           UNION {{ GRAPH {src} {{ ?doc a sr:Document }} }} UNION {{ GRAPH {src} {{ ?chunk a sr:Chunk }} }}
-          UNION {{ GRAPH {kg} {{ ?s ?p ?o }} }} }}""")  # fmt: skip
+          UNION {{ GRAPH {kg} {{ ?s ?p ?o }} }} }}""",
+    )
     if "created" not in row and iris.collection != DEFAULT_COLLECTION:
         return None
-    return CollectionInfo(iris.collection, iris.collection_iri.value, row.get("created"),
-                          int(row["documents"]), int(row["chunks"]), int(row["facts"]), row.get("ontology"))  # fmt: skip
+    return CollectionInfo(
+        iris.collection,
+        iris.collection_iri.value,
+        row.get("created"),
+        int(row["documents"]),
+        int(row["chunks"]),
+        int(row["facts"]),
+        row.get("ontology"),
+    )
 
 
 @dataclass(frozen=True)
@@ -116,7 +141,10 @@ class DocumentInfo:
 def documents(store: Any, iris: Iris, document: NamedNode | None = None) -> list[DocumentInfo]:
     """Every document of the collection (or just `document`), oldest first."""
     only = f"VALUES ?doc {{ {sparql_term(document)} }}" if document is not None else ""
-    rows = select(store, v.SPARQL_PREFIXES + f"""
+    rows = select(
+        store,
+        v.SPARQL_PREFIXES
+        + f"""
         SELECT ?doc ?title ?source ?format ?sha ?status ?progress ?created (COUNT(?chunk) AS ?chunks) WHERE {{
           {only}
           GRAPH {sparql_term(iris.source_graph)} {{
@@ -125,23 +153,34 @@ def documents(store: Any, iris: Iris, document: NamedNode | None = None) -> list
             OPTIONAL {{ ?doc sr:progress ?progress }}
             OPTIONAL {{ ?chunk prov:wasDerivedFrom ?doc ; a sr:Chunk }}
           }}
-        }} GROUP BY ?doc ?title ?source ?format ?sha ?status ?progress ?created ORDER BY ?created ?doc""")  # fmt: skip
+        }} GROUP BY ?doc ?title ?source ?format ?sha ?status ?progress ?created ORDER BY ?created ?doc""",
+    )
     prefix = iris.document("").value
     return [
         DocumentInfo(
-            iri=row["doc"], id=unquote(row["doc"].removeprefix(prefix)), title=row["title"], source=row["source"],
-            media_type=row["format"], sha256=row["sha"], status=row["status"],
+            iri=row["doc"],
+            id=unquote(row["doc"].removeprefix(prefix)),
+            title=row["title"],
+            source=row["source"],
+            media_type=row["format"],
+            sha256=row["sha"],
+            status=row["status"],
             progress=float(row.get("progress", 1.0 if row["status"] == READY else 0.0)),
-            created=row["created"], chunks=int(row["chunks"]),
-        )  # fmt: skip
+            created=row["created"],
+            chunks=int(row["chunks"]),
+        )
         for row in rows
     ]
 
 
 def chunks_of(store: Any, iris: Iris, document: NamedNode) -> set[str]:
-    rows = select(store, v.SPARQL_PREFIXES + f"""
+    rows = select(
+        store,
+        v.SPARQL_PREFIXES
+        + f"""
         SELECT ?chunk WHERE {{ GRAPH {sparql_term(iris.source_graph)} {{
-          ?chunk prov:wasDerivedFrom {sparql_term(document)} ; a sr:Chunk }} }}""")  # fmt: skip
+          ?chunk prov:wasDerivedFrom {sparql_term(document)} ; a sr:Chunk }} }}""",
+    )
     return {row["chunk"] for row in rows}
 
 
@@ -156,4 +195,3 @@ def status_update(iris: Iris, document: NamedNode, status: str, progress: float 
         f"DELETE WHERE {{ GRAPH {graph} {{ {doc} sr:progress ?progress }} }} ;\n"
         f"INSERT DATA {{ GRAPH {graph} {{ {values} }} }}"
     )
-

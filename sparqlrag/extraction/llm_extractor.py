@@ -22,10 +22,16 @@ class LLMExtractor:
         """Definitions, then relationships (the pipeline runs many chunks at once, so the two
         prompts of one chunk need not overlap)."""
         definitions = parse_definitions(
-            (await self.llm.complete(render("definitions", self.prompts_dir, text=text), max_tokens=self.max_tokens)).text
+            (
+                await self.llm.complete(render("definitions", self.prompts_dir, text=text), max_tokens=self.max_tokens)
+            ).text
         )
         relationships = parse_relationships(
-            (await self.llm.complete(render("relationships", self.prompts_dir, text=text), max_tokens=self.max_tokens)).text
+            (
+                await self.llm.complete(
+                    render("relationships", self.prompts_dir, text=text), max_tokens=self.max_tokens
+                )
+            ).text
         )
         entities = {d.entity: Entity(d.entity, d.definition) for d in definitions.items}
         for r in relationships.items:

@@ -25,29 +25,41 @@ from nltk.tokenize import TreebankWordTokenizer
 from sparqlrag.extraction.knowledge import COOCCURS, Entity, Fact, Knowledge
 from sparqlrag.models.sentences import sentence_splitter
 
-CONNECTORS = {"of", "de", "du", "des", "la", "le", "van", "von", "der", "den", "da", "di", "del", "bin", "al", "and", "for", "the", "&"}
-FUNCTION_WORDS = {"the", "a", "an", "it", "its", "in", "on", "at", "this", "that", "these", "those", "he", "she",
-                  "they", "we", "i", "you", "his", "her", "their", "our", "my", "after", "before", "during", "when",
-                  "while", "if", "as", "for", "from", "with", "by", "but", "and", "or", "there", "here", "since",
-                  "although", "however", "because", "some", "many", "most", "all", "each", "every", "both", "such",
-                  "what", "which", "who", "where", "why", "how", "no", "not", "one", "also", "then", "thus", "today",
-                  "yes", "under", "over", "between", "among", "through", "into", "of", "to", "so", "than", "other",
-                  "another", "several", "few", "any", "more", "less", "only", "even", "again", "once"}  # fmt: skip
+CONNECTORS = set(
+    """
+    of de du des la le van von der den da di del bin al and for the &
+    """.split()
+)
+FUNCTION_WORDS = set(
+    """
+    the a an it its in on at this that these those he she they we i you his her their our my after before during when
+    while if as for from with by but and or there here since although however because some many most all each every both
+    such what which who where why how no not one also then thus today yes under over between among through into of to so
+    than other another several few any more less only even again once
+    """.split()
+)
 HONORIFICS = {"dr.", "mr.", "mrs.", "ms.", "prof.", "dr", "mr", "mrs", "ms", "prof", "sir", "dame", "lord", "lady"}
-MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-          "november", "december"}  # fmt: skip
+MONTHS = set(
+    """
+    january february march april may june july august september october november december
+    """.split()
+)
 ARTICLES = {"a", "an", "the"}
 COPULAS = {"is", "was", "are", "were", "became", "becomes", "remains", "remained"}
-VERBS = COPULAS | {"be", "been", "being", "has", "have", "had", "won", "wrote", "made", "led", "leads", "took",
-                   "gave", "began", "begins", "held", "holds", "became", "born", "died", "founded", "located",
-                   "known", "named", "called", "owns", "owned", "runs", "ran", "built", "sold", "became", "grew",
-                   "plays", "played", "joined", "left", "lost", "beat", "met", "said", "says", "includes",
-                   "include", "contains", "borders", "serves", "served", "became", "elected", "married", "directed",
-                   "produced", "published", "released", "composed", "sang", "starred", "created", "developed",
-                   "lies", "lay", "flows", "belongs", "belonged", "moved", "lived", "lives", "studied", "taught",
-                   "do", "does", "did", "can", "could", "will", "would", "may", "might", "shall", "should", "must"}  # fmt: skip
-AUXILIARIES = COPULAS | {"be", "been", "being", "has", "have", "had", "will", "would", "can", "could", "may",
-                         "might", "shall", "should", "must", "do", "does", "did"}
+VERBS = COPULAS | set(
+    """
+    be been being has have had won wrote made led leads took gave began begins held holds became born died founded
+    located known named called owns owned runs ran built sold grew plays played joined left lost beat met said says
+    includes include contains borders serves served elected married directed produced published released composed sang
+    starred created developed lies lay flows belongs belonged moved lived lives studied taught do does did can could
+    will would may might shall should must
+    """.split()
+)
+AUXILIARIES = COPULAS | set(
+    """
+    be been being has have had will would can could may might shall should must do does did
+    """.split()
+)
 PREPOSITIONS = {"in", "of", "from", "at", "on", "by", "for", "with", "to", "near", "into", "under", "within", "since"}
 CLAUSE_BREAKS = {",", ";", ":", "(", ")", "--", "''", "``", '"'}
 _NUMBER = re.compile(r"\d[\d,.]*%?")
@@ -195,13 +207,22 @@ class OfflineExtractor:
     def _copula_fact(tokens: list[str], subject: _Mention, sentence: str) -> list[Fact]:
         """X is a/an Y: Y as a literal class description, up to the next verb, preposition or break."""
         index = subject.end
-        if index + 2 >= len(tokens) or tokens[index].lower() not in COPULAS or tokens[index + 1].lower() not in ("a", "an"):
+        if (
+            index + 2 >= len(tokens)
+            or tokens[index].lower() not in COPULAS
+            or tokens[index + 1].lower() not in ("a", "an")
+        ):
             return []
         words = []
         for token in tokens[index + 2 :]:
             lower = token.lower()
-            if lower in CLAUSE_BREAKS or lower in PREPOSITIONS or lower in (".", "and", "that", "which", "who") or \
-                    (_verbish(lower) and words) or len(words) == 4:  # fmt: skip
+            if (
+                lower in CLAUSE_BREAKS
+                or lower in PREPOSITIONS
+                or lower in (".", "and", "that", "which", "who")
+                or (_verbish(lower) and words)
+                or len(words) == 4
+            ):
                 break
             words.append(token)
         if not words:

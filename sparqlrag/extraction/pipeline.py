@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +38,26 @@ from sparqlrag.extraction.extractions import Extractions
 from sparqlrag.extraction.knowledge import Extractor, Knowledge
 from sparqlrag.extraction.librarian import CollectionBusy
 from sparqlrag.extraction.provenance import (
-    ChunkRecord, DocumentRecord, chunk_quads, document_quads, entity_iri, knowledge_triples, merge_quads,
-)  # fmt: skip
+    ChunkRecord,
+    DocumentRecord,
+    chunk_quads,
+    document_quads,
+    entity_iri,
+    knowledge_triples,
+    merge_quads,
+)
 from sparqlrag.extraction.resolution import (
-    JOINT_RULES, Candidate, Known, Mention, Resolution, completed, described, mentions_of, name_key, resolve)
+    JOINT_RULES,
+    Candidate,
+    Known,
+    Mention,
+    Resolution,
+    completed,
+    described,
+    mentions_of,
+    name_key,
+    resolve,
+)
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab as v
 from sparqlrag.store.fact_index import FactIndex
@@ -109,7 +125,9 @@ class _Plan:
     unnamed: set[str] = field(default_factory=set)  # entities the commit left without a name of their own
 
     def chunks(self) -> list[tuple[str, str, Knowledge]]:
-        return [(chunk.iri.value, chunk.text, knowledge) for chunk, (knowledge, _, _) in zip(self.added, self.knowledge)]
+        return [
+            (chunk.iri.value, chunk.text, knowledge) for chunk, (knowledge, _, _) in zip(self.added, self.knowledge)
+        ]
 
 
 def _decode_and_hash(source: Source) -> tuple[Decoded, str]:
@@ -234,9 +252,16 @@ class Pipeline:
     # -- ingest -------------------------------------------------------------------------------
 
     async def ingest(
-        self, collection: str, document_id: str, data: bytes, *, media_type: str | None = None,
-        filename: str | None = None, title: str | None = None, on_progress: Progress | None = None,
-    ) -> IngestResult:  # fmt: skip
+        self,
+        collection: str,
+        document_id: str,
+        data: bytes,
+        *,
+        media_type: str | None = None,
+        filename: str | None = None,
+        title: str | None = None,
+        on_progress: Progress | None = None,
+    ) -> IngestResult:
         """Add or update one document. Raises DecodeError (nothing written) for what is not a document."""
         source = Source(document_id, data, media_type, filename, title)
         (result,) = await self.ingest_many(collection, [source], on_progress=on_progress)
@@ -245,8 +270,13 @@ class Pipeline:
         return result
 
     async def ingest_many(
-        self, collection: str, sources: list[Source], *, on_progress: Progress | None = None, force: bool = False,
-    ) -> list[IngestResult | Exception]:  # fmt: skip
+        self,
+        collection: str,
+        sources: list[Source],
+        *,
+        on_progress: Progress | None = None,
+        force: bool = False,
+    ) -> list[IngestResult | Exception]:
         """Ingest documents together, in four phases: prepare each (decode, compare with what is
         stored, extract new chunks; concurrently), resolve their names (extraction/resolution.py),
         index them all at once (one embedding call and one upsert per kind: model calls cost far
@@ -300,18 +330,32 @@ class Pipeline:
                 return
             for source, result in zip(sources, results):
                 if isinstance(result, Exception):
-                    log.error("writing %r in %r again after a merge changed failed: %s", source.document_id, collection, result)
+                    log.error(
+                        "writing %r in %r again after a merge changed failed: %s",
+                        source.document_id,
+                        collection,
+                        result,
+                    )
         if documents:
-            log.warning("merges in %r still changing after %d rounds; left: %s", collection, REPAIR_ROUNDS, sorted(documents))
+            log.warning(
+                "merges in %r still changing after %d rounds; left: %s", collection, REPAIR_ROUNDS, sorted(documents)
+            )
 
     async def _ingest_all(
-        self, iris: Iris, sources: list[Source], slots: asyncio.Semaphore, progress: _Progress, force: bool, extractor: Extractor,
+        self,
+        iris: Iris,
+        sources: list[Source],
+        slots: asyncio.Semaphore,
+        progress: _Progress,
+        force: bool,
+        extractor: Extractor,
         reuse: bool,
-    ) -> tuple[list[IngestResult | Exception], list[_Plan]]:  # fmt: skip
+    ) -> tuple[list[IngestResult | Exception], list[_Plan]]:
         """The results, and the plans that were committed."""
         results: list[IngestResult | Exception | None] = [None] * len(sources)
-        prepared = await asyncio.gather(*(self._prepare(iris, s, slots, progress, force, extractor, reuse) for s in sources),
-                                        return_exceptions=True)  # fmt: skip
+        prepared = await asyncio.gather(
+            *(self._prepare(iris, s, slots, progress, force, extractor, reuse) for s in sources), return_exceptions=True
+        )
         plans: list[tuple[int, _Plan]] = []
         for index, outcome in enumerate(prepared):
             if isinstance(outcome, _Plan):
@@ -358,16 +402,23 @@ class Pipeline:
         await asyncio.to_thread(self._resolve_all, plans, known, mint)
 
     @staticmethod
-    def _uses(plans: list[_Plan], mint: Callable[[Mention, str | None], str]) -> list[tuple[int, Mention, str, str | None]]:
+    def _uses(
+        plans: list[_Plan], mint: Callable[[Mention, str | None], str]
+    ) -> list[tuple[int, Mention, str, str | None]]:
         """Each name each document of the batch uses, chunk by chunk: (the document's index, the
         mention, its own IRI, the chunk's definition of it). First each chunk's knowledge gets
         the expansions its text gives its acronyms, which the extractor may have missed."""
         uses = []
         for index, plan in enumerate(plans):
-            plan.knowledge = [(completed(k, chunk.text), started, ended) for chunk, (k, started, ended) in zip(plan.added, plan.knowledge)]
+            plan.knowledge = [
+                (completed(k, chunk.text), started, ended)
+                for chunk, (k, started, ended) in zip(plan.added, plan.knowledge)
+            ]
             for _, _, knowledge in plan.chunks():
                 definitions = {e.name: e.definition for e in knowledge.entities if e.definition}
-                uses += [(index, m, mint(m, knowledge.ontology), definitions.get(m.name)) for m in mentions_of(knowledge)]
+                uses += [
+                    (index, m, mint(m, knowledge.ontology), definitions.get(m.name)) for m in mentions_of(knowledge)
+                ]
         return uses
 
     @staticmethod
@@ -392,7 +443,9 @@ class Pipeline:
         if len(plans) > 1 and found:
             for resolution, merge in found:
                 canonical = resolution.roots[merge.alias_iri]
-                candidate = Candidate(merge.alias_iri, merge.alias, canonical, resolution.names[canonical], resolution.classes[canonical])
+                candidate = Candidate(
+                    merge.alias_iri, merge.alias, canonical, resolution.names[canonical], resolution.classes[canonical]
+                )
                 known.by_key.setdefault(name_key(merge.alias), []).append(candidate)
             for plan in plans:
                 plan.resolution = resolve(plan.chunks(), known, mint)
@@ -431,7 +484,7 @@ class Pipeline:
                 upload = Upload(collection, source.document_id, source.media_type, source.filename, source.title)
                 await asyncio.to_thread(self._save, upload, source.data)
                 record = self._record(iris, source, text, sha256)
-                created = datetime.fromisoformat(existing.created) if existing else datetime.now(timezone.utc)
+                created = datetime.fromisoformat(existing.created) if existing else datetime.now(UTC)
                 await self._update(self._record_update(iris, record, librarian.QUEUED, created, existing))
                 results.append(IngestResult(doc.value, librarian.QUEUED))
                 queued.append(source)
@@ -465,13 +518,20 @@ class Pipeline:
     @staticmethod
     def _record(iris: Iris, source: Source, decoded: Decoded, sha256: str) -> DocumentRecord:
         title = source.title or decoded.title or source.filename or source.document_id
-        return DocumentRecord(iris.document(source.document_id), title, source.filename or source.document_id,
-                              decoded.media_type, sha256)  # fmt: skip
+        return DocumentRecord(
+            iris.document(source.document_id), title, source.filename or source.document_id, decoded.media_type, sha256
+        )
 
     async def _prepare(
-        self, iris: Iris, source: Source, slots: asyncio.Semaphore, progress: _Progress, force: bool, extractor: Extractor,
+        self,
+        iris: Iris,
+        source: Source,
+        slots: asyncio.Semaphore,
+        progress: _Progress,
+        force: bool,
+        extractor: Extractor,
         reuse: bool,
-    ) -> _Plan | IngestResult:  # fmt: skip
+    ) -> _Plan | IngestResult:
         """Decode, compare with the stored version, mark processing, extract the new chunks."""
         decoded, sha256 = await asyncio.to_thread(_decode_and_hash, source)  # PDFs take a while: off the loop
         doc = iris.document(source.document_id)
@@ -481,7 +541,7 @@ class Pipeline:
         upload = Upload(iris.collection, source.document_id, source.media_type, source.filename, source.title)
         marker = await asyncio.to_thread(self._save, upload, source.data)
         record = self._record(iris, source, decoded, sha256)
-        created = datetime.fromisoformat(existing.created) if existing else datetime.now(timezone.utc)
+        created = datetime.fromisoformat(existing.created) if existing else datetime.now(UTC)
         plan = _Plan(iris, record, created, marker, extractor, reuse=reuse)
         await self._update(self._record_update(iris, record, librarian.PROCESSING, created, existing))
         try:
@@ -508,28 +568,34 @@ class Pipeline:
         self, plan: _Plan, chunk: ChunkRecord, document_id: str, slots: asyncio.Semaphore, progress: _Progress
     ) -> tuple[Knowledge, datetime, datetime]:
         async with slots:
-            started = datetime.now(timezone.utc)
+            started = datetime.now(UTC)
             extractor, collection = plan.extractor, plan.iris.collection
             kept = None
             if plan.reuse:
-                kept = await asyncio.to_thread(self.extractions.load, collection, chunk.iri.value, extractor.name, extractor.model)
+                kept = await asyncio.to_thread(
+                    self.extractions.load, collection, chunk.iri.value, extractor.name, extractor.model
+                )
             result = kept if kept is not None else await extractor.extract(chunk.text, document_id)
             if kept is None:
-                await asyncio.to_thread(self.extractions.save, collection, chunk.iri.value, extractor.name, extractor.model, result)
+                await asyncio.to_thread(
+                    self.extractions.save, collection, chunk.iri.value, extractor.name, extractor.model, result
+                )
             progress.step()
             plan.extracted += 1
             # the document's sr:progress, every tenth of its chunks (extraction is ~90% of the work)
             if plan.extracted * 10 // len(plan.added) > (plan.extracted - 1) * 10 // len(plan.added):
                 share = 0.9 * plan.extracted / len(plan.added)
                 await self._update(librarian.status_update(plan.iris, plan.record.iri, librarian.PROCESSING, share))
-            return result, started, datetime.now(timezone.utc)
+            return result, started, datetime.now(UTC)
 
     async def _commit(self, plan: _Plan) -> IngestResult:
         """The document's change in one transaction; then the index rows of what it no longer has."""
         iris = plan.iris
         quads = merge_quads(iris, plan.resolution.merges)
         for chunk, (result, started, ended) in zip(plan.added, plan.knowledge):
-            quads += chunk_quads(iris, chunk, result, plan.extractor.name, plan.extractor.model, started, ended, plan.resolution)
+            quads += chunk_quads(
+                iris, chunk, result, plan.extractor.name, plan.extractor.model, started, ended, plan.resolution
+            )
         candidates, named = await self._statements_of(iris, plan.removed)
         merges = await asyncio.to_thread(resolver.shared_merges_of, self.store, iris, plan.removed)
         await self._update(
@@ -562,16 +628,24 @@ class Pipeline:
         collection = iris.collection
         if chunks:
             # a chunk's IRI names its text, so a vector held already is the right one (documents written again)
-            embedded = await asyncio.to_thread(self.vectors.existing, collection, "chunks", [c.iri.value for c in chunks])
+            embedded = await asyncio.to_thread(
+                self.vectors.existing, collection, "chunks", [c.iri.value for c in chunks]
+            )
             new = [c for c in chunks if c.iri.value not in embedded]
             if new:
                 vectors = await asyncio.to_thread(self.embedder.embed, [c.text for c in new])
                 payloads = [{"document": c.document.value, "text": c.text} for c in new]
-                await asyncio.to_thread(self.vectors.upsert, collection, "chunks", [c.iri.value for c in new], vectors, payloads)
+                await asyncio.to_thread(
+                    self.vectors.upsert, collection, "chunks", [c.iri.value for c in new], vectors, payloads
+                )
             await asyncio.to_thread(self.keywords.add, collection, [(c.iri.value, c.text) for c in chunks])
         knowledge = [(result, plan.resolution) for plan in plans for result, _, _ in plan.knowledge]
-        triples = [triple for result, resolution in knowledge for triple, _ in knowledge_triples(iris, result, resolution)]
-        labels = {t.subject.value: t.object.value for t in triples if t.predicate == v.RDFS_LABEL}  # not in the store yet
+        triples = [
+            triple for result, resolution in knowledge for triple, _ in knowledge_triples(iris, result, resolution)
+        ]
+        labels = {
+            t.subject.value: t.object.value for t in triples if t.predicate == v.RDFS_LABEL
+        }  # not in the store yet
         definitions = {t.subject.value: t.object.value for t in triples if t.predicate == v.SKOS_DEFINITION}
         entities = iris.entity("").value
         named = {iri: (label, definitions.get(iri)) for iri, label in labels.items() if iri.startswith(entities)}
@@ -591,13 +665,20 @@ class Pipeline:
         texts = [entities[iri][0] for iri in labels] + [described(*entities[iri]) for iri in defined_new]
         if texts:
             vectors = await asyncio.to_thread(self.embedder.embed, texts)
-            for iri_list, rows, facet in ((labels, vectors[: len(labels)], ""), (defined_new, vectors[len(labels) :], "definition")):
+            for iri_list, rows, facet in (
+                (labels, vectors[: len(labels)], ""),
+                (defined_new, vectors[len(labels) :], "definition"),
+            ):
                 if iri_list:
                     payloads = [{"label": entities[iri][0], "definition": entities[iri][1]} for iri in iri_list]
-                    await asyncio.to_thread(self.vectors.upsert, collection, "entities", iri_list, rows, payloads, facet)
+                    await asyncio.to_thread(
+                        self.vectors.upsert, collection, "entities", iri_list, rows, payloads, facet
+                    )
         return len(texts)
 
-    async def index_graph(self, collection: str, *, batch: int = 5000, on_progress: Progress | None = None) -> tuple[int, int]:
+    async def index_graph(
+        self, collection: str, *, batch: int = 5000, on_progress: Progress | None = None
+    ) -> tuple[int, int]:
         """Index what the collection's knowledge graph holds without vectors: its labelled
         entities (predicates, IRIs used as one, left out), then its walked facts. For a graph
         loaded with SPARQL or `sparqlrag load` rather than ingested, so that Graph RAG can ground
@@ -606,12 +687,21 @@ class Pipeline:
         if not await asyncio.to_thread(librarian.collection_exists, self.store, iris):
             raise librarian.UnknownCollection(collection)
         kg = sparql_term(iris.knowledge_graph)
-        rows = await asyncio.to_thread(select, self.store, v.SPARQL_PREFIXES + f"""
+        rows = await asyncio.to_thread(
+            select,
+            self.store,
+            v.SPARQL_PREFIXES
+            + f"""
             SELECT ?e (SAMPLE(?l) AS ?label) (SAMPLE(?d) AS ?definition) WHERE {{ GRAPH {kg} {{
               ?e rdfs:label ?l OPTIONAL {{ ?e skos:definition ?d }} FILTER(isIRI(?e))
-              FILTER NOT EXISTS {{ ?x ?e ?y }} }} }} GROUP BY ?e""")  # fmt: skip
-        facts = await asyncio.to_thread(select_terms, self.store, f"""SELECT ?s ?p ?o WHERE {{ GRAPH {kg} {{ ?s ?p ?o }}
-            FILTER({walked_filter()}) }}""")  # fmt: skip
+              FILTER NOT EXISTS {{ ?x ?e ?y }} }} }} GROUP BY ?e""",
+        )
+        facts = await asyncio.to_thread(
+            select_terms,
+            self.store,
+            f"""SELECT ?s ?p ?o WHERE {{ GRAPH {kg} {{ ?s ?p ?o }}
+            FILTER({walked_filter()}) }}""",
+        )
         entities = fact_vectors = 0
         total = len(rows) + len(facts)
         for start in range(0, len(rows), batch):
@@ -632,9 +722,15 @@ class Pipeline:
         """Statements derived from `chunks`, and the entities their facts name."""
         if not chunks:
             return [], set()
-        rows = await asyncio.to_thread(select, self.store, v.SPARQL_PREFIXES + f"""
+        rows = await asyncio.to_thread(
+            select,
+            self.store,
+            v.SPARQL_PREFIXES
+            + f"""
             SELECT DISTINCT ?st ?s ?o WHERE {{ {values("chunk", map(NamedNode, chunks))}
-              GRAPH {sparql_term(iris.source_graph)} {{ ?st prov:wasDerivedFrom ?chunk ; rdf:reifies <<( ?s ?p ?o )>> }} }}""")  # fmt: skip
+              GRAPH {sparql_term(iris.source_graph)} {{ ?st prov:wasDerivedFrom ?chunk ; rdf:reifies <<( ?s ?p ?o )>>
+                }} }}""",
+        )
         prefix = iris.entity("").value
         entities = {term for row in rows for term in (row["s"], row["o"]) if term.startswith(prefix)}
         return sorted({row["st"] for row in rows}), entities
@@ -648,18 +744,26 @@ class Pipeline:
         src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
         chunk_values = values("chunk", map(NamedNode, chunks))
         ops = [
-            f"DELETE {{ GRAPH {src} {{ ?st prov:wasDerivedFrom ?chunk }} }} WHERE {{ {chunk_values} GRAPH {src} {{ ?st prov:wasDerivedFrom ?chunk }} }}",
+            f"DELETE {{ GRAPH {src} {{ ?st prov:wasDerivedFrom ?chunk }} }} WHERE {{ {chunk_values} GRAPH {src} {{ "
+            f"?st prov:wasDerivedFrom ?chunk }} }}",
             f"DELETE {{ GRAPH {src} {{ ?chunk ?p ?o . ?activity ?q ?r }} }} WHERE {{ {chunk_values} GRAPH {src} {{ "
             f"{{ ?chunk ?p ?o }} UNION {{ ?activity prov:used ?chunk ; ?q ?r }} }} }}",
         ]
         if statements:  # (a fact a person's decision also reifies stays: curation.py)
-            ops.append(f"DELETE {{ GRAPH {src} {{ ?st prov:wasDerivedFrom ?any }} }} WHERE {{ {values('st', map(NamedNode, statements))} "
-                       f"{values('rule', map(Literal, JOINT_RULES))} GRAPH {src} {{ ?st sr:rule ?rule ; prov:wasDerivedFrom ?any }} }}")  # fmt: skip
-            orphans = (f"{values('st', map(NamedNode, statements))} GRAPH {src} {{ ?st rdf:reifies <<( ?s ?p ?o )>> "
-                       f"FILTER NOT EXISTS {{ ?st prov:wasDerivedFrom ?any }} }}")  # fmt: skip
+            ops.append(
+                f"DELETE {{ GRAPH {src} {{ ?st prov:wasDerivedFrom ?any }} }} WHERE {{ "
+                f"{values('st', map(NamedNode, statements))} "
+                f"{values('rule', map(Literal, JOINT_RULES))} GRAPH {src} {{ ?st sr:rule ?rule ; prov:wasDerivedFrom "
+                f"?any }} }}"
+            )
+            orphans = (
+                f"{values('st', map(NamedNode, statements))} GRAPH {src} {{ ?st rdf:reifies <<( ?s ?p ?o )>> "
+                f"FILTER NOT EXISTS {{ ?st prov:wasDerivedFrom ?any }} }}"
+            )
             ops += [
                 f"DELETE {{ GRAPH {kg} {{ ?s ?p ?o }} }} WHERE {{ {orphans} "
-                f"FILTER NOT EXISTS {{ GRAPH {src} {{ ?decision rdf:reifies <<( ?s ?p ?o )>> ; sr:rule \"curated\" }} }} }}",
+                f'FILTER NOT EXISTS {{ GRAPH {src} {{ ?decision rdf:reifies <<( ?s ?p ?o )>> ; sr:rule "curated" }} '
+                f"}} }}",
                 f"DELETE {{ GRAPH {src} {{ ?st ?x ?y }} }} WHERE {{ {orphans} GRAPH {src} {{ ?st ?x ?y }} }}",
             ]
         return " ;\n".join(ops)
@@ -675,9 +779,10 @@ class Pipeline:
             f"{values('chunk', [c.iri for c in chunks])} GRAPH {src} {{ ?chunk sr:offset ?o ; sr:index ?i }} }} ;\n"
             + insert_data(
                 Quad(c.iri, predicate, Literal(value), iris.source_graph)
-                for c in chunks for predicate, value in ((v.SR_OFFSET, c.offset), (v.SR_INDEX, c.index))
+                for c in chunks
+                for predicate, value in ((v.SR_OFFSET, c.offset), (v.SR_INDEX, c.index))
             )
-        )  # fmt: skip
+        )
 
     @staticmethod
     def _record_update(iris: Iris, record: DocumentRecord, status: str, created: datetime, existing: object) -> str:
@@ -695,9 +800,14 @@ class Pipeline:
         entities left with no name of their own: what resolution must look at again."""
         gone: set[str] = set()
         if statements:
-            rows = await asyncio.to_thread(select, self.store, v.SPARQL_PREFIXES + f"""
+            rows = await asyncio.to_thread(
+                select,
+                self.store,
+                v.SPARQL_PREFIXES
+                + f"""
                 SELECT ?st WHERE {{ {values("st", map(NamedNode, statements))}
-                  FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies ?fact }} }} }}""")  # fmt: skip
+                  FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies ?fact }} }} }}""",
+            )
             gone = {row["st"] for row in rows}
             await asyncio.to_thread(self.facts.remove, iris, sorted(gone))
         lost = {key for statement, key in merges.items() if statement in gone}
@@ -706,9 +816,15 @@ class Pipeline:
             await asyncio.to_thread(self.keywords.delete, iris.collection, chunks)
             await asyncio.to_thread(self.extractions.discard, iris.collection, chunks)
         if entities:
-            rows = await asyncio.to_thread(select, self.store, v.SPARQL_PREFIXES + f"""
+            rows = await asyncio.to_thread(
+                select,
+                self.store,
+                v.SPARQL_PREFIXES
+                + f"""
                 SELECT ?entity WHERE {{ {values("entity", map(NamedNode, sorted(entities)))}
-                  FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.knowledge_graph)} {{ ?entity rdfs:label|owl:sameAs ?kept }} }} }}""")  # fmt: skip
+                  FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.knowledge_graph)} {{ ?entity rdfs:label|owl:sameAs
+                    ?kept }} }} }}""",
+            )
             await asyncio.to_thread(self.vectors.delete, iris.collection, "entities", [row["entity"] for row in rows])
             return lost, {row["entity"] for row in rows}
         return lost, set()
@@ -728,7 +844,8 @@ class Pipeline:
             merges = await asyncio.to_thread(resolver.shared_merges_of, self.store, iris, chunks)
             src = sparql_term(iris.source_graph)
             await self._update(
-                self._removal(iris, chunks, statements), f"DELETE WHERE {{ GRAPH {src} {{ {sparql_term(doc)} ?p ?o }} }}"
+                self._removal(iris, chunks, statements),
+                f"DELETE WHERE {{ GRAPH {src} {{ {sparql_term(doc)} ?p ?o }} }}",
             )
             lost, unnamed = await self._forget_index_rows(iris, chunks, named, statements, merges)
             await asyncio.to_thread(self._discard, collection, document_id)
@@ -768,7 +885,9 @@ class Pipeline:
         try:
             return Upload(**json.loads(entry.with_suffix(".json").read_text())), entry.with_suffix(".bin").read_bytes()
         except FileNotFoundError:
-            raise LookupError(f"the library holds no copy of document {document_id!r} in collection {collection!r}") from None
+            raise LookupError(
+                f"the library holds no copy of document {document_id!r} in collection {collection!r}"
+            ) from None
 
     def _discard(self, collection: str, document_id: str) -> None:
         entry = self._entry(collection, document_id)
@@ -793,8 +912,16 @@ class Pipeline:
             try:
                 pending = Upload(**json.loads(marker.read_text()))
                 upload, data = await asyncio.to_thread(self._load, pending.collection, pending.document_id)
-                results.append(await self.ingest(upload.collection, upload.document_id, data, media_type=upload.media_type,
-                                                 filename=upload.filename, title=upload.title))  # fmt: skip
+                results.append(
+                    await self.ingest(
+                        upload.collection,
+                        upload.document_id,
+                        data,
+                        media_type=upload.media_type,
+                        filename=upload.filename,
+                        title=upload.title,
+                    )
+                )
             except Exception as error:
                 log.warning("could not resume the ingest saved in %s: %s", marker, error)
                 marker.unlink(missing_ok=True)

@@ -70,7 +70,10 @@ def knowledge_triples(
             add(Triple(node, v.SKOS_DEFINITION, Literal(item.definition)))
     for alias, _ in knowledge.aliases:  # an alias an LLM proposed is a name only where resolution took it
         mention = Mention(alias, types.get(alias))
-        if resolution and resolution.iris.get(mention, "") not in ("", entity_iri(iris, mention, knowledge.ontology).value):
+        if resolution and resolution.iris.get(mention, "") not in (
+            "",
+            entity_iri(iris, mention, knowledge.ontology).value,
+        ):
             entity(alias)
     for fact in knowledge.facts:
         if fact.predicate == COOCCURS:
@@ -90,7 +93,11 @@ def _keyed(iris: Iris, statement: NamedNode, triple: Triple) -> list[Quad]:
     """A name's reifier carries the name's key (resolution.name_key), so that resolution finds
     the entities a new name may be by one indexed lookup."""
     subject, name = triple.subject, triple.object
-    if triple.predicate not in (v.RDFS_LABEL, v.SKOS_ALT_LABEL) or not isinstance(subject, NamedNode) or not isinstance(name, Literal):
+    if (
+        triple.predicate not in (v.RDFS_LABEL, v.SKOS_ALT_LABEL)
+        or not isinstance(subject, NamedNode)
+        or not isinstance(name, Literal)
+    ):
         return []
     if not subject.value.startswith(iris.entity("").value):  # (a relation's label: no entity)
         return []
@@ -114,14 +121,23 @@ def merge_quads(iris: Iris, merges: list[Merge]) -> list[Quad]:
         ]
         quads += [Quad(statement, v.PROV_DERIVED, NamedNode(chunk), source) for chunk in merge.evidence]
         if merge.shared:
-            quads += [Quad(triple.subject, triple.predicate, triple.object, iris.knowledge_graph), Quad(statement, v.SR_KEY, Literal(name_key(merge.alias)), source)]
+            quads += [
+                Quad(triple.subject, triple.predicate, triple.object, iris.knowledge_graph),
+                Quad(statement, v.SR_KEY, Literal(name_key(merge.alias)), source),
+            ]
     return quads
 
 
 def chunk_quads(
-    iris: Iris, chunk: ChunkRecord, knowledge: Knowledge, extractor: str, model: str | None,
-    started: datetime, ended: datetime, resolution: Resolution | None = None,
-) -> list[Quad]:  # fmt: skip
+    iris: Iris,
+    chunk: ChunkRecord,
+    knowledge: Knowledge,
+    extractor: str,
+    model: str | None,
+    started: datetime,
+    ended: datetime,
+    resolution: Resolution | None = None,
+) -> list[Quad]:
     """The chunk, its extraction activity, its knowledge triples and their reifiers."""
     kg, source = iris.knowledge_graph, iris.source_graph
     activity = iris.activity(chunk.iri)

@@ -35,11 +35,17 @@ from functools import cache
 
 from gender_guesser.detector import Detector  # type: ignore[import-untyped]
 
-
 from sparqlrag.extraction.knowledge import Entity, Knowledge
 
 NORMALISED, ACRONYM, PARTIAL, TYPED, STATED, SIMILAR, CURATED = (
-    "normalised", "acronym", "partial", "typed", "stated", "similar", "curated")
+    "normalised",
+    "acronym",
+    "partial",
+    "typed",
+    "stated",
+    "similar",
+    "curated",
+)
 # the "similar" rule's cosine: chosen on made-up pairs, not the benchmark sets (bench/RESULTS.md)
 SIMILARITY = 0.75
 LOCAL_RULES = (PARTIAL, STATED)  # what holds in one document only
@@ -48,18 +54,18 @@ _STOPWORDS = {"of", "the", "and", "for", "in", "on", "at", "to", "a", "an", "&",
 _GENERATIONS = {"jr", "sr", "ii", "iii", "iv", "v", "vi"}
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _NAME_WORD = re.compile(r"[A-Z\u00c0-\u00de][\w'\u2019-]*\w|[A-Z]\.")  # "Berners-Lee", "O'Neill", "K."
-_DESCRIPTORS = {
-    "king", "queen", "prince", "princess", "duke", "duchess", "earl", "count", "countess", "baron", "baroness", "lord",
-    "lady", "sir", "dame", "saint", "st", "pope", "emperor", "empress", "sultan", "tsar", "czar", "shah", "president",
-    "general", "captain", "admiral", "bishop", "archbishop", "cardinal", "father", "mother", "sister", "brother", "gare",
-    "station", "university", "college", "school", "academy", "museum", "church", "cathedral", "abbey", "palace", "castle",
-    "castel", "republic", "empire", "kingdom", "national", "royal", "holy", "north", "south", "east", "west", "new", "old",
-    "great", "lake", "river", "mount", "mountain", "fort", "port", "airport", "park", "street", "road", "bridge",
-    "conservatory", "institute", "company", "records", "club", "party", "council", "county", "city", "state", "province",
-    "district", "member", "parliament", "house", "hotel", "hospital", "award", "prize", "cup", "league", "festival",
-    "film", "band", "group", "team", "united", "international", "society", "association", "foundation", "press",
-    "rio", "sierra", "santa", "san", "costa", "puerto", "porto", "monte", "mont", "cape", "manu", "upper", "lower",
-}  # fmt: skip
+_DESCRIPTORS = set(
+    """
+    king queen prince princess duke duchess earl count countess baron baroness lord lady sir dame saint st pope emperor
+    empress sultan tsar czar shah president general captain admiral bishop archbishop cardinal father mother sister
+    brother gare station university college school academy museum church cathedral abbey palace castle castel republic
+    empire kingdom national royal holy north south east west new old great lake river mount mountain fort port airport
+    park street road bridge conservatory institute company records club party council county city state province
+    district member parliament house hotel hospital award prize cup league festival film band group team united
+    international society association foundation press rio sierra santa san costa puerto porto monte mont cape manu
+    upper lower
+    """.split()
+)
 
 
 def name_key(name: str) -> str:
@@ -121,9 +127,17 @@ def _expansions(text: str, acronym: str) -> list[str]:
     a, most = re.escape(acronym), 2 * len(_letters(acronym)) + 2
     words = rf"((?:[^\W\d_][\w'-]*,?\s+){{1,{most}}})"
     before = [m.group(1) for m in re.finditer(rf"{words}\(\s*(?:the\s+)?{a}\s*\)", text)]  # ... Administration (NASA)
-    before += [m.group(1) for m in re.finditer(rf"{words}(?:(?:is|was)\s+)?(?:also\s+)?(?:known|referred\s+to|abbreviated)"
-                                                rf"\s+(?:to\s+as\s+|as\s+)?(?:the\s+)?{a}\b", text)]  # fmt: skip
-    inside = [m.group(1) for m in re.finditer(rf"\b{a}\s*\(\s*(?:the\s+)?([^()]{{3,120}}?)\s*\)", text)]  # NASA (National ...)
+    before += [
+        m.group(1)
+        for m in re.finditer(
+            rf"{words}(?:(?:is|was)\s+)?(?:also\s+)?(?:known|referred\s+to|abbreviated)"
+            rf"\s+(?:to\s+as\s+|as\s+)?(?:the\s+)?{a}\b",
+            text,
+        )
+    ]
+    inside = [
+        m.group(1) for m in re.finditer(rf"\b{a}\s*\(\s*(?:the\s+)?([^()]{{3,120}}?)\s*\)", text)
+    ]  # NASA (National ...)
     found = [" ".join(w) for w in (run.replace(",", " ").split() for run in inside) if _spells(acronym, w)]
     for run in before:
         said = run.replace(",", " ").split()
@@ -141,7 +155,13 @@ def completed(knowledge: Knowledge, text: str) -> Knowledge:
     """The chunk's knowledge with the expansions its text gives its acronyms added as entities
     (the offline extractor splits "National Aeronautics and Space Administration" at "and")."""
     named = {e.name for e in knowledge.entities}
-    added = [Entity(e) for m in mentions_of(knowledge) if is_acronym(m.name) for e in _expansions(text, m.name) if e not in named]
+    added = [
+        Entity(e)
+        for m in mentions_of(knowledge)
+        if is_acronym(m.name)
+        for e in _expansions(text, m.name)
+        if e not in named
+    ]
     return replace(knowledge, entities=knowledge.entities + list(dict.fromkeys(added))) if added else knowledge
 
 
@@ -173,10 +193,13 @@ class Candidate:
 class Known:
     """What the collection holds, as resolution needs it: entities by name key (a person's
     merges among them), the longer or shorter forms of a person's name with the cosine of their
-    embeddings (the "similar" rule's candidates; the batch's own names among them), and the pairs of name keys a person kept apart."""
+    embeddings (the "similar" rule's candidates; the batch's own names among them), and the pairs of name keys a
+    person kept apart."""
 
     by_key: dict[str, list[Candidate]] = field(default_factory=dict)
-    similar: dict[str, list[tuple[Candidate, float]]] = field(default_factory=dict)  # a name -> "similar" candidates, scored
+    similar: dict[str, list[tuple[Candidate, float]]] = field(
+        default_factory=dict
+    )  # a name -> "similar" candidates, scored
     kept_apart: set[frozenset[str]] = field(default_factory=set)
 
 
@@ -297,7 +320,9 @@ class _Clusters:
                         seen.add(there)
                         queue.append(there)
                         if rule and evidence:
-                            found.append(Merge(self.nodes[there].name, there, here, rule, score, tuple(sorted(evidence))))
+                            found.append(
+                                Merge(self.nodes[there].name, there, here, rule, score, tuple(sorted(evidence)))
+                            )
         return found
 
     def _claim(self, root: str) -> tuple[bool, int, int, str]:
@@ -451,8 +476,11 @@ def _surnames(clusters: _Clusters, iri_of: dict[Mention, str], where: dict[Menti
     """A surname joins the one full name (two to four words) of its document that ends with it."""
     words = {m: m.name.split() for m in iri_of}
     for part in (m for m, w in words.items() if len(w) == 1 and not is_acronym(m.name) and _personal(w)):
-        wholes = {m.name: m for m, w in words.items()
-                  if 2 <= len(w) <= 4 and w[-1] == part.name and _person(w) and part.type in (None, m.type)}  # fmt: skip
+        wholes = {
+            m.name: m
+            for m, w in words.items()
+            if 2 <= len(w) <= 4 and w[-1] == part.name and _person(w) and part.type in (None, m.type)
+        }
         if len(wholes) == 1:
             (whole,) = wholes.values()
             clusters.join(iri_of[part], iri_of[whole], PARTIAL, where[part])
@@ -473,7 +501,7 @@ def _shorter_forms(clusters: _Clusters, iri_of: dict[Mention, str], where: dict[
             first_names.setdefault(last, set()).add(first)
             if personal_name(mention.name):
                 by_form.setdefault((first, last), []).append(mention)
-    for (first, last), mentions in by_form.items():
+    for (_, last), mentions in by_form.items():
         if len(first_names[last]) > 1:
             continue
         for part in mentions:
@@ -519,7 +547,9 @@ def longer_form(short: str, long: str) -> bool:
     if key[0][0] != key[1][0] or key[0][-1] != key[1][-1] or key[0] == key[1]:
         return False
     middle = iter(key[1][1:-1])
-    return all(any(word == there or (len(word) == 1 and there.startswith(word)) for there in middle) for word in key[0][1:-1])
+    return all(
+        any(word == there or (len(word) == 1 and there.startswith(word)) for there in middle) for word in key[0][1:-1]
+    )
 
 
 def compared(a: str, a_definition: str | None, b: str, b_definition: str | None) -> tuple[str, str] | None:
@@ -544,4 +574,6 @@ def _similar(clusters: _Clusters, known: Known, iri_of: dict[Mention, str], defi
         for candidate, score in known.similar.get(mention.name, []) if mention.name in defined else []:
             if score >= SIMILARITY and candidate.iri != iri:  # (the guards refuse different classes)
                 _candidate(clusters, candidate)
-                clusters.join(iri, candidate.iri, SIMILAR, defined[mention.name] | set(candidate.defined_by), round(score, 4))
+                clusters.join(
+                    iri, candidate.iri, SIMILAR, defined[mention.name] | set(candidate.defined_by), round(score, 4)
+                )

@@ -30,7 +30,8 @@ def _canonical(iris: Iris) -> str:
     """A pattern binding ?canonical to the canonical IRI of ?e (a named entity or an alias),
     with that one's label (?name) and class (?class) when it has them."""
     return f"""GRAPH {sparql_term(iris.knowledge_graph)} {{ ?e rdfs:label|owl:sameAs ?asserted .
-        {chain(iris, "?e", "?canonical")} OPTIONAL {{ ?canonical rdfs:label ?name }} OPTIONAL {{ ?canonical a ?class }} }}"""
+        {chain(iris, "?e", "?canonical")} OPTIONAL {{ ?canonical rdfs:label ?name }} OPTIONAL {{ ?canonical a ?class
+          }} }}"""
 
 
 def known(store: Any, iris: Iris, keys: set[str]) -> Known:
@@ -39,21 +40,35 @@ def known(store: Any, iris: Iris, keys: set[str]) -> Known:
     the names a person kept apart (a curated owl:differentFrom)."""
     result = Known()
     src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
-    rows = select(store, v.SPARQL_PREFIXES + f"""
+    rows = (
+        select(
+            store,
+            v.SPARQL_PREFIXES
+            + f"""
         SELECT ?key ?e ?label ?canonical (SAMPLE(?name) AS ?canonical_label) (SAMPLE(?class) AS ?type) WHERE {{
           {values("key", map(Literal, sorted(keys)))}
           GRAPH {src} {{
             {{ ?st sr:key ?key ; rdf:reifies <<( ?e rdfs:label ?label )>> }}
             UNION {{ ?st sr:key ?key ; sr:alias ?label ; rdf:reifies <<( ?e owl:sameAs ?target )>> }} }}
           {_canonical(iris)}
-        }} GROUP BY ?key ?e ?label ?canonical""") if keys else []  # fmt: skip
+        }} GROUP BY ?key ?e ?label ?canonical""",
+        )
+        if keys
+        else []
+    )
     for row in rows:
-        candidate = Candidate(row["e"], row["label"], row["canonical"], row.get("canonical_label") or row["label"], row.get("type"))
+        candidate = Candidate(
+            row["e"], row["label"], row["canonical"], row.get("canonical_label") or row["label"], row.get("type")
+        )
         if candidate not in result.by_key.setdefault(row["key"], []):
             result.by_key[row["key"]].append(candidate)
-    apart = select(store, v.SPARQL_PREFIXES + f"""SELECT ?key ?label WHERE {{
+    apart = select(
+        store,
+        v.SPARQL_PREFIXES
+        + f"""SELECT ?key ?label WHERE {{
         GRAPH {src} {{ ?d sr:rule "curated" ; sr:key ?key ; rdf:reifies <<( ?alias owl:differentFrom ?e )>> }}
-        GRAPH {kg} {{ ?e rdfs:label ?label }} }}""")  # fmt: skip
+        GRAPH {kg} {{ ?e rdfs:label ?label }} }}""",
+    )
     result.kept_apart = {frozenset((row["key"], name_key(row["label"]))) for row in apart}
     return result
 
@@ -73,12 +88,14 @@ def similar(
     by_form: dict[tuple[str, str], list[Mention]] = {}
     for mention in people:
         by_form.setdefault(form_key(mention.name), []).append(mention)
-    for mention, (iri, definition) in people.items():
+    for mention, (_, definition) in people.items():
         for other in by_form[form_key(mention.name)]:
             texts = compared(mention.name, definition, other.name, people[other][1])
             if texts is not None:
                 other_iri = people[other][0]
-                pairs.append((mention, Candidate(other_iri, other.name, other_iri, other.name, other.type, held=False), texts))
+                pairs.append(
+                    (mention, Candidate(other_iri, other.name, other_iri, other.name, other.type, held=False), texts)
+                )
     names = list(people)
     hits = vectors.search_many(iris.collection, "entities", embedder.embed([m.name for m in names]), NEIGHBOURS)
     found: dict[str, tuple[str, str | None]] = {}
@@ -91,13 +108,27 @@ def similar(
                 found[hit.iri] = (hit.payload["label"], hit.payload.get("definition"))
                 asked.append((mention, hit.iri, texts))
     if asked:
-        rows = select(store, v.SPARQL_PREFIXES + f"""SELECT ?e ?canonical (SAMPLE(?name) AS ?canonical_label) (SAMPLE(?class) AS ?type)
-            WHERE {{ {values("e", map(NamedNode, sorted(found)))} {_canonical(iris)} }} GROUP BY ?e ?canonical""")  # fmt: skip
+        rows = select(
+            store,
+            v.SPARQL_PREFIXES
+            + f"""SELECT ?e ?canonical (SAMPLE(?name) AS ?canonical_label) (SAMPLE(?class) AS ?type)
+            WHERE {{ {values("e", map(NamedNode, sorted(found)))} {_canonical(iris)} }} GROUP BY ?e ?canonical""",
+        )
         defining = _defining(store, iris, {definition for _, definition in found.values() if definition})
-        held = {row["e"]: Candidate(row["e"], found[row["e"]][0], row["canonical"], row.get("canonical_label") or found[row["e"]][0],
-                                    row.get("type"), defined_by=defining.get(found[row["e"]][1] or "", ()))
-                for row in rows}  # fmt: skip
-        pairs += [(mention, held[iri], texts) for mention, iri, texts in asked if iri in held]  # (the index may hold a forgotten one)
+        held = {
+            row["e"]: Candidate(
+                row["e"],
+                found[row["e"]][0],
+                row["canonical"],
+                row.get("canonical_label") or found[row["e"]][0],
+                row.get("type"),
+                defined_by=defining.get(found[row["e"]][1] or "", ()),
+            )
+            for row in rows
+        }
+        pairs += [
+            (mention, held[iri], texts) for mention, iri, texts in asked if iri in held
+        ]  # (the index may hold a forgotten one)
     if not pairs:
         return {}
     embedded = embedder.embed([text for _, _, texts in pairs for text in texts])
@@ -111,8 +142,13 @@ def similar(
 def _defining(store: Any, iris: Iris, definitions: set[str]) -> dict[str, tuple[str, ...]]:
     """The chunks that state each definition (of whichever entity it now sits on: a merge may
     have moved it to the canonical IRI)."""
-    rows = select(store, v.SPARQL_PREFIXES + f"""SELECT DISTINCT ?d ?chunk WHERE {{ {values("d", map(Literal, sorted(definitions)))}
-        GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies <<( ?e skos:definition ?d )>> ; prov:wasDerivedFrom ?chunk }} }}""")  # fmt: skip
+    rows = select(
+        store,
+        v.SPARQL_PREFIXES
+        + f"""SELECT DISTINCT ?d ?chunk WHERE {{ {values("d", map(Literal, sorted(definitions)))}
+        GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies <<( ?e skos:definition ?d )>> ; prov:wasDerivedFrom
+          ?chunk }} }}""",
+    )
     chunks: dict[str, list[str]] = {}
     for row in rows:
         chunks.setdefault(row["d"], []).append(row["chunk"])
@@ -123,9 +159,13 @@ def shared_merges_of(store: Any, iris: Iris, chunks: list[str]) -> dict[str, str
     """The shared merges derived from `chunks`: reifier IRI -> the alias's key."""
     if not chunks:
         return {}
-    rows = select(store, v.SPARQL_PREFIXES + f"""SELECT DISTINCT ?st ?key WHERE {{ {values("chunk", map(NamedNode, chunks))}
+    rows = select(
+        store,
+        v.SPARQL_PREFIXES
+        + f"""SELECT DISTINCT ?st ?key WHERE {{ {values("chunk", map(NamedNode, chunks))}
         GRAPH {sparql_term(iris.source_graph)} {{ ?st prov:wasDerivedFrom ?chunk ; sr:key ?key ;
-          rdf:reifies <<( ?a owl:sameAs ?b )>> }} }}""")  # fmt: skip
+          rdf:reifies <<( ?a owl:sameAs ?b )>> }} }}""",
+    )
     return {row["st"]: row["key"] for row in rows}
 
 
@@ -134,11 +174,16 @@ def documents_naming(store: Any, iris: Iris, keys: set[str], entities: set[str])
     resolved), or give an alias to one of `entities` (things that lost their own name)."""
     if not keys and not entities:
         return set()
-    rows = select(store, v.SPARQL_PREFIXES + f"""SELECT DISTINCT ?doc WHERE {{
+    rows = select(
+        store,
+        v.SPARQL_PREFIXES
+        + f"""SELECT DISTINCT ?doc WHERE {{
         {{ {values("key", map(Literal, sorted(keys)))} GRAPH {sparql_term(iris.source_graph)} {{ ?st sr:key ?key }} }}
-        UNION {{ {values("e", map(NamedNode, sorted(entities)))} GRAPH {sparql_term(iris.knowledge_graph)} {{ ?e skos:altLabel ?name }} }}
+        UNION {{ {values("e", map(NamedNode, sorted(entities)))} GRAPH {sparql_term(iris.knowledge_graph)} {{ ?e
+          skos:altLabel ?name }} }}
         GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies <<( ?e skos:altLabel ?name )>> ;
-          prov:wasDerivedFrom ?chunk . ?chunk prov:wasDerivedFrom ?doc }} }}""")  # fmt: skip
+          prov:wasDerivedFrom ?chunk . ?chunk prov:wasDerivedFrom ?doc }} }}""",
+    )
     return {document_id(iris, row["doc"]) for row in rows}
 
 
@@ -147,10 +192,15 @@ def documents_using(store: Any, iris: Iris, aliases: set[str]) -> set[str]:
     if not aliases:
         return set()
     src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
-    rows = select(store, v.SPARQL_PREFIXES + f"""SELECT DISTINCT ?doc WHERE {{ {values("alias", map(NamedNode, sorted(aliases)))}
+    rows = select(
+        store,
+        v.SPARQL_PREFIXES
+        + f"""SELECT DISTINCT ?doc WHERE {{ {values("alias", map(NamedNode, sorted(aliases)))}
         GRAPH {kg} {{ {{ ?alias ?p ?o BIND(?alias AS ?s) }} UNION {{ ?s ?p ?alias BIND(?alias AS ?o) }} }}
         FILTER(?p != owl:sameAs)
-        GRAPH {src} {{ ?st rdf:reifies <<( ?s ?p ?o )>> ; prov:wasDerivedFrom ?chunk . ?chunk prov:wasDerivedFrom ?doc }} }}""")  # fmt: skip
+        GRAPH {src} {{ ?st rdf:reifies <<( ?s ?p ?o )>> ; prov:wasDerivedFrom ?chunk . ?chunk prov:wasDerivedFrom
+          ?doc }} }}""",
+    )
     return {document_id(iris, row["doc"]) for row in rows}
 
 

@@ -36,7 +36,9 @@ def _passage(line_number: int, line: str) -> tuple[str, Knowledge]:
     facts, rejected = [], 0
     for triple in triples:
         if not (isinstance(triple, list) and len(triple) == 3 and all(isinstance(t, str) for t in triple)):
-            raise TriplesFormatError(f"{where}: each triple must be [subject, predicate, object] strings, got {triple!r}")
+            raise TriplesFormatError(
+                f"{where}: each triple must be [subject, predicate, object] strings, got {triple!r}"
+            )
         subject, predicate, obj = (" ".join(t.split()) for t in triple)
         if subject and predicate and obj:
             facts.append(Fact(subject, predicate.lower(), obj, obj in names))

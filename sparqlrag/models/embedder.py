@@ -80,7 +80,9 @@ class Embedder:
         elif offline:
             kwargs["local_files_only"] = True
         if model.lower() not in {m["model"].lower() for m in TextEmbedding.list_supported_models()}:
-            raise ModelUnavailable(f"fastembed has no embedding model {model!r} (see fastembed's list of supported models)")
+            raise ModelUnavailable(
+                f"fastembed has no embedding model {model!r} (see fastembed's list of supported models)"
+            )
         try:
             self._model = TextEmbedding(model, **kwargs)
         except Exception as error:  # fastembed raises various errors when files are missing

@@ -202,7 +202,7 @@ class AnthropicModel(ChatModel):
         import anthropic
 
         if not self.api_key:
-            raise LLMAuthError("no Anthropic API key: set ANTHROPIC_API_KEY, or use llm = \"none\" to work offline")
+            raise LLMAuthError('no Anthropic API key: set ANTHROPIC_API_KEY, or use llm = "none" to work offline')
         self._anthropic = anthropic
         self._client = anthropic.AsyncAnthropic(
             api_key=self.api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
@@ -211,7 +211,11 @@ class AnthropicModel(ChatModel):
     def _arguments(self, prompt: str, system: str | None, max_tokens: int, temperature: float) -> dict:
         # Current Claude models take no sampling temperature (the client no longer accepts it);
         # it stays part of the cache key and is honoured by the OpenAI-compatible backend.
-        arguments: dict = {"model": self.model, "max_tokens": max_tokens, "messages": [{"role": "user", "content": prompt}]}
+        arguments: dict = {
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "messages": [{"role": "user", "content": prompt}],
+        }
         if system:
             arguments["system"] = system
         return arguments
@@ -259,19 +263,30 @@ class OpenAICompatibleModel(ChatModel):
 
     def _body(self, prompt: str, system: str | None, max_tokens: int, temperature: float, stream: bool) -> dict:
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
-        return {"model": self.model, "messages": messages, "max_tokens": max_tokens, "temperature": temperature,
-                "stream": stream}  # fmt: skip
+        return {
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "stream": stream,
+        }
 
     async def _request(self, prompt: str, system: str | None, max_tokens: int, temperature: float) -> Completion:
-        response = await self._client.post("/chat/completions", json=self._body(prompt, system, max_tokens, temperature, False))
+        response = await self._client.post(
+            "/chat/completions", json=self._body(prompt, system, max_tokens, temperature, False)
+        )
         response.raise_for_status()
         try:
             data = response.json()
             text = data["choices"][0]["message"]["content"] or ""
         except (ValueError, KeyError, IndexError, TypeError) as error:
-            raise LLMError(f"{self.name} answered something that is not a chat completion: {response.text[:200]}") from error
+            raise LLMError(
+                f"{self.name} answered something that is not a chat completion: {response.text[:200]}"
+            ) from error
         usage = data.get("usage") or {}
-        return Completion(text, data.get("model", self.model), usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
+        return Completion(
+            text, data.get("model", self.model), usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
+        )
 
     async def _stream(self, prompt: str, system: str | None, max_tokens: int, temperature: float) -> AsyncIterator[str]:
         body = self._body(prompt, system, max_tokens, temperature, True)

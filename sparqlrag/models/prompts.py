@@ -19,7 +19,15 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-PROMPT_NAMES = ("definitions", "relationships", "concepts", "synthesis", "edge_reasoning", "extract_with_ontology", "nl_query")
+PROMPT_NAMES = (
+    "definitions",
+    "relationships",
+    "concepts",
+    "synthesis",
+    "edge_reasoning",
+    "extract_with_ontology",
+    "nl_query",
+)
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)(?:```|$)", re.DOTALL)
 
 

@@ -10,9 +10,12 @@ import re
 
 from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 
-ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "inc", "ltd", "co", "corp", "vs", "no", "e.g",
-                 "i.e", "etc", "u.s", "u.k", "a.d", "b.c", "ca", "approx", "gen", "gov", "sen", "rep", "mt", "ft",
-                 "jan", "feb", "mar", "apr", "aug", "sept", "oct", "nov", "dec"}  # fmt: skip
+ABBREVIATIONS = set(
+    """
+    mr mrs ms dr prof st jr sr inc ltd co corp vs no e.g i.e etc u.s u.k a.d b.c ca approx gen gov sen rep mt ft jan feb
+    mar apr aug sept oct nov dec
+    """.split()
+)
 _BLOCKS = re.compile(r"\n\s*\n")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 

@@ -74,8 +74,14 @@ def conform(model: OntologyModel, ontology: str, answer: Any) -> Knowledge:
         subject, obj = _string(item, "subject"), _string(item, "object")
         prop = resolve.property(item.get("property")) if isinstance(item, dict) else None
         spec = model.properties.get(prop or "")
-        if (spec is None or spec.kind != "object" or subject not in entities or obj not in entities
-                or not model.is_a(entities[subject].type or "", spec.domain) or not model.is_a(entities[obj].type or "", spec.range)):  # fmt: skip
+        if (
+            spec is None
+            or spec.kind != "object"
+            or subject not in entities
+            or obj not in entities
+            or not model.is_a(entities[subject].type or "", spec.domain)
+            or not model.is_a(entities[obj].type or "", spec.range)
+        ):
             rejected += 1
             continue
         facts.append(Fact(subject, spec.label, obj, True, property=spec.iri))
@@ -83,8 +89,13 @@ def conform(model: OntologyModel, ontology: str, answer: Any) -> Knowledge:
         subject, value = _string(item, "entity"), _string(item, "value")
         prop = resolve.property(item.get("property")) if isinstance(item, dict) else None
         spec = model.properties.get(prop or "")
-        if spec is None or spec.kind != "datatype" or subject not in entities or not value \
-                or not model.is_a(entities[subject].type or "", spec.domain):  # fmt: skip
+        if (
+            spec is None
+            or spec.kind != "datatype"
+            or subject not in entities
+            or not value
+            or not model.is_a(entities[subject].type or "", spec.domain)
+        ):
             rejected += 1
             continue
         facts.append(Fact(subject, spec.label, value, False, property=spec.iri))
@@ -133,8 +144,15 @@ class GuidedExtractor(_Subsets):
 
     name = "llm+ontology"
 
-    def __init__(self, llm: ChatModel, ontology: str, index: ElementIndex, selector: Selector,
-                 prompts_dir: Path | None = None, max_tokens: int = 4096) -> None:  # fmt: skip
+    def __init__(
+        self,
+        llm: ChatModel,
+        ontology: str,
+        index: ElementIndex,
+        selector: Selector,
+        prompts_dir: Path | None = None,
+        max_tokens: int = 4096,
+    ) -> None:
         super().__init__(ontology, index, selector)
         self.llm, self.model, self.prompts_dir, self.max_tokens = llm, llm.name, prompts_dir, max_tokens
 
@@ -152,7 +170,9 @@ class TypedOfflineExtractor(_Subsets):
     name = "offline+ontology"
     model = None
 
-    def __init__(self, ontology: str, index: ElementIndex, selector: Selector, offline: OfflineExtractor | None = None) -> None:
+    def __init__(
+        self, ontology: str, index: ElementIndex, selector: Selector, offline: OfflineExtractor | None = None
+    ) -> None:
         super().__init__(ontology, index, selector)
         self.offline = offline or OfflineExtractor()
 
@@ -163,14 +183,23 @@ class TypedOfflineExtractor(_Subsets):
         knowledge = self.offline.extract_sync(text)
         subset = self.subset(text)
         labels = {_plain(c.label): c.iri for c in subset.classes.values()}
-        labels.update({_plain(local_name(c.iri)): c.iri for c in subset.classes.values() if _plain(local_name(c.iri)) not in labels})
+        labels.update(
+            {
+                _plain(local_name(c.iri)): c.iri
+                for c in subset.classes.values()
+                if _plain(local_name(c.iri)) not in labels
+            }
+        )
         said: dict[str, str] = {}  # "Warsaw is a city": the class an is-a fact names
         for fact in knowledge.facts:
             if fact.predicate in IS_A:
                 cls = _named_class(fact.object, labels)
                 if cls:
                     said.setdefault(fact.subject, cls)
-        typed = [replace(e, type=said.get(e.name) or _named_class(e.name, labels, last_word_only=True)) for e in knowledge.entities]
+        typed = [
+            replace(e, type=said.get(e.name) or _named_class(e.name, labels, last_word_only=True))
+            for e in knowledge.entities
+        ]
         return replace(knowledge, entities=typed, ontology=self.ontology)
 
 
@@ -195,8 +224,15 @@ class CollectionExtractors:
     """The extractor of a collection created with an ontology (None for the others): guided by
     the LLM when extraction is the LLM's, else the typed offline one."""
 
-    def __init__(self, store: Any, base_iri: str, indexes: ElementIndexes, selector: Selector, llm: ChatModel | None,
-                 prompts_dir: Path | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        store: Any,
+        base_iri: str,
+        indexes: ElementIndexes,
+        selector: Selector,
+        llm: ChatModel | None,
+        prompts_dir: Path | None = None,
+    ) -> None:
         self.store, self.base_iri, self.indexes, self.selector = store, base_iri, indexes, selector
         self.llm, self.prompts_dir = llm, prompts_dir
 

@@ -41,8 +41,11 @@ SCHEMA_DATATYPES = {"Text", "Number", "Integer", "Float", "Boolean", "Date", "Da
 
 
 def _is_datatype(iri: str) -> bool:
-    return (iri.startswith(v.XSD) or iri in (v.RDFS + "Literal", v.RDF + "langString", v.RDF + "PlainLiteral")
-            or any(iri.startswith(ns) and iri[len(ns):] in SCHEMA_DATATYPES for ns in SCHEMA_ORG))  # fmt: skip
+    return (
+        iri.startswith(v.XSD)
+        or iri in (v.RDFS + "Literal", v.RDF + "langString", v.RDF + "PlainLiteral")
+        or any(iri.startswith(ns) and iri[len(ns) :] in SCHEMA_DATATYPES for ns in SCHEMA_ORG)
+    )
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,9 @@ class Owlready:
                 model = _copy_out(world, iri, triples)
             finally:
                 world.close()
-        model.warnings = [line.removeprefix("* Owlready2 * ").strip() for line in warnings.getvalue().splitlines() if line.strip()]
+        model.warnings = [
+            line.removeprefix("* Owlready2 * ").strip() for line in warnings.getvalue().splitlines() if line.strip()
+        ]
         return model
 
 
@@ -161,7 +166,8 @@ owlready = Owlready()
 
 def _as_owl(triples: list[Triple]) -> list[Triple]:
     """The triples plus OWL declarations owlready2 needs: rdfs:Class and every class used but not
-    declared become owl:Class (not the data types: xsd, rdfs:Literal, schema:Text), rdf:Property an object or datatype property by its range, and
+    declared become owl:Class (not the data types: xsd, rdfs:Literal, schema:Text), rdf:Property an object or
+    datatype property by its range, and
     schema.org's domainIncludes/rangeIncludes rdfs:domain/rdfs:range."""
     added: list[Triple] = []
     typed: dict[NamedNode, set[str]] = {}
@@ -181,19 +187,28 @@ def _as_owl(triples: list[Triple]) -> list[Triple]:
             continue
         if t.predicate == RDFS_RANGE and isinstance(t.subject, NamedNode):
             ranges.setdefault(t.subject, []).append(t.object.value)
-        if t.predicate in (RDFS_SUBCLASS, RDFS_DOMAIN) or (t.predicate == RDFS_RANGE and not _is_datatype(t.object.value)):
+        if t.predicate in (RDFS_SUBCLASS, RDFS_DOMAIN) or (
+            t.predicate == RDFS_RANGE and not _is_datatype(t.object.value)
+        ):
             used_as_class.add(t.object)
         if t.predicate == RDFS_SUBCLASS and isinstance(t.subject, NamedNode):
             used_as_class.add(t.subject)
     for node, types in typed.items():
         if RDFS_CLASS.value in types:
             used_as_class.add(node)
-        if RDF_PROPERTY.value in types and not types & {OWL_OBJECT_PROPERTY.value, OWL_DATATYPE_PROPERTY.value,
-                                                       v.OWL + "AnnotationProperty"}:  # fmt: skip
+        if RDF_PROPERTY.value in types and not types & {
+            OWL_OBJECT_PROPERTY.value,
+            OWL_DATATYPE_PROPERTY.value,
+            v.OWL + "AnnotationProperty",
+        }:
             datatype = bool(ranges.get(node)) and all(_is_datatype(r) for r in ranges[node])
             added.append(Triple(node, v.RDF_TYPE, OWL_DATATYPE_PROPERTY if datatype else OWL_OBJECT_PROPERTY))
     for node in used_as_class:
-        if not node.value.startswith(BUILT_IN) and not _is_datatype(node.value) and OWL_CLASS.value not in typed.get(node, set()):
+        if (
+            not node.value.startswith(BUILT_IN)
+            and not _is_datatype(node.value)
+            and OWL_CLASS.value not in typed.get(node, set())
+        ):
             added.append(Triple(node, v.RDF_TYPE, OWL_CLASS))
     return [*triples, *added]
 
@@ -240,8 +255,14 @@ def _copy_out(world: object, iri: str, triples: list[Triple]) -> OntologyModel:
         for restriction in cls.is_a:
             if isinstance(restriction, owlready2.Restriction) and restriction.type in kinds:
                 low, high = kinds[restriction.type]
-                cardinalities.append(Cardinality(cls.iri, restriction.property.iri, restriction.cardinality if low else None,
-                                                 restriction.cardinality if high else None))  # fmt: skip
+                cardinalities.append(
+                    Cardinality(
+                        cls.iri,
+                        restriction.property.iri,
+                        restriction.cardinality if low else None,
+                        restriction.cardinality if high else None,
+                    )
+                )
     properties: dict[str, OntProperty] = {}
     for prop in world.properties():
         if isinstance(prop, owlready2.AnnotationPropertyClass):
@@ -253,9 +274,15 @@ def _copy_out(world: object, iri: str, triples: list[Triple]) -> OntologyModel:
         ranges = tuple(datatype_ranges.get(prop.iri, ())) if kind == "datatype" else _iris(prop.range)
         inverse = prop.inverse_property.iri if getattr(prop, "inverse_property", None) is not None else None
         properties[prop.iri] = OntProperty(
-            prop.iri, kind, _text(prop.label) or local_name(prop.iri), _text(prop.comment), _iris(prop.domain), ranges, inverse,
+            prop.iri,
+            kind,
+            _text(prop.label) or local_name(prop.iri),
+            _text(prop.comment),
+            _iris(prop.domain),
+            ranges,
+            inverse,
             owlready2.FunctionalProperty in prop.is_a,
-        )  # fmt: skip
+        )
     return OntologyModel(iri, classes, properties, cardinalities)
 
 

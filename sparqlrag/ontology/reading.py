@@ -28,13 +28,19 @@ MEDIA_TYPES: dict[str, RdfFormat | str] = {
     "application/owl+xml": OWL_XML,
 }
 EXTENSIONS: dict[str, RdfFormat | str] = {
-    "ttl": RdfFormat.TURTLE, "nt": RdfFormat.N_TRIPLES, "rdf": RdfFormat.RDF_XML, "jsonld": RdfFormat.JSON_LD,
+    "ttl": RdfFormat.TURTLE,
+    "nt": RdfFormat.N_TRIPLES,
+    "rdf": RdfFormat.RDF_XML,
+    "jsonld": RdfFormat.JSON_LD,
     "owx": OWL_XML,
-}  # fmt: skip  (".owl" and ".xml" are RDF/XML or OWL/XML: sniffed)
+}  # (".owl" and ".xml" are RDF/XML or OWL/XML: sniffed)
 FORMAT_NAMES: dict[str, RdfFormat | str] = {
-    "turtle": RdfFormat.TURTLE, "ntriples": RdfFormat.N_TRIPLES, "rdfxml": RdfFormat.RDF_XML, "jsonld": RdfFormat.JSON_LD,
+    "turtle": RdfFormat.TURTLE,
+    "ntriples": RdfFormat.N_TRIPLES,
+    "rdfxml": RdfFormat.RDF_XML,
+    "jsonld": RdfFormat.JSON_LD,
     "owlxml": OWL_XML,
-}  # fmt: skip
+}
 _XML_ELEMENT = re.compile(rb"<[A-Za-z_][\w.-]*(?::[A-Za-z_][\w.-]*)?[\s/>]")  # not "<http://...>" (N-Triples)
 _OWL_XML_ROOT = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?Ontology[\s>][^>]*http://www\.w3\.org/2002/07/owl#", re.S)
 
@@ -53,14 +59,16 @@ def detect_format(data: bytes, media_type: str | None = None, filename: str | No
     return RdfFormat.TURTLE  # N-Triples is Turtle too
 
 
-def read_ontology(data: bytes, media_type: str | None = None, filename: str | None = None,
-                  format: RdfFormat | str | None = None) -> list[Triple]:  # fmt: skip
+def read_ontology(
+    data: bytes, media_type: str | None = None, filename: str | None = None, format: RdfFormat | str | None = None
+) -> list[Triple]:
     """The ontology's triples. Raises OntologyError naming the format and the parser's complaint."""
     return read_with_prefixes(data, media_type, filename, format)[0]
 
 
-def read_with_prefixes(data: bytes, media_type: str | None = None, filename: str | None = None,
-                       format: RdfFormat | str | None = None) -> tuple[list[Triple], dict[str, str]]:  # fmt: skip
+def read_with_prefixes(
+    data: bytes, media_type: str | None = None, filename: str | None = None, format: RdfFormat | str | None = None
+) -> tuple[list[Triple], dict[str, str]]:
     """The triples and the prefixes the file declares (Turtle, RDF/XML), to write it back with."""
     fmt = format or detect_format(data, media_type, filename)
     if fmt == OWL_XML:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import threading
 import json
+import threading
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from pyoxigraph import Literal, NamedNode, Quad, RdfFormat, Triple, parse
@@ -74,8 +74,15 @@ class Ontologies:
 
     # -- blocking calls (the async ones below run them in threads) ------------------------------
 
-    def load_sync(self, name: str, data: bytes, media_type: str | None = None, filename: str | None = None,
-                  format: RdfFormat | str | None = None, replace: bool = False) -> LoadResult:  # fmt: skip
+    def load_sync(
+        self,
+        name: str,
+        data: bytes,
+        media_type: str | None = None,
+        filename: str | None = None,
+        format: RdfFormat | str | None = None,
+        replace: bool = False,
+    ) -> LoadResult:
         """Load or reload `data` as ontology `name`. Raises InvalidName, OntologyError (unreadable,
         no classes, an IRI the server uses itself) or OntologyConflict (the name holds another
         ontology and `replace` is not set, the IRI is loaded under another name, or a graph of
@@ -89,12 +96,16 @@ class Ontologies:
         declared = ontology_iri(triples)
         iri = declared or self.default_iri(name)
         if iri.startswith(f"{self.base_iri}graph/"):
-            raise OntologyError(f"the ontology IRI {iri} is a graph name of the server's own; give the ontology another IRI")
+            raise OntologyError(
+                f"the ontology IRI {iri} is a graph name of the server's own; give the ontology another IRI"
+            )
         if declared is None:
             triples.append(Triple(NamedNode(iri), v.RDF_TYPE, OWL_ONTOLOGY))
         model = owlready.model(iri, triples)
         if not model.classes:
-            raise OntologyError("the ontology declares no classes (owl:Class or rdfs:Class): nothing to type entities with")
+            raise OntologyError(
+                "the ontology declares no classes (owl:Class or rdfs:Class): nothing to type entities with"
+            )
         with self._lock:
             before = self._info(name)
             holder = self._name_of(iri)
@@ -103,15 +114,29 @@ class Ontologies:
             if holder is None and self.store.graph_exists(iri):
                 raise OntologyConflict(f"the graph {iri} holds other data; loading the ontology {iri} would replace it")
             if before is not None and before.iri != iri and not replace:
-                raise OntologyConflict(f"the name {name!r} holds another ontology ({before.iri}); remove it first, "
-                                       "or replace it (--replace, ?replace=true)")  # fmt: skip
+                raise OntologyConflict(
+                    f"the name {name!r} holds another ontology ({before.iri}); remove it first, "
+                    "or replace it (--replace, ?replace=true)"
+                )
             # whole seconds: the store writes an xsd:dateTime back without a fraction's trailing zeros
-            info = OntologyInfo(name, iri, len(model.classes), len(model.properties), len(triples), digest,
-                                datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"), prefixes)  # fmt: skip
+            info = OntologyInfo(
+                name,
+                iri,
+                len(model.classes),
+                len(model.properties),
+                len(triples),
+                digest,
+                datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+                prefixes,
+            )
             graphs = {iri} | ({before.iri} if before else set())
             drops = [f"DROP SILENT GRAPH {sparql_term(NamedNode(g))}" for g in sorted(graphs)]
-            forget = f"DELETE WHERE {{ GRAPH {sparql_term(self.registry)} {{ {sparql_term(NamedNode(before.iri))} ?p ?o }} }}" \
-                if before else ""  # fmt: skip
+            forget = (
+                f"DELETE WHERE {{ GRAPH {sparql_term(self.registry)} {{ {sparql_term(NamedNode(before.iri))} ?p ?o }} "
+                f"}}"
+                if before
+                else ""
+            )
             quads = [Quad(t.subject, t.predicate, t.object, NamedNode(iri)) for t in triples] + self._registration(info)
             self.store.update(" ;\n".join(part for part in [*drops, forget, insert_data(quads)] if part))
             self._models[name] = model
@@ -120,12 +145,15 @@ class Ontologies:
     def _registration(self, info: OntologyInfo) -> list[Quad]:
         node, graph = NamedNode(info.iri), self.registry
         return [
-            Quad(node, v.RDF_TYPE, v.SR_ONTOLOGY, graph), Quad(node, v.SR_NAME, Literal(info.name), graph),
-            Quad(node, v.SR_CLASS_COUNT, Literal(info.classes), graph), Quad(node, v.SR_PROPERTY_COUNT, Literal(info.properties), graph),
-            Quad(node, v.SR_TRIPLE_COUNT, Literal(info.triples), graph), Quad(node, v.SR_SHA256, Literal(info.sha256), graph),
+            Quad(node, v.RDF_TYPE, v.SR_ONTOLOGY, graph),
+            Quad(node, v.SR_NAME, Literal(info.name), graph),
+            Quad(node, v.SR_CLASS_COUNT, Literal(info.classes), graph),
+            Quad(node, v.SR_PROPERTY_COUNT, Literal(info.properties), graph),
+            Quad(node, v.SR_TRIPLE_COUNT, Literal(info.triples), graph),
+            Quad(node, v.SR_SHA256, Literal(info.sha256), graph),
             Quad(node, v.DCTERMS_MODIFIED, Literal(info.loaded, datatype=XSD_DATETIME), graph),
             Quad(node, v.SR_PREFIXES, Literal(json.dumps(info.prefixes, sort_keys=True), datatype=RDF_JSON), graph),
-        ]  # fmt: skip
+        ]
 
     def list_sync(self) -> list[OntologyInfo]:
         return self._infos()
@@ -151,14 +179,20 @@ class Ontologies:
         """Raises UnknownOntology, or OntologyConflict while a collection's extraction uses it."""
         with self._lock:
             info = self.info_sync(name)
-            users = select(self.store, f"""SELECT ?c WHERE {{ GRAPH ?g {{ ?c {sparql_term(v.SR_USES_ONTOLOGY)}
-                {sparql_term(Literal(name))} }} }}""")  # fmt: skip
+            users = select(
+                self.store,
+                f"""SELECT ?c WHERE {{ GRAPH ?g {{ ?c {sparql_term(v.SR_USES_ONTOLOGY)}
+                {sparql_term(Literal(name))} }} }}""",
+            )
             if users:
-                raise OntologyConflict(f"the collection {users[0]['c'].rsplit('/', 1)[-1]!r} extracts with ontology {name!r}: "
-                                       "delete the collection first")  # fmt: skip
+                raise OntologyConflict(
+                    f"the collection {users[0]['c'].rsplit('/', 1)[-1]!r} extracts with ontology {name!r}: "
+                    "delete the collection first"
+                )
             node = sparql_term(NamedNode(info.iri))
-            self.store.update(f"DROP SILENT GRAPH {node} ;\n"
-                              f"DELETE WHERE {{ GRAPH {sparql_term(self.registry)} {{ {node} ?p ?o }} }}")  # fmt: skip
+            self.store.update(
+                f"DROP SILENT GRAPH {node} ;\nDELETE WHERE {{ GRAPH {sparql_term(self.registry)} {{ {node} ?p ?o }} }}"
+            )
             self._models.pop(info.name, None)
 
     def model_sync(self, name: str) -> OntologyModel:
@@ -171,12 +205,27 @@ class Ontologies:
 
     def _infos(self, name: str | None = None) -> list[OntologyInfo]:
         where = f"FILTER(?name = {sparql_term(Literal(name))})" if name is not None else ""
-        rows = select(self.store, v.SPARQL_PREFIXES + f"""SELECT ?iri ?name ?classes ?properties ?triples ?sha ?loaded ?prefixes
+        rows = select(
+            self.store,
+            v.SPARQL_PREFIXES
+            + f"""SELECT ?iri ?name ?classes ?properties ?triples ?sha ?loaded ?prefixes
             WHERE {{ GRAPH {sparql_term(self.registry)} {{ ?iri a sr:Ontology ; sr:name ?name ; sr:classCount ?classes ;
               sr:propertyCount ?properties ; sr:tripleCount ?triples ; sr:sha256 ?sha ; dcterms:modified ?loaded
-              OPTIONAL {{ ?iri sr:prefixes ?prefixes }} }} {where} }} ORDER BY ?name""")  # fmt: skip
-        return [OntologyInfo(r["name"], r["iri"], int(r["classes"]), int(r["properties"]), int(r["triples"]), r["sha"], r["loaded"],
-                             json.loads(r.get("prefixes") or "{}")) for r in rows]  # fmt: skip
+              OPTIONAL {{ ?iri sr:prefixes ?prefixes }} }} {where} }} ORDER BY ?name""",
+        )
+        return [
+            OntologyInfo(
+                r["name"],
+                r["iri"],
+                int(r["classes"]),
+                int(r["properties"]),
+                int(r["triples"]),
+                r["sha"],
+                r["loaded"],
+                json.loads(r.get("prefixes") or "{}"),
+            )
+            for r in rows
+        ]
 
     def _info(self, name: str) -> OntologyInfo | None:
         found = self._infos(name)
@@ -187,8 +236,9 @@ class Ontologies:
 
     # -- the async face, for the server ---------------------------------------------------------
 
-    async def load(self, name: str, data: bytes, media_type: str | None = None, filename: str | None = None,
-                   replace: bool = False) -> LoadResult:  # fmt: skip
+    async def load(
+        self, name: str, data: bytes, media_type: str | None = None, filename: str | None = None, replace: bool = False
+    ) -> LoadResult:
         return await asyncio.to_thread(self.load_sync, name, data, media_type, filename, None, replace)
 
     async def list(self) -> list[OntologyInfo]:
@@ -205,4 +255,3 @@ class Ontologies:
 
     async def remove(self, name: str) -> None:
         await asyncio.to_thread(self.remove_sync, name)
-

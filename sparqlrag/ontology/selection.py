@@ -31,12 +31,14 @@ from sparqlrag.store.vocab import local_name
 WHOLE_BELOW = 5
 MAX_PHRASE_WORDS = 3
 MAX_SENTENCE_WORDS = 8  # content words of a sentence query: a 100-word list sentence would cost ~10x to embed
-STOPWORDS = frozenset("""a an the and or but nor of in on at to for from by with without into onto over under about
+STOPWORDS = frozenset(
+    """a an the and or but nor of in on at to for from by with without into onto over under about
     above below between among through during before after since until as than then that this these those there here
     is are was were be been being am has have had do does did will would can could shall should may might must
     it its it's he she they them their his her hers we us our you your i me my mine who whom whose which what when
     where why how not no yes all any each every some such only also very more most much many few other another same
-    own so too just one ones s t""".split())  # fmt: skip
+    own so too just one ones s t""".split()
+)
 _WORD = re.compile(r"[^\W_][\w'-]*", re.UNICODE)
 _SENTENCES = sentence_splitter()
 
@@ -77,7 +79,9 @@ def gist(sentence: str) -> str:
 def stems(text: str) -> set[str]:
     """Lower-case content words, a plural -s dropped: what a phrase and a label must share."""
     words = re.findall(r"[a-z0-9]+", re.sub(r"(?<=[a-z])(?=[A-Z])", " ", text).lower())
-    return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words if w not in STOPWORDS}
+    return {
+        w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words if w not in STOPWORDS
+    }
 
 
 def element_text(label: str, iri: str, comment: str) -> str:
@@ -180,8 +184,11 @@ def expand(index: ElementIndex, selected: dict[str, float]) -> Subset:
     # parents give the classes meaning, but not their properties: a selected Person does not
     # bring in every property of Thing
     classes = {ancestor for iri in classes for ancestor in model.ancestors(iri) if ancestor in model.classes}
-    return Subset({iri: model.classes[iri] for iri in sorted(classes)}, {iri: model.properties[iri] for iri in sorted(properties)},
-                  selected)  # fmt: skip
+    return Subset(
+        {iri: model.classes[iri] for iri in sorted(classes)},
+        {iri: model.properties[iri] for iri in sorted(properties)},
+        selected,
+    )
 
 
 def describe(subset: Subset) -> dict[str, str]:
@@ -192,11 +199,22 @@ def describe(subset: Subset) -> dict[str, str]:
     def names(iris: tuple[str, ...]) -> str:
         return " or ".join(labels.get(i, local_name(i)) for i in iris) or "anything"
 
-    classes = [f"- {c.iri} ({c.label})" + (f", a kind of {names(c.parents)}" if c.parents else "") + (f": {c.comment[:160]}" if c.comment else "")
-               for c in subset.classes.values()]  # fmt: skip
+    classes = [
+        f"- {c.iri} ({c.label})"
+        + (f", a kind of {names(c.parents)}" if c.parents else "")
+        + (f": {c.comment[:160]}" if c.comment else "")
+        for c in subset.classes.values()
+    ]
 
     def lines(kind: str) -> list[str]:
-        return [f"- {p.iri} ({p.label}): {names(p.domain)} -> {names(p.range)}" for p in subset.properties.values() if p.kind == kind]
+        return [
+            f"- {p.iri} ({p.label}): {names(p.domain)} -> {names(p.range)}"
+            for p in subset.properties.values()
+            if p.kind == kind
+        ]
 
-    return {"classes": "\n".join(classes) or "(none)", "object_properties": "\n".join(lines("object")) or "(none)",
-            "datatype_properties": "\n".join(lines("datatype")) or "(none)"}  # fmt: skip
+    return {
+        "classes": "\n".join(classes) or "(none)",
+        "object_properties": "\n".join(lines("object")) or "(none)",
+        "datatype_properties": "\n".join(lines("datatype")) or "(none)",
+    }

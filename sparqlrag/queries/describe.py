@@ -82,7 +82,11 @@ class Description(_Naming):
         1.1 terms only, so any RDF parser reads it; provenance stays in the SPARQL endpoint)."""
         facts = [s.fact for s in (*self.outgoing, *self.incoming)]
         named = {t.value for f in facts for t in (f.subject, f.predicate, f.object) if isinstance(t, NamedNode)}
-        labels = [Triple(NamedNode(iri), v.RDFS_LABEL, Literal(self.labels[iri])) for iri in sorted(named) if iri in self.labels]
+        labels = [
+            Triple(NamedNode(iri), v.RDFS_LABEL, Literal(self.labels[iri]))
+            for iri in sorted(named)
+            if iri in self.labels
+        ]
         return list(dict.fromkeys([*facts, *labels]))
 
 
@@ -122,9 +126,17 @@ def exists(store: Any, base_iri: str, iri: str, kind: str = "id") -> bool:
     iris, node = found
     term = sparql_term(node)
     if kind == "doc":
-        return bool(select_terms(store, f"SELECT ?p WHERE {{ GRAPH {sparql_term(iris.source_graph)} {{ {term} ?p ?x }} }} LIMIT 1"))
+        return bool(
+            select_terms(
+                store, f"SELECT ?p WHERE {{ GRAPH {sparql_term(iris.source_graph)} {{ {term} ?p ?x }} }} LIMIT 1"
+            )
+        )
     kg = sparql_term(iris.knowledge_graph)
-    return bool(select_terms(store, f"SELECT ?x WHERE {{ GRAPH {kg} {{ {{ {term} ?p ?x }} UNION {{ ?x ?p {term} }} }} }} LIMIT 1"))
+    return bool(
+        select_terms(
+            store, f"SELECT ?x WHERE {{ GRAPH {kg} {{ {{ {term} ?p ?x }} UNION {{ ?x ?p {term} }} }} }} LIMIT 1"
+        )
+    )
 
 
 def describe(store: Any, base_iri: str, iri: str) -> Description | None:
@@ -134,35 +146,50 @@ def describe(store: Any, base_iri: str, iri: str) -> Description | None:
         return None
     iris, node = found
     kg = sparql_term(iris.knowledge_graph)
-    outgoing = select_terms(store, f"SELECT ?p ?o WHERE {{ GRAPH {kg} {{ {sparql_term(node)} ?p ?o }} }} LIMIT {FACT_LIMIT}")
-    incoming = select_terms(store, f"SELECT ?s ?p WHERE {{ GRAPH {kg} {{ ?s ?p {sparql_term(node)} }} }} LIMIT {FACT_LIMIT}")
+    outgoing = select_terms(
+        store, f"SELECT ?p ?o WHERE {{ GRAPH {kg} {{ {sparql_term(node)} ?p ?o }} }} LIMIT {FACT_LIMIT}"
+    )
+    incoming = select_terms(
+        store, f"SELECT ?s ?p WHERE {{ GRAPH {kg} {{ ?s ?p {sparql_term(node)} }} }} LIMIT {FACT_LIMIT}"
+    )
     if not outgoing and not incoming:
         return None
     out = [Triple(node, row["p"], row["o"]) for row in outgoing]  # type: ignore[arg-type]
     into = [Triple(row["s"], row["p"], node) for row in incoming]  # type: ignore[arg-type]
     evidence = _evidence(store, iris, out + into)
-    labels = _labels(store, {t for f in out + into for t in (f.subject, f.predicate, f.object) if isinstance(t, NamedNode)})
+    labels = _labels(
+        store, {t for f in out + into for t in (f.subject, f.predicate, f.object) if isinstance(t, NamedNode)}
+    )
     about: dict[NamedNode, list[str]] = {}  # the header: label, definition, types, aliases
     for fact in out:
         if fact.predicate in DESCRIPTIVE:
             about.setdefault(fact.predicate, []).append(fact.object.value)
     return Description(
-        iri, iris.collection, (about.get(v.RDFS_LABEL) or [local_name(iri)])[0], (about.get(v.SKOS_DEFINITION) or [None])[0],
-        about.get(v.RDF_TYPE, []), about.get(v.SKOS_ALT_LABEL, []),
+        iri,
+        iris.collection,
+        (about.get(v.RDFS_LABEL) or [local_name(iri)])[0],
+        (about.get(v.SKOS_DEFINITION) or [None])[0],
+        about.get(v.RDF_TYPE, []),
+        about.get(v.SKOS_ALT_LABEL, []),
         [Statement(f, evidence.get(f, [])) for f in out if f.predicate not in DESCRIPTIVE],
-        [Statement(f, evidence.get(f, [])) for f in into], labels,
-    )  # fmt: skip
+        [Statement(f, evidence.get(f, [])) for f in into],
+        labels,
+    )
 
 
 def _evidence(store: Any, iris: Iris, facts: list[Triple]) -> dict[Triple, list[Evidence]]:
     rows = fact_sources(store, iris, facts)
-    passages = {p.chunk: p for p in passages_of(store, iris, list(dict.fromkeys(row["chunk"].value for row in rows)), {})}
+    passages = {
+        p.chunk: p for p in passages_of(store, iris, list(dict.fromkeys(row["chunk"].value for row in rows)), {})
+    }
     found: dict[Triple, list[Evidence]] = {}
     for row in rows:
         if (passage := passages.get(row["chunk"].value)) is not None:
             sentence = row["sentence"].value if "sentence" in row else None
             fact = Triple(row["s"], row["p"], row["o"])  # type: ignore[arg-type]
-            found.setdefault(fact, []).append(Evidence(passage.chunk, passage.document, passage.title, passage.text, sentence))
+            found.setdefault(fact, []).append(
+                Evidence(passage.chunk, passage.document, passage.title, passage.text, sentence)
+            )
     return found
 
 
@@ -172,8 +199,12 @@ def _labels(store: Any, nodes: set[NamedNode]) -> dict[str, str]:
     ours = {node.value: label for node in nodes if (label := v.vocabulary_labels().get(node.value))}
     if not nodes:
         return {}
-    rows = select_terms(store, v.SPARQL_PREFIXES + f"""SELECT ?x (SAMPLE(?l) AS ?label) WHERE {{ {values("x", sorted(nodes, key=str))}
-        GRAPH ?g {{ ?x rdfs:label ?l }} }} GROUP BY ?x""")  # fmt: skip
+    rows = select_terms(
+        store,
+        v.SPARQL_PREFIXES
+        + f"""SELECT ?x (SAMPLE(?l) AS ?label) WHERE {{ {values("x", sorted(nodes, key=str))}
+        GRAPH ?g {{ ?x rdfs:label ?l }} }} GROUP BY ?x""",
+    )
     return ours | {row["x"].value: row["label"].value for row in rows if "label" in row}
 
 
@@ -215,17 +246,47 @@ def describe_source(store: Any, base_iri: str, iri: str) -> SourceDescription | 
     value = {t.predicate: t.object for t in properties}
     if value.get(v.RDF_TYPE) == v.SR_CHUNK:
         document = value[v.PROV_DERIVED]
-        title = select_terms(store, v.SPARQL_PREFIXES + f"SELECT ?t WHERE {{ GRAPH {src} {{ {sparql_term(document)} dcterms:title ?t }} }}")
-        facts = [row["t"] for row in select_terms(store, v.SPARQL_PREFIXES + f"""SELECT ?t WHERE {{ GRAPH {src} {{
-            ?st prov:wasDerivedFrom {sparql_term(node)} ; rdf:reifies ?t FILTER(PREDICATE(?t) != rdfs:label) }} }} LIMIT {FACT_LIMIT}""")]  # fmt: skip
+        title = select_terms(
+            store,
+            v.SPARQL_PREFIXES + f"SELECT ?t WHERE {{ GRAPH {src} {{ {sparql_term(document)} dcterms:title ?t }} }}",
+        )
+        facts = [
+            row["t"]
+            for row in select_terms(
+                store,
+                v.SPARQL_PREFIXES
+                + f"""SELECT ?t WHERE {{ GRAPH {src} {{
+            ?st prov:wasDerivedFrom {sparql_term(node)} ; rdf:reifies ?t FILTER(PREDICATE(?t) != rdfs:label) }} }}
+              LIMIT {FACT_LIMIT}""",
+            )
+        ]
         named = {t for f in facts for t in (f.subject, f.predicate, f.object) if isinstance(t, NamedNode)}  # type: ignore[union-attr]
-        return SourceDescription(iri, iris.collection, title[0]["t"].value if title else local_name(document.value), document.value,
-                                 properties, [], value[v.SR_TEXT].value, facts, _labels(store, named))  # type: ignore[arg-type]  # fmt: skip
-    chunks = select_terms(store, v.SPARQL_PREFIXES + f"""SELECT ?c ?i ?text WHERE {{ GRAPH {src} {{
-        ?c prov:wasDerivedFrom {sparql_term(node)} ; a sr:Chunk ; sr:index ?i ; sr:text ?text }} }} ORDER BY ?i""")  # fmt: skip
+        return SourceDescription(
+            iri,
+            iris.collection,
+            title[0]["t"].value if title else local_name(document.value),
+            document.value,
+            properties,
+            [],
+            value[v.SR_TEXT].value,
+            facts,
+            _labels(store, named),
+        )  # type: ignore[arg-type]
+    chunks = select_terms(
+        store,
+        v.SPARQL_PREFIXES
+        + f"""SELECT ?c ?i ?text WHERE {{ GRAPH {src} {{
+        ?c prov:wasDerivedFrom {sparql_term(node)} ; a sr:Chunk ; sr:index ?i ; sr:text ?text }} }} ORDER BY ?i""",
+    )
     title = value.get(v.DCTERMS_TITLE)
-    return SourceDescription(iri, iris.collection, title.value if title else local_name(iri), iri, properties,
-                             [(row["c"].value, int(row["i"].value), row["text"].value) for row in chunks])  # fmt: skip
+    return SourceDescription(
+        iri,
+        iris.collection,
+        title.value if title else local_name(iri),
+        iri,
+        properties,
+        [(row["c"].value, int(row["i"].value), row["text"].value) for row in chunks],
+    )
 
 
 @dataclass
@@ -240,7 +301,10 @@ class RelationDescription(_Naming):
     def triples(self) -> list[Triple]:
         """Its label and its kind: the facts stay in their collections' graphs."""
         node = NamedNode(self.iri)
-        return [Triple(node, v.RDF_TYPE, NamedNode(v.RDF + "Property")), Triple(node, v.RDFS_LABEL, Literal(self.label))]
+        return [
+            Triple(node, v.RDF_TYPE, NamedNode(v.RDF + "Property")),
+            Triple(node, v.RDFS_LABEL, Literal(self.label)),
+        ]
 
 
 def _relation_facts(store: Any, base_iri: str, iri: str, limit: int) -> list[tuple[str, Triple]]:
@@ -252,8 +316,11 @@ def _relation_facts(store: Any, base_iri: str, iri: str, limit: int) -> list[tup
     except ValueError:
         return []
     graphs = f"{base_iri}graph/"
-    rows = select_terms(store, f"""SELECT ?g ?s ?o WHERE {{ GRAPH ?g {{ ?s {sparql_term(node)} ?o }}
-        FILTER(STRSTARTS(STR(?g), {sparql_term(Literal(graphs))})) }} LIMIT {limit}""")  # fmt: skip
+    rows = select_terms(
+        store,
+        f"""SELECT ?g ?s ?o WHERE {{ GRAPH ?g {{ ?s {sparql_term(node)} ?o }}
+        FILTER(STRSTARTS(STR(?g), {sparql_term(Literal(graphs))})) }} LIMIT {limit}""",
+    )
     return [(row["g"].value[len(graphs) :], Triple(row["s"], node, row["o"])) for row in rows]  # type: ignore[arg-type]
 
 
@@ -262,5 +329,7 @@ def describe_relation(store: Any, base_iri: str, iri: str) -> RelationDescriptio
     facts = _relation_facts(store, base_iri, iri, FACT_LIMIT)
     if not facts:
         return None
-    labels = _labels(store, {NamedNode(iri)} | {t for _, f in facts for t in (f.subject, f.object) if isinstance(t, NamedNode)})
+    labels = _labels(
+        store, {NamedNode(iri)} | {t for _, f in facts for t in (f.subject, f.object) if isinstance(t, NamedNode)}
+    )
     return RelationDescription(iri, labels.get(iri) or local_name(iri), facts, labels)

@@ -73,37 +73,69 @@ def check_query(text: str, allowed: set[str], base_iri: str) -> str:
     try:
         prepared = prepareQuery(text)
     except Exception as error:  # pyparsing's and rdflib's own errors: all mean "not a SPARQL query"
-        kind = "an update, which" if re.search(r"\b(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|COPY|MOVE|ADD)\b", text, re.I) else "it"
-        raise QueryRejected(f"the generated query does not parse as a SPARQL query ({kind} is refused): {error}", text) from None
+        kind = (
+            "an update, which"
+            if re.search(r"\b(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|COPY|MOVE|ADD)\b", text, re.I)
+            else "it"
+        )
+        raise QueryRejected(
+            f"the generated query does not parse as a SPARQL query ({kind} is refused): {error}", text
+        ) from None
     form = FORMS.get(prepared.algebra.name)
     if form is None:
         raise QueryRejected(f"only SELECT, ASK and CONSTRUCT queries run here, not {prepared.algebra.name}", text)
-    unknown = sorted({iri for iri in _iris(prepared.algebra) if iri not in allowed and not iri.startswith((*KNOWN_NAMESPACES, base_iri))})
+    unknown = sorted(
+        {
+            iri
+            for iri in _iris(prepared.algebra)
+            if iri not in allowed and not iri.startswith((*KNOWN_NAMESPACES, base_iri))
+        }
+    )
     if unknown:
-        raise QueryRejected(f"the generated query uses IRIs the ontology does not define: {', '.join(unknown[:5])}", text)
+        raise QueryRejected(
+            f"the generated query uses IRIs the ontology does not define: {', '.join(unknown[:5])}", text
+        )
     return form
 
 
 class NlQuery:
-    def __init__(self, *, llm: ChatModel | None, ontologies: Ontologies, indexes: ElementIndexes, selector: Selector,
-                 base_iri: str, prompts_dir: Path | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        llm: ChatModel | None,
+        ontologies: Ontologies,
+        indexes: ElementIndexes,
+        selector: Selector,
+        base_iri: str,
+        prompts_dir: Path | None = None,
+    ) -> None:
         self.llm, self.ontologies, self.indexes, self.selector = llm, ontologies, indexes, selector
         self.base_iri, self.prompts_dir = base_iri, prompts_dir
 
-    async def ask(self, question: str, run: Callable[[str, str], QueryResult], *, collection: str = "default",
-                  ontology: str | None = None) -> NlAnswer:  # fmt: skip
+    async def ask(
+        self,
+        question: str,
+        run: Callable[[str, str], QueryResult],
+        *,
+        collection: str = "default",
+        ontology: str | None = None,
+    ) -> NlAnswer:
         """Write, check and run a query: `run(query, form)` runs it with the caller's time limit.
         Raises ValueError (a bad question, no ontology to use), UnknownOntology, NlQueryUnavailable,
         QueryRejected, and what `run` raises."""
         question = check_question(question)
         if self.llm is None:
-            raise NlQueryUnavailable("natural-language queries need an LLM to write the SPARQL: set llm to \"anthropic\" "
-                                     "(with ANTHROPIC_API_KEY) or \"openai\" (with llm_base_url)")  # fmt: skip
+            raise NlQueryUnavailable(
+                'natural-language queries need an LLM to write the SPARQL: set llm to "anthropic" '
+                '(with ANTHROPIC_API_KEY) or "openai" (with llm_base_url)'
+            )
         name = ontology or await self._ontology_of(collection)
         index = await asyncio.to_thread(self.indexes.get, name)
         (subset,) = await asyncio.to_thread(self.selector.select, index, [question])
         graph = Iris(self.base_iri, collection).knowledge_graph.value
-        completion = await self.llm.complete(render("nl_query", self.prompts_dir, question=question, graph=graph, **describe(subset)))
+        completion = await self.llm.complete(
+            render("nl_query", self.prompts_dir, question=question, graph=graph, **describe(subset))
+        )
         fenced = _FENCE.search(completion.text)
         query = (fenced.group(1) if fenced else completion.text).strip()
         allowed = {*index.model.classes, *index.model.properties, index.model.iri}
@@ -113,7 +145,9 @@ class NlQuery:
 
     async def _ontology_of(self, collection: str) -> str:
         """The collection's ontology, else the only one loaded (ValueError if that is no answer)."""
-        name = await asyncio.to_thread(librarian.collection_ontology, self.ontologies.store, Iris(self.base_iri, collection))
+        name = await asyncio.to_thread(
+            librarian.collection_ontology, self.ontologies.store, Iris(self.base_iri, collection)
+        )
         if name is not None:
             return name
         loaded = await self.ontologies.list()
@@ -121,4 +155,6 @@ class NlQuery:
             return loaded[0].name
         if not loaded:
             raise ValueError("no ontology is loaded: natural-language queries are written against one (load it first)")
-        raise ValueError(f"several ontologies are loaded ({', '.join(i.name for i in loaded)}): name one with \"ontology\"")
+        raise ValueError(
+            f'several ontologies are loaded ({", ".join(i.name for i in loaded)}): name one with "ontology"'
+        )

@@ -58,8 +58,13 @@ class Answer:
 
 
 def passage_json(passage: Passage) -> dict[str, Any]:
-    return {"chunk": passage.chunk, "document": passage.document, "title": passage.title, "score": passage.score,
-            "text": passage.text} | ({"supports": fact_json(passage.supports)} if passage.supports else {})  # fmt: skip
+    return {
+        "chunk": passage.chunk,
+        "document": passage.document,
+        "title": passage.title,
+        "score": passage.score,
+        "text": passage.text,
+    } | ({"supports": fact_json(passage.supports)} if passage.supports else {})
 
 
 def passages_of(store: Any, iris: Iris, chunks: list[str], scores: dict[str, float]) -> list[Passage]:
@@ -67,15 +72,20 @@ def passages_of(store: Any, iris: Iris, chunks: list[str], scores: dict[str, flo
     ready documents (one query)."""
     if not chunks:
         return []
-    rows = select(store, v.SPARQL_PREFIXES + f"""
+    rows = select(
+        store,
+        v.SPARQL_PREFIXES
+        + f"""
         SELECT ?chunk ?text ?doc ?title WHERE {{ {values("chunk", map(NamedNode, chunks))}
           GRAPH {sparql_term(iris.source_graph)} {{
-            ?chunk sr:text ?text ; prov:wasDerivedFrom ?doc . ?doc sr:status "{READY}" ; dcterms:title ?title }} }}""")  # fmt: skip
+            ?chunk sr:text ?text ; prov:wasDerivedFrom ?doc . ?doc sr:status "{READY}" ; dcterms:title ?title }} }}""",
+    )
     found = {row["chunk"]: row for row in rows}
     return [
         Passage(iri, found[iri]["doc"], found[iri]["title"], found[iri]["text"], scores.get(iri, 0.0))
-        for iri in chunks if iri in found
-    ]  # fmt: skip
+        for iri in chunks
+        if iri in found
+    ]
 
 
 def rrf(rankings: list[list[str]], weights: list[float], k: int = RRF_K) -> list[tuple[str, float]]:
@@ -96,6 +106,7 @@ def mmr(relevance: np.ndarray, vectors: np.ndarray, k: int, lam: float) -> list[
     chosen: list[int] = []
     remaining = list(range(len(relevance)))
     while remaining and len(chosen) < k:
+
         def gain(i: int) -> float:
             redundancy = max((float(vectors[i] @ vectors[j]) for j in chosen), default=0.0)
             return lam * relevance[i] - (1 - lam) * redundancy
@@ -108,19 +119,36 @@ def mmr(relevance: np.ndarray, vectors: np.ndarray, k: int, lam: float) -> list[
 
 class DocumentRag:
     def __init__(
-        self, *, store: Any, vectors: VectorIndex, keywords: KeywordIndex, embedder: Embedder, base_iri: str,
-        weights: tuple[float, float], traces: TraceLog, reranker: Reranker | None = None, llm: ChatModel | None = None,
+        self,
+        *,
+        store: Any,
+        vectors: VectorIndex,
+        keywords: KeywordIndex,
+        embedder: Embedder,
+        base_iri: str,
+        weights: tuple[float, float],
+        traces: TraceLog,
+        reranker: Reranker | None = None,
+        llm: ChatModel | None = None,
         prompts_dir: Any = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.store, self.vectors, self.keywords, self.embedder, self.traces = store, vectors, keywords, embedder, traces
         self.base_iri, self.reranker, self.llm, self.prompts_dir = base_iri, reranker, llm, prompts_dir
         self.weights = weights
         self._sentences = sentence_splitter()
 
     async def retrieve(
-        self, collection: str, question: str, *, mode: Mode = "hybrid", k: int = 5, candidates: int = 50,
-        weights: tuple[float, float] | None = None, rerank: bool = False, mmr_lambda: float | None = None,
-    ) -> list[Passage]:  # fmt: skip
+        self,
+        collection: str,
+        question: str,
+        *,
+        mode: Mode = "hybrid",
+        k: int = 5,
+        candidates: int = 50,
+        weights: tuple[float, float] | None = None,
+        rerank: bool = False,
+        mmr_lambda: float | None = None,
+    ) -> list[Passage]:
         """The k best passages of the collection for the question; `weights` (vector, keyword)
         of the hybrid fusion default to the instance's."""
         if mode not in MODES:
@@ -155,7 +183,9 @@ class DocumentRag:
             passages = [passages[i] for i in picked]
         return passages[:k]
 
-    async def answer(self, collection: str, question: str, *, mode: Mode = "hybrid", k: int = 5, **options: Any) -> Answer:
+    async def answer(
+        self, collection: str, question: str, *, mode: Mode = "hybrid", k: int = 5, **options: Any
+    ) -> Answer:
         """Retrieve, answer (LLM or extractive), and write the trace."""
         trace, passages = await self._retrieve_traced(collection, question, mode, k, options)
         if self.llm is not None and passages:
@@ -203,7 +233,9 @@ class DocumentRag:
         """The sentences of the top passages closest to the question, in passage order, cited."""
         if not passages:
             return "No passage in this collection matches the question."
-        candidates = [(rank, s) for rank, p in enumerate(passages[:3], start=1) for s in self._sentences.tokenize(p.text)]
+        candidates = [
+            (rank, s) for rank, p in enumerate(passages[:3], start=1) for s in self._sentences.tokenize(p.text)
+        ]
         vectors = self.embedder.embed([question] + [s for _, s in candidates])
         similarity = vectors[1:] @ vectors[0]
         best = sorted(np.argsort(-similarity)[:sentences])

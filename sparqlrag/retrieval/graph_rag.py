@@ -6,7 +6,8 @@ the entity index, and the question's nearest facts in the fact index, whose ends
 too (HippoRAG 2's query-to-fact step) -> hops: the frontier's edges as subject and object,
 schema predicates dropped, labels resolved in one query, edges scored against the concepts
 with the facts' indexed vectors (a longer path, the fact that led there then this one, against
-the question), the best kept and their far ends the next frontier -> sources through the reifiers (optionally beside an LLM's reasoning about
+the question), the best kept and their far ends the next frontier -> sources through the reifiers (optionally beside
+an LLM's reasoning about
 the edges) -> passages -> synthesis (LLM, or extractive from facts and their sentences).
 Every stage is timed and written to the collection's trace graph.
 
@@ -77,10 +78,19 @@ class GraphRagOptions:
     fact_seeds: int = 5  # the question's nearest facts, whose ends seed the walk (HippoRAG 2 links 5)
     k: int = 5  # passages returned
     reasoning: bool = False  # ask the LLM why each kept edge matters
-    scorer: str = "facts"  # "facts": the fact index's vectors (a lookup); "text": each path's text, embedded or cross-encoded now
+    scorer: str = (
+        "facts"  # "facts": the fact index's vectors (a lookup); "text": each path's text, embedded or cross-encoded now
+    )
 
-    BOUNDS: ClassVar[dict[str, int]] = {"entity_limit": 500, "triple_limit": 1000, "max_path_length": 5, "edge_limit": 500,
-              "max_reranker_input": 5000, "fact_seeds": 100, "k": 100}  # fmt: skip
+    BOUNDS: ClassVar[dict[str, int]] = {
+        "entity_limit": 500,
+        "triple_limit": 1000,
+        "max_path_length": 5,
+        "edge_limit": 500,
+        "max_reranker_input": 5000,
+        "fact_seeds": 100,
+        "k": 100,
+    }
     AT_LEAST: ClassVar[dict[str, int]] = {"fact_seeds": 0}  # a bound below 1
 
     def __post_init__(self) -> None:
@@ -129,7 +139,10 @@ class Edge:
         """The relation path from the seed the walk started at: the seed, then each step's
         predicate and direction. Edges that share it are siblings, members of one set (the
         genres of an actor's films)."""
-        step = (self.fact.predicate.value, isinstance(self.fact.subject, NamedNode) and self.fact.subject.value == self.anchor)
+        step = (
+            self.fact.predicate.value,
+            isinstance(self.fact.subject, NamedNode) and self.fact.subject.value == self.anchor,
+        )
         return (*self.via.pattern, step) if self.via is not None else (self.anchor, step)
 
     @property
@@ -151,9 +164,20 @@ class Edge:
 
     def json(self) -> dict[str, Any]:
         via = fact_json(self.via.fact) | {"text": self.via.text} if self.via else None
-        return {**fact_json(self.fact), "labels": list(self.labels), "text": self.text, "score": self.score,
-                "relevance": self.relevance, "concept": self.concept, "hop": self.hop, "via": via,
-                "statement": self.statement, "sentence": self.sentence, "chunks": self.chunks, "reasoning": self.reasoning}  # fmt: skip
+        return {
+            **fact_json(self.fact),
+            "labels": list(self.labels),
+            "text": self.text,
+            "score": self.score,
+            "relevance": self.relevance,
+            "concept": self.concept,
+            "hop": self.hop,
+            "via": via,
+            "statement": self.statement,
+            "sentence": self.sentence,
+            "chunks": self.chunks,
+            "reasoning": self.reasoning,
+        }
 
 
 @dataclass
@@ -171,15 +195,27 @@ class GraphAnswer:
 
     def json(self) -> dict[str, Any]:
         return {
-            "question": self.question, "answer": self.answer, "trace": self.trace, "model": self.model, "usage": self.usage,
-            "concepts": self.concepts, "seeds": [seed_json(s) for s in self.seeds], "explored_edges": self.explored,
-            "edges": [e.json() for e in self.edges], "sources": [passage_json(p) for p in self.passages],
-        }  # fmt: skip
+            "question": self.question,
+            "answer": self.answer,
+            "trace": self.trace,
+            "model": self.model,
+            "usage": self.usage,
+            "concepts": self.concepts,
+            "seeds": [seed_json(s) for s in self.seeds],
+            "explored_edges": self.explored,
+            "edges": [e.json() for e in self.edges],
+            "sources": [passage_json(p) for p in self.passages],
+        }
 
 
 def seed_json(seed: TracedSeed) -> dict[str, Any]:
-    return {"entity": seed.entity, "score": seed.score, "concept": seed.concept, "alias": seed.alias,
-            "fact": fact_json(seed.fact) if seed.fact else None}
+    return {
+        "entity": seed.entity,
+        "score": seed.score,
+        "concept": seed.concept,
+        "alias": seed.alias,
+        "fact": fact_json(seed.fact) if seed.fact else None,
+    }
 
 
 @dataclass
@@ -205,10 +241,16 @@ class Walk:
         """A walk for a checked question (ValueError says what is wrong with it, or the mode)."""
         if mode not in MODES:
             raise ValueError(f'mode must be "graph" or "hybrid", not {mode!r}')
-        return cls(Trace(check_question(question), "hybrid" if mode == "hybrid" else "graph-rag"), options or GraphRagOptions(), mode)
+        return cls(
+            Trace(check_question(question), "hybrid" if mode == "hybrid" else "graph-rag"),
+            options or GraphRagOptions(),
+            mode,
+        )
 
     def trace_sources(self) -> None:
-        self.trace.sources = [TracedSource(p.chunk, rank, p.score, p.supports) for rank, p in enumerate(self.passages, start=1)]
+        self.trace.sources = [
+            TracedSource(p.chunk, rank, p.score, p.supports) for rank, p in enumerate(self.passages, start=1)
+        ]
 
     def count(self, completion: Completion) -> None:
         self.usage["input_tokens"] += completion.input_tokens
@@ -230,10 +272,20 @@ class _Stage:
 
 class GraphRag:
     def __init__(
-        self, *, store: Any, vectors: VectorIndex, facts: FactIndex, documents: DocumentRag, embedder: Embedder, reranker: Reranker,
-        base_iri: str, traces: TraceLog, llm: ChatModel | None = None, prompts_dir: Any = None,
+        self,
+        *,
+        store: Any,
+        vectors: VectorIndex,
+        facts: FactIndex,
+        documents: DocumentRag,
+        embedder: Embedder,
+        reranker: Reranker,
+        base_iri: str,
+        traces: TraceLog,
+        llm: ChatModel | None = None,
+        prompts_dir: Any = None,
         phrases: Callable[[str], list[str]] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.store, self.vectors, self.facts, self.embedder, self.reranker = store, vectors, facts, embedder, reranker
         self.documents, self.traces = documents, traces
         self.base_iri, self.llm, self.prompts_dir = base_iri, llm, prompts_dir
@@ -241,7 +293,9 @@ class GraphRag:
 
     # -- the public calls -----------------------------------------------------------------------
 
-    async def retrieve(self, collection: str, question: str, options: GraphRagOptions | None = None, mode: Mode = "graph") -> Walk:
+    async def retrieve(
+        self, collection: str, question: str, options: GraphRagOptions | None = None, mode: Mode = "graph"
+    ) -> Walk:
         """Every stage but synthesis (no trace written): for passage-recall benchmarks."""
         walk = Walk.start(question, mode, options)
         async for _ in self._walk(Iris(self.base_iri, collection), walk):
@@ -250,7 +304,7 @@ class GraphRag:
 
     async def answer(
         self, collection: str, question: str, options: GraphRagOptions | None = None, mode: Mode = "hybrid"
-    ) -> GraphAnswer:  # fmt: skip
+    ) -> GraphAnswer:
         """Walk, synthesise, write the trace. "graph" raises EmptyGraph when nothing can be
         grounded; "hybrid" then answers from Document RAG's hybrid passages."""
         iris = Iris(self.base_iri, collection)
@@ -268,7 +322,7 @@ class GraphRag:
 
     async def stream(
         self, collection: str, question: str, options: GraphRagOptions | None = None, mode: Mode = "hybrid"
-    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:  # fmt: skip
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """(event, data) pairs: the explanation as stages finish ("concepts", "seeds", "hop"...,
         "edges"), the answer as "token"s, then "sources", then "done" with the trace IRI."""
         iris = Iris(self.base_iri, collection)
@@ -293,8 +347,18 @@ class GraphRag:
         trace = walk.trace
         trace.input_tokens, trace.output_tokens = walk.usage["input_tokens"], walk.usage["output_tokens"]
         iri = await self.traces.write(iris.collection, trace)
-        return GraphAnswer(trace.question, trace.answer, walk.concepts, walk.seeds, walk.explored, walk.edges,
-                           walk.passages, iri, trace.model, dict(walk.usage))  # fmt: skip
+        return GraphAnswer(
+            trace.question,
+            trace.answer,
+            walk.concepts,
+            walk.seeds,
+            walk.explored,
+            walk.edges,
+            walk.passages,
+            iri,
+            trace.model,
+            dict(walk.usage),
+        )
 
     # -- the walk -------------------------------------------------------------------------------
 
@@ -329,7 +393,10 @@ class GraphRag:
                 for edge in edges:
                     if edge.fact not in by_fact or by_fact[edge.fact].score < edge.score:
                         by_fact[edge.fact] = edge
-            yield "hop", {"hop": hop, "frontier": len(frontier), "explored": len(scored), "kept": [e.json() for e in kept]}
+            yield (
+                "hop",
+                {"hop": hop, "frontier": len(frontier), "explored": len(scored), "kept": [e.json() for e in kept]},
+            )
             ends: dict[str, float] = {}
             for edge in kept:
                 for term in (edge.fact.subject, edge.fact.object):
@@ -342,11 +409,15 @@ class GraphRag:
         walk.trace.explored = walk.explored
         with _Stage(walk, "sources"):
             reasoning = self._reason(walk) if walk.options.reasoning and self.llm is not None and walk.edges else None
-            await asyncio.gather(self._trace_sources(iris, walk, list(scored_by_fact.values())), *([reasoning] if reasoning else []))
+            await asyncio.gather(
+                self._trace_sources(iris, walk, list(scored_by_fact.values())), *([reasoning] if reasoning else [])
+            )
         with _Stage(walk, "passages"):
             walk.passages = await self._passages(iris, walk, list(scored_by_fact.values()))
-        walk.trace.edges = [TracedEdge(e.fact, e.statement, e.score, e.hop, e.concept, e.reasoning, e.via.fact if e.via else None)
-                            for e in walk.edges]  # fmt: skip
+        walk.trace.edges = [
+            TracedEdge(e.fact, e.statement, e.score, e.hop, e.concept, e.reasoning, e.via.fact if e.via else None)
+            for e in walk.edges
+        ]
         walk.trace_sources()
         yield "edges", {"explored": walk.explored, "edges": [e.json() for e in walk.edges]}
 
@@ -369,8 +440,12 @@ class GraphRag:
         walk.concept_vectors, walk.path_vectors = vectors[: len(walk.concepts)], vectors[len(walk.concepts) :]
         walk.question_vector = walk.path_vectors[0]
         per_concept = max(1, walk.options.entity_limit // len(walk.concepts))
-        entities = asyncio.to_thread(self.vectors.search_many, iris.collection, "entities", walk.concept_vectors, per_concept)
-        facts = asyncio.to_thread(self.vectors.search, iris.collection, "facts", walk.question_vector, walk.options.fact_seeds)
+        entities = asyncio.to_thread(
+            self.vectors.search_many, iris.collection, "entities", walk.concept_vectors, per_concept
+        )
+        facts = asyncio.to_thread(
+            self.vectors.search, iris.collection, "facts", walk.question_vector, walk.options.fact_seeds
+        )
         by_concept, nearest_facts = await asyncio.gather(entities, facts)
         best: dict[str, TracedSeed] = {}
 
@@ -378,7 +453,9 @@ class GraphRag:
             if seed.entity not in best or best[seed.entity].score < seed.score:
                 best[seed.entity] = seed
 
-        aliases = await asyncio.to_thread(canonicals, self.store, iris, [hit.iri for hits in by_concept for hit in hits])
+        aliases = await asyncio.to_thread(
+            canonicals, self.store, iris, [hit.iri for hits in by_concept for hit in hits]
+        )
         for concept, hits in zip(walk.concepts, by_concept):
             for hit in hits:  # a name that is an alias ("W3C") grounds on the thing it names
                 alias = hit.payload.get("label") if hit.iri in aliases else None
@@ -391,8 +468,14 @@ class GraphRag:
         return sorted(best.values(), key=lambda s: -s.score)[: walk.options.entity_limit + 2 * walk.options.fact_seeds]
 
     async def _hop(
-        self, iris: Iris, walk: Walk, frontier: dict[str, float], via: dict[str, Edge], seen: dict[Triple, float], hop: int
-    ) -> list[Edge]:  # fmt: skip
+        self,
+        iris: Iris,
+        walk: Walk,
+        frontier: dict[str, float],
+        via: dict[str, Edge],
+        seen: dict[Triple, float],
+        hop: int,
+    ) -> list[Edge]:
         """Score the frontier's unseen edges, best first. An edge's score is the mean of its
         relevance (its path against the best-matching concept) and the weight of the frontier
         node it hangs from, so a fact reached through a strong seed or fact outranks an equally
@@ -410,7 +493,9 @@ class GraphRag:
         if not candidates:
             return []
         labels = await asyncio.to_thread(labels_of, self.store, iris, candidates)
-        edges = [Edge(t, fact_labels(t, labels), hop=hop, via=via.get(anchors[t]), anchor=anchors[t]) for t in candidates]
+        edges = [
+            Edge(t, fact_labels(t, labels), hop=hop, via=via.get(anchors[t]), anchor=anchors[t]) for t in candidates
+        ]
         # a first hop is scored against the concepts; a longer path, which answers the question as
         # a whole rather than one concept of it, against the question (MetaQA 2-hop answer recall
         # 80.6 -> 82.8 on questions 0-80, 85.2 -> 86.5 on 80-200; MuSiQue graph R@5 62.4 -> 64.6),
@@ -423,7 +508,9 @@ class GraphRag:
             scores = await asyncio.to_thread(self._score, targets, [e.path_text for e in edges])
         named = {s.entity: s.alias for s in walk.seeds if s.alias}
         if any(edge.anchor in named for edge in edges):
-            scores = await asyncio.to_thread(self._score_as_named, options.scorer, named, targets, vectors, edges, labels, scores)
+            scores = await asyncio.to_thread(
+                self._score_as_named, options.scorer, named, targets, vectors, edges, labels, scores
+            )
         for edge, row in zip(edges, scores.T):
             best = int(np.argmax(row))
             edge.relevance, edge.concept = float(row[best]), targets[best]
@@ -445,7 +532,7 @@ class GraphRag:
     @staticmethod
     def _weights(
         frontier: dict[str, float], via: dict[str, Edge], found: list[tuple[Triple, str]], limit: int
-    ) -> dict[str, float]:  # fmt: skip
+    ) -> dict[str, float]:
         """Each frontier node's weight, damped for a hub reached through an edge (a seed is what
         the question names, so it is never damped)."""
         fetched = Counter((anchor, triple.subject.value == anchor) for triple, anchor in found)
@@ -468,20 +555,35 @@ class GraphRag:
     @staticmethod
     def _paths(edges: list[Edge]) -> np.ndarray:
         """Each edge's path vector: its fact's vector plus the leading fact's, as a unit vector."""
-        return unit(np.stack([e.vector + e.leading.vector if e.leading is not None and e.leading.vector is not None else e.vector
-                               for e in edges]))  # fmt: skip
+        return unit(
+            np.stack(
+                [
+                    e.vector + e.leading.vector if e.leading is not None and e.leading.vector is not None else e.vector
+                    for e in edges
+                ]
+            )
+        )
 
     def _score_as_named(
-        self, scorer: str, named: dict[str, str], targets: list[str], vectors: np.ndarray, edges: list[Edge],
-        labels: dict[str, str], scores: np.ndarray,
-    ) -> np.ndarray:  # fmt: skip
+        self,
+        scorer: str,
+        named: dict[str, str],
+        targets: list[str],
+        vectors: np.ndarray,
+        edges: list[Edge],
+        labels: dict[str, str],
+        scores: np.ndarray,
+    ) -> np.ndarray:
         """`scores` with each edge of a seed the question named by an alias also scored as the
         question words it ("NATO has member states including France", where the fact index holds
         the canonical "North Atlantic Treaty Organization ..."), the better kept; with the facts
         scorer the better vector is the edge's from then on, so a path through it reads the same."""
         scores = scores.copy()
         at = [i for i, edge in enumerate(edges) if edge.anchor in named]
-        worded = [replace(edges[i], labels=fact_labels(edges[i].fact, labels | {edges[i].anchor: named[edges[i].anchor]})) for i in at]
+        worded = [
+            replace(edges[i], labels=fact_labels(edges[i].fact, labels | {edges[i].anchor: named[edges[i].anchor]}))
+            for i in at
+        ]
         if scorer == "facts":
             for edge, row in zip(worded, unit(self.embedder.embed([e.text for e in worded]))):
                 edge.vector = row
@@ -505,7 +607,10 @@ class GraphRag:
             for index, entity in enumerate(frontier[start : start + EDGE_QUERY_NODES], start=start):
                 node = sparql_term(NamedNode(entity))
                 for pattern in (f"{node} ?p ?o BIND({node} AS ?s)", f"?s ?p {node} BIND({node} AS ?o)"):
-                    branches.append(f"{{ SELECT ?s ?p ?o ({index} AS ?rank) WHERE {{ GRAPH {kg} {{ {pattern} }} FILTER({keep}) }} LIMIT {limit} }}")
+                    branches.append(
+                        f"{{ SELECT ?s ?p ?o ({index} AS ?rank) WHERE {{ GRAPH {kg} {{ {pattern} }} FILTER({keep}) }} "
+                        f"LIMIT {limit} }}"
+                    )
             for row in select_terms(self.store, f"SELECT ?s ?p ?o ?rank WHERE {{ {' UNION '.join(branches)} }}"):
                 per_entity[int(row["rank"].value)].append(Triple(row["s"], row["p"], row["o"]))  # type: ignore[arg-type]
         return [(t, entity) for entity, edges in zip(frontier, per_entity) for t in edges]
@@ -544,9 +649,15 @@ class GraphRag:
         cosine = {hit.iri: hit.score for hit in dense}
         outside = [chunk for chunk in best if chunk not in cosine]
         stored = await asyncio.to_thread(self.vectors.vectors_of, collection, "chunks", outside) if outside else {}
-        cosine |= {chunk: float(vector @ walk.question_vector) / max(float(np.linalg.norm(vector)), 1e-9) for chunk, vector in stored.items()}
+        cosine |= {
+            chunk: float(vector @ walk.question_vector) / max(float(np.linalg.norm(vector)), 1e-9)
+            for chunk, vector in stored.items()
+        }
         median = statistics.median(e.score for e in best.values()) if best else 0.0
-        lifted = {chunk: score + (max(0.0, best[chunk].score - median) if chunk in best else 0.0) for chunk, score in cosine.items()}
+        lifted = {
+            chunk: score + (max(0.0, best[chunk].score - median) if chunk in best else 0.0)
+            for chunk, score in cosine.items()
+        }
         order = sorted(lifted, key=lambda chunk: -lifted[chunk])[:CANDIDATES]
         scores = lifted
         if walk.mode == "hybrid":
@@ -554,7 +665,9 @@ class GraphRag:
             fused = rrf([order, [hit.iri for hit in keyword]], list(self.documents.weights))
             order, scores = [chunk for chunk, _ in fused], dict(fused)
         passages = await asyncio.to_thread(passages_of, self.store, iris, order, scores)
-        return [replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in passages[: walk.options.k]]
+        return [
+            replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in passages[: walk.options.k]
+        ]
 
     async def _reason(self, walk: Walk) -> None:
         """The LLM says, for each kept edge, why it matters to the question (edges it skips get none)."""

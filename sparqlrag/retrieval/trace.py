@@ -12,7 +12,7 @@ import asyncio
 import threading
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pyoxigraph import BlankNode, Literal, NamedNode, Quad, RdfFormat, Triple, serialize
@@ -62,7 +62,7 @@ def _double(value: float) -> Literal:
 class Trace:
     question: str
     mode: str
-    started: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    started: datetime = field(default_factory=lambda: datetime.now(UTC))
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     sources: list[TracedSource] = field(default_factory=list)
     answer: str = ""
@@ -76,7 +76,7 @@ class Trace:
     steps: dict[str, float] = field(default_factory=dict)  # stage -> milliseconds, in order
 
     def quads(self, iris: Iris, ended: datetime | None = None) -> list[Quad]:
-        ended = ended or datetime.now(timezone.utc)
+        ended = ended or datetime.now(UTC)
         node, graph = iris.trace(self.id), iris.trace_graph
         quads = [
             Quad(node, v.RDF_TYPE, v.SR_TRACE, graph),
@@ -114,22 +114,30 @@ class Trace:
         for seed in self.seeds:
             item = BlankNode()
             quads += [
-                Quad(node, v.SR_SEED, item, graph), Quad(item, v.RDF_TYPE, v.SR_SEED_CLASS, graph),
-                Quad(item, v.SR_ENTITY, NamedNode(seed.entity), graph), Quad(item, v.SR_SCORE, _double(seed.score), graph),
+                Quad(node, v.SR_SEED, item, graph),
+                Quad(item, v.RDF_TYPE, v.SR_SEED_CLASS, graph),
+                Quad(item, v.SR_ENTITY, NamedNode(seed.entity), graph),
+                Quad(item, v.SR_SCORE, _double(seed.score), graph),
                 Quad(item, v.SR_CONCEPT, Literal(seed.concept), graph),
-            ]  # fmt: skip
+            ]
             if seed.fact is not None:
                 quads.append(Quad(item, v.SR_FACT, seed.fact, graph))
         for edge in self.edges:
             item = BlankNode()
             quads += [
-                Quad(node, v.SR_SELECTED_EDGE, item, graph), Quad(item, v.RDF_TYPE, v.SR_SELECTED_EDGE_CLASS, graph),
-                Quad(item, v.SR_FACT, edge.fact, graph), Quad(item, v.SR_SCORE, _double(edge.score), graph),
-                Quad(item, v.SR_HOP, Literal(edge.hop), graph), Quad(item, v.SR_CONCEPT, Literal(edge.concept), graph),
-            ]  # fmt: skip
+                Quad(node, v.SR_SELECTED_EDGE, item, graph),
+                Quad(item, v.RDF_TYPE, v.SR_SELECTED_EDGE_CLASS, graph),
+                Quad(item, v.SR_FACT, edge.fact, graph),
+                Quad(item, v.SR_SCORE, _double(edge.score), graph),
+                Quad(item, v.SR_HOP, Literal(edge.hop), graph),
+                Quad(item, v.SR_CONCEPT, Literal(edge.concept), graph),
+            ]
             if edge.statement:
                 statement = NamedNode(edge.statement)
-                quads += [Quad(item, v.SR_STATEMENT_OF_EDGE, statement, graph), Quad(node, v.PROV_USED, statement, graph)]
+                quads += [
+                    Quad(item, v.SR_STATEMENT_OF_EDGE, statement, graph),
+                    Quad(node, v.PROV_USED, statement, graph),
+                ]
             if edge.reasoning:
                 quads.append(Quad(item, v.SR_REASONING, Literal(edge.reasoning), graph))
             if edge.via:
@@ -137,10 +145,12 @@ class Trace:
         for index, (stage, ms) in enumerate(self.steps.items()):
             item = BlankNode()
             quads += [
-                Quad(node, v.SR_STEP, item, graph), Quad(item, v.RDF_TYPE, v.SR_STEP_CLASS, graph),
-                Quad(item, v.RDFS_LABEL, Literal(stage), graph), Quad(item, v.SR_INDEX, Literal(index), graph),
+                Quad(node, v.SR_STEP, item, graph),
+                Quad(item, v.RDF_TYPE, v.SR_STEP_CLASS, graph),
+                Quad(item, v.RDFS_LABEL, Literal(stage), graph),
+                Quad(item, v.SR_INDEX, Literal(index), graph),
                 Quad(item, v.SR_DURATION, _double(ms), graph),
-            ]  # fmt: skip
+            ]
         return quads
 
 
@@ -188,85 +198,170 @@ class TraceLog:
                     self._delete(iris, f"ORDER BY ?started LIMIT {excess + self.retention.keep // 100}")
                     count = self._count(iris)
                 self._counts[collection] = count
-            now = datetime.now(timezone.utc)
-            if self.retention.max_age and now - self._age_checked.get(collection, now - 2 * self.AGE_CHECK_INTERVAL) > self.AGE_CHECK_INTERVAL:
+            now = datetime.now(UTC)
+            if (
+                self.retention.max_age
+                and now - self._age_checked.get(collection, now - 2 * self.AGE_CHECK_INTERVAL) > self.AGE_CHECK_INTERVAL
+            ):
                 self._age_checked[collection] = now
                 cutoff = Literal((now - self.retention.max_age).isoformat(), datatype=XSD_DATETIME)
                 self._delete(iris, "", f"FILTER(?started < {sparql_term(cutoff)})")
                 self._counts[collection] = self._count(iris)
 
     def _count(self, iris: Iris) -> int:
-        rows = select(self.store, v.SPARQL_PREFIXES + f"SELECT (COUNT(?trace) AS ?n) WHERE {{ GRAPH {sparql_term(iris.trace_graph)} "
-                      "{ ?trace a sr:Trace } }")  # fmt: skip
+        rows = select(
+            self.store,
+            v.SPARQL_PREFIXES + f"SELECT (COUNT(?trace) AS ?n) WHERE {{ GRAPH {sparql_term(iris.trace_graph)} "
+            "{ ?trace a sr:Trace } }",
+        )
         return int(rows[0]["n"])
 
     def _delete(self, iris: Iris, modifiers: str, condition: str = "") -> None:
         """Delete the traces the subquery picks, with the blank nodes that hold their details."""
         graph = sparql_term(iris.trace_graph)
-        self.store.update(v.SPARQL_PREFIXES + f"""
+        self.store.update(
+            v.SPARQL_PREFIXES
+            + f"""
             DELETE {{ GRAPH {graph} {{ ?trace ?p ?o . ?item ?ip ?io }} }}
             WHERE {{
-              {{ SELECT ?trace WHERE {{ GRAPH {graph} {{ ?trace a sr:Trace ; prov:startedAtTime ?started {condition} }} }} {modifiers} }}
+              {{ SELECT ?trace WHERE {{ GRAPH {graph} {{ ?trace a sr:Trace ; prov:startedAtTime ?started {condition}
+                }} }} {modifiers} }}
               GRAPH {graph} {{ {{ ?trace ?p ?o }} UNION {{ ?trace ?link ?item FILTER(isBlank(?item)) ?item ?ip ?io }} }}
-            }}""")  # fmt: skip
+            }}"""
+        )
 
 
 def list_traces(store: Any, iris: Iris, limit: int = 50) -> list[dict[str, Any]]:
     """The collection's traces, newest first: what each asked and answered, when, how long."""
-    rows = select(store, v.SPARQL_PREFIXES + f"""
+    rows = select(
+        store,
+        v.SPARQL_PREFIXES
+        + f"""
         SELECT ?trace ?question ?mode ?answer ?started ?ms WHERE {{ GRAPH {sparql_term(iris.trace_graph)} {{
           ?trace a sr:Trace ; sr:question ?question ; sr:mode ?mode ; sr:answer ?answer ;
-                 prov:startedAtTime ?started ; sr:durationMs ?ms }} }} ORDER BY DESC(?started) LIMIT {int(limit)}""")  # fmt: skip
+                 prov:startedAtTime ?started ; sr:durationMs ?ms }} }} ORDER BY DESC(?started) LIMIT {int(limit)}""",
+    )
     prefix = iris.trace("").value
-    return [{"id": row["trace"].removeprefix(prefix), "iri": row["trace"], "question": row["question"], "mode": row["mode"],
-             "answer": row["answer"], "started": row["started"], "duration_ms": float(row["ms"])} for row in rows]  # fmt: skip
+    return [
+        {
+            "id": row["trace"].removeprefix(prefix),
+            "iri": row["trace"],
+            "question": row["question"],
+            "mode": row["mode"],
+            "answer": row["answer"],
+            "started": row["started"],
+            "duration_ms": float(row["ms"]),
+        }
+        for row in rows
+    ]
 
 
 def read_trace(store: Any, iris: Iris, trace_id: str) -> dict[str, Any] | None:
     """One trace as JSON (the same data as its triples in the trace graph); None if unknown."""
     node = iris.trace(trace_id)
     graph, subject = sparql_term(iris.trace_graph), sparql_term(node)
-    head = select(store, v.SPARQL_PREFIXES + f"""SELECT ?p ?o WHERE {{ GRAPH {graph} {{ {subject} ?p ?o FILTER(isLiteral(?o)) }} }}""")
+    head = select(
+        store,
+        v.SPARQL_PREFIXES + f"""SELECT ?p ?o WHERE {{ GRAPH {graph} {{ {subject} ?p ?o FILTER(isLiteral(?o)) }} }}""",
+    )
     if not head:
         return None
-    fields = {row["p"].removeprefix(v.SR).removeprefix(v.PROV): row["o"] for row in head if row["p"] != v.SR_CONCEPT.value}
+    fields = {
+        row["p"].removeprefix(v.SR).removeprefix(v.PROV): row["o"] for row in head if row["p"] != v.SR_CONCEPT.value
+    }
     concepts = [row["o"] for row in head if row["p"] == v.SR_CONCEPT.value]
 
     def items(prop: str, body: str, names: str) -> list[dict[str, Any]]:
-        return [dict(row) for row in select_terms(store, v.SPARQL_PREFIXES + f"""SELECT {names} WHERE {{ GRAPH {graph} {{
-            {subject} {prop} ?item . {body} }} }}""")]  # fmt: skip
+        return [
+            dict(row)
+            for row in select_terms(
+                store,
+                v.SPARQL_PREFIXES
+                + f"""SELECT {names} WHERE {{ GRAPH {graph} {{
+            {subject} {prop} ?item . {body} }} }}""",
+            )
+        ]
 
-    seeds = items("sr:seed", "?item sr:entity ?entity ; sr:score ?score ; sr:concept ?concept OPTIONAL { ?item sr:fact ?fact }",
-                  "?entity ?score ?concept ?fact")
-    edges = items("sr:selectedEdge", "?item sr:fact ?fact ; sr:score ?score ; sr:hop ?hop ; sr:concept ?concept "
-                  "OPTIONAL { ?item sr:statement ?statement } OPTIONAL { ?item sr:reasoning ?reasoning } OPTIONAL { ?item sr:via ?via }",
-                  "?fact ?score ?hop ?concept ?statement ?reasoning ?via")  # fmt: skip
-    sources = items("sr:source", "?item sr:chunk ?chunk ; sr:rank ?rank ; sr:score ?score OPTIONAL { ?item sr:supports ?supports }",
-                    "?chunk ?rank ?score ?supports")
+    seeds = items(
+        "sr:seed",
+        "?item sr:entity ?entity ; sr:score ?score ; sr:concept ?concept OPTIONAL { ?item sr:fact ?fact }",
+        "?entity ?score ?concept ?fact",
+    )
+    edges = items(
+        "sr:selectedEdge",
+        "?item sr:fact ?fact ; sr:score ?score ; sr:hop ?hop ; sr:concept ?concept "
+        "OPTIONAL { ?item sr:statement ?statement } OPTIONAL { ?item sr:reasoning ?reasoning } OPTIONAL "
+        "{ ?item sr:via ?via }",
+        "?fact ?score ?hop ?concept ?statement ?reasoning ?via",
+    )
+    sources = items(
+        "sr:source",
+        "?item sr:chunk ?chunk ; sr:rank ?rank ; sr:score ?score OPTIONAL { ?item sr:supports ?supports }",
+        "?chunk ?rank ?score ?supports",
+    )
     steps = items("sr:step", "?item rdfs:label ?name ; sr:index ?index ; sr:durationMs ?ms", "?name ?index ?ms")
     return {
-        "id": trace_id, "iri": node.value, "question": fields.get("question"), "mode": fields.get("mode"),
-        "answer": fields.get("answer"), "model": fields.get("model"), "started": fields.get("startedAtTime"),
-        "ended": fields.get("endedAtTime"), "duration_ms": float(fields.get("durationMs", 0)),
-        "input_tokens": int(fields.get("inputTokens", 0)), "output_tokens": int(fields.get("outputTokens", 0)),
-        "explored_edges": int(fields["exploredEdges"]) if "exploredEdges" in fields else None, "concepts": concepts,
-        "seeds": sorted(({"entity": s["entity"].value, "score": float(s["score"].value), "concept": s["concept"].value,
-                          "fact": fact_json(s["fact"]) if "fact" in s else None} for s in seeds), key=lambda s: -s["score"]),
+        "id": trace_id,
+        "iri": node.value,
+        "question": fields.get("question"),
+        "mode": fields.get("mode"),
+        "answer": fields.get("answer"),
+        "model": fields.get("model"),
+        "started": fields.get("startedAtTime"),
+        "ended": fields.get("endedAtTime"),
+        "duration_ms": float(fields.get("durationMs", 0)),
+        "input_tokens": int(fields.get("inputTokens", 0)),
+        "output_tokens": int(fields.get("outputTokens", 0)),
+        "explored_edges": int(fields["exploredEdges"]) if "exploredEdges" in fields else None,
+        "concepts": concepts,
+        "seeds": sorted(
+            (
+                {
+                    "entity": s["entity"].value,
+                    "score": float(s["score"].value),
+                    "concept": s["concept"].value,
+                    "fact": fact_json(s["fact"]) if "fact" in s else None,
+                }
+                for s in seeds
+            ),
+            key=lambda s: -s["score"],
+        ),
         "edges": sorted((_edge_json(e) for e in edges), key=lambda e: -e["score"]),
-        "sources": sorted(({"chunk": s["chunk"].value, "rank": int(s["rank"].value), "score": float(s["score"].value),
-                            "supports": fact_json(s["supports"]) if "supports" in s else None} for s in sources),
-                          key=lambda s: s["rank"]),
-        "steps": [{"name": s["name"].value, "ms": float(s["ms"].value)} for s in sorted(steps, key=lambda s: int(s["index"].value))],
-    }  # fmt: skip
+        "sources": sorted(
+            (
+                {
+                    "chunk": s["chunk"].value,
+                    "rank": int(s["rank"].value),
+                    "score": float(s["score"].value),
+                    "supports": fact_json(s["supports"]) if "supports" in s else None,
+                }
+                for s in sources
+            ),
+            key=lambda s: s["rank"],
+        ),
+        "steps": [
+            {"name": s["name"].value, "ms": float(s["ms"].value)}
+            for s in sorted(steps, key=lambda s: int(s["index"].value))
+        ],
+    }
 
 
 def fact_json(fact: Triple) -> dict[str, Any]:
-    return {"subject": fact.subject.value, "predicate": fact.predicate.value, "object": fact.object.value,
-            "object_is_literal": isinstance(fact.object, Literal)}
+    return {
+        "subject": fact.subject.value,
+        "predicate": fact.predicate.value,
+        "object": fact.object.value,
+        "object_is_literal": isinstance(fact.object, Literal),
+    }
 
 
 def _edge_json(row: dict[str, Any]) -> dict[str, Any]:
-    return {**fact_json(row["fact"]), "score": float(row["score"].value), "via": fact_json(row["via"]) if "via" in row else None,
-            "hop": int(row["hop"].value), "concept": row["concept"].value,
-            "statement": row["statement"].value if "statement" in row else None,
-            "reasoning": row["reasoning"].value if "reasoning" in row else None}  # fmt: skip
+    return {
+        **fact_json(row["fact"]),
+        "score": float(row["score"].value),
+        "via": fact_json(row["via"]) if "via" in row else None,
+        "hop": int(row["hop"].value),
+        "concept": row["concept"].value,
+        "statement": row["statement"].value if "statement" in row else None,
+        "reasoning": row["reasoning"].value if "reasoning" in row else None,
+    }

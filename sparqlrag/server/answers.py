@@ -52,11 +52,15 @@ async def graph_rag(request: Request) -> Response:
         raise ApiError(400, "question_too_long", str(error)) from None
     except (ValueError, TypeError) as error:
         fields = ", ".join(GraphRagOptions.names())
-        raise ApiError(400, "bad_request", f'send {{"question": ..., "collection"?, "mode"?, "stream"?, {fields}?}}: {error}') from None
+        raise ApiError(
+            400, "bad_request", f'send {{"question": ..., "collection"?, "mode"?, "stream"?, {fields}?}}: {error}'
+        ) from None
     services = _services(request)
     collection = await collection_of(request, body)
     if mode == "graph" and not await run_in_threadpool(services.vectors.count, collection, "entities"):
-        raise ApiError(409, "empty_graph", f"collection {collection!r} has no entities to answer from: ingest documents first")
+        raise ApiError(
+            409, "empty_graph", f"collection {collection!r} has no entities to answer from: ingest documents first"
+        )
     if wants_stream(body, request.headers.get("accept", "")):
         return sse(services.graph_rag.stream(collection, question, options, mode))
     answer = await services.graph_rag.answer(collection, question, options, mode)
@@ -76,7 +80,9 @@ async def traces(request: Request) -> Response:
 async def _read(request: Request, collection: str, trace_id: str) -> dict[str, Any]:
     services = _services(request)
     iris = Iris(services.settings.base_iri, collection)
-    found = await run_in_threadpool(read_trace, services.store, iris, trace_id) if TRACE_ID.fullmatch(trace_id) else None
+    found = (
+        await run_in_threadpool(read_trace, services.store, iris, trace_id) if TRACE_ID.fullmatch(trace_id) else None
+    )
     if found is None:
         raise ApiError(404, "trace_not_found", f"no trace {trace_id!r} in this collection")
     return found
@@ -94,8 +100,15 @@ async def trace_resource(request: Request) -> Response:
     collection = await collection_of(request, {"collection": request.path_params["collection"]})
     trace_id = request.path_params["id"]
     await _read(request, collection, trace_id)
-    browser = negotiate(request.headers.get("accept"), [("application/json", "json"), ("text/html", "html")]) == ("text/html", "html")
-    target = f"../../page/trace/{collection}/{trace_id}" if browser else f"../../api/v1/traces/{trace_id}?collection={collection}"
+    browser = negotiate(request.headers.get("accept"), [("application/json", "json"), ("text/html", "html")]) == (
+        "text/html",
+        "html",
+    )
+    target = (
+        f"../../page/trace/{collection}/{trace_id}"
+        if browser
+        else f"../../api/v1/traces/{trace_id}?collection={collection}"
+    )
     return RedirectResponse(target, status_code=303, headers={"Vary": "Accept"})
 
 

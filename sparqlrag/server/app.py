@@ -114,7 +114,7 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
                 allow_methods=["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"],
                 allow_headers=["*"],
                 expose_headers=["Location", "Content-Type"],
-            )
+            ),
         ],
         exception_handlers={**EXCEPTION_HANDLERS, 404: ontologies.published_or_not_found},  # type: ignore[dict-item]
         lifespan=lifespan,

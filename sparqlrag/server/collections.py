@@ -101,7 +101,9 @@ async def export_core(request: Request) -> Response:
     except BaseException:
         path.unlink(missing_ok=True)
         raise
-    return FileResponse(path, media_type=MEDIA_TYPE, filename=f"{name}.core.zip", background=BackgroundTask(path.unlink))
+    return FileResponse(
+        path, media_type=MEDIA_TYPE, filename=f"{name}.core.zip", background=BackgroundTask(path.unlink)
+    )
 
 
 async def import_core(request: Request) -> Response:

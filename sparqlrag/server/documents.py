@@ -56,7 +56,9 @@ async def _sources(request: Request) -> list[Source]:
         if not declared.isdigit():
             raise ApiError(411, "length_required", "multipart uploads need a Content-Length header")
         if int(declared) > settings.max_upload_bytes:
-            raise ApiError(413, "body_too_large", f"the request body is larger than the {settings.max_upload_bytes} byte limit")
+            raise ApiError(
+                413, "body_too_large", f"the request body is larger than the {settings.max_upload_bytes} byte limit"
+            )
         async with request.form(max_files=1000) as form:
             files = [(name, value) for name, value in form.multi_items() if isinstance(value, UploadFile)]
             sources = [
@@ -73,9 +75,15 @@ async def _sources(request: Request) -> list[Source]:
             text = item["text"]
             if not isinstance(text, str):
                 raise TypeError("text must be a string")
-            return [Source(str(item["id"]), text.encode("utf-8"), item.get("media_type", "text/plain"), None, item.get("title"))]
+            return [
+                Source(
+                    str(item["id"]), text.encode("utf-8"), item.get("media_type", "text/plain"), None, item.get("title")
+                )
+            ]
         except (ValueError, KeyError, TypeError) as error:
-            raise ApiError(400, "bad_request", f'JSON uploads are {{"id": ..., "text": ..., "title"?: ...}}: {error}') from None
+            raise ApiError(
+                400, "bad_request", f'JSON uploads are {{"id": ..., "text": ..., "title"?: ...}}: {error}'
+            ) from None
     document_id = request.query_params.get("id")
     if not document_id:
         raise ApiError(400, "bad_request", "a raw upload needs ?id= to name the document (or send multipart/form-data)")
@@ -127,8 +135,13 @@ async def _ingest(request: Request, collection: str, sources: list[Source], *, f
     failures = [r for r in results if isinstance(r, Exception)]
     if failures and len(failures) == len(results):
         first = failures[0]
-        status, code = (400, "bad_document") if isinstance(first, DecodeError) else \
-            (502, "model_failed") if isinstance(first, LLMError) else (500, "ingest_failed")  # fmt: skip
+        status, code = (
+            (400, "bad_document")
+            if isinstance(first, DecodeError)
+            else (502, "model_failed")
+            if isinstance(first, LLMError)
+            else (500, "ingest_failed")
+        )
         raise ApiError(status, code, str(first) if len(items) == 1 else f"no document could be ingested: {first}")
     changed = any(not isinstance(r, Exception) and r.status == "ready" for r in results)
     return JSONResponse({"documents": items}, status_code=201 if changed else 200)
@@ -178,17 +191,28 @@ async def document_rag(request: Request) -> Response:
             weights = (float(weights[0]), float(weights[1]))
             if len(body["weights"]) != 2 or min(weights) < 0 or sum(weights) <= 0:
                 raise ValueError("weights are [vector, keyword], two non-negative numbers, not both zero")
-        options = {"rerank": bool(body.get("rerank", False)), "mmr_lambda": None if mmr is None else float(mmr),
-                   "weights": weights}  # fmt: skip
+        options = {
+            "rerank": bool(body.get("rerank", False)),
+            "mmr_lambda": None if mmr is None else float(mmr),
+            "weights": weights,
+        }
     except QuestionTooLong as error:
         raise ApiError(400, "question_too_long", str(error)) from None
     except (ValueError, KeyError, TypeError, IndexError) as error:
-        raise ApiError(400, "bad_request", f'send {{"question": ..., "mode"?, "k"?, "rerank"?, "mmr"?, "weights"?}}: {error}') from None
+        raise ApiError(
+            400, "bad_request", f'send {{"question": ..., "mode"?, "k"?, "rerank"?, "mmr"?, "weights"?}}: {error}'
+        ) from None
     rag, collection = _services(request).document_rag, await collection_of(request, body)
     if wants_stream(body, request.headers.get("accept", "")):
         return sse(rag.stream(collection, question, mode=mode, k=k, **options))
     answer = await rag.answer(collection, question, mode=mode, k=k, **options)
-    return JSONResponse({
-        "question": answer.question, "answer": answer.answer, "trace": answer.trace, "model": answer.model,
-        "usage": answer.usage, "sources": [passage_json(p) for p in answer.passages],
-    })  # fmt: skip
+    return JSONResponse(
+        {
+            "question": answer.question,
+            "answer": answer.answer,
+            "trace": answer.trace,
+            "model": answer.model,
+            "usage": answer.usage,
+            "sources": [passage_json(p) for p in answer.passages],
+        }
+    )

@@ -44,7 +44,11 @@ def _target(request: Request, settings: Settings) -> Graph | str:
     """The graph a request names (None = default graph) or ALL for the dataset."""
     params = request.query_params
     # The graph IRI keeps the path's percent-encoding, so take it from the raw request path.
-    direct = request.scope.get("raw_path", b"").decode("latin-1").partition("/store/")[2] if "path" in request.path_params else ""
+    direct = (
+        request.scope.get("raw_path", b"").decode("latin-1").partition("/store/")[2]
+        if "path" in request.path_params
+        else ""
+    )
     named = params.getlist("graph")
     if len(named) > 1:
         raise ApiError(400, "bad_request", "name one graph: the request has several graph= parameters")
@@ -91,7 +95,9 @@ async def graph_store(request: Request) -> Response:
 async def _get_graph(request: Request, graph: Graph) -> Response:
     chosen = negotiate(request.headers.get("accept"), TRIPLE_FORMATS)
     if chosen is None:
-        raise ApiError(406, "not_acceptable", "a graph is available as " + ", ".join(sorted({m for m, _ in TRIPLE_FORMATS})))
+        raise ApiError(
+            406, "not_acceptable", "a graph is available as " + ", ".join(sorted({m for m, _ in TRIPLE_FORMATS}))
+        )
     media_type, fmt = chosen
     body = await request.app.state.store.call_async("serialize_graph", graph, fmt)
     return Response(body, media_type=with_charset(media_type), headers={"Vary": "Accept"})
@@ -145,7 +151,9 @@ async def _uploaded_parts(request: Request, settings: Settings) -> list[tuple[Pa
     if declared is None or not declared.isdigit():
         raise ApiError(411, "length_required", "multipart uploads need a Content-Length header")
     if int(declared) > settings.max_upload_bytes:
-        raise ApiError(413, "body_too_large", f"the request body is larger than the {settings.max_upload_bytes} byte limit")
+        raise ApiError(
+            413, "body_too_large", f"the request body is larger than the {settings.max_upload_bytes} byte limit"
+        )
     parts: list[tuple[Path, RdfFormat]] = []
     async with request.form(max_files=1000, max_fields=1000) as form:
         try:

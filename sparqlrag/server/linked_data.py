@@ -36,12 +36,15 @@ ALTERNATES = [(media, ext) for media, ext, _ in DATA_FORMATS]  # what a page lin
 OFFERS = ALTERNATES + [("text/html", "html"), ("application/xhtml+xml", "html")]
 # the first segment of a dereferenceable path: how it is described, and the page's template
 KINDS: dict[str, tuple[Callable[[Any, str, str], Any], str]] = {
-    "id": (describe, "entity.html"), "rel": (describe_relation, "relation.html"), "doc": (describe_source, "source.html"),
-}  # fmt: skip
+    "id": (describe, "entity.html"),
+    "rel": (describe_relation, "relation.html"),
+    "doc": (describe_source, "source.html"),
+}
 
 
 def _path(request: Request, prefix: str) -> str:
-    """The `id/...`, `rel/...` or `doc/...` path of the request, as sent (percent-encoding kept: it is part of the IRI)."""
+    """The `id/...`, `rel/...` or `doc/...` path of the request, as sent (percent-encoding kept: it is part of the
+    IRI)."""
     raw = request.scope.get("raw_path", request.url.path.encode()).decode("latin-1").split("?", 1)[0]
     return raw[len(prefix) :] if raw.startswith(prefix) else raw.lstrip("/")
 
@@ -51,7 +54,8 @@ def _missing(request: Request, path: str) -> ApiError:
 
 
 async def _describe(request: Request, path: str) -> tuple[Any, str]:
-    """What the IRI of `path` (`id/...`, `rel/...`, `doc/...`) is described as, and its page's template; 404 when unknown."""
+    """What the IRI of `path` (`id/...`, `rel/...`, `doc/...`) is described as, and its page's template; 404 when
+    unknown."""
     authorize(request, "read")
     kind = path.split("/", 1)[0]
     if kind not in KINDS:
@@ -95,7 +99,9 @@ async def data(request: Request) -> Response:
     for media, ext, fmt in DATA_FORMATS:
         if path.endswith("." + ext):
             description, _ = await _describe(request, path[: -len(ext) - 1])
-            body = serialize(description.triples(), format=fmt, prefixes=v.PREFIXES)  # formats without prefixes ignore them
+            body = serialize(
+                description.triples(), format=fmt, prefixes=v.PREFIXES
+            )  # formats without prefixes ignore them
             return Response(body or b"", media_type=with_charset(media))
     raise ApiError(404, "not_found", "data URLs end in " + ", ".join("." + ext for _, ext, _ in DATA_FORMATS))
 

@@ -37,15 +37,23 @@ class _ServicesCollector(Collector):
         if services is None:  # before startup
             return
         stats = services.pipeline.stats
-        documents = CounterMetricFamily("sparqlrag_ingest_documents", "Documents ingested, by outcome", labels=["outcome"])
+        documents = CounterMetricFamily(
+            "sparqlrag_ingest_documents", "Documents ingested, by outcome", labels=["outcome"]
+        )
         for outcome, count in sorted(stats.documents.items()):
             documents.add_metric([outcome], count)
         yield documents
-        yield CounterMetricFamily("sparqlrag_ingest_chunks_extracted", "Chunks read by an extractor", value=stats.chunks_extracted)
-        yield GaugeMetricFamily("sparqlrag_ingest_chunks_pending", "Chunks of running ingests not extracted yet", value=stats.pending)
+        yield CounterMetricFamily(
+            "sparqlrag_ingest_chunks_extracted", "Chunks read by an extractor", value=stats.chunks_extracted
+        )
+        yield GaugeMetricFamily(
+            "sparqlrag_ingest_chunks_pending", "Chunks of running ingests not extracted yet", value=stats.pending
+        )
         if services.llm is not None:
             usage, model = services.llm.usage, [services.llm.name]
-            tokens = CounterMetricFamily("sparqlrag_llm_tokens", "LLM tokens, by direction", labels=["model", "direction"])
+            tokens = CounterMetricFamily(
+                "sparqlrag_llm_tokens", "LLM tokens, by direction", labels=["model", "direction"]
+            )
             tokens.add_metric([*model, "input"], usage.input_tokens)
             tokens.add_metric([*model, "output"], usage.output_tokens)
             yield tokens
@@ -58,14 +66,32 @@ class _ServicesCollector(Collector):
 class Metrics:
     def __init__(self, app: Any) -> None:
         self.registry = CollectorRegistry()
-        self.requests = Counter("sparqlrag_http_requests", "HTTP requests, by route and status", ["method", "route", "status"],
-                                registry=self.registry)  # fmt: skip
-        self.latency = Histogram("sparqlrag_http_request_duration_seconds", "Time to the end of the response", ["method", "route"],
-                                 buckets=LATENCY_BUCKETS, registry=self.registry)  # fmt: skip
-        self.sparql_operations = Counter("sparqlrag_sparql_operations", "SPARQL queries and updates, by outcome", ["kind", "outcome"],
-                                         registry=self.registry)  # fmt: skip
-        self.sparql_latency = Histogram("sparqlrag_sparql_duration_seconds", "SPARQL evaluation time", ["kind"],
-                                        buckets=LATENCY_BUCKETS, registry=self.registry)  # fmt: skip
+        self.requests = Counter(
+            "sparqlrag_http_requests",
+            "HTTP requests, by route and status",
+            ["method", "route", "status"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "sparqlrag_http_request_duration_seconds",
+            "Time to the end of the response",
+            ["method", "route"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.sparql_operations = Counter(
+            "sparqlrag_sparql_operations",
+            "SPARQL queries and updates, by outcome",
+            ["kind", "outcome"],
+            registry=self.registry,
+        )
+        self.sparql_latency = Histogram(
+            "sparqlrag_sparql_duration_seconds",
+            "SPARQL evaluation time",
+            ["kind"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
         self.registry.register(_ServicesCollector(app))
 
     @contextmanager

@@ -47,8 +47,9 @@ async def nl_query(request: Request) -> Response:
         return store.query(query, accept=accept, union_default_graph=True, timeout=settings.query_timeout)
 
     try:
-        answer = await request.app.state.services.nl_query.ask(body.get("question"), run, collection=collection,
-                                                               ontology=body.get("ontology"))  # fmt: skip
+        answer = await request.app.state.services.nl_query.ask(
+            body.get("question"), run, collection=collection, ontology=body.get("ontology")
+        )
     except NlQueryUnavailable as error:
         raise ApiError(501, "nl_query_unavailable", str(error)) from None
     except QueryRejected as error:
@@ -61,5 +62,12 @@ async def nl_query(request: Request) -> Response:
         raise ApiError(400, "bad_request", str(error)) from None
     result = answer.result
     results = result.body.decode("utf-8") if answer.form == "construct" else json.loads(result.body)
-    return JSONResponse({"question": answer.question, "ontology": answer.ontology, "query": answer.query, "form": answer.form,
-                         "results": results})  # fmt: skip
+    return JSONResponse(
+        {
+            "question": answer.question,
+            "ontology": answer.ontology,
+            "query": answer.query,
+            "form": answer.form,
+            "results": results,
+        }
+    )

@@ -70,7 +70,9 @@ async def put(request: Request) -> Response:
     """PUT /api/v1/ontologies/{name}: the body is the ontology, loaded or reloaded under that name."""
     authorize(request, "write")
     data = await read_body(request, request.app.state.settings.max_ontology_bytes)
-    return await _load(request, request.path_params["name"], data, media_type_of(request.headers.get("content-type")), None)
+    return await _load(
+        request, request.path_params["name"], data, media_type_of(request.headers.get("content-type")), None
+    )
 
 
 async def _load(request: Request, name: str, data: bytes, media_type: str, filename: str | None) -> Response:
@@ -89,7 +91,11 @@ async def _load(request: Request, name: str, data: bytes, media_type: str, filen
 
 
 def _loaded(result: LoadResult) -> Response:
-    body = result.info.json() | {"replaced": result.replaced, "unchanged": result.unchanged, "warnings": result.warnings}
+    body = result.info.json() | {
+        "replaced": result.replaced,
+        "unchanged": result.unchanged,
+        "warnings": result.warnings,
+    }
     status = 200 if result.replaced or result.unchanged else 201
     return JSONResponse(body, status_code=status, headers={"Location": f"/api/v1/ontologies/{result.info.name}"})
 

@@ -66,12 +66,22 @@ def _page_config(request: Request) -> dict[str, Any]:
     """What the pages' scripts need: the base IRI (graph and trace IRIs derive from it), the
     project's prefixes, and whether requests need a token."""
     settings = request.app.state.settings
-    return {"base": settings.base_iri, "prefixes": v.PREFIXES, "auth": settings.auth_enabled, "cookie": token_cookie(settings)}
+    return {
+        "base": settings.base_iri,
+        "prefixes": v.PREFIXES,
+        "auth": settings.auth_enabled,
+        "cookie": token_cookie(settings),
+    }
 
 
 async def sparql_editor(request: Request) -> Response:
-    return render("yasgui.html", "", config=_page_config(request),
-                  yasgui_js=_yasgui_url("", "yasgui.min.js"), yasgui_css=_yasgui_url("", "yasgui.min.css"))  # fmt: skip
+    return render(
+        "yasgui.html",
+        "",
+        config=_page_config(request),
+        yasgui_js=_yasgui_url("", "yasgui.min.js"),
+        yasgui_css=_yasgui_url("", "yasgui.min.css"),
+    )
 
 
 async def ask_page(request: Request) -> Response:

@@ -40,8 +40,12 @@ class AnswerRateLimit:
                 self._buckets.popitem(last=False)
         if tokens < 1:
             wait = math.ceil((1 - tokens) / rate)
-            raise ApiError(429, "rate_limited", f"more than {self.per_minute} answers a minute; try again in {wait} s",
-                           {"Retry-After": str(wait)})  # fmt: skip
+            raise ApiError(
+                429,
+                "rate_limited",
+                f"more than {self.per_minute} answers a minute; try again in {wait} s",
+                {"Retry-After": str(wait)},
+            )
 
 
 def limit_answers(request: Request) -> None:

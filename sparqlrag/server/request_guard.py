@@ -46,10 +46,12 @@ class RequestGuard:
                     message = await receive()
             except TimeoutError:
                 raise ApiError(
-                    408, "body_timeout", f"the request body stalled for {self.body_timeout:g} s", {"Connection": "close"}
+                    408,
+                    "body_timeout",
+                    f"the request body stalled for {self.body_timeout:g} s",
+                    {"Connection": "close"},
                 ) from None
             body_complete = message["type"] != "http.request" or not message.get("more_body", False)
             return message
 
         await self.app(scope, receiving, send)
-

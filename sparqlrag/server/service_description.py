@@ -14,9 +14,17 @@ SD = "http://www.w3.org/ns/sparql-service-description#"
 FORMATS = "http://www.w3.org/ns/formats/"
 RDF_TYPE = NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
 RESULT_FORMATS = [
-    "SPARQL_Results_JSON", "SPARQL_Results_XML", "SPARQL_Results_CSV", "SPARQL_Results_TSV",
-    "Turtle", "N-Triples", "RDF_XML", "JSON-LD", "TriG", "N-Quads",
-]  # fmt: skip
+    "SPARQL_Results_JSON",
+    "SPARQL_Results_XML",
+    "SPARQL_Results_CSV",
+    "SPARQL_Results_TSV",
+    "Turtle",
+    "N-Triples",
+    "RDF_XML",
+    "JSON-LD",
+    "TriG",
+    "N-Quads",
+]
 
 
 def _sd(name: str) -> NamedNode:
@@ -46,7 +54,9 @@ def description(endpoint: str, settings: Settings) -> list[Triple]:
 def service_description(request: Request, settings: Settings) -> Response:
     chosen = negotiate(request.headers.get("accept"), [(m, f) for m, f in GRAPH_FORMATS if not f.supports_datasets])
     if chosen is None:
-        raise ApiError(406, "not_acceptable", "the service description is available as Turtle, N-Triples, RDF/XML or JSON-LD")
+        raise ApiError(
+            406, "not_acceptable", "the service description is available as Turtle, N-Triples, RDF/XML or JSON-LD"
+        )
     media_type, fmt = chosen
     endpoint = str(request.url.replace(query=""))
     body = serialize(description(endpoint, settings), format=fmt)

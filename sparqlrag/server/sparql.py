@@ -45,7 +45,9 @@ def _operation(params: dict[str, list[str]], direct: tuple[str, str] | None = No
     if direct is not None:
         kind, text = direct
         if query is not None or update is not None:
-            raise ApiError(400, "bad_request", f"a direct POST of application/sparql-{kind} cannot also carry query= or update=")
+            raise ApiError(
+                400, "bad_request", f"a direct POST of application/sparql-{kind} cannot also carry query= or update="
+            )
         return Operation(kind, text, params)
     if query is not None and update is not None:
         raise ApiError(400, "bad_request", "send either query= or update=, not both")

@@ -20,8 +20,10 @@ def chain(iris: Iris, start: str, end: str) -> str:
     `start`: where its owl:sameAs chain among the collection's entities ends (an owl:sameAs a
     user loaded to another dataset's IRI is no alias)."""
     ours = f'STRSTARTS(STR({end}), "{iris.entity("").value}")'
-    return (f"{start} owl:sameAs* {end} FILTER({ours}) "
-            f"FILTER NOT EXISTS {{ {end} owl:sameAs ?further FILTER({ours.replace(end, '?further')}) }}")  # fmt: skip
+    return (
+        f"{start} owl:sameAs* {end} FILTER({ours}) "
+        f"FILTER NOT EXISTS {{ {end} owl:sameAs ?further FILTER({ours.replace(end, '?further')}) }}"
+    )
 
 
 def canonicals(store: Any, iris: Iris, entities: Iterable[str]) -> dict[str, str]:
@@ -29,6 +31,10 @@ def canonicals(store: Any, iris: Iris, entities: Iterable[str]) -> dict[str, str
     asked = sorted(set(entities))
     if not asked:
         return {}
-    rows = select(store, v.SPARQL_PREFIXES + f"""SELECT ?e (MIN(STR(?c)) AS ?canonical) WHERE {{ {values("e", map(NamedNode, asked))}
-        GRAPH {sparql_term(iris.knowledge_graph)} {{ {chain(iris, "?e", "?c")} }} }} GROUP BY ?e""")  # fmt: skip
+    rows = select(
+        store,
+        v.SPARQL_PREFIXES
+        + f"""SELECT ?e (MIN(STR(?c)) AS ?canonical) WHERE {{ {values("e", map(NamedNode, asked))}
+        GRAPH {sparql_term(iris.knowledge_graph)} {{ {chain(iris, "?e", "?c")} }} }} GROUP BY ?e""",
+    )
     return {row["e"]: row["canonical"] for row in rows if row.get("canonical") and row["canonical"] != row["e"]}

@@ -130,7 +130,9 @@ class EmbeddedStore:
         if remote and not self.allow_remote:
             return RemoteAccessRefused(REMOTE_REFUSED)
         if remote:
-            return RemoteSourceFailed(f"the {what} failed while it read a SERVICE or LOAD source; the source's answer is not shown")
+            return RemoteSourceFailed(
+                f"the {what} failed while it read a SERVICE or LOAD source; the source's answer is not shown"
+            )
         if isinstance(error, OSError):
             return StoreInternalError(f"{what} failed in the store: {error}")
         return QueryEvaluationError(f"{what} evaluation failed: {error}")
@@ -241,7 +243,9 @@ class EmbeddedStore:
         """Merge data into a graph in one transaction; True if the graph existed before."""
         existed = self.graph_exists(graph)
         try:
-            self._store.load(format=format, to_graph=graph_node(graph), base_iri=base_iri, **_source_kwargs(source, format))
+            self._store.load(
+                format=format, to_graph=graph_node(graph), base_iri=base_iri, **_source_kwargs(source, format)
+            )
         except SyntaxError as error:
             raise _data_error(error, format, source) from error
         if graph is not None:
@@ -278,7 +282,9 @@ class EmbeddedStore:
         if not self.graph_exists(graph):
             raise GraphNotFound(f"graph <{graph}> does not exist")
         try:
-            self._store.dump(str(target) if isinstance(target, Path) else target, format=format, from_graph=graph_node(graph))
+            self._store.dump(
+                str(target) if isinstance(target, Path) else target, format=format, from_graph=graph_node(graph)
+            )
         except OSError as error:
             raise NotAcceptable(f"cannot write this graph as {format.name}: {error}") from error
 
@@ -383,4 +389,3 @@ def _serialize_result(result: object, accept: str | None) -> QueryResult:
     except OSError as error:
         raise NotAcceptable(f"cannot write this result as {rdf_format.name}: {error}") from error
     return QueryResult("graph", with_charset(media_type), body)
-

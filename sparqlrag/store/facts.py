@@ -30,8 +30,10 @@ def walked(triple: Triple) -> bool:
 
 def walked_filter(variable: str = "?p") -> str:
     """`walked` as a SPARQL filter expression on the predicate variable."""
-    return " && ".join([f'!STRSTARTS(STR({variable}), "{ns}")' for ns in SCHEMA_NAMESPACES] +
-                       [f"{variable} != <{p}>" for p in SKIPPED_PREDICATES])  # fmt: skip
+    return " && ".join(
+        [f'!STRSTARTS(STR({variable}), "{ns}")' for ns in SCHEMA_NAMESPACES]
+        + [f"{variable} != <{p}>" for p in SKIPPED_PREDICATES]
+    )
 
 
 def labels_of(store: Any, iris: Iris, triples: Iterable[Triple], known: dict[str, str] | None = None) -> dict[str, str]:
@@ -46,8 +48,13 @@ def labels_of(store: Any, iris: Iris, triples: Iterable[Triple], known: dict[str
     labels.update({node: label for node, label in (known or {}).items() if node in nodes})
     asked = sorted(nodes - set(known or {}))
     if asked:
-        rows = select(store, v.SPARQL_PREFIXES + f"""SELECT ?x ?label WHERE {{
-            {values("x", map(NamedNode, asked))} GRAPH {sparql_term(iris.knowledge_graph)} {{ ?x rdfs:label ?label }} }}""")  # fmt: skip
+        rows = select(
+            store,
+            v.SPARQL_PREFIXES
+            + f"""SELECT ?x ?label WHERE {{
+            {values("x", map(NamedNode, asked))} GRAPH {sparql_term(iris.knowledge_graph)} {{ ?x rdfs:label ?label }}
+              }}""",
+        )
         labels.update({row["x"]: row["label"] for row in rows})
     return labels
 

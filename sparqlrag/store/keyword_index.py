@@ -16,8 +16,10 @@ from pathlib import Path
 from sparqlrag.store.vocab import check_collection
 
 _WORDS = re.compile(r"\w+", re.UNICODE)
-STOPWORDS = frozenset("a an and are as at be by for from has he in is it its of on or that the to was were will with "
-                      "who what which when where why how did does do".split())  # fmt: skip
+STOPWORDS = frozenset(
+    "a an and are as at be by for from has he in is it its of on or that the to was were will with "
+    "who what which when where why how did does do".split()
+)
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,10 @@ class KeywordIndex:
     def _ensure(self, collection: str) -> str:
         table = self._table(collection)
         if table not in self._tables:  # once per collection, not on every search
-            self._db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(iri UNINDEXED, text, tokenize='porter unicode61')")
+            self._db.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(iri UNINDEXED, text, tokenize='porter "
+                f"unicode61')"
+            )
             self._tables.add(table)
         return table
 

@@ -20,8 +20,12 @@ def fact_sources(store: Any, iris: Iris, facts: list[Triple]) -> list[dict[str, 
     if not facts:
         return []
     rows = " ".join(f"({sparql_term(t.subject)} {sparql_term(t.predicate)} {sparql_term(t.object)})" for t in facts)
-    return select_terms(store, v.SPARQL_PREFIXES + f"""
+    return select_terms(
+        store,
+        v.SPARQL_PREFIXES
+        + f"""
         SELECT ?s ?p ?o ?st ?sentence ?chunk WHERE {{ VALUES (?s ?p ?o) {{ {rows} }}
           GRAPH {sparql_term(iris.source_graph)} {{
             ?st rdf:reifies <<( ?s ?p ?o )>> ; prov:wasDerivedFrom ?chunk . OPTIONAL {{ ?st sr:sentence ?sentence }}
-            ?chunk prov:wasDerivedFrom ?doc . ?doc sr:status "{v.READY}" }} }}""")  # fmt: skip
+            ?chunk prov:wasDerivedFrom ?doc . ?doc sr:status "{v.READY}" }} }}""",
+    )

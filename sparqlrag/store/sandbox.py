@@ -9,7 +9,8 @@ The store's worker process is filtered whole; an in-process store runs SPARQL th
 SERVICE or LOAD on a small pool of filtered threads (a filter is per thread, so the rest of the
 process keeps its network), and other SPARQL, which cannot reach out, where it is called.
 
-The filter answers EAFNOSUPPORT ("address family not supported"). Where no filter can be installed (not Linux on x86-64 or
+The filter answers EAFNOSUPPORT ("address family not supported"). Where no filter can be installed (not Linux on
+x86-64 or
 aarch64, or a kernel that refuses), `offline_pool()` is None and the store refuses any text
 that contains SERVICE or LOAD at all: cruder, but just as closed.
 """
@@ -83,7 +84,9 @@ def deny_network(*, whole_process: bool = False) -> None:
     program = _Program(len(code) // 8, ctypes.cast(buffer, ctypes.c_void_p))
     prctl = ctypes.CDLL(None, use_errno=True).prctl
     prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
-    if prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) or prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(program), 0, 0):
+    if prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) or prctl(
+        _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(program), 0, 0
+    ):
         raise SandboxUnavailable(ctypes.get_errno(), "the kernel refused the socket filter")
     _state.denied = True
     _process_denied = _process_denied or whole_process
@@ -134,4 +137,6 @@ def mentions_remote_access(sparql: str) -> bool:
         return True
     if "\\u" not in sparql and "\\U" not in sparql:
         return False
-    return bool(_REMOTE_WORDS.search(_ESCAPE.sub(lambda m: chr(min(int(m.group(1) or m.group(2), 16), sys.maxunicode)), sparql)))
+    return bool(
+        _REMOTE_WORDS.search(_ESCAPE.sub(lambda m: chr(min(int(m.group(1) or m.group(2), 16), sys.maxunicode)), sparql))
+    )

@@ -31,8 +31,9 @@ class Shortlist:
     def __init__(self, rows: np.ndarray) -> None:
         import faiss  # 0.2 s to load: only big collections need it
 
-        self._index: Any = faiss.IndexIDMap2(faiss.IndexScalarQuantizer(rows.shape[1], faiss.ScalarQuantizer.QT_fp16,
-                                                                       faiss.METRIC_INNER_PRODUCT))  # fmt: skip
+        self._index: Any = faiss.IndexIDMap2(
+            faiss.IndexScalarQuantizer(rows.shape[1], faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
+        )
         self.add(np.arange(len(rows)), rows)
 
     def __len__(self) -> int:

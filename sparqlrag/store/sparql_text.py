@@ -132,9 +132,11 @@ def insert_data(quads: Iterable[Quad]) -> str:
         by_graph.setdefault(sparql_term(quad.graph_name), []).append(line)
     if not by_graph:
         return ""
-    return "INSERT DATA {\n" + "".join(
-        f"GRAPH {graph} {{\n" + "\n".join(lines) + "\n}\n" for graph, lines in by_graph.items()
-    ) + "}"
+    return (
+        "INSERT DATA {\n"
+        + "".join(f"GRAPH {graph} {{\n" + "\n".join(lines) + "\n}\n" for graph, lines in by_graph.items())
+        + "}"
+    )
 
 
 def values(variable: str, terms: Iterable[object]) -> str:

@@ -47,7 +47,9 @@ def unit(vectors: np.ndarray) -> np.ndarray:
     return array / np.maximum(np.linalg.norm(array, axis=-1, keepdims=True), 1e-12)
 
 
-def _nearest(table: np.ndarray, payloads: list[dict | None], removed: list[int], queries: np.ndarray, limit: int) -> list[list[tuple[float, dict]]]:
+def _nearest(
+    table: np.ndarray, payloads: list[dict | None], removed: list[int], queries: np.ndarray, limit: int
+) -> list[list[tuple[float, dict]]]:
     """Cosine search of each query over a normalised matrix: (score, payload) pairs, best first."""
     if not len(payloads):
         return [[] for _ in queries]
@@ -62,7 +64,9 @@ def _nearest(table: np.ndarray, payloads: list[dict | None], removed: list[int],
     return out
 
 
-def _rescored(table: np.ndarray, payloads: list[dict | None], candidates: np.ndarray, queries: np.ndarray, limit: int) -> list[list[tuple[float, dict]]]:
+def _rescored(
+    table: np.ndarray, payloads: list[dict | None], candidates: np.ndarray, queries: np.ndarray, limit: int
+) -> list[list[tuple[float, dict]]]:
     """Each query's shortlisted rows (-1: none) scored exactly: (score, payload) pairs, best first."""
     out = []
     for rows, query in zip(candidates, unit(queries)):
@@ -132,9 +136,14 @@ class VectorIndex:
     searches itself."""
 
     def __init__(
-        self, dim: int, *, path: Path | None = None, url: str | None = None, api_key: str | None = None,
+        self,
+        dim: int,
+        *,
+        path: Path | None = None,
+        url: str | None = None,
+        api_key: str | None = None,
         shortlist_rows: int = SHORTLIST_ROWS,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.dim, self.shortlist_rows = dim, shortlist_rows
         if url:
             self._client = QdrantClient(url=url, api_key=api_key)
@@ -181,9 +190,14 @@ class VectorIndex:
             connection.execute("PRAGMA synchronous=NORMAL")
 
     def upsert(
-        self, collection: str, kind: Kind, iris: Sequence[str], vectors: np.ndarray, payloads: Sequence[dict],
+        self,
+        collection: str,
+        kind: Kind,
+        iris: Sequence[str],
+        vectors: np.ndarray,
+        payloads: Sequence[dict],
         facet: Facet = "",
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Write points in batches; each payload gets its IRI as "iri" (and its facet, if any)."""
         if len(iris) != len(vectors) or len(iris) != len(payloads):
             raise ValueError("iris, vectors and payloads must have the same length")
@@ -192,16 +206,20 @@ class VectorIndex:
             self._ensure(name)
             for start in range(0, len(iris), BATCH):
                 points = [
-                    models.PointStruct(id=point_id(iri, facet), vector=vector.tolist(),
-                                       payload={**payload, "iri": iri} | ({"facet": facet} if facet else {}))  # fmt: skip
+                    models.PointStruct(
+                        id=point_id(iri, facet),
+                        vector=vector.tolist(),
+                        payload={**payload, "iri": iri} | ({"facet": facet} if facet else {}),
+                    )
                     for iri, vector, payload in zip(
                         iris[start : start + BATCH], vectors[start : start + BATCH], payloads[start : start + BATCH]
                     )
                 ]
                 self._client.upsert(name, points=points, wait=True)
                 if name in self._matrices:
-                    self._matrices[name].put([str(p.id) for p in points], np.array([p.vector for p in points]),
-                                             [p.payload for p in points])  # fmt: skip
+                    self._matrices[name].put(
+                        [str(p.id) for p in points], np.array([p.vector for p in points]), [p.payload for p in points]
+                    )
 
     def search(self, collection: str, kind: Kind, vector: np.ndarray, limit: int) -> list[Hit]:
         return self.search_many(collection, kind, vector[None, :], limit)[0]
@@ -224,8 +242,12 @@ class VectorIndex:
                 table, payloads, removed = matrix.vectors, matrix.payloads, list(matrix.removed)
                 shortlisted = matrix.shortlisted(vectors, fetch, self.shortlist_rows)
             else:
-                requests = [models.QueryRequest(query=vector.tolist(), limit=fetch, with_payload=True) for vector in vectors]
-                found = [response.points for response in self._client.query_batch_points(name, requests)]  # one round trip
+                requests = [
+                    models.QueryRequest(query=vector.tolist(), limit=fetch, with_payload=True) for vector in vectors
+                ]
+                found = [
+                    response.points for response in self._client.query_batch_points(name, requests)
+                ]  # one round trip
         if self._local:
             if shortlisted is None:
                 ranked = _nearest(table, payloads, removed, vectors, fetch)
@@ -246,7 +268,9 @@ class VectorIndex:
         matrix = self._matrices.get(name)
         if matrix is None:
             ids, vectors, payloads = self._scroll(name)
-            matrix = self._matrices[name] = _Matrix(unit(vectors), payloads, {point: row for row, point in enumerate(ids)})
+            matrix = self._matrices[name] = _Matrix(
+                unit(vectors), payloads, {point: row for row, point in enumerate(ids)}
+            )
         return matrix
 
     def existing(self, collection: str, kind: Kind, iris: Sequence[str], facet: Facet = "") -> set[str]:
@@ -268,7 +292,9 @@ class VectorIndex:
                 return {iri: matrix.vectors[row] for iri, row in found}
             if not iris or not self._client.collection_exists(name):
                 return {}
-            points = self._client.retrieve(name, ids=[point_id(i, facet) for i in iris], with_payload=True, with_vectors=True)
+            points = self._client.retrieve(
+                name, ids=[point_id(i, facet) for i in iris], with_payload=True, with_vectors=True
+            )
         return {p.payload["iri"]: np.asarray(p.vector, dtype=np.float32) for p in points}
 
     def delete(self, collection: str, kind: Kind, iris: Sequence[str]) -> None:
@@ -294,7 +320,9 @@ class VectorIndex:
         """Every point of an existing Qdrant collection: ids, vectors (one matrix), payloads.
         The caller holds the lock."""
         ids: list[str] = []
-        pages = [np.zeros((0, self.dim), dtype=np.float32)]  # each page an array at once: 1M vectors as Python floats take ~10 GB
+        pages = [
+            np.zeros((0, self.dim), dtype=np.float32)
+        ]  # each page an array at once: 1M vectors as Python floats take ~10 GB
         payloads: list[dict] = []
         offset = None
         while True:

@@ -34,7 +34,9 @@ SPARQL_PREFIXES = "".join(f"PREFIX {name}: <{iri}>\n" for name, iri in PREFIXES.
 def vocabulary_labels() -> dict[str, str]:
     """The labels vocab.ttl gives the sr: terms ("co-occurs with"), for pages that show them."""
     triples = parse((Path(__file__).parent / "vocab.ttl").read_bytes(), format=RdfFormat.TURTLE)
-    return {t.subject.value: t.object.value for t in triples if t.predicate == RDFS_LABEL and isinstance(t.object, Literal)}
+    return {
+        t.subject.value: t.object.value for t in triples if t.predicate == RDFS_LABEL and isinstance(t.object, Literal)
+    }
 
 
 def term(namespace: str, local: str) -> NamedNode:
@@ -140,7 +142,9 @@ def local_name(iri: str) -> str:
 def check_name(name: str, what: str) -> str:
     """A collection's or ontology's name: it becomes part of IRIs and URLs."""
     if not _NAME.fullmatch(name):
-        raise InvalidName(f"{what} names are 1-64 characters of a-z, 0-9, '-' and '_', starting with a letter or digit; got {name!r}")
+        raise InvalidName(
+            f"{what} names are 1-64 characters of a-z, 0-9, '-' and '_', starting with a letter or digit; got {name!r}"
+        )
     return name
 
 
@@ -179,7 +183,8 @@ class Iris:
 
     def typed_entity(self, ontology: str, cls: str, name: str) -> NamedNode:
         """An entity typed by an ontology class: `{base}id/C/{ontology}/{Class}/{slug}`."""
-        return NamedNode(f"{self.base}id/{self.collection}/{ontology}/{quote(local_name(cls).replace(' ', ''), safe='-._~')}/{slug(name)}")
+        local = quote(local_name(cls).replace(" ", ""), safe="-._~")
+        return NamedNode(f"{self.base}id/{self.collection}/{ontology}/{local}/{slug(name)}")
 
     def predicate(self, phrase: str) -> NamedNode:
         return NamedNode(f"{self.base}rel/{slug(phrase)}")

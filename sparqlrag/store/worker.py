@@ -219,9 +219,16 @@ class WorkerStore:
         parent, child = socket.socketpair()
         fds = (child.fileno(), self._table_file.fileno(), self._dump_file.fileno())
         command = [
-            sys.executable, "-c", "import sys; from sparqlrag.store.worker import main; main(sys.argv[1:])",
-            str(fds[0]), str(self.path), str(self.threads), "1" if self.allow_remote else "0", str(fds[1]), str(fds[2]),
-        ]  # fmt: skip
+            sys.executable,
+            "-c",
+            "import sys; from sparqlrag.store.worker import main; main(sys.argv[1:])",
+            str(fds[0]),
+            str(self.path),
+            str(self.threads),
+            "1" if self.allow_remote else "0",
+            str(fds[1]),
+            str(fds[2]),
+        ]
         process = subprocess.Popen(command, pass_fds=fds)
         child.close()
         parent.settimeout(self.start_timeout)
@@ -270,8 +277,11 @@ class WorkerStore:
             self._writes_running = 0
             blamed = None if worker.stopped else crash_report.culprit(running, dump)
             if not worker.stopped:
-                log.error("the store process died (exit status %s)%s; restarting it", returncode,
-                          f", killed by request {blamed}" if blamed in orphans else "")  # fmt: skip
+                log.error(
+                    "the store process died (exit status %s)%s; restarting it",
+                    returncode,
+                    f", killed by request {blamed}" if blamed in orphans else "",
+                )
             if blamed in orphans:  # fail it now, before the restart: fast, and never sent again
                 call = orphans.pop(blamed)
                 if (key := _poison_key(call.method, call.frame[2])) is not None:
@@ -296,10 +306,13 @@ class WorkerStore:
                         StoreUnavailable("the store process stopped while this write ran; check whether it applied")
                     )
                 elif request_id in started and not worker.stopped and blamed is None:
-                    call.future.set_exception(StoreUnavailable(
-                        "the store process stopped while this ran beside other operations, one of which stopped it; "
-                        "it was not run again: send it again if it is not the one"
-                    ))  # fmt: skip
+                    call.future.set_exception(
+                        StoreUnavailable(
+                            "the store process stopped while this ran beside other operations, one of which stopped "
+                            "it; "
+                            "it was not run again: send it again if it is not the one"
+                        )
+                    )
                 else:  # not started, or running beside a known culprit or a deadline kill
                     self._pending[request_id] = call
                     if call.is_write:

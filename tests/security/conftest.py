@@ -53,8 +53,12 @@ class Listener:
                 self._held.append(connection)
                 continue
             body = self.SECRET
-            connection.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: "
-                               + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)  # fmt: skip
+            connection.sendall(
+                b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: "
+                + str(len(body)).encode()
+                + b"\r\nConnection: close\r\n\r\n"
+                + body
+            )
             connection.close()
 
     def close(self) -> None:
@@ -73,8 +77,13 @@ def listener() -> Iterator[Listener]:
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """The probe's server: tokens w1 (write) and r1 (read), small limits so bombs are quick to build."""
-    server, stop = start_server(tmp_path_factory.mktemp("hostile"), write_tokens=[WRITE], read_tokens=[READ],
-                                body_timeout=2, max_ontology_bytes=1 << 20)  # fmt: skip
+    server, stop = start_server(
+        tmp_path_factory.mktemp("hostile"),
+        write_tokens=[WRITE],
+        read_tokens=[READ],
+        body_timeout=2,
+        max_ontology_bytes=1 << 20,
+    )
     yield server
     stop()
 
@@ -90,15 +99,21 @@ def snapshot(server: LiveServer) -> list[bytes]:
 def still_serving(server: LiveServer) -> None:
     """Another client is served at once."""
     with server.client(READ, timeout=10) as client:
-        response = client.get("/sparql", params={"query": "ASK { }"}, headers={"Accept": "application/sparql-results+json"})
+        response = client.get(
+            "/sparql", params={"query": "ASK { }"}, headers={"Accept": "application/sparql-results+json"}
+        )
     assert response.status_code == 200 and response.json()["boolean"] is True
 
 
 def sparql(server: LiveServer, token: str, kind: str, text: str, **params: Any) -> Any:
     """A query or update sent as the protocol's direct POST."""
     with server.client(token, timeout=30) as client:
-        return client.post("/sparql", content=text.encode(), params=params,
-                           headers={"Content-Type": f"application/sparql-{kind}", "Accept": "application/sparql-results+json"})  # fmt: skip
+        return client.post(
+            "/sparql",
+            content=text.encode(),
+            params=params,
+            headers={"Content-Type": f"application/sparql-{kind}", "Accept": "application/sparql-results+json"},
+        )
 
 
 @pytest.fixture

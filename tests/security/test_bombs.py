@@ -35,9 +35,17 @@ def core_with(path: Path, member: str, blocks: int, block: bytes) -> Path:
         for name in cores.MEMBERS:
             if name != member:
                 core.writestr(name, b"")
-        manifest = {"format": cores.FORMAT, "version": cores.VERSION, "collection": "bomb", "base_iri": "http://kb.example/",
-                    "ontology": None, "embedding_model": "sentence-transformers/all-MiniLM-L6-v2", "dim": 384,
-                    "counts": {"quads": 0, "chunks": 0, "entities": 0}, "sha256": sums}  # fmt: skip
+        manifest = {
+            "format": cores.FORMAT,
+            "version": cores.VERSION,
+            "collection": "bomb",
+            "base_iri": "http://kb.example/",
+            "ontology": None,
+            "embedding_model": "sentence-transformers/all-MiniLM-L6-v2",
+            "dim": 384,
+            "counts": {"quads": 0, "chunks": 0, "entities": 0},
+            "sha256": sums,
+        }
         core.writestr("manifest.json", json.dumps(manifest))
     return path
 
@@ -63,8 +71,13 @@ def test_an_inflating_core_is_refused_without_inflating(hostile: LiveServer, tmp
 
     def post() -> None:
         with hostile.client(WRITE) as client:
-            responses.append(client.post("/api/v1/collections/bomb/core", content=bomb.read_bytes(),
-                                         headers={"Content-Type": "application/zip"}))  # fmt: skip
+            responses.append(
+                client.post(
+                    "/api/v1/collections/bomb/core",
+                    content=bomb.read_bytes(),
+                    headers={"Content-Type": "application/zip"},
+                )
+            )
 
     peak = peak_while(post)
     assert responses[0].status_code == 400 and responses[0].json()["error"] == "invalid_core", responses[0].text
@@ -97,9 +110,15 @@ def test_a_chunked_multipart_upload_stops_at_the_limit(hostile: LiveServer) -> N
     host, port = hostile.url.removeprefix("http://").split(":")
     sent, response = 0, b""
     with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(b"POST /api/v1/ontologies?name=big HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + WRITE.encode()
-                     + b"\r\nContent-Type: multipart/form-data; boundary=XyZ\r\nTransfer-Encoding: chunked\r\n\r\n")  # fmt: skip
-        head = b'--XyZ\r\nContent-Disposition: form-data; name="file"; filename="big.ttl"\r\nContent-Type: text/turtle\r\n\r\n'
+        sock.sendall(
+            b"POST /api/v1/ontologies?name=big HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            + WRITE.encode()
+            + b"\r\nContent-Type: multipart/form-data; boundary=XyZ\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        head = (
+            b'--XyZ\r\nContent-Disposition: form-data; name="file"; filename="big.ttl"\r\n'
+            b"Content-Type: text/turtle\r\n\r\n"
+        )
         sock.sendall(b"%x\r\n%s\r\n" % (len(head), head))
         piece = b"# " + b"x" * (64 * 1024 - 3) + b"\n"
         try:
@@ -118,13 +137,18 @@ def test_a_chunked_multipart_upload_stops_at_the_limit(hostile: LiveServer) -> N
     still_serving(hostile)
 
 
-BOMB = (b'<?xml version="1.0"?><!DOCTYPE rdf:RDF [<!ENTITY a "aaaaaaaaaa">'
-        + b"".join(b'<!ENTITY %c "%s">' % (98 + i, (b"&%c;" % (97 + i)) * 10) for i in range(6))
-        + b']><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns:owl="http://www.w3.org/2002/07/owl#">'
-        b'<owl:Class rdf:about="http://bomb.example/C"><owl:p xmlns:owl="http://p/">&g;</owl:p></owl:Class></rdf:RDF>')  # fmt: skip
-PROTEGE_STYLE = (b'<?xml version="1.0"?><!DOCTYPE rdf:RDF [<!ENTITY owl "http://www.w3.org/2002/07/owl#" >]>'
-                 b'<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">'
-                 b'<rdf:Description rdf:about="http://ok.example/C"><rdf:type rdf:resource="&owl;Class"/></rdf:Description></rdf:RDF>')  # fmt: skip
+BOMB = (
+    b'<?xml version="1.0"?><!DOCTYPE rdf:RDF [<!ENTITY a "aaaaaaaaaa">'
+    + b"".join(b'<!ENTITY %c "%s">' % (98 + i, (b"&%c;" % (97 + i)) * 10) for i in range(6))
+    + b']><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns:owl="http://www.w3.org/2002/07/owl#">'
+    b'<owl:Class rdf:about="http://bomb.example/C"><owl:p xmlns:owl="http://p/">&g;</owl:p></owl:Class></rdf:RDF>'
+)
+PROTEGE_STYLE = (
+    b'<?xml version="1.0"?><!DOCTYPE rdf:RDF [<!ENTITY owl "http://www.w3.org/2002/07/owl#" >]>'
+    b'<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">'
+    b'<rdf:Description rdf:about="http://ok.example/C"><rdf:type '
+    b'rdf:resource="&owl;Class"/></rdf:Description></rdf:RDF>'
+)
 
 
 def test_rdf_xml_entity_bombs_are_refused_everywhere(hostile: LiveServer, tmp_path: Path) -> None:
@@ -139,8 +163,15 @@ def test_rdf_xml_entity_bombs_are_refused_everywhere(hostile: LiveServer, tmp_pa
     assert "entity" in store.json()["detail"]
     assert (ontology.status_code, ontology.json()["error"]) == (400, "bad_ontology")
     assert fine.status_code == 201, fine.text  # entities for namespaces, as Protégé writes them, still load
-    assert [q for q in snapshot(hostile) if q not in before] == [b"<http://ok.example/C> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <http://www.w3.org/2002/07/owl#Class> <http://ok.example/g> ."]
+    assert [q for q in snapshot(hostile) if q not in before] == [
+        b"<http://ok.example/C> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> "
+        b"<http://www.w3.org/2002/07/owl#Class> <http://ok.example/g> ."
+    ]
     (tmp_path / "bomb.rdf").write_bytes(BOMB)
-    cli = subprocess.run([SPARQLRAG, "load", str(tmp_path / "bomb.rdf"), "--data-dir", str(tmp_path / "data")],
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    cli = subprocess.run(
+        [SPARQLRAG, "load", str(tmp_path / "bomb.rdf"), "--data-dir", str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert cli.returncode == 2 and "entity" in cli.stderr and "Traceback" not in cli.stderr

@@ -30,7 +30,9 @@ def test_the_probe_query_fails_once_and_others_are_served(hostile: LiveServer) -
     def steady_reader() -> None:
         with hostile.client(READ, timeout=30) as client:
             while not stop.is_set():
-                answers.append(client.get("/sparql", params={"query": "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }"}).status_code)
+                answers.append(
+                    client.get("/sparql", params={"query": "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }"}).status_code
+                )
 
     reader = threading.Thread(target=steady_reader)
     reader.start()
@@ -65,7 +67,7 @@ def test_a_killing_update_fails_once_and_writes_nothing(hostile: LiveServer) -> 
 @pytest.fixture
 def worker(tmp_path: Path) -> WorkerStore:
     seed = EmbeddedStore(tmp_path / "store")
-    lines = "".join(f"<http://e/s{i}> <http://e/p> \"{i}\" .\n" for i in range(2000))
+    lines = "".join(f'<http://e/s{i}> <http://e/p> "{i}" .\n' for i in range(2000))
     (tmp_path / "seed.nt").write_text(lines)
     seed.load(tmp_path / "seed.nt", RdfFormat.N_TRIPLES)
     seed.close()
@@ -77,7 +79,10 @@ def worker(tmp_path: Path) -> WorkerStore:
 def test_a_write_waiting_for_the_lock_is_resent_and_a_running_one_is_reported(worker: WorkerStore) -> None:
     """A write that had not begun when the process died is applied once after the restart; one
     that was running may or may not have applied, and says so."""
-    slow = "INSERT { <http://x> <http://count> ?n } WHERE { { SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i } } }"
+    slow = (
+        "INSERT { <http://x> <http://count> ?n } "
+        "WHERE { { SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i } } }"
+    )
     outcomes: dict[str, object] = {}
 
     def run(name: str, update: str) -> None:

@@ -57,7 +57,12 @@ def test_a_bad_collection_or_a_read_token_changes_nothing(with_w3c: LiveServer) 
         bad = client.get("/api/v1/collections/Not%20Valid/entities/aliases", params={"entity": "W3C"})
         assert (bad.status_code, bad.json()["error"]) == (400, "bad_collection")
     with with_w3c.client(READ) as client:
-        for route, body in (("merge", {"entity": "W3C", "other": "SPARQL"}), ("split", {"entity": "W3C", "alias": "W3C"})):
+        for route, body in (
+            ("merge", {"entity": "W3C", "other": "SPARQL"}),
+            ("split", {"entity": "W3C", "alias": "W3C"}),
+        ):
             assert client.post(ROUTE + route, json=body).status_code == 403
-        assert client.get(ROUTE + "aliases", params={"entity": "W3C"}).status_code == 200  # reading needs a read token only
+        assert (
+            client.get(ROUTE + "aliases", params={"entity": "W3C"}).status_code == 200
+        )  # reading needs a read token only
     assert snapshot(with_w3c) == before

@@ -22,7 +22,13 @@ def black_hole() -> Iterator[Listener]:
 
 
 def imports(secret: Path, listener: Listener, black_hole: Listener) -> list[str]:
-    return [secret.as_uri(), "file:///etc/passwd", "file:///does/not/exist.owl", listener.url("onto.owl"), black_hole.url("onto")]
+    return [
+        secret.as_uri(),
+        "file:///etc/passwd",
+        "file:///does/not/exist.owl",
+        listener.url("onto.owl"),
+        black_hole.url("onto"),
+    ]
 
 
 def turtle(name: str, targets: list[str]) -> bytes:
@@ -35,20 +41,27 @@ def turtle(name: str, targets: list[str]) -> bytes:
 def rdf_xml(name: str, targets: list[str]) -> bytes:
     owl = "http://www.w3.org/2002/07/owl#"
     imported = "".join(f'<owl:imports rdf:resource="{t}"/>' for t in targets)
-    return (f'<?xml version="1.0"?><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns:owl="{owl}">'
-            f'<owl:Ontology rdf:about="http://onto.example/{name}">{imported}</owl:Ontology>'
-            f'<owl:Class rdf:about="http://onto.example/{name}#Thing"/></rdf:RDF>').encode()  # fmt: skip
+    return (
+        f'<?xml version="1.0"?><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns:owl="{owl}">'
+        f'<owl:Ontology rdf:about="http://onto.example/{name}">{imported}</owl:Ontology>'
+        f'<owl:Class rdf:about="http://onto.example/{name}#Thing"/></rdf:RDF>'
+    ).encode()
 
 
 def owl_xml(name: str, targets: list[str]) -> bytes:
     imported = "".join(f"<Import>{t}</Import>" for t in targets)
-    return (f'<?xml version="1.0"?><Ontology xmlns="http://www.w3.org/2002/07/owl#" ontologyIRI="http://onto.example/{name}">'
-            f'{imported}<Declaration><Class IRI="http://onto.example/{name}#Thing"/></Declaration></Ontology>').encode()  # fmt: skip
+    return (
+        f'<?xml version="1.0"?><Ontology xmlns="http://www.w3.org/2002/07/owl#" ontologyIRI="http://onto.example/{name}">'
+        f'{imported}<Declaration><Class IRI="http://onto.example/{name}#Thing"/></Declaration></Ontology>'
+    ).encode()
 
 
-@pytest.mark.parametrize("media_type, build", [("text/turtle", turtle), ("application/rdf+xml", rdf_xml), ("application/owl+xml", owl_xml)])
-def test_imports_are_not_followed(hostile: LiveServer, listener: Listener, black_hole: Listener, secret_file: Path,
-                                  media_type: str, build) -> None:  # type: ignore[no-untyped-def]  # fmt: skip
+@pytest.mark.parametrize(
+    "media_type, build", [("text/turtle", turtle), ("application/rdf+xml", rdf_xml), ("application/owl+xml", owl_xml)]
+)
+def test_imports_are_not_followed(
+    hostile: LiveServer, listener: Listener, black_hole: Listener, secret_file: Path, media_type: str, build
+) -> None:  # type: ignore[no-untyped-def]
     name = "imp-" + media_type.split("/")[1].replace("+", "-")
     body = build(name, imports(secret_file, listener, black_hole))
     with hostile.client(WRITE, timeout=20) as client:  # a followed import of the black hole would time out
@@ -67,20 +80,28 @@ def test_existing_and_missing_files_answer_alike(hostile: LiveServer, listener: 
     answers = []
     with hostile.client(WRITE, timeout=20) as client:
         for index, target in enumerate(["file:///etc/passwd", "file:///does/not/exist"]):
-            response = client.put(f"/api/v1/ontologies/oracle-{index}", content=turtle(f"oracle{index}", [target]),
-                                  headers={"Content-Type": "text/turtle"})  # fmt: skip
+            response = client.put(
+                f"/api/v1/ontologies/oracle-{index}",
+                content=turtle(f"oracle{index}", [target]),
+                headers={"Content-Type": "text/turtle"},
+            )
             answers.append((response.status_code, response.json()["classes"]))
     assert answers == [(201, 1), (201, 1)]
 
 
-def test_uploads_run_side_by_side(hostile: LiveServer, listener: Listener, black_hole: Listener, secret_file: Path) -> None:
+def test_uploads_run_side_by_side(
+    hostile: LiveServer, listener: Listener, black_hole: Listener, secret_file: Path
+) -> None:
     statuses: list[int] = []
 
     def upload(index: int) -> None:
         with hostile.client(WRITE, timeout=20) as client:
             body = turtle(f"side{index}", [black_hole.url(f"side{index}")])
-            statuses.append(client.put(f"/api/v1/ontologies/side-{index}", content=body,
-                                       headers={"Content-Type": "text/turtle"}).status_code)  # fmt: skip
+            statuses.append(
+                client.put(
+                    f"/api/v1/ontologies/side-{index}", content=body, headers={"Content-Type": "text/turtle"}
+                ).status_code
+            )
 
     threads = [threading.Thread(target=upload, args=(n,)) for n in range(4)]
     for thread in threads:

@@ -12,20 +12,27 @@ from tests.conftest import LiveServer, start_server
 from tests.security.conftest import READ, WRITE, Listener, snapshot, sparql, still_serving
 
 
-@pytest.mark.parametrize("method, path", [
-    ("GET", "/api/v1/documents?collection=default%0A"),
-    ("GET", "/api/v1/traces?collection=default%0A"),
-    ("GET", "/api/v1/collections/default%0A"),
-    ("DELETE", "/api/v1/collections/default%0A"),
-    ("PUT", "/api/v1/ontologies/pets%0A"),
-    ("GET", "/api/v1/ontologies/pets%0A"),
-    ("GET", "/api/v1/traces/0123456789abcdef0123456789abcdef%0A"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("GET", "/api/v1/documents?collection=default%0A"),
+        ("GET", "/api/v1/traces?collection=default%0A"),
+        ("GET", "/api/v1/collections/default%0A"),
+        ("DELETE", "/api/v1/collections/default%0A"),
+        ("PUT", "/api/v1/ontologies/pets%0A"),
+        ("GET", "/api/v1/ontologies/pets%0A"),
+        ("GET", "/api/v1/traces/0123456789abcdef0123456789abcdef%0A"),
+    ],
+)
 def test_names_ending_in_a_newline_are_client_errors(hostile: LiveServer, method: str, path: str) -> None:
     before = snapshot(hostile)
     with hostile.client(WRITE) as client:
-        response = client.request(method, path, content=b"<http://a> a <http://www.w3.org/2002/07/owl#Class> .",
-                                  headers={"Content-Type": "text/turtle"})  # fmt: skip
+        response = client.request(
+            method,
+            path,
+            content=b"<http://a> a <http://www.w3.org/2002/07/owl#Class> .",
+            headers={"Content-Type": "text/turtle"},
+        )
     assert 400 <= response.status_code < 500, response.text
     assert snapshot(hostile) == before
 
@@ -45,8 +52,10 @@ def test_remote_failures_never_show_the_remote_body(tmp_path, listener: Listener
     server, stop = start_server(tmp_path / "remote", allow_remote=True)
     try:
         seen = len(listener.contacts)
-        for kind, text in [("query", f"SELECT * WHERE {{ SERVICE <{listener.url('svc')}> {{ ?a ?b ?c }} }}"),
-                           ("update", f"LOAD <{listener.url('data.ttl')}>")]:  # fmt: skip
+        for kind, text in [
+            ("query", f"SELECT * WHERE {{ SERVICE <{listener.url('svc')}> {{ ?a ?b ?c }} }}"),
+            ("update", f"LOAD <{listener.url('data.ttl')}>"),
+        ]:
             response = sparql(server, "", kind, text)
             assert response.status_code == 400, response.text
             assert response.json()["error"] == "remote_source_failed"
@@ -68,8 +77,11 @@ def test_a_body_shorter_than_its_length_times_out(hostile: LiveServer) -> None:
     host, port = hostile.url.removeprefix("http://").split(":")
     started = time.monotonic()
     with socket.create_connection((host, int(port)), timeout=30) as sock:
-        sock.sendall(b"POST /sparql HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + READ.encode()
-                     + b"\r\nContent-Type: application/sparql-query\r\nContent-Length: 1000\r\n\r\nASK {")  # fmt: skip
+        sock.sendall(
+            b"POST /sparql HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            + READ.encode()
+            + b"\r\nContent-Type: application/sparql-query\r\nContent-Length: 1000\r\n\r\nASK {"
+        )
         still_serving(hostile)  # served meanwhile
         response = b""
         while chunk := sock.recv(4096):

@@ -44,11 +44,32 @@ def keyword(draw: st.DrawFn, word: str) -> str:
 
 SPACE = st.sampled_from([" ", "\t", "\n", "\r\n", "  ", " # SERVICE <http://hidden/> {\n", "\n#LOAD <http://hidden>\n"])
 # terms that confuse a lexer: '#' and the keywords inside strings, IRIs and names
-DECOY_TERMS = st.sampled_from([
-    '"#"', "'#'", '"SERVICE <http://x/> { }"', "'LOAD <http://x>'", '"""long\n# SERVICE\n"""', "'''a'b\n#'''",
-    '"\\"#"', '"\\u0023"', "<http://a/\\u0041#>", "<http://a/\\U00000041#>", "<http://a/#frag>", "<http://a/b\\u0023c>",
-    "ex:a\\#b", "ex:a\\.b", "ex:%23b", "ex:a\\~b", "ex:a\\'b", "ex:SERVICE", "ex:load", "?service", "1", '"x"@en',
-])  # fmt: skip
+DECOY_TERMS = st.sampled_from(
+    [
+        '"#"',
+        "'#'",
+        '"SERVICE <http://x/> { }"',
+        "'LOAD <http://x>'",
+        '"""long\n# SERVICE\n"""',
+        "'''a'b\n#'''",
+        '"\\"#"',
+        '"\\u0023"',
+        "<http://a/\\u0041#>",
+        "<http://a/\\U00000041#>",
+        "<http://a/#frag>",
+        "<http://a/b\\u0023c>",
+        "ex:a\\#b",
+        "ex:a\\.b",
+        "ex:%23b",
+        "ex:a\\~b",
+        "ex:a\\'b",
+        "ex:SERVICE",
+        "ex:load",
+        "?service",
+        "1",
+        '"x"@en',
+    ]
+)
 
 
 @st.composite
@@ -113,8 +134,13 @@ def control(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedStore]
 def test_no_way_out(hostile: LiveServer, listener: Listener, control: EmbeddedStore) -> None:
     reached = []
 
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # fmt: skip
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
     @given(op=operation(listener.port))
     def probe(op: tuple[str, str, bool]) -> None:
         kind, text, silent = op
@@ -131,5 +157,7 @@ def test_no_way_out(hostile: LiveServer, listener: Listener, control: EmbeddedSt
 
     probe()
     assert len(reached) >= EXAMPLES * 0.9
-    assert sum(reached) >= 0.8 * len(reached), f"only {sum(reached)} of {len(reached)} generated requests were real remote calls"
+    assert sum(reached) >= 0.8 * len(reached), (
+        f"only {sum(reached)} of {len(reached)} generated requests were real remote calls"
+    )
     listener.contacts.clear()

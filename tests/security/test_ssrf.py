@@ -15,8 +15,16 @@ def reproductions(target: str) -> list[tuple[str, str, str]]:
     """The probe's exact requests: (token, kind, text)."""
     return [
         (READ, "query", f"SELECT * WHERE {{ BIND(<http://a/\\u0041#> AS ?x) SERVICE <{target}> {{ ?a ?b ?c }} }}"),
-        (WRITE, "update", f"INSERT DATA {{ <http://a/\\u0041#> <http://p> 1 }} ; LOAD <{target}> INTO GRAPH <http://evil/g>"),
-        (READ, "query", f"PREFIX ex: <http://e/>\nSELECT * WHERE {{ BIND(ex:a\\#b AS ?x) SERVICE <{target}> {{ ?a ?b ?c }} }}"),
+        (
+            WRITE,
+            "update",
+            f"INSERT DATA {{ <http://a/\\u0041#> <http://p> 1 }} ; LOAD <{target}> INTO GRAPH <http://evil/g>",
+        ),
+        (
+            READ,
+            "query",
+            f"PREFIX ex: <http://e/>\nSELECT * WHERE {{ BIND(ex:a\\#b AS ?x) SERVICE <{target}> {{ ?a ?b ?c }} }}",
+        ),
     ]
 
 
@@ -37,7 +45,9 @@ def test_no_port_scanning_oracle(hostile: LiveServer, listener: Listener) -> Non
     closed = Listener()
     closed.close()
     targets = [listener.url("svc"), closed.url("svc"), "http://localhost:1/svc", "http://sparqlrag-test.invalid/svc"]
-    answers = {sparql(hostile, READ, "query", f"SELECT * WHERE {{ SERVICE <{t}> {{ ?a ?b ?c }} }}").content for t in targets}
+    answers = {
+        sparql(hostile, READ, "query", f"SELECT * WHERE {{ SERVICE <{t}> {{ ?a ?b ?c }} }}").content for t in targets
+    }
     assert len(answers) == 1 and b"remote_access_refused" in answers.pop()
     assert listener.contacts == []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -22,11 +22,16 @@ KEEP, RATE = 5, 4
 
 @pytest.fixture(scope="module")
 def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    server, stop = start_server(tmp_path_factory.mktemp("limited"), write_tokens=[WRITE], read_tokens=[READ],
-                                trace_keep=KEEP, answer_rate=RATE)  # fmt: skip
+    server, stop = start_server(
+        tmp_path_factory.mktemp("limited"), write_tokens=[WRITE], read_tokens=[READ], trace_keep=KEEP, answer_rate=RATE
+    )
     with server.client(WRITE) as client:
-        response = client.post("/api/v1/documents", params={"id": "w3c", "title": "W3C"}, headers={"Content-Type": "text/plain"},
-                               content=b"The World Wide Web Consortium develops web standards. Tim Berners-Lee founded it in 1994.")  # fmt: skip
+        response = client.post(
+            "/api/v1/documents",
+            params={"id": "w3c", "title": "W3C"},
+            headers={"Content-Type": "text/plain"},
+            content=b"The World Wide Web Consortium develops web standards. Tim Berners-Lee founded it in 1994.",
+        )
         assert response.status_code in (200, 201), response.text
     yield server
     stop()
@@ -42,8 +47,11 @@ def trace_graph_counts(server: LiveServer) -> tuple[int, int]:
     graph = f"<{server.settings.base_iri}graph/default/trace>"
     store = server.store
     traces = select(store, SPARQL_PREFIXES + f"SELECT (COUNT(?t) AS ?n) {{ GRAPH {graph} {{ ?t a sr:Trace }} }}")
-    orphans = select(store, f"SELECT (COUNT(*) AS ?n) {{ GRAPH {graph} {{ ?item ?p ?o FILTER(isBlank(?item)) "
-                            "FILTER NOT EXISTS { ?t ?link ?item } } }")  # fmt: skip
+    orphans = select(
+        store,
+        f"SELECT (COUNT(*) AS ?n) {{ GRAPH {graph} {{ ?item ?p ?o FILTER(isBlank(?item)) "
+        "FILTER NOT EXISTS { ?t ?link ?item } } }",
+    )
     return int(traces[0]["n"]), int(orphans[0]["n"])
 
 
@@ -69,12 +77,15 @@ def test_traces_older_than_the_retention_go(tmp_path: Path) -> None:
     store = EmbeddedStore(tmp_path / "store")
     log = TraceLog(store, "http://kb.example/", Retention(keep=0, max_age=timedelta(days=1)))
     try:
-        old = Trace("an old question", "document-rag", started=datetime.now(timezone.utc) - timedelta(days=3))
+        old = Trace("an old question", "document-rag", started=datetime.now(UTC) - timedelta(days=3))
         asyncio.run(log.write("default", old))  # pruned as it is written: older than a day
         asyncio.run(log.write("default", Trace("a new question", "document-rag")))
         assert log._age_checked  # the check ran
-        rows = select(store, SPARQL_PREFIXES + f"SELECT ?q {{ GRAPH {Iris('http://kb.example/', 'default').trace_graph} "
-                             "{ ?t sr:question ?q } }")  # fmt: skip
+        rows = select(
+            store,
+            SPARQL_PREFIXES + f"SELECT ?q {{ GRAPH {Iris('http://kb.example/', 'default').trace_graph} "
+            "{ ?t sr:question ?q } }",
+        )
         assert [row["q"] for row in rows] == ["a new question"]
     finally:
         store.close()
@@ -92,7 +103,9 @@ def test_traces_older_than_the_retention_go(tmp_path: Path) -> None:
         ("/page/trace/a%0A/" + "0" * 32, 400, "bad_collection"),
     ],
 )
-def test_hostile_trace_iris_are_4xx_and_redirect_nowhere(hostile: LiveServer, path: str, status: int, error: str) -> None:
+def test_hostile_trace_iris_are_4xx_and_redirect_nowhere(
+    hostile: LiveServer, path: str, status: int, error: str
+) -> None:
     """A trace IRI's collection and id come from the URL: a bad one is a 4xx naming the problem,
     never a redirect built from it, and the store is left as it was."""
     before = snapshot(hostile)

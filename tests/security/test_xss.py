@@ -9,16 +9,25 @@ from urllib.parse import quote
 from tests.conftest import LiveServer
 from tests.security.conftest import READ, WRITE, sparql
 
-HOSTILE_IRIS = ["javascript:alert(3)", "data:text/html,<script>alert(4)</script>", "vbscript:msgbox(5)", "JaVaScRiPt:alert(6)"]
+HOSTILE_IRIS = [
+    "javascript:alert(3)",
+    "data:text/html,<script>alert(4)</script>",
+    "vbscript:msgbox(5)",
+    "JaVaScRiPt:alert(6)",
+]
 
 
 def test_hostile_iris_are_shown_not_linked(hostile: LiveServer) -> None:
     base = hostile.settings.base_iri
     entity, relation = f"{base}id/default/evil", f"{base}rel/links-to"
-    facts = "\n".join(
-        f"<{entity}> <{relation}> <{quote(iri, safe=':/(),')}> . <{quote(iri, safe=':/(),')}> <{relation}> <{entity}> ."
-        for iri in HOSTILE_IRIS
-    ) + f'\n<{entity}> <{quote(HOSTILE_IRIS[0], safe=":()")}> "via a hostile predicate" .'
+    facts = (
+        "\n".join(
+            f"<{entity}> <{relation}> <{quote(iri, safe=':/(),')}> . <{quote(iri, safe=':/(),')}> <{relation}> "
+            f"<{entity}> ."
+            for iri in HOSTILE_IRIS
+        )
+        + f'\n<{entity}> <{quote(HOSTILE_IRIS[0], safe=":()")}> "via a hostile predicate" .'
+    )
     response = sparql(hostile, WRITE, "update", f"INSERT DATA {{ GRAPH <{base}graph/default> {{ {facts} }} }}")
     assert response.status_code == 204, response.text
     with hostile.client(READ) as client:
