@@ -42,8 +42,10 @@ install: $(BIN)/sparqlrag $(OWLAPI) $(YASGUI) $(COMUNICA) $(CHROMEDRIVER)
 demo: install
 	$(BIN)/sparqlrag demo
 
-# lint and format first: a violation fails in seconds, before the ~5 minutes of tests
+# lint, format and types first: a violation fails in seconds, before the ~5 minutes of tests
+# (mypy reads its files and its stricter store/ and models/ from pyproject.toml)
 test: install
 	$(BIN)/ruff check sparqlrag tests bench
 	$(BIN)/ruff format --check sparqlrag tests bench
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q

@@ -302,7 +302,7 @@ def _load(store: EmbeddedStore, settings: Settings, args: argparse.Namespace) ->
             tqdm(total=size, unit="B", unit_scale=True, desc=path.name, disable=size < 1_000_000) as bar,
         ):
             store.load(
-                _ProgressReader(file, bar),  # type: ignore[arg-type]
+                _ProgressReader(file, bar),
                 fmt,
                 graph=args.graph,
                 base_iri=settings.base_iri,
@@ -437,15 +437,13 @@ def _ask(services: Services, args: argparse.Namespace) -> None:
         options = GraphRagOptions(k=args.k)
         if args.mode == "document":
             answer = asyncio.run(services.document_rag.answer(args.collection, args.question, k=args.k))
-            passages, explained = answer.passages, None
+            text, passages, trace, explained = answer.answer, answer.passages, answer.trace, None
         else:
-            answer = explained = asyncio.run(
-                services.graph_rag.answer(args.collection, args.question, options, args.mode)
-            )
-            passages = answer.passages
+            explained = asyncio.run(services.graph_rag.answer(args.collection, args.question, options, args.mode))
+            text, passages, trace = explained.answer, explained.passages, explained.trace
     except (ValueError, EmptyGraph) as error:
         raise CliError(str(error)) from None
-    print(answer.answer.strip() + "\n")
+    print(text.strip() + "\n")
     if explained is not None and args.explain:
         print("Concepts: " + "; ".join(explained.concepts))
         print("Seeds:    " + "; ".join(f"{local_name(s.entity)} ({s.score:.2f})" for s in explained.seeds[:10]))
@@ -459,7 +457,7 @@ def _ask(services: Services, args: argparse.Namespace) -> None:
     for number, passage in enumerate(passages, start=1):
         snippet = " ".join(passage.text.split())
         print(f"  [{number}] {passage.title}: {snippet[:150]}{'...' if len(snippet) > 150 else ''}")
-    print(f"\nTrace: {answer.trace}")
+    print(f"\nTrace: {trace}")
 
 
 def _nl_query(services: Services, args: argparse.Namespace) -> None:

@@ -36,7 +36,7 @@ from sparqlrag.store.vector_index import VectorIndex
 def build_llm(settings: Settings) -> ChatModel | None:
     if settings.llm == "none":
         return None
-    common = {
+    common: dict[str, Any] = {
         "max_concurrency": settings.llm_concurrency,
         "cache": ResponseCache(settings.data_dir / "llm-cache.sqlite"),
     }

@@ -54,7 +54,8 @@ def split(text: str, size: int = 2000, overlap: int = 100, separators: tuple[str
     for piece in pieces:
         if current and piece[1] - current[0][0] > size:
             emit()
-            kept, total = [], 0
+            kept: list[tuple[int, int]] = []
+            total = 0
             for span in reversed(current):
                 total += span[1] - span[0]
                 if total > overlap:

@@ -217,8 +217,8 @@ class Cores:
 class _Core:
     manifest: dict[str, Any]
     quads: list[Quad]
-    vectors: dict[str, np.ndarray]
-    payloads: dict[str, list[dict[str, Any]]]
+    vectors: dict[Kind, np.ndarray]
+    payloads: dict[Kind, list[dict[str, Any]]]
 
 
 MANIFEST_FIELDS: dict[str, type | tuple[type, ...]] = {
@@ -305,7 +305,12 @@ def _read(source: Path) -> _Core:
     graphs = {iris.knowledge_graph, iris.source_graph, iris.trace_graph}
     if stray := next((q.graph_name for q in quads if q.graph_name not in graphs), None):
         raise CoreInvalid(f"the knowledge core holds graph {stray} outside collection {iris.collection!r}")
-    for kind, needs in (("chunks", ("iri", "text")), ("entities", ("iri",)), ("facts", ("iri", "fact"))):
+    required: list[tuple[Kind, tuple[str, ...]]] = [
+        ("chunks", ("iri", "text")),
+        ("entities", ("iri",)),
+        ("facts", ("iri", "fact")),
+    ]
+    for kind, needs in required:
         if not all(isinstance(p, dict) and all(isinstance(p.get(key), str) for key in needs) for p in payloads[kind]):
             raise CoreInvalid(
                 f"the knowledge core's {kind} vectors do not match their payloads (each needs {' and '.join(needs)})"
@@ -371,7 +376,7 @@ def _rebase(quads: list[Quad], old_base: str, iris: Iris) -> list[Quad]:
     after its moved fact, wherever it is named (provenance and traces)."""
     moved = _mover(old_base, iris.base)
     quads = [Quad(moved(q.subject), moved(q.predicate), moved(q.object), moved(q.graph_name)) for q in quads]
-    renamed = {
+    renamed: dict[object, NamedNode] = {
         q.subject: iris.statement(q.object)
         for q in quads
         if q.predicate == v.RDF_REIFIES and isinstance(q.object, Triple)

@@ -42,6 +42,8 @@ class Extractor(Protocol):
     before reading them one by one, to do work that is cheaper in batches."""
 
     name: str
-    model: str | None
+
+    @property
+    def model(self) -> str | None: ...
 
     async def extract(self, text: str, document_id: str) -> Knowledge: ...

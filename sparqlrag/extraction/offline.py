@@ -213,7 +213,7 @@ class OfflineExtractor:
             or tokens[index + 1].lower() not in ("a", "an")
         ):
             return []
-        words = []
+        words: list[str] = []
         for token in tokens[index + 2 :]:
             lower = token.lower()
             if (

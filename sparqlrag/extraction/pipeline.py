@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pyoxigraph import Literal, NamedNode, Quad, Triple
 
 from sparqlrag.extraction import librarian, resolver
@@ -63,9 +64,9 @@ from sparqlrag.store import vocab as v
 from sparqlrag.store.fact_index import FactIndex
 from sparqlrag.store.facts import walked_filter
 from sparqlrag.store.keyword_index import KeywordIndex
-from sparqlrag.store.select import select, select_terms
+from sparqlrag.store.select import lexical, select, select_terms
 from sparqlrag.store.sparql_text import insert_data, sparql_term, values
-from sparqlrag.store.vector_index import VectorIndex
+from sparqlrag.store.vector_index import Facet, VectorIndex
 from sparqlrag.store.vocab import Iris
 
 Progress = Callable[[int, int], None]
@@ -477,7 +478,7 @@ class Pipeline:
         async with self.locks.documents(collection, ids):
             for source, (text, sha256) in zip(sources, decoded):
                 doc = iris.document(source.document_id)
-                (existing,) = (await asyncio.to_thread(librarian.documents, self.store, iris, doc)) or [None]
+                existing = next(iter(await asyncio.to_thread(librarian.documents, self.store, iris, doc)), None)
                 if unchanged := self._unchanged(existing, sha256, force):
                     results.append(unchanged)
                     continue
@@ -535,7 +536,7 @@ class Pipeline:
         """Decode, compare with the stored version, mark processing, extract the new chunks."""
         decoded, sha256 = await asyncio.to_thread(_decode_and_hash, source)  # PDFs take a while: off the loop
         doc = iris.document(source.document_id)
-        (existing,) = (await asyncio.to_thread(librarian.documents, self.store, iris, doc)) or [None]
+        existing = next(iter(await asyncio.to_thread(librarian.documents, self.store, iris, doc)), None)
         if unchanged := self._unchanged(existing, sha256, force):
             return unchanged
         upload = Upload(iris.collection, source.document_id, source.media_type, source.filename, source.title)
@@ -644,9 +645,9 @@ class Pipeline:
             triple for result, resolution in knowledge for triple, _ in knowledge_triples(iris, result, resolution)
         ]
         labels = {
-            t.subject.value: t.object.value for t in triples if t.predicate == v.RDFS_LABEL
+            lexical(t.subject): lexical(t.object) for t in triples if t.predicate == v.RDFS_LABEL
         }  # not in the store yet
-        definitions = {t.subject.value: t.object.value for t in triples if t.predicate == v.SKOS_DEFINITION}
+        definitions = {lexical(t.subject): lexical(t.object) for t in triples if t.predicate == v.SKOS_DEFINITION}
         entities = iris.entity("").value
         named = {iri: (label, definitions.get(iri)) for iri, label in labels.items() if iri.startswith(entities)}
         named |= {m.alias_iri: (m.alias, None) for plan in plans for m in plan.resolution.merges if m.shared}
@@ -665,10 +666,11 @@ class Pipeline:
         texts = [entities[iri][0] for iri in labels] + [described(*entities[iri]) for iri in defined_new]
         if texts:
             vectors = await asyncio.to_thread(self.embedder.embed, texts)
-            for iri_list, rows, facet in (
+            parts: list[tuple[list[str], np.ndarray, Facet]] = [
                 (labels, vectors[: len(labels)], ""),
                 (defined_new, vectors[len(labels) :], "definition"),
-            ):
+            ]
+            for iri_list, rows, facet in parts:
                 if iri_list:
                     payloads = [{"label": entities[iri][0], "definition": entities[iri][1]} for iri in iri_list]
                     await asyncio.to_thread(

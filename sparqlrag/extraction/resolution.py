@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cache
 
-from gender_guesser.detector import Detector  # type: ignore[import-untyped]
+from gender_guesser.detector import Detector
 
 from sparqlrag.extraction.knowledge import Entity, Knowledge
 

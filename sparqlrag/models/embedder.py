@@ -15,6 +15,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -74,7 +75,7 @@ class Embedder:
 
         self.model_name = model
         self.batch_size = batch_size
-        kwargs: dict[str, object] = {"cache_dir": str(models_dir / "fastembed"), "threads": threads}
+        kwargs: dict[str, Any] = {"cache_dir": str(models_dir / "fastembed"), "threads": threads}
         if model == DEFAULT_MODEL:
             kwargs["specific_model_path"] = str(offline_minilm_dir(models_dir))
         elif offline:
@@ -135,4 +136,5 @@ class Embedder:
             yield batch
 
     def embed_one(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+        vector: np.ndarray = self.embed([text])[0]
+        return vector

@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -76,7 +77,10 @@ class ResponseCache:
                     "SELECT text, model, input_tokens, output_tokens FROM completions WHERE key = ?", (key,)
                 ).fetchone()
             )
-        return None if row is None else Completion(*row, cached=True)
+        if row is None:
+            return None
+        text, model, input_tokens, output_tokens = row
+        return Completion(text, model, input_tokens, output_tokens, cached=True)
 
     async def put(self, key: str, completion: Completion) -> None:
         values = (key, completion.text, completion.model, completion.input_tokens, completion.output_tokens)
@@ -164,7 +168,7 @@ class ChatModel(ABC):
     def _delay(self, attempt: int, retry: Retryable) -> float:
         if retry.after is not None:
             return min(retry.after, 60.0)
-        return self.backoff * (2**attempt) * (0.5 + random.random())
+        return float(self.backoff * (2**attempt) * (0.5 + random.random()))
 
     def _final(self, error: Exception) -> LLMError:
         return error if isinstance(error, LLMError) else LLMError(f"{self.name} failed: {error}")
@@ -208,10 +212,10 @@ class AnthropicModel(ChatModel):
             api_key=self.api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
         )
 
-    def _arguments(self, prompt: str, system: str | None, max_tokens: int, temperature: float) -> dict:
+    def _arguments(self, prompt: str, system: str | None, max_tokens: int, temperature: float) -> dict[str, Any]:
         # Current Claude models take no sampling temperature (the client no longer accepts it);
         # it stays part of the cache key and is honoured by the OpenAI-compatible backend.
-        arguments: dict = {
+        arguments: dict[str, Any] = {
             "model": self.model,
             "max_tokens": max_tokens,
             "messages": [{"role": "user", "content": prompt}],
@@ -261,7 +265,9 @@ class OpenAICompatibleModel(ChatModel):
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         self._client = httpx.AsyncClient(base_url=self.base_url.rstrip("/"), headers=headers, timeout=self.timeout)
 
-    def _body(self, prompt: str, system: str | None, max_tokens: int, temperature: float, stream: bool) -> dict:
+    def _body(
+        self, prompt: str, system: str | None, max_tokens: int, temperature: float, stream: bool
+    ) -> dict[str, Any]:
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
         return {
             "model": self.model,

@@ -65,7 +65,7 @@ def json_items(text: str) -> list[Any]:
     if body[start] == "[":
         try:
             value, _ = decoder.raw_decode(body, start)
-            return value
+            return list(value)
         except json.JSONDecodeError:
             pass
     items: list[Any] = []  # truncated array, or objects one after another: take complete values
@@ -111,7 +111,7 @@ class Parsed:
     rejected: int
 
 
-def _text(item: dict, key: str) -> str | None:
+def _text(item: dict[str, Any], key: str) -> str | None:
     value = item.get(key)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = str(value)

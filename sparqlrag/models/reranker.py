@@ -35,7 +35,8 @@ class CosineReranker:
         if not passages:
             return np.zeros(0, dtype=np.float32)
         vectors = self.embedder.embed([query, *passages])
-        return vectors[1:] @ vectors[0]
+        scores: np.ndarray = vectors[1:] @ vectors[0]
+        return scores
 
 
 class CrossEncoderReranker:

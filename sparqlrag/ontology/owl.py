@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pyoxigraph import BlankNode, Literal, NamedNode, RdfFormat, Triple, serialize
 
 from sparqlrag.store import vocab as v
+from sparqlrag.store.select import lexical
 from sparqlrag.store.vocab import local_name
 
 SCHEMA_ORG = ("http://schema.org/", "https://schema.org/")
@@ -146,7 +147,9 @@ class Owlready:
 
         # owlready2 follows owl:imports over HTTP and into local files, whatever the settings say,
         # so it never sees one; the imports stay in the stored ontology as plain triples
-        declared = serialize([t for t in _as_owl(triples) if t.predicate != OWL_IMPORTS], format=RdfFormat.N_TRIPLES)
+        declared = (
+            serialize([t for t in _as_owl(triples) if t.predicate != OWL_IMPORTS], format=RdfFormat.N_TRIPLES) or b""
+        )
         warnings = io.StringIO()
         with self._lock, contextlib.redirect_stderr(warnings):
             world = owlready2.World()
@@ -243,7 +246,7 @@ def _copy_out(world: object, iri: str, triples: list[Triple]) -> OntologyModel:
     datatype_ranges: dict[str, list[str]] = {}
     for t in triples:
         if t.predicate == RDFS_RANGE and isinstance(t.object, NamedNode) and _is_datatype(t.object.value):
-            datatype_ranges.setdefault(t.subject.value, []).append(t.object.value)
+            datatype_ranges.setdefault(lexical(t.subject), []).append(lexical(t.object))
     classes: dict[str, OntClass] = {}
     cardinalities: list[Cardinality] = []
     kinds = {owlready2.EXACTLY: (True, True), owlready2.MIN: (True, False), owlready2.MAX: (False, True)}

@@ -102,7 +102,7 @@ class ElementIndex:
         import faiss
 
         self.model = model
-        elements = [*model.classes.values(), *model.properties.values()]
+        elements: list[OntClass | OntProperty] = [*model.classes.values(), *model.properties.values()]
         self.iris = [e.iri for e in elements]
         self.vocabulary = {stem for e in elements for stem in stems(f"{e.label} {local_name(e.iri)}")}
         self.properties_of: dict[str, set[str]] = {}  # class -> the properties whose domain or range it is

@@ -27,7 +27,7 @@ from sparqlrag.retrieval.document_rag import passages_of
 from sparqlrag.store import vocab as v
 from sparqlrag.store.aliases import canonicals
 from sparqlrag.store.provenance import fact_sources
-from sparqlrag.store.select import Term, select_terms
+from sparqlrag.store.select import Term, lexical, select_terms
 from sparqlrag.store.sparql_text import sparql_term, values
 from sparqlrag.store.vocab import InvalidName, Iris, local_name
 
@@ -163,12 +163,12 @@ def describe(store: Any, base_iri: str, iri: str) -> Description | None:
     about: dict[NamedNode, list[str]] = {}  # the header: label, definition, types, aliases
     for fact in out:
         if fact.predicate in DESCRIPTIVE:
-            about.setdefault(fact.predicate, []).append(fact.object.value)
+            about.setdefault(fact.predicate, []).append(lexical(fact.object))
     return Description(
         iri,
         iris.collection,
         (about.get(v.RDFS_LABEL) or [local_name(iri)])[0],
-        (about.get(v.SKOS_DEFINITION) or [None])[0],
+        next(iter(about.get(v.SKOS_DEFINITION, [])), None),
         about.get(v.RDF_TYPE, []),
         about.get(v.SKOS_ALT_LABEL, []),
         [Statement(f, evidence.get(f, [])) for f in out if f.predicate not in DESCRIPTIVE],
@@ -180,12 +180,12 @@ def describe(store: Any, base_iri: str, iri: str) -> Description | None:
 def _evidence(store: Any, iris: Iris, facts: list[Triple]) -> dict[Triple, list[Evidence]]:
     rows = fact_sources(store, iris, facts)
     passages = {
-        p.chunk: p for p in passages_of(store, iris, list(dict.fromkeys(row["chunk"].value for row in rows)), {})
+        p.chunk: p for p in passages_of(store, iris, list(dict.fromkeys(lexical(row["chunk"]) for row in rows)), {})
     }
     found: dict[Triple, list[Evidence]] = {}
     for row in rows:
-        if (passage := passages.get(row["chunk"].value)) is not None:
-            sentence = row["sentence"].value if "sentence" in row else None
+        if (passage := passages.get(lexical(row["chunk"]))) is not None:
+            sentence = lexical(row["sentence"]) if "sentence" in row else None
             fact = Triple(row["s"], row["p"], row["o"])  # type: ignore[arg-type]
             found.setdefault(fact, []).append(
                 Evidence(passage.chunk, passage.document, passage.title, passage.text, sentence)
@@ -205,7 +205,7 @@ def _labels(store: Any, nodes: set[NamedNode]) -> dict[str, str]:
         + f"""SELECT ?x (SAMPLE(?l) AS ?label) WHERE {{ {values("x", sorted(nodes, key=str))}
         GRAPH ?g {{ ?x rdfs:label ?l }} }} GROUP BY ?x""",
     )
-    return ours | {row["x"].value: row["label"].value for row in rows if "label" in row}
+    return ours | {lexical(row["x"]): lexical(row["label"]) for row in rows if "label" in row}
 
 
 @dataclass
@@ -251,7 +251,7 @@ def describe_source(store: Any, base_iri: str, iri: str) -> SourceDescription | 
             v.SPARQL_PREFIXES + f"SELECT ?t WHERE {{ GRAPH {src} {{ {sparql_term(document)} dcterms:title ?t }} }}",
         )
         facts = [
-            row["t"]
+            fact
             for row in select_terms(
                 store,
                 v.SPARQL_PREFIXES
@@ -259,33 +259,34 @@ def describe_source(store: Any, base_iri: str, iri: str) -> SourceDescription | 
             ?st prov:wasDerivedFrom {sparql_term(node)} ; rdf:reifies ?t FILTER(PREDICATE(?t) != rdfs:label) }} }}
               LIMIT {FACT_LIMIT}""",
             )
+            if isinstance(fact := row["t"], Triple)
         ]
-        named = {t for f in facts for t in (f.subject, f.predicate, f.object) if isinstance(t, NamedNode)}  # type: ignore[union-attr]
+        named = {t for f in facts for t in (f.subject, f.predicate, f.object) if isinstance(t, NamedNode)}
         return SourceDescription(
             iri,
             iris.collection,
-            title[0]["t"].value if title else local_name(document.value),
-            document.value,
+            lexical(title[0]["t"]) if title else local_name(lexical(document)),
+            lexical(document),
             properties,
             [],
-            value[v.SR_TEXT].value,
+            lexical(value[v.SR_TEXT]),
             facts,
             _labels(store, named),
-        )  # type: ignore[arg-type]
+        )
     chunks = select_terms(
         store,
         v.SPARQL_PREFIXES
         + f"""SELECT ?c ?i ?text WHERE {{ GRAPH {src} {{
         ?c prov:wasDerivedFrom {sparql_term(node)} ; a sr:Chunk ; sr:index ?i ; sr:text ?text }} }} ORDER BY ?i""",
     )
-    title = value.get(v.DCTERMS_TITLE)
+    document_title = value.get(v.DCTERMS_TITLE)
     return SourceDescription(
         iri,
         iris.collection,
-        title.value if title else local_name(iri),
+        lexical(document_title) if document_title else local_name(iri),
         iri,
         properties,
-        [(row["c"].value, int(row["i"].value), row["text"].value) for row in chunks],
+        [(lexical(row["c"]), int(lexical(row["i"])), lexical(row["text"])) for row in chunks],
     )
 
 
@@ -321,7 +322,7 @@ def _relation_facts(store: Any, base_iri: str, iri: str, limit: int) -> list[tup
         f"""SELECT ?g ?s ?o WHERE {{ GRAPH ?g {{ ?s {sparql_term(node)} ?o }}
         FILTER(STRSTARTS(STR(?g), {sparql_term(Literal(graphs))})) }} LIMIT {limit}""",
     )
-    return [(row["g"].value[len(graphs) :], Triple(row["s"], node, row["o"])) for row in rows]  # type: ignore[arg-type]
+    return [(lexical(row["g"])[len(graphs) :], Triple(row["s"], node, row["o"])) for row in rows]  # type: ignore[arg-type]
 
 
 def describe_relation(store: Any, base_iri: str, iri: str) -> RelationDescription | None:

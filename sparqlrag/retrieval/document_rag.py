@@ -162,10 +162,10 @@ class DocumentRag:
             rankings.append([h.iri for h in hits])
             scores.update({h.iri: h.score for h in hits})
         if mode in ("keyword", "hybrid"):
-            hits = await asyncio.to_thread(self.keywords.search, collection, question, candidates)
-            rankings.append([h.iri for h in hits])
+            matches = await asyncio.to_thread(self.keywords.search, collection, question, candidates)
+            rankings.append([h.iri for h in matches])
             if mode == "keyword":
-                scores.update({h.iri: h.score for h in hits})
+                scores.update({h.iri: h.score for h in matches})
         if mode == "hybrid":
             fused = rrf(rankings, list(weights or self.weights))
             scores = dict(fused)

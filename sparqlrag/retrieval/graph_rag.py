@@ -46,7 +46,7 @@ from sparqlrag.store.aliases import canonicals
 from sparqlrag.store.fact_index import FactIndex
 from sparqlrag.store.facts import fact_labels, labels_of, parse_fact, walked_filter
 from sparqlrag.store.provenance import fact_sources
-from sparqlrag.store.select import select_terms
+from sparqlrag.store.select import lexical, select_terms
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vector_index import VectorIndex, unit
 from sparqlrag.store.vocab import Iris
@@ -127,6 +127,13 @@ class Edge:
     @property
     def text(self) -> str:
         return " ".join(self.labels)
+
+    @property
+    def path_vector(self) -> np.ndarray:
+        """Its fact's vector plus the leading fact's (not unit length): what the facts scorer judges."""
+        assert self.vector is not None, "the facts scorer sets every edge's vector first"
+        lead = self.leading
+        return self.vector + lead.vector if lead is not None and lead.vector is not None else self.vector
 
     @property
     def leading(self) -> Edge | None:
@@ -400,7 +407,7 @@ class GraphRag:
             ends: dict[str, float] = {}
             for edge in kept:
                 for term in (edge.fact.subject, edge.fact.object):
-                    node = term.value
+                    node = lexical(term)
                     if isinstance(term, NamedNode) and edge.score > max(visited.get(node, -1.0), ends.get(node, -1.0)):
                         ends[node], via[node] = edge.score, edge
             frontier = dict(sorted(ends.items(), key=lambda item: -item[1]))
@@ -535,7 +542,7 @@ class GraphRag:
     ) -> dict[str, float]:
         """Each frontier node's weight, damped for a hub reached through an edge (a seed is what
         the question names, so it is never damped)."""
-        fetched = Counter((anchor, triple.subject.value == anchor) for triple, anchor in found)
+        fetched = Counter((anchor, lexical(triple.subject) == anchor) for triple, anchor in found)
         hubs = {anchor for (anchor, _), count in fetched.items() if count >= limit}
         return {node: w * (HUB_DAMPING if node in hubs and node in via else 1.0) for node, w in frontier.items()}
 
@@ -555,14 +562,7 @@ class GraphRag:
     @staticmethod
     def _paths(edges: list[Edge]) -> np.ndarray:
         """Each edge's path vector: its fact's vector plus the leading fact's, as a unit vector."""
-        return unit(
-            np.stack(
-                [
-                    e.vector + e.leading.vector if e.leading is not None and e.leading.vector is not None else e.vector
-                    for e in edges
-                ]
-            )
-        )
+        return unit(np.stack([e.path_vector for e in edges]))
 
     def _score_as_named(
         self,
@@ -612,7 +612,7 @@ class GraphRag:
                         f"LIMIT {limit} }}"
                     )
             for row in select_terms(self.store, f"SELECT ?s ?p ?o ?rank WHERE {{ {' UNION '.join(branches)} }}"):
-                per_entity[int(row["rank"].value)].append(Triple(row["s"], row["p"], row["o"]))  # type: ignore[arg-type]
+                per_entity[int(lexical(row["rank"]))].append(Triple(row["s"], row["p"], row["o"]))  # type: ignore[arg-type]
         return [(t, entity) for entity, edges in zip(frontier, per_entity) for t in edges]
 
     # -- sources and reasoning ------------------------------------------------------------------
@@ -628,10 +628,10 @@ class GraphRag:
             edge = by_fact.get(Triple(row["s"], row["p"], row["o"]))  # type: ignore[arg-type]
             if edge is None:
                 continue
-            edge.statement = row["st"].value
-            edge.sentence = edge.sentence or (row["sentence"].value if "sentence" in row else None)
-            if row["chunk"].value not in edge.chunks:
-                edge.chunks.append(row["chunk"].value)
+            edge.statement = lexical(row["st"])
+            edge.sentence = edge.sentence or (lexical(row["sentence"]) if "sentence" in row else None)
+            if lexical(row["chunk"]) not in edge.chunks:
+                edge.chunks.append(lexical(row["chunk"]))
 
     async def _passages(self, iris: Iris, walk: Walk, scored: list[Edge]) -> list[Passage]:
         """The k passages: dense candidates and the chunks of scored edges, each scored by its

@@ -18,7 +18,7 @@ from typing import Any
 from pyoxigraph import BlankNode, Literal, NamedNode, Quad, RdfFormat, Triple, serialize
 
 from sparqlrag.store import vocab as v
-from sparqlrag.store.select import select, select_terms
+from sparqlrag.store.select import lexical, select, select_terms
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vocab import Iris
 
@@ -348,9 +348,9 @@ def read_trace(store: Any, iris: Iris, trace_id: str) -> dict[str, Any] | None:
 
 def fact_json(fact: Triple) -> dict[str, Any]:
     return {
-        "subject": fact.subject.value,
+        "subject": lexical(fact.subject),
         "predicate": fact.predicate.value,
-        "object": fact.object.value,
+        "object": lexical(fact.object),
         "object_is_literal": isinstance(fact.object, Literal),
     }
 

@@ -116,7 +116,7 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
                 expose_headers=["Location", "Content-Type"],
             ),
         ],
-        exception_handlers={**EXCEPTION_HANDLERS, 404: ontologies.published_or_not_found},  # type: ignore[dict-item]
+        exception_handlers={**EXCEPTION_HANDLERS, 404: ontologies.published_or_not_found},
         lifespan=lifespan,
     )
     app.state.settings = settings

@@ -70,6 +70,7 @@ async def create_collection(request: Request) -> Response:
     if not await _collections(request).create(name, ontology):
         raise ApiError(409, "collection_exists", f"collection {name!r} exists already")
     info = await _collections(request).get(name)
+    assert info is not None, "a collection just created is registered"
     return JSONResponse(asdict(info), status_code=201, headers={"Location": f"/api/v1/collections/{name}"})
 
 

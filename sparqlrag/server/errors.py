@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -27,7 +28,7 @@ class ApiError(Exception):
         self.headers = headers
 
 
-STORE_ERROR_STATUS: dict[type[base.StoreError], tuple[int, str]] = {
+STORE_ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     base.QuerySyntaxError: (400, "syntax_error"),
     base.DataSyntaxError: (400, "invalid_rdf"),
     base.QueryEvaluationError: (400, "evaluation_error"),
@@ -44,7 +45,7 @@ STORE_ERROR_STATUS: dict[type[base.StoreError], tuple[int, str]] = {
 }
 
 
-def error_response(status: int, error: str, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
+def error_response(status: int, error: str, detail: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": error, "detail": detail}, status_code=status, headers=headers)
 
 

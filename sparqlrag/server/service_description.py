@@ -33,7 +33,7 @@ def _sd(name: str) -> NamedNode:
 
 def description(endpoint: str, settings: Settings) -> list[Triple]:
     service, dataset, default_graph = BlankNode(), BlankNode(), BlankNode()
-    triples = [
+    triples: list[tuple[BlankNode, NamedNode, BlankNode | NamedNode | Literal]] = [
         (service, RDF_TYPE, _sd("Service")),
         (service, _sd("endpoint"), NamedNode(endpoint)),
         (service, _sd("supportedLanguage"), _sd("SPARQL11Query")),

@@ -70,7 +70,7 @@ def _dataset_graph(graph: Graph) -> NamedNode | DefaultGraph:
         raise QuerySyntaxError(f"the dataset names {graph!r}, which is not an absolute IRI") from None
 
 
-def _source_kwargs(source: Source, format: RdfFormat) -> dict[str, object]:
+def _source_kwargs(source: Source, format: RdfFormat) -> dict[str, Any]:
     """pyoxigraph's arguments for reading `source`, once it is known to be safe to parse."""
     if format == RdfFormat.RDF_XML:
         check_entity_expansion(source)
@@ -212,7 +212,7 @@ class EmbeddedStore:
         if not self.graph_exists(graph):
             raise GraphNotFound(f"graph <{graph}> does not exist")
         try:
-            return self._store.dump(format=format, from_graph=graph_node(graph), prefixes=prefixes)
+            return self._store.dump(format=format, from_graph=graph_node(graph), prefixes=prefixes) or b""
         except OSError as error:
             raise NotAcceptable(f"cannot write this graph as {format.name}: {error}") from error
 
@@ -367,7 +367,7 @@ def check_syntax(source: Source, format: RdfFormat, base_iri: str | None) -> Non
 
 def _serialize_result(result: object, accept: str | None) -> QueryResult:
     if isinstance(result, (QueryBoolean, QuerySolutions)):
-        kind = "boolean" if isinstance(result, QueryBoolean) else "solutions"
+        kind: Literal["boolean", "solutions"] = "boolean" if isinstance(result, QueryBoolean) else "solutions"
         chosen = negotiate(accept, RESULTS_FORMATS)
         if chosen is None:
             raise NotAcceptable(
@@ -375,7 +375,7 @@ def _serialize_result(result: object, accept: str | None) -> QueryResult:
                 + ", ".join(sorted({m for m, _ in RESULTS_FORMATS}))
             )
         media_type, results_format = chosen
-        body = result.serialize(format=results_format)
+        body = result.serialize(format=results_format) or b""
         return QueryResult(kind, with_charset(media_type), body)
     chosen_graph = negotiate(accept, GRAPH_FORMATS)
     if chosen_graph is None:

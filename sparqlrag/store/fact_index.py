@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from pyoxigraph import Triple
+from pyoxigraph import NamedNode, Triple
 
 from sparqlrag.store import vocab as v
 from sparqlrag.store.facts import fact_ntriples, fact_text, labels_of, walked
@@ -25,6 +25,12 @@ from sparqlrag.store.vector_index import VectorIndex, unit
 from sparqlrag.store.vocab import Iris
 
 Embed = Callable[[Sequence[str]], np.ndarray]
+
+
+def _iri(term: object) -> str:
+    """An end of a co-occurrence: always an entity IRI."""
+    assert isinstance(term, NamedNode)
+    return term.value
 
 
 class FactIndex:
@@ -49,7 +55,7 @@ class FactIndex:
         """The facts' vectors, unit length: co-occurrences from their entities' vectors, the
         rest from their text, in one embedding call."""
         cooccurring = [i for i, t in enumerate(triples) if t.predicate == v.SR_COOCCURS]
-        ends = sorted({term.value for i in cooccurring for term in (triples[i].subject, triples[i].object)})
+        ends = sorted({_iri(term) for i in cooccurring for term in (triples[i].subject, triples[i].object)})
         stored = self.vectors.vectors_of(iris.collection, "entities", ends) if ends else {}
         texts = [fact_text(t, labels) for t in triples]
         wanted = [i for i, t in enumerate(triples) if t.predicate != v.SR_COOCCURS]
@@ -60,7 +66,7 @@ class FactIndex:
         if wanted:
             matrix[wanted] = computed[: len(wanted)]
         for i in cooccurring:
-            matrix[i] = entity[triples[i].subject.value] + entity[triples[i].object.value]
+            matrix[i] = entity[_iri(triples[i].subject)] + entity[_iri(triples[i].object)]
         return unit(matrix)
 
     def lookup(self, iris: Iris, triples: list[Triple], labels: dict[str, str]) -> np.ndarray:

@@ -60,7 +60,8 @@ def labels_of(store: Any, iris: Iris, triples: Iterable[Triple], known: dict[str
 
 
 def fact_labels(triple: Triple, labels: dict[str, str]) -> tuple[str, str, str]:
-    return tuple(labels.get(term.value, term.value) for term in triple)  # type: ignore[return-value]
+    subject, predicate, obj = (labels.get(term.value, term.value) for term in triple)
+    return subject, predicate, obj
 
 
 def fact_text(triple: Triple, labels: dict[str, str]) -> str:
@@ -77,5 +78,6 @@ def parse_fact(statement: str) -> Triple:
     """The fact of an N-Triples statement written by `fact_ntriples`. Raises SyntaxError, or
     ValueError when it holds no statement."""
     for quad in parse(statement.encode("utf-8"), format=RdfFormat.N_TRIPLES):
-        return quad.triple
+        fact: Triple = quad.triple
+        return fact
     raise ValueError(f"no fact in {statement!r}")

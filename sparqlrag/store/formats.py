@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from pyoxigraph import QueryResultsFormat, RdfFormat
 
-F = TypeVar("F", QueryResultsFormat, RdfFormat)
+F = TypeVar("F")  # what an offer stands for: a format, or a page kind
 
 # Server preference order: the first entry is the default when the client states none.
 RESULTS_FORMATS: list[tuple[str, QueryResultsFormat]] = [

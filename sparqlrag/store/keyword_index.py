@@ -82,7 +82,8 @@ class KeywordIndex:
 
     def count(self, collection: str) -> int:
         with self._lock:
-            return self._db.execute(f"SELECT count(*) FROM {self._ensure(collection)}").fetchone()[0]
+            count: int = self._db.execute(f"SELECT count(*) FROM {self._ensure(collection)}").fetchone()[0]
+            return count
 
     def drop(self, collection: str) -> None:
         with self._lock, self._db:

@@ -10,10 +10,16 @@ from pyoxigraph import BlankNode, Literal, NamedNode, Triple
 Term = NamedNode | BlankNode | Literal | Triple
 
 
-def _bindings(store: Any, sparql: str) -> list[dict[str, dict]]:
+def lexical(term: Term) -> str:
+    """A term's IRI, blank node label or lexical form; a quoted triple as N-Triples."""
+    return str(term) if isinstance(term, Triple) else term.value
+
+
+def _bindings(store: Any, sparql: str) -> list[dict[str, dict[str, Any]]]:
     """SELECT over the real dataset (no union default graph: our queries name graphs)."""
     result = store.query(sparql, accept="application/sparql-results+json")
-    return json.loads(result.body)["results"]["bindings"]
+    bindings: list[dict[str, dict[str, Any]]] = json.loads(result.body)["results"]["bindings"]
+    return bindings
 
 
 def select(store: Any, sparql: str) -> list[dict[str, str]]:
@@ -26,7 +32,7 @@ def select_terms(store: Any, sparql: str) -> list[dict[str, Term]]:
     return [{name: _term(value) for name, value in row.items()} for row in _bindings(store, sparql)]
 
 
-def _term(value: dict) -> Term:
+def _term(value: dict[str, Any]) -> Term:
     kind = value["type"]
     if kind == "uri":
         return NamedNode(value["value"])

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from qdrant_client import QdrantClient, models
@@ -28,13 +28,14 @@ KINDS: tuple[Kind, ...] = ("chunks", "entities", "facts")
 Facet = Literal["", "definition"]
 FACETS: tuple[Facet, ...] = ("", "definition")
 BATCH = 256
+Payload = dict[str, Any]  # what a point carries beside its vector: its IRI, label, text, ...
 
 
 @dataclass(frozen=True)
 class Hit:
     iri: str
     score: float
-    payload: dict
+    payload: Payload
 
 
 def point_id(iri: str, facet: Facet = "") -> str:
@@ -44,12 +45,13 @@ def point_id(iri: str, facet: Facet = "") -> str:
 def unit(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to length 1 (a zero row stays zero): cosine becomes a dot product."""
     array = np.asarray(vectors, dtype=np.float32)
-    return array / np.maximum(np.linalg.norm(array, axis=-1, keepdims=True), 1e-12)
+    scaled: np.ndarray = array / np.maximum(np.linalg.norm(array, axis=-1, keepdims=True), 1e-12)
+    return scaled
 
 
 def _nearest(
-    table: np.ndarray, payloads: list[dict | None], removed: list[int], queries: np.ndarray, limit: int
-) -> list[list[tuple[float, dict]]]:
+    table: np.ndarray, payloads: list[Payload | None], removed: list[int], queries: np.ndarray, limit: int
+) -> list[list[tuple[float, Payload]]]:
     """Cosine search of each query over a normalised matrix: (score, payload) pairs, best first."""
     if not len(payloads):
         return [[] for _ in queries]
@@ -65,8 +67,8 @@ def _nearest(
 
 
 def _rescored(
-    table: np.ndarray, payloads: list[dict | None], candidates: np.ndarray, queries: np.ndarray, limit: int
-) -> list[list[tuple[float, dict]]]:
+    table: np.ndarray, payloads: list[Payload | None], candidates: np.ndarray, queries: np.ndarray, limit: int
+) -> list[list[tuple[float, Payload]]]:
     """Each query's shortlisted rows (-1: none) scored exactly: (score, payload) pairs, best first."""
     out = []
     for rows, query in zip(candidates, unit(queries)):
@@ -83,13 +85,13 @@ class _Matrix:
     once deleted); kept up to date by writes, so a search after a write does not reload it."""
 
     vectors: np.ndarray
-    payloads: list[dict | None]
+    payloads: list[Payload | None]
     rows: dict[str, int]  # point id -> row
     removed: set[int] = field(default_factory=set)  # rows of deleted points, never returned
     shortlist: Shortlist | None = None  # a big matrix's float16 first pass (shortlist.py)
 
-    def put(self, ids: list[str], vectors: np.ndarray, payloads: list[dict]) -> None:
-        fresh: list[tuple[np.ndarray, dict]] = []
+    def put(self, ids: list[str], vectors: np.ndarray, payloads: list[Payload]) -> None:
+        fresh: list[tuple[np.ndarray, Payload]] = []
         rewritten: list[int] = []
         written: list[int] = []
         normalised = unit(vectors)
@@ -195,7 +197,7 @@ class VectorIndex:
         kind: Kind,
         iris: Sequence[str],
         vectors: np.ndarray,
-        payloads: Sequence[dict],
+        payloads: Sequence[Payload],
         facet: Facet = "",
     ) -> None:
         """Write points in batches; each payload gets its IRI as "iri" (and its facet, if any)."""
@@ -218,7 +220,9 @@ class VectorIndex:
                 self._client.upsert(name, points=points, wait=True)
                 if name in self._matrices:
                     self._matrices[name].put(
-                        [str(p.id) for p in points], np.array([p.vector for p in points]), [p.payload for p in points]
+                        [str(p.id) for p in points],
+                        np.array([p.vector for p in points]),
+                        [p.payload or {} for p in points],
                     )
 
     def search(self, collection: str, kind: Kind, vector: np.ndarray, limit: int) -> list[Hit]:
@@ -254,7 +258,7 @@ class VectorIndex:
             else:
                 ranked = _rescored(table, payloads, shortlisted, vectors, fetch)
         else:
-            ranked = [[(float(p.score), p.payload) for p in points] for points in found]
+            ranked = [[(float(p.score), p.payload or {}) for p in points] for points in found]
         out = []
         for hits in ranked:
             best: dict[str, Hit] = {}
@@ -268,9 +272,8 @@ class VectorIndex:
         matrix = self._matrices.get(name)
         if matrix is None:
             ids, vectors, payloads = self._scroll(name)
-            matrix = self._matrices[name] = _Matrix(
-                unit(vectors), payloads, {point: row for row, point in enumerate(ids)}
-            )
+            rows = {point: row for row, point in enumerate(ids)}
+            matrix = self._matrices[name] = _Matrix(unit(vectors), list[Payload | None](payloads), rows)
         return matrix
 
     def existing(self, collection: str, kind: Kind, iris: Sequence[str], facet: Facet = "") -> set[str]:
@@ -281,7 +284,7 @@ class VectorIndex:
                 return set()
             ids = [point_id(i, facet) for i in iris]
             points = self._client.retrieve(name, ids=ids, with_payload=True, with_vectors=False)
-        return {p.payload["iri"] for p in points}
+        return {(p.payload or {})["iri"] for p in points}
 
     def vectors_of(self, collection: str, kind: Kind, iris: Sequence[str], facet: Facet = "") -> dict[str, np.ndarray]:
         """The stored vectors (of `facet`) of those `iris` that have one."""
@@ -295,18 +298,20 @@ class VectorIndex:
             points = self._client.retrieve(
                 name, ids=[point_id(i, facet) for i in iris], with_payload=True, with_vectors=True
             )
-        return {p.payload["iri"]: np.asarray(p.vector, dtype=np.float32) for p in points}
+        return {(p.payload or {})["iri"]: np.asarray(p.vector, dtype=np.float32) for p in points}
 
     def delete(self, collection: str, kind: Kind, iris: Sequence[str]) -> None:
         name = self.name(collection, kind)
         with self._lock:
             if iris and self._client.collection_exists(name):
                 ids = [point_id(i, facet) for i in iris for facet in FACETS]
-                self._client.delete(name, points_selector=models.PointIdsList(points=ids), wait=True)
+                self._client.delete(
+                    name, points_selector=models.PointIdsList(points=list[models.ExtendedPointId](ids)), wait=True
+                )
                 if name in self._matrices:
                     self._matrices[name].remove(ids)
 
-    def points(self, collection: str, kind: Kind) -> tuple[np.ndarray, list[dict]]:
+    def points(self, collection: str, kind: Kind) -> tuple[np.ndarray, list[Payload]]:
         """Every point of a collection's index: its vectors as one matrix, and their payloads
         (each with its "iri", and "facet" when it has one). What a knowledge core carries."""
         name = self.name(collection, kind)
@@ -316,14 +321,13 @@ class VectorIndex:
             _, vectors, payloads = self._scroll(name)
         return vectors, payloads
 
-    def _scroll(self, name: str) -> tuple[list[str], np.ndarray, list[dict]]:
+    def _scroll(self, name: str) -> tuple[list[str], np.ndarray, list[Payload]]:
         """Every point of an existing Qdrant collection: ids, vectors (one matrix), payloads.
         The caller holds the lock."""
         ids: list[str] = []
-        pages = [
-            np.zeros((0, self.dim), dtype=np.float32)
-        ]  # each page an array at once: 1M vectors as Python floats take ~10 GB
-        payloads: list[dict] = []
+        # each page an array at once: 1M vectors as Python floats take ~10 GB
+        pages = [np.zeros((0, self.dim), dtype=np.float32)]
+        payloads: list[Payload] = []
         offset = None
         while True:
             found, offset = self._client.scroll(name, limit=10_000, offset=offset, with_payload=True, with_vectors=True)

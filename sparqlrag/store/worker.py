@@ -40,7 +40,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pyoxigraph import RdfFormat
 
@@ -53,7 +53,8 @@ _RDF_FORMATS = {fmt.name: fmt for fmt in (getattr(RdfFormat, n) for n in dir(Rdf
 
 
 def _rdf_format(name: str) -> RdfFormat:
-    return _RDF_FORMATS[name]
+    found: RdfFormat = _RDF_FORMATS[name]
+    return found
 
 
 copyreg.pickle(RdfFormat, lambda fmt: (_rdf_format, (fmt.name,)))
@@ -117,7 +118,7 @@ def _serve(fd: int, path: Path, threads: int, allow_remote: bool, table_fd: int,
         return
     _send(sock, lock, ("ready", True, None))
 
-    def run(slot: int, request_id: int, method: str, args: tuple, kwargs: dict) -> None:
+    def run(slot: int, request_id: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         thread = threading.get_ident()
         # a write counts as running (not safe to resend) only once it holds the write lock
         exclusive = store.write_lock if method in WRITE_METHODS else contextlib.nullcontext()
@@ -164,8 +165,8 @@ def _serve(fd: int, path: Path, threads: int, allow_remote: bool, table_fd: int,
 @dataclass
 class _Call:
     method: str
-    frame: tuple
-    future: Future = field(default_factory=Future)
+    frame: tuple[Any, ...]
+    future: Future[Any] = field(default_factory=Future)
 
     @property
     def is_write(self) -> bool:
@@ -174,13 +175,13 @@ class _Call:
 
 @dataclass
 class _Worker:
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     sock: socket.socket
     send_lock: threading.Lock = field(default_factory=threading.Lock)
     stopped: bool = False  # killed by us (a deadline), not by what it ran
 
 
-def _poison_key(method: str, args: tuple) -> bytes | None:
+def _poison_key(method: str, args: tuple[Any, ...]) -> bytes | None:
     if method not in SPARQL_METHODS or not args or not isinstance(args[0], str):
         return None
     return hashlib.sha256(f"{method}\0{args[0]}".encode()).digest()
@@ -337,7 +338,7 @@ class WorkerStore:
 
     # -- calls --------------------------------------------------------------------------------
 
-    def _submit(self, method: str, args: tuple, kwargs: dict) -> tuple[int, Future]:
+    def _submit(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, Future[Any]]:
         """Send a call to the child; the future resolves when its reply arrives."""
         request_id = next(self._ids)
         call = _Call(method, (request_id, method, args, kwargs))
@@ -413,19 +414,19 @@ class WorkerStore:
         self._call("update", sparql, **kwargs)
 
     def graph_exists(self, graph: str | None) -> bool:
-        return self._call("graph_exists", graph)
+        return cast(bool, self._call("graph_exists", graph))
 
     def named_graphs(self) -> list[str]:
-        return self._call("named_graphs")
+        return cast(list[str], self._call("named_graphs"))
 
     def serialize_graph(self, graph: str | None, format: RdfFormat, prefixes: dict[str, str] | None = None) -> bytes:
-        return self._call("serialize_graph", graph, format, prefixes)
+        return cast(bytes, self._call("serialize_graph", graph, format, prefixes))
 
     def replace_graph(self, graph: str | None, source: Path, format: RdfFormat, base_iri: str | None) -> bool:
-        return self._call("replace_graph", graph, source, format, base_iri)
+        return cast(bool, self._call("replace_graph", graph, source, format, base_iri))
 
     def add_to_graph(self, graph: str | None, source: Path, format: RdfFormat, base_iri: str | None) -> bool:
-        return self._call("add_to_graph", graph, source, format, base_iri)
+        return cast(bool, self._call("add_to_graph", graph, source, format, base_iri))
 
     def add_quads(self, nquads: bytes) -> None:
         self._call("add_quads", nquads)
@@ -440,7 +441,7 @@ class WorkerStore:
         self._call("load", source, format, **kwargs)
 
     def count(self) -> int:
-        return self._call("count")
+        return cast(int, self._call("count"))
 
     def optimize(self) -> None:
         self._call("optimize")
