@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 from report import markdown_table, publish  # noqa: E402
 
 from sparqlrag.extraction.chunker import split  # noqa: E402
+from sparqlrag.extraction.guided import TypedOfflineExtractor  # noqa: E402
 from sparqlrag.models.embedder import Embedder  # noqa: E402
-from sparqlrag.ontology.guided import TypedOfflineExtractor  # noqa: E402
 from sparqlrag.ontology.owl import OntClass, OntologyModel, owlready  # noqa: E402
 from sparqlrag.ontology.reading import read_ontology  # noqa: E402
 from sparqlrag.ontology.selection import ElementIndex, Selector  # noqa: E402

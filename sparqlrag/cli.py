@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 from sparqlrag.config import Settings, load_settings
-from sparqlrag.extraction.librarian import CollectionBusy, UnknownCollection
+from sparqlrag.library.librarian import CollectionBusy, UnknownCollection
 from sparqlrag.ontology.owl import OntologyError
 from sparqlrag.ontology.reading import FORMAT_NAMES as ONTOLOGY_FORMAT_NAMES
 from sparqlrag.ontology.registry import OntologyConflict, UnknownOntology
@@ -427,7 +427,7 @@ def _extractor_override(args: argparse.Namespace) -> Any:
 
 
 def _ask(services: Services, args: argparse.Namespace) -> None:
-    from sparqlrag.extraction import librarian
+    from sparqlrag.library import librarian
     from sparqlrag.retrieval.graph_rag import EmptyGraph, GraphRagOptions
     from sparqlrag.store.vocab import local_name
 
@@ -583,7 +583,7 @@ def _ontology(store: EmbeddedStore, settings: Settings, args: argparse.Namespace
 
 
 def _core(services: Services, args: argparse.Namespace) -> None:
-    from sparqlrag.extraction.cores import CoreInvalid, CoreMismatch
+    from sparqlrag.library.cores import CoreInvalid, CoreMismatch
 
     try:
         _core_action(services, args)
@@ -615,7 +615,7 @@ def _core_action(services: Services, args: argparse.Namespace) -> None:
 
 
 def _documents(services: Services, args: argparse.Namespace) -> None:
-    from sparqlrag.extraction import librarian
+    from sparqlrag.library import librarian
 
     iris = Iris(services.settings.base_iri, args.collection)
     if not librarian.collection_exists(services.store, iris):

@@ -12,23 +12,24 @@ from datetime import timedelta
 from typing import Any
 
 from sparqlrag.config import Settings
-from sparqlrag.extraction.collections import Collections
-from sparqlrag.extraction.cores import Cores
 from sparqlrag.extraction.curation import Curation
+from sparqlrag.extraction.guided import CollectionExtractors
 from sparqlrag.extraction.knowledge import Extractor
 from sparqlrag.extraction.llm_extractor import LLMExtractor
 from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.extraction.pipeline import Pipeline
+from sparqlrag.library.collections import Collections
+from sparqlrag.library.cores import Cores
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.llm import AnthropicModel, ChatModel, OpenAICompatibleModel, ResponseCache
 from sparqlrag.models.reranker import Reranker, build_reranker
-from sparqlrag.ontology.guided import CollectionExtractors
 from sparqlrag.ontology.registry import Ontologies
 from sparqlrag.ontology.selection import ElementIndexes, Selector
 from sparqlrag.queries.nl_query import NlQuery
 from sparqlrag.retrieval.document_rag import DocumentRag
 from sparqlrag.retrieval.graph_rag import GraphRag
 from sparqlrag.retrieval.trace import Retention, TraceLog
+from sparqlrag.store.base import QuadStore
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.vector_index import VectorIndex
 
@@ -75,7 +76,7 @@ class Models:
 @dataclass
 class Services:
     settings: Settings
-    store: Any
+    store: QuadStore
     embedder: Embedder
     vectors: VectorIndex
     keywords: KeywordIndex
@@ -91,7 +92,7 @@ class Services:
 
     @classmethod
     def open(
-        cls, settings: Settings, store: Any, extractor: Extractor | None = None, models: Models | None = None
+        cls, settings: Settings, store: QuadStore, extractor: Extractor | None = None, models: Models | None = None
     ) -> Services:
         """Everything on `store`; `extractor` replaces the configured one (e.g. pre-extracted triples)."""
         models = models or Models.load(settings)
@@ -157,7 +158,14 @@ class Services:
             base_iri=settings.base_iri,
             prompts_dir=settings.prompts_dir,
         )
-        collections = Collections(pipeline)
+        collections = Collections(
+            store=store,
+            base_iri=settings.base_iri,
+            locks=pipeline.locks,
+            vectors=vectors,
+            keywords=keywords,
+            library=pipeline.library,
+        )
         cores = Cores(collections, ontologies, settings.embedding_model)
         return cls(
             settings,

@@ -16,10 +16,10 @@ import pytest
 from pyoxigraph import NamedNode, Triple
 
 from sparqlrag.config import Settings
-from sparqlrag.extraction import cores
-from sparqlrag.extraction.cores import CoreInvalid, CoreMismatch
 from sparqlrag.extraction.knowledge import Knowledge
 from sparqlrag.extraction.pipeline import Source
+from sparqlrag.library import cores
+from sparqlrag.library.cores import CoreInvalid, CoreMismatch
 from sparqlrag.services import Models, Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.facts import parse_fact

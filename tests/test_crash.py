@@ -11,10 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-from sparqlrag.extraction import librarian
 from sparqlrag.extraction.chunker import split
 from sparqlrag.extraction.offline import OfflineExtractor
-from sparqlrag.extraction.pipeline import Upload
+from sparqlrag.library import librarian
+from sparqlrag.library.files import Upload
 from sparqlrag.store.vocab import Iris
 from tests.ingest_child import build, long_text
 
@@ -56,9 +56,9 @@ def test_a_marker_that_cannot_be_replayed_is_dropped(tmp_path: Path) -> None:
     services = build(tmp_path, OfflineExtractor())
     pipeline = services.pipeline
     try:
-        pipeline._save(Upload("default", "empty", None, None, None), b"")  # an empty document cannot be ingested
-        pipeline.pending_dir.mkdir(parents=True, exist_ok=True)
-        (pipeline.pending_dir / "lost.json").write_text(
+        pipeline.library.save(Upload("default", "empty", None, None, None), b"")  # an empty document cannot be ingested
+        pipeline.library.pending_dir.mkdir(parents=True, exist_ok=True)
+        (pipeline.library.pending_dir / "lost.json").write_text(
             '{"collection": "default", "document_id": "lost", "media_type": null, "filename": null, "title": null}'
         )
         results = asyncio.run(pipeline.recover())
@@ -66,7 +66,7 @@ def test_a_marker_that_cannot_be_replayed_is_dropped(tmp_path: Path) -> None:
             "the document is empty",
             "the library holds no copy of document 'lost' in collection 'default'",
         ]
-        assert not any(pipeline.pending_dir.glob("*")) and asyncio.run(pipeline.recover()) == []
+        assert not any(pipeline.library.pending_dir.glob("*")) and asyncio.run(pipeline.recover()) == []
     finally:
         services.close()
         services.store.close()

@@ -13,12 +13,12 @@ import pytest
 from pyoxigraph import Literal, NamedNode, Triple
 
 from sparqlrag.config import Settings
+from sparqlrag.extraction.guided import GuidedExtractor, TypedOfflineExtractor, conform
 from sparqlrag.extraction.knowledge import Entity, Fact
 from sparqlrag.extraction.pipeline import IngestResult, Source
 from sparqlrag.extraction.provenance import knowledge_triples
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.llm import AnthropicModel
-from sparqlrag.ontology.guided import GuidedExtractor, TypedOfflineExtractor, conform
 from sparqlrag.ontology.owl import OntologyModel, owlready
 from sparqlrag.ontology.reading import read_ontology
 from sparqlrag.ontology.registry import OntologyConflict

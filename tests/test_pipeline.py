@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from pyoxigraph import RdfFormat, Triple
 
-from sparqlrag.extraction import librarian
-from sparqlrag.extraction.collections import Collections
 from sparqlrag.extraction.decoders import DecodeError
 from sparqlrag.extraction.knowledge import Knowledge
-from sparqlrag.extraction.librarian import CollectionBusy, UnknownCollection
 from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.extraction.pipeline import Pipeline, Source
+from sparqlrag.library import librarian
+from sparqlrag.library.collections import Collections
+from sparqlrag.library.librarian import CollectionBusy, UnknownCollection
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.facts import parse_fact, walked_filter
@@ -205,7 +205,11 @@ def test_bad_documents_change_nothing(kit: Kit, data: bytes, media_type: str | N
     with pytest.raises(DecodeError, match=message):
         kit.ingest("bad", data, media_type=media_type)
     assert kit.snapshot() == before and kit.vectors.count("default", "chunks") == 1
-    assert not list((kit.pipeline.pending_dir).glob("*.json")) if kit.pipeline.pending_dir.exists() else True
+    assert (
+        not list((kit.pipeline.library.pending_dir).glob("*.json"))
+        if kit.pipeline.library.pending_dir.exists()
+        else True
+    )
 
 
 def test_progress_is_visible_while_a_document_is_processed(kit: Kit) -> None:
@@ -279,7 +283,7 @@ def test_submit_queues_then_ingests_in_the_background(kit: Kit) -> None:
     assert [(i.id, i.status) for i in librarian.documents(kit.store, kit.iris)] == [("a", "ready"), ("b", "ready")]
     assert [r.status for r in again] == ["unchanged"]
     assert ("marie-curie", "was born in", "warsaw") in kit.facts()
-    assert not list(kit.pipeline.pending_dir.glob("*.json"))
+    assert not list(kit.pipeline.library.pending_dir.glob("*.json"))
 
 
 def test_submit_refuses_a_bad_document_before_writing_anything(kit: Kit) -> None:
@@ -287,7 +291,7 @@ def test_submit_refuses_a_bad_document_before_writing_anything(kit: Kit) -> None
     before = kit.snapshot()
     with pytest.raises(DecodeError, match="empty"):
         asyncio.run(kit.pipeline.submit("default", [Source("fine", b"Some text."), Source("bad", b"")]))
-    assert kit.snapshot() == before and not list(kit.pipeline.pending_dir.glob("*.json"))
+    assert kit.snapshot() == before and not list(kit.pipeline.library.pending_dir.glob("*.json"))
 
 
 def test_locks_are_dropped_when_done(kit: Kit) -> None:
@@ -298,7 +302,15 @@ def test_locks_are_dropped_when_done(kit: Kit) -> None:
 
 
 def test_collections_isolate_and_delete_with_full_cascade(kit: Kit) -> None:
-    collections = Collections(kit.pipeline)
+    pipeline = kit.pipeline
+    collections = Collections(
+        store=pipeline.store,
+        base_iri=BASE,
+        locks=pipeline.locks,
+        vectors=pipeline.vectors,
+        keywords=pipeline.keywords,
+        library=pipeline.library,
+    )
     other = Iris(BASE, "other")
     before = kit.snapshot()
     with pytest.raises(UnknownCollection, match="no collection 'other'"):
@@ -329,7 +341,7 @@ def test_collections_isolate_and_delete_with_full_cascade(kit: Kit) -> None:
     assert asyncio.run(collections.delete("other")) is True
     assert asyncio.run(collections.delete("other")) is False and asyncio.run(collections.exists("other")) is False
     assert kit.vectors.count("other", "chunks") == 0 and kit.vectors.count("other", "entities") == 0
-    assert kit.keywords.count("other") == 0 and not (kit.pipeline.library_dir / "other").exists()
+    assert kit.keywords.count("other") == 0 and not (kit.pipeline.library.library_dir / "other").exists()
     graphs = {r["g"] for r in select(kit.store, "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")}
     assert not {g for g in graphs if "/other" in g}
     assert kit.vectors.count("default", "chunks") == 1 and librarian.documents(kit.store, kit.iris)[0].id == "same-id"

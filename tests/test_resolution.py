@@ -14,7 +14,6 @@ import pytest
 from sparqlrag.config import Settings
 from sparqlrag.extraction.curation import CurationRefused, UnknownEntity
 from sparqlrag.extraction.knowledge import Entity, Knowledge
-from sparqlrag.extraction.librarian import UnknownCollection
 from sparqlrag.extraction.pipeline import IngestResult, Source
 from sparqlrag.extraction.resolution import (
     Known,
@@ -26,6 +25,7 @@ from sparqlrag.extraction.resolution import (
     name_key,
     resolve,
 )
+from sparqlrag.library.librarian import UnknownCollection
 from sparqlrag.retrieval.graph_rag import GraphRagOptions, seed_json
 from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore

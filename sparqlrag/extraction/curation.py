@@ -18,10 +18,10 @@ from typing import Any
 from pyoxigraph import Literal, NamedNode, Quad, Triple
 
 from sparqlrag.extraction import resolver
-from sparqlrag.extraction.librarian import UnknownCollection, collection_exists
 from sparqlrag.extraction.pipeline import Pipeline
 from sparqlrag.extraction.provenance import time_literal
 from sparqlrag.extraction.resolution import CURATED, name_key
+from sparqlrag.library.librarian import UnknownCollection, collection_exists
 from sparqlrag.store import vocab as v
 from sparqlrag.store.aliases import chain
 from sparqlrag.store.select import select

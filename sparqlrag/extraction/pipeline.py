@@ -18,13 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
-import shutil
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,12 +29,11 @@ from typing import Any
 import numpy as np
 from pyoxigraph import Literal, NamedNode, Quad, Triple
 
-from sparqlrag.extraction import librarian, resolver
+from sparqlrag.extraction import resolver
 from sparqlrag.extraction.chunker import split
 from sparqlrag.extraction.decoders import Decoded, decode
 from sparqlrag.extraction.extractions import Extractions
 from sparqlrag.extraction.knowledge import Extractor, Knowledge
-from sparqlrag.extraction.librarian import CollectionBusy
 from sparqlrag.extraction.provenance import (
     ChunkRecord,
     DocumentRecord,
@@ -59,8 +55,13 @@ from sparqlrag.extraction.resolution import (
     name_key,
     resolve,
 )
+from sparqlrag.library import librarian
+from sparqlrag.library.files import Library, Upload
+from sparqlrag.library.librarian import CollectionBusy
+from sparqlrag.library.locks import Locks
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab as v
+from sparqlrag.store.base import QuadStore
 from sparqlrag.store.fact_index import FactIndex
 from sparqlrag.store.facts import walked_filter
 from sparqlrag.store.keyword_index import KeywordIndex
@@ -93,17 +94,6 @@ class Source:
     media_type: str | None = None
     filename: str | None = None
     title: str | None = None
-
-
-@dataclass(frozen=True)
-class Upload:
-    """What ingesting a document's bytes again needs (after a crash, or to re-extract)."""
-
-    collection: str
-    document_id: str
-    media_type: str | None
-    filename: str | None
-    title: str | None
 
 
 @dataclass
@@ -167,58 +157,11 @@ class _Progress:
         self.stats.pending -= self.total - self.done
 
 
-class _Locks:
-    """Per-document locks, dropped once nobody holds or awaits them, and the number of
-    operations running in each collection (a collection is not deleted under an ingest)."""
-
-    def __init__(self) -> None:
-        self._locks: dict[tuple[str, str], tuple[asyncio.Lock, list[int]]] = {}
-        self.active: Counter[str] = Counter()
-        self.closing: set[str] = set()
-
-    @asynccontextmanager
-    async def documents(self, collection: str, document_ids: Iterable[str]) -> AsyncIterator[None]:
-        if collection in self.closing:
-            raise CollectionBusy(f"collection {collection!r} is being deleted")
-        keys = sorted({(collection, document_id) for document_id in document_ids})  # one order: no deadlock
-        for key in keys:
-            self._locks.setdefault(key, (asyncio.Lock(), [0]))[1][0] += 1
-        self.active[collection] += 1
-        held: list[asyncio.Lock] = []
-        try:
-            for key in keys:
-                await self._locks[key][0].acquire()
-                held.append(self._locks[key][0])
-            yield
-        finally:
-            for lock in held:
-                lock.release()
-            for key in keys:
-                users = self._locks[key][1]
-                users[0] -= 1
-                if users[0] == 0:
-                    del self._locks[key]
-            self.active[collection] -= 1
-            if self.active[collection] == 0:
-                del self.active[collection]
-
-    @asynccontextmanager
-    async def closed(self, collection: str) -> AsyncIterator[None]:
-        """Hold a collection shut: refused if anything runs in it, and nothing starts meanwhile."""
-        if self.active[collection] or collection in self.closing:
-            raise CollectionBusy(f"collection {collection!r} has ingests running; delete it when they finish")
-        self.closing.add(collection)
-        try:
-            yield
-        finally:
-            self.closing.discard(collection)
-
-
 class Pipeline:
     def __init__(
         self,
         *,
-        store: Any,
+        store: QuadStore,
         vectors: VectorIndex,
         keywords: KeywordIndex,
         embedder: Embedder,
@@ -236,10 +179,10 @@ class Pipeline:
         self.extractor, self.base_iri = extractor, base_iri
         self.extractor_for = extractor_for  # a collection's own extractor (its ontology's), if it has one
         self.resolution = resolution  # off: every spelling is its own entity, as extracted
-        self.pending_dir, self.library_dir = work_dir / "pending", work_dir / "library"
-        self.extractions = Extractions(self.library_dir)
+        self.library = Library(work_dir)
+        self.extractions = Extractions(self.library.library_dir)
         self.chunk_size, self.chunk_overlap, self.concurrency = chunk_size, chunk_overlap, concurrency
-        self.locks = _Locks()
+        self.locks = Locks()
         self.stats = IngestStats()
         self._background: set[asyncio.Task[None]] = set()
 
@@ -483,7 +426,7 @@ class Pipeline:
                     results.append(unchanged)
                     continue
                 upload = Upload(collection, source.document_id, source.media_type, source.filename, source.title)
-                await asyncio.to_thread(self._save, upload, source.data)
+                await asyncio.to_thread(self.library.save, upload, source.data)
                 record = self._record(iris, source, text, sha256)
                 created = datetime.fromisoformat(existing.created) if existing else datetime.now(UTC)
                 await self._update(self._record_update(iris, record, librarian.QUEUED, created, existing))
@@ -540,7 +483,7 @@ class Pipeline:
         if unchanged := self._unchanged(existing, sha256, force):
             return unchanged
         upload = Upload(iris.collection, source.document_id, source.media_type, source.filename, source.title)
-        marker = await asyncio.to_thread(self._save, upload, source.data)
+        marker = await asyncio.to_thread(self.library.save, upload, source.data)
         record = self._record(iris, source, decoded, sha256)
         created = datetime.fromisoformat(existing.created) if existing else datetime.now(UTC)
         plan = _Plan(iris, record, created, marker, extractor, reuse=reuse)
@@ -850,7 +793,7 @@ class Pipeline:
                 f"DELETE WHERE {{ GRAPH {src} {{ {sparql_term(doc)} ?p ?o }} }}",
             )
             lost, unnamed = await self._forget_index_rows(iris, chunks, named, statements, merges)
-            await asyncio.to_thread(self._discard, collection, document_id)
+            await asyncio.to_thread(self.library.discard, collection, document_id)
             affected = await asyncio.to_thread(resolver.documents_naming, self.store, iris, lost, unnamed)
         await self.resolve_again(collection, affected)
         return True
@@ -859,61 +802,17 @@ class Pipeline:
         """The document as the library kept it, to extract again (after changing the extractor,
         its model or its prompts) with `ingest_many(..., force=True)` or `submit(..., force=True)`.
         Raises LookupError for a document the library does not hold."""
-        upload, data = await asyncio.to_thread(self._load, collection, document_id)
+        upload, data = await asyncio.to_thread(self.library.load, collection, document_id)
         return Source(document_id, data, upload.media_type, upload.filename, upload.title)
-
-    # -- the library and pending markers --------------------------------------------------------
-
-    def _entry(self, collection: str, document_id: str) -> Path:
-        """The library's copy of a document: `{hash}.bin` (bytes) beside `{hash}.json` (Upload)."""
-        return self.library_dir / collection / hashlib.sha1(document_id.encode()).hexdigest()
-
-    def _marker(self, collection: str, document_id: str) -> Path:
-        return self.pending_dir / (hashlib.sha1(f"{collection}/{document_id}".encode()).hexdigest() + ".json")
-
-    def _save(self, upload: Upload, data: bytes) -> Path:
-        """Keep the bytes in the library, then mark the ingest pending; returns the marker."""
-        entry = self._entry(upload.collection, upload.document_id)
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        entry.with_suffix(".bin").write_bytes(data)
-        entry.with_suffix(".json").write_text(json.dumps(asdict(upload)))
-        marker = self._marker(upload.collection, upload.document_id)
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text(json.dumps(asdict(upload)))  # written last: a marker always has its bytes
-        return marker
-
-    def _load(self, collection: str, document_id: str) -> tuple[Upload, bytes]:
-        entry = self._entry(collection, document_id)
-        try:
-            return Upload(**json.loads(entry.with_suffix(".json").read_text())), entry.with_suffix(".bin").read_bytes()
-        except FileNotFoundError:
-            raise LookupError(
-                f"the library holds no copy of document {document_id!r} in collection {collection!r}"
-            ) from None
-
-    def _discard(self, collection: str, document_id: str) -> None:
-        entry = self._entry(collection, document_id)
-        for path in (entry.with_suffix(".bin"), entry.with_suffix(".json"), self._marker(collection, document_id)):
-            path.unlink(missing_ok=True)
-
-    def discard_collection(self, collection: str) -> None:
-        """The library and pending markers of a deleted collection."""
-        shutil.rmtree(self.library_dir / collection, ignore_errors=True)
-        for marker in self.pending_dir.glob("*.json") if self.pending_dir.is_dir() else []:
-            try:
-                if json.loads(marker.read_text()).get("collection") == collection:
-                    marker.unlink(missing_ok=True)
-            except (OSError, ValueError):
-                continue
 
     async def recover(self) -> list[IngestResult | Exception]:
         """Finish the ingests a previous process did not (it was killed): ingest them again.
         A marker that cannot be replayed is reported once and dropped."""
         results: list[IngestResult | Exception] = []
-        for marker in sorted(self.pending_dir.glob("*.json")) if self.pending_dir.is_dir() else []:
+        for marker in self.library.markers():
             try:
-                pending = Upload(**json.loads(marker.read_text()))
-                upload, data = await asyncio.to_thread(self._load, pending.collection, pending.document_id)
+                pending = self.library.pending(marker)
+                upload, data = await asyncio.to_thread(self.library.load, pending.collection, pending.document_id)
                 results.append(
                     await self.ingest(
                         upload.collection,

@@ -1,4 +1,4 @@
-"""A chunk's knowledge as quads, with RDF 1.2 provenance for every fact (DESIGN.md, "Data model").
+"""A chunk's knowledge as quads, with RDF 1.2 provenance for every fact (docs/architecture.md, "Data model").
 
 Every triple written to the knowledge graph, labels and definitions included, has one
 reifier in the source graph, `rdf:reifies <<( s p o )>>`, derived from each chunk that

@@ -8,7 +8,6 @@ that used it are then written again from their kept extractions (pipeline `resol
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import unquote
 
 import numpy as np
@@ -18,6 +17,7 @@ from sparqlrag.extraction.resolution import Candidate, Known, Mention, compared,
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab as v
 from sparqlrag.store.aliases import chain
+from sparqlrag.store.base import QuadStore
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import sparql_term, values
 from sparqlrag.store.vector_index import VectorIndex
@@ -34,7 +34,7 @@ def _canonical(iris: Iris) -> str:
           }} }}"""
 
 
-def known(store: Any, iris: Iris, keys: set[str]) -> Known:
+def known(store: QuadStore, iris: Iris, keys: set[str]) -> Known:
     """The collection's entities named (rdfs:label) or aliased (a shared merge) under `keys`,
     each with the canonical IRI its owl:sameAs chain ends at, that one's label and class; and
     the names a person kept apart (a curated owl:differentFrom)."""
@@ -74,7 +74,7 @@ def known(store: Any, iris: Iris, keys: set[str]) -> Known:
 
 
 def similar(
-    store: Any, vectors: VectorIndex, embedder: Embedder, iris: Iris, batch: dict[Mention, tuple[str, str | None]]
+    store: QuadStore, vectors: VectorIndex, embedder: Embedder, iris: Iris, batch: dict[Mention, tuple[str, str | None]]
 ) -> dict[str, list[tuple[Candidate, float]]]:
     """The "similar" rule's candidates for the batch's defined names (mention -> its own IRI and
     its definition): the longer and shorter forms of each person's name among the batch's names
@@ -139,7 +139,7 @@ def similar(
     return result
 
 
-def _defining(store: Any, iris: Iris, definitions: set[str]) -> dict[str, tuple[str, ...]]:
+def _defining(store: QuadStore, iris: Iris, definitions: set[str]) -> dict[str, tuple[str, ...]]:
     """The chunks that state each definition (of whichever entity it now sits on: a merge may
     have moved it to the canonical IRI)."""
     rows = select(
@@ -155,7 +155,7 @@ def _defining(store: Any, iris: Iris, definitions: set[str]) -> dict[str, tuple[
     return {definition: tuple(sorted(found)) for definition, found in chunks.items()}
 
 
-def shared_merges_of(store: Any, iris: Iris, chunks: list[str]) -> dict[str, str]:
+def shared_merges_of(store: QuadStore, iris: Iris, chunks: list[str]) -> dict[str, str]:
     """The shared merges derived from `chunks`: reifier IRI -> the alias's key."""
     if not chunks:
         return {}
@@ -169,7 +169,7 @@ def shared_merges_of(store: Any, iris: Iris, chunks: list[str]) -> dict[str, str
     return {row["st"]: row["key"] for row in rows}
 
 
-def documents_naming(store: Any, iris: Iris, keys: set[str], entities: set[str]) -> set[str]:
+def documents_naming(store: QuadStore, iris: Iris, keys: set[str], entities: set[str]) -> set[str]:
     """Documents whose chunks give a thing an alias under one of `keys` (what a lost merge
     resolved), or give an alias to one of `entities` (things that lost their own name)."""
     if not keys and not entities:
@@ -187,7 +187,7 @@ def documents_naming(store: Any, iris: Iris, keys: set[str], entities: set[str])
     return {document_id(iris, row["doc"]) for row in rows}
 
 
-def documents_using(store: Any, iris: Iris, aliases: set[str]) -> set[str]:
+def documents_using(store: QuadStore, iris: Iris, aliases: set[str]) -> set[str]:
     """Documents whose chunks still state facts on (or name) an IRI that is now an alias."""
     if not aliases:
         return set()

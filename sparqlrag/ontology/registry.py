@@ -21,6 +21,7 @@ from pyoxigraph import Literal, NamedNode, Quad, RdfFormat, Triple, parse
 from sparqlrag.ontology.owl import OWL_ONTOLOGY, OntologyError, OntologyModel, ontology_iri, owlready
 from sparqlrag.ontology.reading import read_with_prefixes
 from sparqlrag.store import vocab as v
+from sparqlrag.store.base import QuadStore
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import insert_data, sparql_term
 from sparqlrag.store.vocab import check_name
@@ -62,7 +63,7 @@ class LoadResult:
 
 
 class Ontologies:
-    def __init__(self, store: Any, base_iri: str) -> None:
+    def __init__(self, store: QuadStore, base_iri: str) -> None:
         self.store, self.base_iri = store, base_iri
         self.registry = NamedNode(f"{base_iri}graph/ontologies")
         self._models: dict[str, OntologyModel] = {}

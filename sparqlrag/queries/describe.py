@@ -18,14 +18,14 @@ followed by clicking from a fact to its chunk to its document.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from pyoxigraph import Literal, NamedNode, Triple
 
-from sparqlrag.extraction.librarian import collection_exists
+from sparqlrag.library.librarian import collection_exists
 from sparqlrag.retrieval.document_rag import passages_of
 from sparqlrag.store import vocab as v
 from sparqlrag.store.aliases import canonicals
+from sparqlrag.store.base import QuadStore
 from sparqlrag.store.provenance import fact_sources
 from sparqlrag.store.select import Term, lexical, select_terms
 from sparqlrag.store.sparql_text import sparql_term, values
@@ -98,7 +98,7 @@ def collection_of(base_iri: str, iri: str, kind: str = "id") -> str | None:
     return iri[len(prefix) :].split("/", 1)[0]
 
 
-def _resolve(store: Any, base_iri: str, iri: str, kind: str = "id") -> tuple[Iris, NamedNode] | None:
+def _resolve(store: QuadStore, base_iri: str, iri: str, kind: str = "id") -> tuple[Iris, NamedNode] | None:
     """The collection and node of an IRI that could be one of our entities (or documents, for
     kind "doc"); None for any other string: a path a client sent may be no IRI at all."""
     name = collection_of(base_iri, iri, kind)
@@ -109,13 +109,13 @@ def _resolve(store: Any, base_iri: str, iri: str, kind: str = "id") -> tuple[Iri
     return (iris, node) if collection_exists(store, iris) else None
 
 
-def canonical(store: Any, base_iri: str, iri: str) -> str | None:
+def canonical(store: QuadStore, base_iri: str, iri: str) -> str | None:
     """The IRI an alias stands for (entity resolution's owl:sameAs), or None when `iri` is no alias."""
     found = _resolve(store, base_iri, iri)
     return canonicals(store, found[0], [iri]).get(iri) if found else None
 
 
-def exists(store: Any, base_iri: str, iri: str, kind: str = "id") -> bool:
+def exists(store: QuadStore, base_iri: str, iri: str, kind: str = "id") -> bool:
     """Whether a fact of the entity's collection names it, the source graph has the document
     or chunk, or a fact uses the relation (cheaper than describing it)."""
     if kind == "rel":
@@ -139,7 +139,7 @@ def exists(store: Any, base_iri: str, iri: str, kind: str = "id") -> bool:
     )
 
 
-def describe(store: Any, base_iri: str, iri: str) -> Description | None:
+def describe(store: QuadStore, base_iri: str, iri: str) -> Description | None:
     """The entity's description, or None when no fact of its collection names it."""
     found = _resolve(store, base_iri, iri)
     if found is None:
@@ -177,7 +177,7 @@ def describe(store: Any, base_iri: str, iri: str) -> Description | None:
     )
 
 
-def _evidence(store: Any, iris: Iris, facts: list[Triple]) -> dict[Triple, list[Evidence]]:
+def _evidence(store: QuadStore, iris: Iris, facts: list[Triple]) -> dict[Triple, list[Evidence]]:
     rows = fact_sources(store, iris, facts)
     passages = {
         p.chunk: p for p in passages_of(store, iris, list(dict.fromkeys(lexical(row["chunk"]) for row in rows)), {})
@@ -193,7 +193,7 @@ def _evidence(store: Any, iris: Iris, facts: list[Triple]) -> dict[Triple, list[
     return found
 
 
-def _labels(store: Any, nodes: set[NamedNode]) -> dict[str, str]:
+def _labels(store: QuadStore, nodes: set[NamedNode]) -> dict[str, str]:
     """A label for each node that has one in any graph (the collection's, an ontology's), or in
     our own vocabulary."""
     ours = {node.value: label for node in nodes if (label := v.vocabulary_labels().get(node.value))}
@@ -232,7 +232,7 @@ class SourceDescription(_Naming):
         return self.properties + [Triple(NamedNode(chunk), v.PROV_DERIVED, node) for chunk, _, _ in self.chunks]
 
 
-def describe_source(store: Any, base_iri: str, iri: str) -> SourceDescription | None:
+def describe_source(store: QuadStore, base_iri: str, iri: str) -> SourceDescription | None:
     """The document or chunk at `iri`, or None when the source graph does not have it."""
     found = _resolve(store, base_iri, iri, "doc")
     if found is None:
@@ -308,7 +308,7 @@ class RelationDescription(_Naming):
         ]
 
 
-def _relation_facts(store: Any, base_iri: str, iri: str, limit: int) -> list[tuple[str, Triple]]:
+def _relation_facts(store: QuadStore, base_iri: str, iri: str, limit: int) -> list[tuple[str, Triple]]:
     """Up to `limit` facts of any collection that use the relation at `iri`, with their collection."""
     if not iri.startswith(f"{base_iri}rel/"):
         return []
@@ -325,7 +325,7 @@ def _relation_facts(store: Any, base_iri: str, iri: str, limit: int) -> list[tup
     return [(lexical(row["g"])[len(graphs) :], Triple(row["s"], node, row["o"])) for row in rows]  # type: ignore[arg-type]
 
 
-def describe_relation(store: Any, base_iri: str, iri: str) -> RelationDescription | None:
+def describe_relation(store: QuadStore, base_iri: str, iri: str) -> RelationDescription | None:
     """The relation at `iri` with facts using it in any collection, or None when none does."""
     facts = _relation_facts(store, base_iri, iri, FACT_LIMIT)
     if not facts:

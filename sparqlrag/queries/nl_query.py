@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sparqlrag.extraction import librarian
+from sparqlrag.library import librarian
 from sparqlrag.models.llm import ChatModel
 from sparqlrag.models.prompts import render
 from sparqlrag.ontology.registry import Ontologies

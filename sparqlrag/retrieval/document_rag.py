@@ -26,6 +26,7 @@ from sparqlrag.models.sentences import sentence_splitter
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.trace import Trace, TracedSource, TraceLog, fact_json
 from sparqlrag.store import vocab as v
+from sparqlrag.store.base import QuadStore
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import sparql_term, values
@@ -67,7 +68,7 @@ def passage_json(passage: Passage) -> dict[str, Any]:
     } | ({"supports": fact_json(passage.supports)} if passage.supports else {})
 
 
-def passages_of(store: Any, iris: Iris, chunks: list[str], scores: dict[str, float]) -> list[Passage]:
+def passages_of(store: QuadStore, iris: Iris, chunks: list[str], scores: dict[str, float]) -> list[Passage]:
     """Chunk text and document for the ranked chunk IRIs, in their order, keeping only chunks of
     ready documents (one query)."""
     if not chunks:
@@ -121,7 +122,7 @@ class DocumentRag:
     def __init__(
         self,
         *,
-        store: Any,
+        store: QuadStore,
         vectors: VectorIndex,
         keywords: KeywordIndex,
         embedder: Embedder,

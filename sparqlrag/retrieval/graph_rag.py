@@ -1,6 +1,6 @@
 """Graph RAG: answer by walking the knowledge graph from the entities a question names.
 
-The stages (DESIGN.md, "Retrieval"; TrustGraph's algorithm and defaults):
+The stages (docs/architecture.md, "How a question flows"; TrustGraph's algorithm and defaults):
 concepts (LLM, or the question and the names in it) -> one embedding batch -> grounding in
 the entity index, and the question's nearest facts in the fact index, whose ends seed the walk
 too (HippoRAG 2's query-to-fact step) -> hops: the frontier's edges as subject and object,
@@ -43,6 +43,7 @@ from sparqlrag.retrieval.question import check_question, clauses
 from sparqlrag.retrieval.trace import Trace, TracedEdge, TracedSeed, TracedSource, TraceLog, fact_json
 from sparqlrag.store import vocab as v
 from sparqlrag.store.aliases import canonicals
+from sparqlrag.store.base import QuadStore
 from sparqlrag.store.fact_index import FactIndex
 from sparqlrag.store.facts import fact_labels, labels_of, parse_fact, walked_filter
 from sparqlrag.store.provenance import fact_sources
@@ -281,7 +282,7 @@ class GraphRag:
     def __init__(
         self,
         *,
-        store: Any,
+        store: QuadStore,
         vectors: VectorIndex,
         facts: FactIndex,
         documents: DocumentRag,

@@ -18,6 +18,7 @@ from typing import Any
 from pyoxigraph import BlankNode, Literal, NamedNode, Quad, RdfFormat, Triple, serialize
 
 from sparqlrag.store import vocab as v
+from sparqlrag.store.base import QuadStore
 from sparqlrag.store.select import lexical, select, select_terms
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vocab import Iris
@@ -173,7 +174,7 @@ class TraceLog:
 
     AGE_CHECK_INTERVAL = timedelta(minutes=1)
 
-    def __init__(self, store: Any, base_iri: str, retention: Retention) -> None:
+    def __init__(self, store: QuadStore, base_iri: str, retention: Retention) -> None:
         self.store, self.base_iri, self.retention = store, base_iri, retention
         self._counts: dict[str, int] = {}  # traces per collection, as far as this log knows
         self._age_checked: dict[str, datetime] = {}
@@ -186,7 +187,7 @@ class TraceLog:
         return iris.trace(trace.id).value
 
     def _write(self, iris: Iris, trace: Trace) -> None:
-        self.store.add_quads(serialize(trace.quads(iris), format=RdfFormat.N_QUADS))
+        self.store.add_quads(serialize(trace.quads(iris), format=RdfFormat.N_QUADS) or b"")
         with self._lock:
             collection = iris.collection
             count = self._counts.get(collection)
@@ -231,7 +232,7 @@ class TraceLog:
         )
 
 
-def list_traces(store: Any, iris: Iris, limit: int = 50) -> list[dict[str, Any]]:
+def list_traces(store: QuadStore, iris: Iris, limit: int = 50) -> list[dict[str, Any]]:
     """The collection's traces, newest first: what each asked and answered, when, how long."""
     rows = select(
         store,
@@ -256,7 +257,7 @@ def list_traces(store: Any, iris: Iris, limit: int = 50) -> list[dict[str, Any]]
     ]
 
 
-def read_trace(store: Any, iris: Iris, trace_id: str) -> dict[str, Any] | None:
+def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> dict[str, Any] | None:
     """One trace as JSON (the same data as its triples in the trace graph); None if unknown."""
     node = iris.trace(trace_id)
     graph, subject = sparql_term(iris.trace_graph), sparql_term(node)

@@ -10,9 +10,9 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 
-from sparqlrag.extraction.collections import Collections
-from sparqlrag.extraction.cores import MEDIA_TYPE, CoreInvalid, CoreMismatch
-from sparqlrag.extraction.librarian import UnknownCollection
+from sparqlrag.library.collections import Collections
+from sparqlrag.library.cores import MEDIA_TYPE, CoreInvalid, CoreMismatch
+from sparqlrag.library.librarian import UnknownCollection
 from sparqlrag.ontology.registry import UnknownOntology
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import read_body, scratch_path, spool_body

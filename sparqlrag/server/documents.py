@@ -20,9 +20,9 @@ from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from sparqlrag.extraction import librarian
 from sparqlrag.extraction.decoders import DecodeError
 from sparqlrag.extraction.pipeline import IngestResult, Source
+from sparqlrag.library import librarian
 from sparqlrag.models.llm import LLMError
 from sparqlrag.retrieval.document_rag import MODES, passage_json
 from sparqlrag.retrieval.question import QuestionTooLong, check_question

@@ -9,7 +9,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from sparqlrag.extraction.librarian import CollectionBusy, UnknownCollection
+from sparqlrag.library.librarian import CollectionBusy, UnknownCollection
 from sparqlrag.models.llm import LLMError
 from sparqlrag.retrieval.graph_rag import EmptyGraph
 from sparqlrag.store import base

@@ -5,11 +5,11 @@ meet an alias IRI (grounding, linked-data pages) follow it here."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from pyoxigraph import NamedNode
 
 from sparqlrag.store import vocab as v
+from sparqlrag.store.base import QuadStore
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import sparql_term, values
 from sparqlrag.store.vocab import Iris
@@ -26,7 +26,7 @@ def chain(iris: Iris, start: str, end: str) -> str:
     )
 
 
-def canonicals(store: Any, iris: Iris, entities: Iterable[str]) -> dict[str, str]:
+def canonicals(store: QuadStore, iris: Iris, entities: Iterable[str]) -> dict[str, str]:
     """The canonical IRI of each of `entities` that is an alias (those that are not are left out)."""
     asked = sorted(set(entities))
     if not asked:

@@ -14,12 +14,12 @@ entity index, with no model run (7 in 10 of the offline extractor's facts are co
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 import numpy as np
 from pyoxigraph import NamedNode, Triple
 
 from sparqlrag.store import vocab as v
+from sparqlrag.store.base import QuadStore
 from sparqlrag.store.facts import fact_ntriples, fact_text, labels_of, walked
 from sparqlrag.store.vector_index import VectorIndex, unit
 from sparqlrag.store.vocab import Iris
@@ -34,7 +34,7 @@ def _iri(term: object) -> str:
 
 
 class FactIndex:
-    def __init__(self, store: Any, vectors: VectorIndex, embed: Embed) -> None:
+    def __init__(self, store: QuadStore, vectors: VectorIndex, embed: Embed) -> None:
         self.store, self.vectors, self.embed = store, vectors, embed
 
     def add(self, iris: Iris, triples: Iterable[Triple], labels: dict[str, str] | None = None) -> int:

@@ -8,11 +8,11 @@ embedded is what the walk would have read.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from pyoxigraph import Literal, NamedNode, RdfFormat, Triple, parse
 
 from sparqlrag.store import vocab as v
+from sparqlrag.store.base import QuadStore
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import sparql_term, values
 from sparqlrag.store.vocab import Iris, local_name
@@ -36,7 +36,9 @@ def walked_filter(variable: str = "?p") -> str:
     )
 
 
-def labels_of(store: Any, iris: Iris, triples: Iterable[Triple], known: dict[str, str] | None = None) -> dict[str, str]:
+def labels_of(
+    store: QuadStore, iris: Iris, triples: Iterable[Triple], known: dict[str, str] | None = None
+) -> dict[str, str]:
     """A label for every term of the triples: rdfs:label in the knowledge graph (one query for
     the IRIs `known` does not name), else vocab.ttl's for an sr: term, else the IRI's last
     segment; a literal is its own label."""

@@ -1,19 +1,18 @@
-"""Reading provenance back (DESIGN.md, "Data model"): which chunks of which documents a fact
+"""Reading provenance back (docs/architecture.md, "Data model"): which chunks of which documents a fact
 came from, through its reifier in the collection's source graph."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pyoxigraph import Triple
 
 from sparqlrag.store import vocab as v
+from sparqlrag.store.base import QuadStore
 from sparqlrag.store.select import Term, select_terms
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vocab import Iris
 
 
-def fact_sources(store: Any, iris: Iris, facts: list[Triple]) -> list[dict[str, Term]]:
+def fact_sources(store: QuadStore, iris: Iris, facts: list[Triple]) -> list[dict[str, Term]]:
     """Rows (s, p, o, st, sentence?, chunk): each fact's reifier, evidence sentence and chunks of
     ready documents. One query; the facts are bound before the triple-term pattern, so each is
     looked up, not scanned for. No chunk texts: callers fetch those for the few they show."""

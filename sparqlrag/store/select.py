@@ -7,6 +7,8 @@ from typing import Any
 
 from pyoxigraph import BlankNode, Literal, NamedNode, Triple
 
+from sparqlrag.store.base import QuadStore
+
 Term = NamedNode | BlankNode | Literal | Triple
 
 
@@ -15,19 +17,19 @@ def lexical(term: Term) -> str:
     return str(term) if isinstance(term, Triple) else term.value
 
 
-def _bindings(store: Any, sparql: str) -> list[dict[str, dict[str, Any]]]:
+def _bindings(store: QuadStore, sparql: str) -> list[dict[str, dict[str, Any]]]:
     """SELECT over the real dataset (no union default graph: our queries name graphs)."""
     result = store.query(sparql, accept="application/sparql-results+json")
     bindings: list[dict[str, dict[str, Any]]] = json.loads(result.body)["results"]["bindings"]
     return bindings
 
 
-def select(store: Any, sparql: str) -> list[dict[str, str]]:
+def select(store: QuadStore, sparql: str) -> list[dict[str, str]]:
     """Rows of a SELECT, each value as its lexical form or IRI."""
     return [{name: value["value"] for name, value in row.items()} for row in _bindings(store, sparql)]
 
 
-def select_terms(store: Any, sparql: str) -> list[dict[str, Term]]:
+def select_terms(store: QuadStore, sparql: str) -> list[dict[str, Term]]:
     """Rows of a SELECT, each value as the RDF term it is (kind, datatype and language kept)."""
     return [{name: _term(value) for name, value in row.items()} for row in _bindings(store, sparql)]
 

@@ -1,6 +1,6 @@
 """Vocabulary (PROV-O, Dublin Core, SKOS and the small `sr:` namespace) and IRI minting.
 
-Every IRI the system writes is minted here, so the layout of DESIGN.md ("Data model") lives
+Every IRI the system writes is minted here, so the layout of docs/architecture.md ("Data model") lives
 in one place: graphs per collection, entity and predicate IRIs from names, statement
 reifiers from the triple they reify, documents, chunks and extraction activities.
 """

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparqlrag.extraction import cores
+from sparqlrag.library import cores
 from tests.conftest import SPARQLRAG, LiveServer
 from tests.security.conftest import WRITE, snapshot, still_serving
 

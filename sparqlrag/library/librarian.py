@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 from urllib.parse import unquote
 
 from pyoxigraph import Literal, NamedNode, Quad
 
 from sparqlrag.store import vocab as v
+from sparqlrag.store.base import QuadStore
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import insert_data, sparql_term
 from sparqlrag.store.vocab import FAILED, PROCESSING, QUEUED, READY, Iris  # noqa: F401 (statuses re-exported)
@@ -47,7 +47,7 @@ class CollectionInfo:
     ontology: str | None = None  # the ontology that guides extraction into it
 
 
-def collection_exists(store: Any, iris: Iris) -> bool:
+def collection_exists(store: QuadStore, iris: Iris) -> bool:
     """Cheaper than collection_info: no counting."""
     if iris.collection == DEFAULT_COLLECTION:
         return True
@@ -59,7 +59,7 @@ def collection_exists(store: Any, iris: Iris) -> bool:
     return bool(found)
 
 
-def collection_ontology(store: Any, iris: Iris) -> str | None:
+def collection_ontology(store: QuadStore, iris: Iris) -> str | None:
     """The name of the ontology that guides extraction into the collection, if any."""
     rows = select(
         store,
@@ -88,7 +88,7 @@ def register_collection(iris: Iris, ontology: str | None = None) -> str:
     return insert_data(collection_quads(iris, ontology))
 
 
-def collections(store: Any, base: str) -> list[CollectionInfo]:
+def collections(store: QuadStore, base: str) -> list[CollectionInfo]:
     """Every registered collection (and `default`), by name, with its counts."""
     rows = select(
         store, v.SPARQL_PREFIXES + "SELECT DISTINCT ?name WHERE { GRAPH ?g { ?c a sr:Collection ; rdfs:label ?name } }"
@@ -97,7 +97,7 @@ def collections(store: Any, base: str) -> list[CollectionInfo]:
     return [info for name in names if (info := collection_info(store, Iris(base, name))) is not None]
 
 
-def collection_info(store: Any, iris: Iris) -> CollectionInfo | None:
+def collection_info(store: QuadStore, iris: Iris) -> CollectionInfo | None:
     """A collection's counts (documents, chunks, triples of knowledge); None when it does not exist."""
     src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
     (row,) = select(
@@ -138,7 +138,7 @@ class DocumentInfo:
     chunks: int
 
 
-def documents(store: Any, iris: Iris, document: NamedNode | None = None) -> list[DocumentInfo]:
+def documents(store: QuadStore, iris: Iris, document: NamedNode | None = None) -> list[DocumentInfo]:
     """Every document of the collection (or just `document`), oldest first."""
     only = f"VALUES ?doc {{ {sparql_term(document)} }}" if document is not None else ""
     rows = select(
@@ -173,7 +173,7 @@ def documents(store: Any, iris: Iris, document: NamedNode | None = None) -> list
     ]
 
 
-def chunks_of(store: Any, iris: Iris, document: NamedNode) -> set[str]:
+def chunks_of(store: QuadStore, iris: Iris, document: NamedNode) -> set[str]:
     rows = select(
         store,
         v.SPARQL_PREFIXES

@@ -23,25 +23,34 @@ import io
 import json
 import re
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 from pyoxigraph import NamedNode, Quad, RdfFormat, Triple, parse, serialize
 
-from sparqlrag.extraction import librarian
-from sparqlrag.extraction.collections import Collections
+from sparqlrag.library import librarian
+from sparqlrag.library.collections import Collections
 from sparqlrag.store import vocab as v
 from sparqlrag.store.base import GraphNotFound
 from sparqlrag.store.facts import fact_ntriples, parse_fact
 from sparqlrag.store.vector_index import FACETS, Kind
 from sparqlrag.store.vocab import InvalidName, Iris, check_collection
 
-if TYPE_CHECKING:
-    from sparqlrag.ontology.registry import Ontologies
+
+class Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class OntologyCatalogue(Protocol):
+    """The loaded ontologies, as cores check them (ontology.registry.Ontologies)."""
+
+    async def list(self) -> Sequence[Named]: ...
+
 
 FORMAT, VERSION = "sparqlrag-core", 1
 KINDS: tuple[Kind, ...] = ("chunks", "entities", "facts")
@@ -77,8 +86,8 @@ def _sha256(data: bytes) -> str:
 
 
 class Cores:
-    def __init__(self, collections: Collections, ontologies: Ontologies, embedding_model: str) -> None:
-        self.collections, self.ontologies, self.pipeline = collections, ontologies, collections.pipeline
+    def __init__(self, collections: Collections, ontologies: OntologyCatalogue, embedding_model: str) -> None:
+        self.collections, self.ontologies = collections, ontologies
         self.store, self.base_iri, self.embedding_model = collections.store, collections.base_iri, embedding_model
 
     # -- export -----------------------------------------------------------------------------
@@ -89,7 +98,7 @@ class Cores:
         info = await self.collections.get(name)
         if info is None:
             raise librarian.UnknownCollection(name)
-        async with self.pipeline.locks.closed(name):  # a consistent picture: no ingest meanwhile
+        async with self.collections.locks.closed(name):  # a consistent picture: no ingest meanwhile
             return await asyncio.to_thread(self._export, Iris(self.base_iri, name), info.ontology, target)
 
     def _export(self, iris: Iris, ontology: str | None, target: Path) -> dict[str, Any]:
@@ -107,7 +116,7 @@ class Cores:
         members = {"graphs.trig": b"".join(trig)}
         counts = {"quads": quads}
         for kind in KINDS:
-            vectors, payloads = self.pipeline.vectors.points(iris.collection, kind)
+            vectors, payloads = self.collections.vectors.points(iris.collection, kind)
             buffer = io.BytesIO()
             np.save(buffer, vectors.astype(np.float32), allow_pickle=False)
             members[f"{kind}.npy"] = buffer.getvalue()
@@ -120,7 +129,7 @@ class Cores:
             "base_iri": self.base_iri,
             "ontology": ontology,
             "embedding_model": self.embedding_model,
-            "dim": self.pipeline.vectors.dim,
+            "dim": self.collections.vectors.dim,
             "exported": datetime.now(UTC).isoformat(timespec="seconds"),
             "counts": counts,
             "sha256": {member: _sha256(data) for member, data in members.items()},
@@ -148,11 +157,11 @@ class Cores:
             raise CoreMismatch(f"the core holds collection {name!r}, not {into!r}; import it as {name!r}")
         if (
             core.manifest["embedding_model"] != self.embedding_model
-            or core.manifest["dim"] != self.pipeline.vectors.dim
+            or core.manifest["dim"] != self.collections.vectors.dim
         ):
             raise CoreMismatch(
                 f"the core's vectors come from {core.manifest['embedding_model']} ({core.manifest['dim']} "
-                f"dimensions); this server embeds with {self.embedding_model} ({self.pipeline.vectors.dim})"
+                f"dimensions); this server embeds with {self.embedding_model} ({self.collections.vectors.dim})"
             )
         ontology = core.manifest["ontology"]
         if ontology is not None and not await self._ontology_loaded(ontology):
@@ -160,7 +169,7 @@ class Cores:
                 f"the core's collection extracts with ontology {ontology!r}, which is not loaded here; load it first"
             )
         iris = Iris(self.base_iri, name)
-        async with self.pipeline.locks.closed(name):
+        async with self.collections.locks.closed(name):
             existing = await self.collections.get(name)
             if existing is not None and (existing.documents or existing.chunks or existing.facts):
                 raise CoreMismatch(
@@ -200,11 +209,11 @@ class Cores:
                 if rows:
                     points = [payloads[i] for i in rows]
                     kept = [{key: value for key, value in p.items() if key not in ("iri", "facet")} for p in points]
-                    self.pipeline.vectors.upsert(
+                    self.collections.vectors.upsert(
                         iris.collection, kind, [p["iri"] for p in points], core.vectors[kind][rows], kept, facet
                     )
             if kind == "chunks":  # the keyword index is the chunks' text
-                self.pipeline.keywords.add(iris.collection, [(p["iri"], p["text"]) for p in payloads])
+                self.collections.keywords.add(iris.collection, [(p["iri"], p["text"]) for p in payloads])
 
     def _undo(self, iris: Iris, existed: bool, ontology: str | None) -> None:
         """The collection as it was: nothing, or registered and empty."""

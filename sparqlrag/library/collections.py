@@ -9,18 +9,31 @@ from __future__ import annotations
 
 import asyncio
 
-from sparqlrag.extraction import librarian
-from sparqlrag.extraction.librarian import CollectionInfo
-from sparqlrag.extraction.pipeline import Pipeline
+from sparqlrag.library import librarian
+from sparqlrag.library.files import Library
+from sparqlrag.library.librarian import CollectionInfo
+from sparqlrag.library.locks import Locks
 from sparqlrag.store import vocab as v
+from sparqlrag.store.base import QuadStore
+from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.sparql_text import sparql_term
+from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import Iris
 
 
 class Collections:
-    def __init__(self, pipeline: Pipeline) -> None:
-        self.pipeline = pipeline
-        self.store, self.base_iri = pipeline.store, pipeline.base_iri
+    def __init__(
+        self,
+        *,
+        store: QuadStore,
+        base_iri: str,
+        locks: Locks,
+        vectors: VectorIndex,
+        keywords: KeywordIndex,
+        library: Library,
+    ) -> None:
+        self.store, self.base_iri, self.locks = store, base_iri, locks
+        self.vectors, self.keywords, self.library = vectors, keywords, library
 
     async def exists(self, name: str) -> bool:
         return await asyncio.to_thread(librarian.collection_exists, self.store, Iris(self.base_iri, name))
@@ -29,7 +42,7 @@ class Collections:
         """Register `name`, its extraction guided by the loaded `ontology` if given (the caller
         checks that it is loaded); False when it exists already."""
         iris = Iris(self.base_iri, name)
-        async with self.pipeline.locks.closed(name):  # not while it is being deleted
+        async with self.locks.closed(name):  # not while it is being deleted
             if await self.exists(name):
                 return False
             await asyncio.to_thread(
@@ -46,7 +59,7 @@ class Collections:
     async def delete(self, name: str) -> bool:
         """Drop the collection's graphs, vectors, keyword rows and library; False when unknown.
         Raises CollectionBusy while ingests run in it. `default` is emptied and stays."""
-        async with self.pipeline.locks.closed(name):
+        async with self.locks.closed(name):
             if not await self.exists(name):
                 return False
             await asyncio.to_thread(self.drop_sync, Iris(self.base_iri, name))
@@ -57,6 +70,6 @@ class Collections:
         registration with it; the caller holds the collection closed."""
         graphs = (iris.knowledge_graph, iris.source_graph, iris.trace_graph)
         self.store.update(" ;\n".join(f"DROP SILENT GRAPH {sparql_term(g)}" for g in graphs))
-        self.pipeline.vectors.drop(iris.collection)
-        self.pipeline.keywords.drop(iris.collection)
-        self.pipeline.discard_collection(iris.collection)
+        self.vectors.drop(iris.collection)
+        self.keywords.drop(iris.collection)
+        self.library.discard_collection(iris.collection)

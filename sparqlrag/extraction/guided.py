@@ -19,13 +19,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sparqlrag.extraction import librarian
 from sparqlrag.extraction.knowledge import Entity, Fact, Knowledge
 from sparqlrag.extraction.offline import OfflineExtractor
+from sparqlrag.library import librarian
 from sparqlrag.models.llm import ChatModel
 from sparqlrag.models.prompts import json_items, render
 from sparqlrag.ontology.owl import OntologyModel
 from sparqlrag.ontology.selection import ElementIndex, ElementIndexes, Selector, Subset, describe
+from sparqlrag.store.base import QuadStore
 from sparqlrag.store.vocab import Iris, local_name
 
 IS_A = {"is a", "is an", "was a", "was an", "is the", "was the"}
@@ -226,7 +227,7 @@ class CollectionExtractors:
 
     def __init__(
         self,
-        store: Any,
+        store: QuadStore,
         base_iri: str,
         indexes: ElementIndexes,
         selector: Selector,

@@ -1,0 +1,88 @@
+"""The package layering of docs/architecture.md, checked from the imports the code really has.
+
+A package may import only the packages listed for it; the map has no cycle, so no two
+packages import each other. A new arrow is a design decision: change the map and the page.
+"""
+
+from __future__ import annotations
+
+import ast
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "sparqlrag"
+
+ALLOWED: dict[str, set[str]] = {
+    "config": set(),
+    "store": set(),
+    "models": set(),
+    "library": {"store"},
+    "ontology": {"models", "store"},
+    "retrieval": {"models", "store"},
+    "extraction": {"library", "ontology", "models", "store"},
+    "queries": {"retrieval", "library", "ontology", "models", "store"},
+    "services": {"extraction", "retrieval", "queries", "library", "ontology", "models", "store", "config"},
+    "server": {"services", "extraction", "retrieval", "queries", "library", "ontology", "models", "store", "config"},
+    "cli": {
+        "server",
+        "services",
+        "extraction",
+        "retrieval",
+        "queries",
+        "library",
+        "ontology",
+        "models",
+        "store",
+        "config",
+    },
+}
+
+
+def imported_packages(path: Path) -> set[str]:
+    """The sparqlrag packages (or top-level modules) a module imports, at any depth of its code."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module] if node.module != "sparqlrag" else [f"sparqlrag.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        found |= {name.split(".")[1] for name in names if name.startswith("sparqlrag.")}
+    return found
+
+
+def package_of(path: Path) -> str:
+    return path.relative_to(ROOT).with_suffix("").parts[0]
+
+
+def test_the_map_has_no_cycle() -> None:
+    try:
+        TopologicalSorter(ALLOWED).prepare()
+    except CycleError as error:
+        pytest.fail(f"the allowed imports form a cycle: {error.args[1]}")
+
+
+def test_every_package_is_in_the_map() -> None:
+    packages = {package_of(path) for path in ROOT.rglob("*.py") if path.name != "__init__.py" or path.parent != ROOT}
+    assert packages == set(ALLOWED)
+
+
+def test_no_package_imports_one_above_it() -> None:
+    wrong = []
+    for path in sorted(ROOT.rglob("*.py")):
+        if path.parent == ROOT and path.name == "__init__.py":
+            continue
+        package = package_of(path)
+        for target in sorted(imported_packages(path) - {package, "__version__"}):
+            if target not in ALLOWED[package]:
+                wrong.append(f"{path.relative_to(ROOT.parent)} imports sparqlrag.{target}")
+    assert wrong == []
+
+
+def test_the_checker_sees_imports_inside_functions(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from sparqlrag.server import app\n    import sparqlrag.store.vocab\n")
+    assert imported_packages(module) == {"server", "store"}
