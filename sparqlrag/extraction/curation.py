@@ -10,7 +10,6 @@ decision affects are written again from their kept extractions at once.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +23,7 @@ from sparqlrag.extraction.resolution import CURATED, name_key
 from sparqlrag.library.librarian import UnknownCollection, collection_exists
 from sparqlrag.store import vocab as v
 from sparqlrag.store.aliases import chain
+from sparqlrag.store.calls import off_loop
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import insert_data, sparql_term, values
 from sparqlrag.store.vocab import Iris
@@ -70,11 +70,11 @@ class Curation:
         return self.pipeline.store
 
     async def _update(self, *operations: str) -> None:
-        await asyncio.to_thread(self.store.update, v.SPARQL_PREFIXES + " ;\n".join(operations))
+        await off_loop(self.store.update, v.SPARQL_PREFIXES + " ;\n".join(operations))
 
     async def _iris(self, collection: str) -> Iris:
         iris = Iris(self.pipeline.base_iri, collection)
-        if not await asyncio.to_thread(collection_exists, self.store, iris):
+        if not await off_loop(collection_exists, self.store, iris):
             raise UnknownCollection(collection)
         return iris
 
@@ -151,45 +151,43 @@ class Curation:
         aliases, and the documents that said things about it now say them about `entity`."""
         iris = await self._iris(collection)
         target, alias = (
-            await asyncio.to_thread(self._find, iris, entity),
-            await asyncio.to_thread(self._find, iris, other),
+            await off_loop(self._find, iris, entity),
+            await off_loop(self._find, iris, other),
         )
         if target == alias:
             raise CurationRefused(f"{entity!r} and {other!r} are one thing already: {target}")
-        classes = await asyncio.to_thread(self._classes, iris, target) | await asyncio.to_thread(
-            self._classes, iris, alias
-        )
+        classes = await off_loop(self._classes, iris, target) | await off_loop(self._classes, iris, alias)
         if len(classes) > 1:
             raise CurationRefused(
                 f"{entity!r} and {other!r} are typed by different classes ({', '.join(sorted(classes))}); "
                 "one thing has one class here"
             )
-        name = await asyncio.to_thread(self._label, iris, alias) or other
+        name = await off_loop(self._label, iris, alias) or other
         quads = self._decision(iris, Triple(NamedNode(alias), v.OWL_SAME_AS, NamedNode(target)), name)
         retract = self._retract(iris, v.OWL_DIFFERENT_FROM, [alias, target], [alias, target])
         await self._update(retract, insert_data(quads))
-        affected = await asyncio.to_thread(resolver.documents_using, self.store, iris, {alias})
+        affected = await off_loop(resolver.documents_using, self.store, iris, {alias})
         await self.pipeline.resolve_again(collection, affected)
-        return await asyncio.to_thread(self._aliases, iris, target)
+        return await off_loop(self._aliases, iris, target)
 
     async def split(self, collection: str, entity: str, alias: str) -> EntityAliases:
         """`alias` names something else than `entity`: its merges into entity are undone, a
         curated owl:differentFrom keeps them apart, and the documents that used the name are
         written again (the name becomes its own thing)."""
         iris = await self._iris(collection)
-        target = await asyncio.to_thread(self._find, iris, entity)
-        before = await asyncio.to_thread(self._aliases, iris, target)
+        target = await off_loop(self._find, iris, entity)
+        before = await off_loop(self._aliases, iris, target)
         key = name_key(alias)
         merged = [m.iri for m in before.merges if name_key(m.alias) == key]
         if not merged and not any(name_key(a.name) == key for a in before.aliases):
             raise UnknownEntity(f"{alias!r} is not an alias of {target}")
         own = iris.entity(alias).value
-        members = await asyncio.to_thread(self._cluster, iris, target)
+        members = await off_loop(self._cluster, iris, target)
         quads = self._decision(iris, Triple(NamedNode(own), v.OWL_DIFFERENT_FROM, NamedNode(target)), alias)
         await self._update(self._retract(iris, v.OWL_SAME_AS, merged + [own], members), insert_data(quads))
-        affected = await asyncio.to_thread(resolver.documents_naming, self.store, iris, {key}, set())
+        affected = await off_loop(resolver.documents_naming, self.store, iris, {key}, set())
         await self.pipeline.resolve_again(collection, affected)
-        return await asyncio.to_thread(self._aliases, iris, target)
+        return await off_loop(self._aliases, iris, target)
 
     def _cluster(self, iris: Iris, canonical: str) -> list[str]:
         """The canonical IRI and every IRI whose owl:sameAs chain ends at it."""
@@ -205,8 +203,8 @@ class Curation:
         """The thing's names other than its own, the merges that joined IRIs to it (rule, score,
         the documents of the evidence), and the names a person split off it."""
         iris = await self._iris(collection)
-        canonical = await asyncio.to_thread(self._find, iris, entity)
-        return await asyncio.to_thread(self._aliases, iris, canonical)
+        canonical = await off_loop(self._find, iris, entity)
+        return await off_loop(self._aliases, iris, canonical)
 
     def _aliases(self, iris: Iris, canonical: str) -> EntityAliases:
         kg, src, node = (

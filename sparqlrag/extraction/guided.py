@@ -27,6 +27,7 @@ from sparqlrag.models.prompts import json_items, render
 from sparqlrag.ontology.owl import OntologyModel
 from sparqlrag.ontology.selection import ElementIndex, ElementIndexes, Selector, Subset, describe
 from sparqlrag.store.base import QuadStore
+from sparqlrag.store.calls import off_loop
 from sparqlrag.store.vocab import Iris, local_name
 
 IS_A = {"is a", "is an", "was a", "was an", "is the", "was the"}
@@ -133,7 +134,7 @@ class _Subsets:
             todo, self._queued = list(self._queued), {}
             for start in range(0, len(todo), self.BATCH):
                 batch = todo[start : start + self.BATCH]
-                self._ready.update(zip(batch, await asyncio.to_thread(self.selector.select, self.index, batch)))
+                self._ready.update(zip(batch, await off_loop(self.selector.select, self.index, batch)))
 
     def subset(self, text: str) -> Subset:
         """The prepared subset of `text` (given up: each chunk is read once), or a fresh one."""
@@ -158,7 +159,7 @@ class GuidedExtractor(_Subsets):
         self.llm, self.model, self.prompts_dir, self.max_tokens = llm, llm.name, prompts_dir, max_tokens
 
     async def extract(self, text: str, document_id: str = "") -> Knowledge:
-        subset = await asyncio.to_thread(self.subset, text)
+        subset = await off_loop(self.subset, text)
         prompt = render("extract_with_ontology", self.prompts_dir, text=text, **describe(subset))
         completion = await self.llm.complete(prompt, max_tokens=self.max_tokens)
         items = json_items(completion.text)
@@ -178,7 +179,7 @@ class TypedOfflineExtractor(_Subsets):
         self.offline = offline or OfflineExtractor()
 
     async def extract(self, text: str, document_id: str = "") -> Knowledge:
-        return await asyncio.to_thread(self.extract_sync, text)
+        return await off_loop(self.extract_sync, text)
 
     def extract_sync(self, text: str) -> Knowledge:
         knowledge = self.offline.extract_sync(text)
@@ -238,10 +239,10 @@ class CollectionExtractors:
         self.llm, self.prompts_dir = llm, prompts_dir
 
     async def __call__(self, collection: str) -> GuidedExtractor | TypedOfflineExtractor | None:
-        name = await asyncio.to_thread(librarian.collection_ontology, self.store, Iris(self.base_iri, collection))
+        name = await off_loop(librarian.collection_ontology, self.store, Iris(self.base_iri, collection))
         if name is None:
             return None
-        index = await asyncio.to_thread(self.indexes.get, name)
+        index = await off_loop(self.indexes.get, name)
         if self.llm is not None:
             return GuidedExtractor(self.llm, name, index, self.selector, self.prompts_dir)
         return TypedOfflineExtractor(name, index, self.selector)

@@ -16,7 +16,6 @@ words from its Treebank tokenizer; neither needs data files. Then, per sentence:
 
 from __future__ import annotations
 
-import asyncio
 import re
 from dataclasses import dataclass
 
@@ -24,6 +23,7 @@ from nltk.tokenize import TreebankWordTokenizer
 
 from sparqlrag.extraction.knowledge import COOCCURS, Entity, Fact, Knowledge
 from sparqlrag.models.sentences import sentence_splitter
+from sparqlrag.store.calls import off_loop
 
 CONNECTORS = set(
     """
@@ -93,7 +93,7 @@ class OfflineExtractor:
         self._words = TreebankWordTokenizer()
 
     async def extract(self, text: str, document_id: str = "") -> Knowledge:
-        return await asyncio.to_thread(self.extract_sync, text)  # pure Python: keep it off the event loop
+        return await off_loop(self.extract_sync, text)  # pure Python: keep it off the event loop
 
     def extract_sync(self, text: str) -> Knowledge:
         lowercase_words = {w for w in re.findall(r"\b[a-z]\w*\b", text)}

@@ -24,7 +24,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from pyoxigraph import Literal, NamedNode, Quad, Triple
@@ -62,6 +61,7 @@ from sparqlrag.library.locks import Locks
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab as v
 from sparqlrag.store.base import QuadStore
+from sparqlrag.store.calls import off_loop
 from sparqlrag.store.fact_index import FactIndex
 from sparqlrag.store.facts import walked_filter
 from sparqlrag.store.keyword_index import KeywordIndex
@@ -186,12 +186,9 @@ class Pipeline:
         self.stats = IngestStats()
         self._background: set[asyncio.Task[None]] = set()
 
-    async def _store(self, method: str, *args: Any) -> Any:
-        return await asyncio.to_thread(getattr(self.store, method), *args)
-
     async def _update(self, *operations: str) -> None:
         """One SPARQL update request (one transaction) of the non-empty operations, under one prologue."""
-        await self._store("update", v.SPARQL_PREFIXES + " ;\n".join(op for op in operations if op))
+        await off_loop(self.store.update, v.SPARQL_PREFIXES + " ;\n".join(op for op in operations if op))
 
     # -- ingest -------------------------------------------------------------------------------
 
@@ -248,8 +245,8 @@ class Pipeline:
             self.stats.documents.update(r.status if isinstance(r, IngestResult) else "failed" for r in results)
         aliases = {m.alias_iri for plan in plans for m in plan.resolution.merges if m.shared}
         lost, unnamed = {k for plan in plans for k in plan.lost}, {e for plan in plans for e in plan.unnamed}
-        affected = await asyncio.to_thread(resolver.documents_using, self.store, iris, aliases)
-        affected |= await asyncio.to_thread(resolver.documents_naming, self.store, iris, lost, unnamed)
+        affected = await off_loop(resolver.documents_using, self.store, iris, aliases)
+        affected |= await off_loop(resolver.documents_naming, self.store, iris, lost, unnamed)
         return results, affected
 
     async def resolve_again(self, collection: str, documents: set[str]) -> None:
@@ -335,15 +332,15 @@ class Pipeline:
         def mint(mention: Mention, ontology: str | None) -> str:
             return entity_iri(iris, mention, ontology).value
 
-        uses = await asyncio.to_thread(self._uses, plans, mint)
-        known = await asyncio.to_thread(resolver.known, self.store, iris, {name_key(m.name) for _, m, _, _ in uses})
+        uses = await off_loop(self._uses, plans, mint)
+        known = await off_loop(resolver.known, self.store, iris, {name_key(m.name) for _, m, _, _ in uses})
         self._batch_candidates(known, uses)
         named: dict[Mention, tuple[str, str | None]] = {}  # a name -> its own IRI, and a definition the batch gives it
         for _, mention, iri, definition in uses:
             if named.get(mention, ("", None))[1] is None:
                 named[mention] = (iri, definition)
-        known.similar = await asyncio.to_thread(resolver.similar, self.store, self.vectors, self.embedder, iris, named)
-        await asyncio.to_thread(self._resolve_all, plans, known, mint)
+        known.similar = await off_loop(resolver.similar, self.store, self.vectors, self.embedder, iris, named)
+        await off_loop(self._resolve_all, plans, known, mint)
 
     @staticmethod
     def _uses(
@@ -400,7 +397,7 @@ class Pipeline:
         if len(set(ids)) != len(ids):
             raise ValueError("a batch names the same document twice")
         iris = Iris(self.base_iri, collection)
-        if not await asyncio.to_thread(librarian.collection_exists, self.store, iris):
+        if not await off_loop(librarian.collection_exists, self.store, iris):
             raise librarian.UnknownCollection(collection)
         return iris, ids
 
@@ -416,17 +413,17 @@ class Pipeline:
         library, marked pending (a restart resumes it) and `queued`; unchanged ones come back
         `unchanged`. A background task ingests the rest; `wait_background()` awaits it."""
         iris, ids = await self._batch(collection, sources)
-        decoded = [await asyncio.to_thread(_decode_and_hash, source) for source in sources]  # all, before any write
+        decoded = [await off_loop(_decode_and_hash, source) for source in sources]  # all, before any write
         results, queued = [], []
         async with self.locks.documents(collection, ids):
             for source, (text, sha256) in zip(sources, decoded):
                 doc = iris.document(source.document_id)
-                existing = next(iter(await asyncio.to_thread(librarian.documents, self.store, iris, doc)), None)
+                existing = next(iter(await off_loop(librarian.documents, self.store, iris, doc)), None)
                 if unchanged := self._unchanged(existing, sha256, force):
                     results.append(unchanged)
                     continue
                 upload = Upload(collection, source.document_id, source.media_type, source.filename, source.title)
-                await asyncio.to_thread(self.library.save, upload, source.data)
+                await off_loop(self.library.save, upload, source.data)
                 record = self._record(iris, source, text, sha256)
                 created = datetime.fromisoformat(existing.created) if existing else datetime.now(UTC)
                 await self._update(self._record_update(iris, record, librarian.QUEUED, created, existing))
@@ -477,24 +474,24 @@ class Pipeline:
         reuse: bool,
     ) -> _Plan | IngestResult:
         """Decode, compare with the stored version, mark processing, extract the new chunks."""
-        decoded, sha256 = await asyncio.to_thread(_decode_and_hash, source)  # PDFs take a while: off the loop
+        decoded, sha256 = await off_loop(_decode_and_hash, source)  # PDFs take a while: off the loop
         doc = iris.document(source.document_id)
-        existing = next(iter(await asyncio.to_thread(librarian.documents, self.store, iris, doc)), None)
+        existing = next(iter(await off_loop(librarian.documents, self.store, iris, doc)), None)
         if unchanged := self._unchanged(existing, sha256, force):
             return unchanged
         upload = Upload(iris.collection, source.document_id, source.media_type, source.filename, source.title)
-        marker = await asyncio.to_thread(self.library.save, upload, source.data)
+        marker = await off_loop(self.library.save, upload, source.data)
         record = self._record(iris, source, decoded, sha256)
         created = datetime.fromisoformat(existing.created) if existing else datetime.now(UTC)
         plan = _Plan(iris, record, created, marker, extractor, reuse=reuse)
         await self._update(self._record_update(iris, record, librarian.PROCESSING, created, existing))
         try:
             chunks: dict[str, ChunkRecord] = {}
-            pieces = await asyncio.to_thread(split, decoded.text, self.chunk_size, self.chunk_overlap)
+            pieces = await off_loop(split, decoded.text, self.chunk_size, self.chunk_overlap)
             for index, piece in enumerate(pieces):
                 iri = iris.chunk(doc, piece.text)
                 chunks.setdefault(iri.value, ChunkRecord(doc, iri, index, piece.offset, piece.text))
-            old = await asyncio.to_thread(librarian.chunks_of, self.store, iris, doc)
+            old = await off_loop(librarian.chunks_of, self.store, iris, doc)
             plan.added = [chunk for iri, chunk in chunks.items() if force or iri not in old]
             plan.kept = [chunk for iri, chunk in chunks.items() if not force and iri in old]
             plan.removed = sorted(old if force else old - chunks.keys())
@@ -516,12 +513,12 @@ class Pipeline:
             extractor, collection = plan.extractor, plan.iris.collection
             kept = None
             if plan.reuse:
-                kept = await asyncio.to_thread(
+                kept = await off_loop(
                     self.extractions.load, collection, chunk.iri.value, extractor.name, extractor.model
                 )
             result = kept if kept is not None else await extractor.extract(chunk.text, document_id)
             if kept is None:
-                await asyncio.to_thread(
+                await off_loop(
                     self.extractions.save, collection, chunk.iri.value, extractor.name, extractor.model, result
                 )
             progress.step()
@@ -541,7 +538,7 @@ class Pipeline:
                 iris, chunk, result, plan.extractor.name, plan.extractor.model, started, ended, plan.resolution
             )
         candidates, named = await self._statements_of(iris, plan.removed)
-        merges = await asyncio.to_thread(resolver.shared_merges_of, self.store, iris, plan.removed)
+        merges = await off_loop(resolver.shared_merges_of, self.store, iris, plan.removed)
         await self._update(
             self._removal(iris, plan.removed, candidates),
             self._placement(iris, plan.kept),
@@ -572,17 +569,13 @@ class Pipeline:
         collection = iris.collection
         if chunks:
             # a chunk's IRI names its text, so a vector held already is the right one (documents written again)
-            embedded = await asyncio.to_thread(
-                self.vectors.existing, collection, "chunks", [c.iri.value for c in chunks]
-            )
+            embedded = await off_loop(self.vectors.existing, collection, "chunks", [c.iri.value for c in chunks])
             new = [c for c in chunks if c.iri.value not in embedded]
             if new:
-                vectors = await asyncio.to_thread(self.embedder.embed, [c.text for c in new])
+                vectors = await off_loop(self.embedder.embed, [c.text for c in new])
                 payloads = [{"document": c.document.value, "text": c.text} for c in new]
-                await asyncio.to_thread(
-                    self.vectors.upsert, collection, "chunks", [c.iri.value for c in new], vectors, payloads
-                )
-            await asyncio.to_thread(self.keywords.add, collection, [(c.iri.value, c.text) for c in chunks])
+                await off_loop(self.vectors.upsert, collection, "chunks", [c.iri.value for c in new], vectors, payloads)
+            await off_loop(self.keywords.add, collection, [(c.iri.value, c.text) for c in chunks])
         knowledge = [(result, plan.resolution) for plan in plans for result, _, _ in plan.knowledge]
         triples = [
             triple for result, resolution in knowledge for triple, _ in knowledge_triples(iris, result, resolution)
@@ -595,20 +588,20 @@ class Pipeline:
         named = {iri: (label, definitions.get(iri)) for iri, label in labels.items() if iri.startswith(entities)}
         named |= {m.alias_iri: (m.alias, None) for plan in plans for m in plan.resolution.merges if m.shared}
         await self._index_entities(collection, named)
-        await asyncio.to_thread(self.facts.add, iris, triples, labels)
+        await off_loop(self.facts.add, iris, triples, labels)
 
     async def _index_entities(self, collection: str, entities: dict[str, tuple[str, str | None]]) -> int:
         """Vectors for the entities (IRI -> label, definition) the index does not hold yet: one
         of the label, and one of the label with the definition when there is one. Returns how
         many vectors were written."""
         defined = [iri for iri, (_, definition) in entities.items() if definition]
-        known = await asyncio.to_thread(self.vectors.existing, collection, "entities", list(entities))
-        known_defined = await asyncio.to_thread(self.vectors.existing, collection, "entities", defined, "definition")
+        known = await off_loop(self.vectors.existing, collection, "entities", list(entities))
+        known_defined = await off_loop(self.vectors.existing, collection, "entities", defined, "definition")
         labels = [iri for iri in entities if iri not in known]
         defined_new = [iri for iri in defined if iri not in known_defined]
         texts = [entities[iri][0] for iri in labels] + [described(*entities[iri]) for iri in defined_new]
         if texts:
-            vectors = await asyncio.to_thread(self.embedder.embed, texts)
+            vectors = await off_loop(self.embedder.embed, texts)
             parts: list[tuple[list[str], np.ndarray, Facet]] = [
                 (labels, vectors[: len(labels)], ""),
                 (defined_new, vectors[len(labels) :], "definition"),
@@ -616,9 +609,7 @@ class Pipeline:
             for iri_list, rows, facet in parts:
                 if iri_list:
                     payloads = [{"label": entities[iri][0], "definition": entities[iri][1]} for iri in iri_list]
-                    await asyncio.to_thread(
-                        self.vectors.upsert, collection, "entities", iri_list, rows, payloads, facet
-                    )
+                    await off_loop(self.vectors.upsert, collection, "entities", iri_list, rows, payloads, facet)
         return len(texts)
 
     async def index_graph(
@@ -629,10 +620,10 @@ class Pipeline:
         loaded with SPARQL or `sparqlrag load` rather than ingested, so that Graph RAG can ground
         questions on it and score its facts. Returns how many entity and fact vectors were written."""
         iris = Iris(self.base_iri, collection)
-        if not await asyncio.to_thread(librarian.collection_exists, self.store, iris):
+        if not await off_loop(librarian.collection_exists, self.store, iris):
             raise librarian.UnknownCollection(collection)
         kg = sparql_term(iris.knowledge_graph)
-        rows = await asyncio.to_thread(
+        rows = await off_loop(
             select,
             self.store,
             v.SPARQL_PREFIXES
@@ -641,7 +632,7 @@ class Pipeline:
               ?e rdfs:label ?l OPTIONAL {{ ?e skos:definition ?d }} FILTER(isIRI(?e))
               FILTER NOT EXISTS {{ ?x ?e ?y }} }} }} GROUP BY ?e""",
         )
-        facts = await asyncio.to_thread(
+        facts = await off_loop(
             select_terms,
             self.store,
             f"""SELECT ?s ?p ?o WHERE {{ GRAPH {kg} {{ ?s ?p ?o }}
@@ -656,7 +647,7 @@ class Pipeline:
                 on_progress(min(start + batch, len(rows)), total)
         for start in range(0, len(facts), batch):
             triples = [Triple(row["s"], row["p"], row["o"]) for row in facts[start : start + batch]]  # type: ignore[arg-type]
-            fact_vectors += await asyncio.to_thread(self.facts.add, iris, triples)
+            fact_vectors += await off_loop(self.facts.add, iris, triples)
             if on_progress is not None:
                 on_progress(len(rows) + min(start + batch, len(facts)), total)
         return entities, fact_vectors
@@ -667,7 +658,7 @@ class Pipeline:
         """Statements derived from `chunks`, and the entities their facts name."""
         if not chunks:
             return [], set()
-        rows = await asyncio.to_thread(
+        rows = await off_loop(
             select,
             self.store,
             v.SPARQL_PREFIXES
@@ -745,7 +736,7 @@ class Pipeline:
         entities left with no name of their own: what resolution must look at again."""
         gone: set[str] = set()
         if statements:
-            rows = await asyncio.to_thread(
+            rows = await off_loop(
                 select,
                 self.store,
                 v.SPARQL_PREFIXES
@@ -754,14 +745,14 @@ class Pipeline:
                   FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies ?fact }} }} }}""",
             )
             gone = {row["st"] for row in rows}
-            await asyncio.to_thread(self.facts.remove, iris, sorted(gone))
+            await off_loop(self.facts.remove, iris, sorted(gone))
         lost = {key for statement, key in merges.items() if statement in gone}
         if chunks:
-            await asyncio.to_thread(self.vectors.delete, iris.collection, "chunks", chunks)
-            await asyncio.to_thread(self.keywords.delete, iris.collection, chunks)
-            await asyncio.to_thread(self.extractions.discard, iris.collection, chunks)
+            await off_loop(self.vectors.delete, iris.collection, "chunks", chunks)
+            await off_loop(self.keywords.delete, iris.collection, chunks)
+            await off_loop(self.extractions.discard, iris.collection, chunks)
         if entities:
-            rows = await asyncio.to_thread(
+            rows = await off_loop(
                 select,
                 self.store,
                 v.SPARQL_PREFIXES
@@ -770,7 +761,7 @@ class Pipeline:
                   FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.knowledge_graph)} {{ ?entity rdfs:label|owl:sameAs
                     ?kept }} }} }}""",
             )
-            await asyncio.to_thread(self.vectors.delete, iris.collection, "entities", [row["entity"] for row in rows])
+            await off_loop(self.vectors.delete, iris.collection, "entities", [row["entity"] for row in rows])
             return lost, {row["entity"] for row in rows}
         return lost, set()
 
@@ -782,19 +773,19 @@ class Pipeline:
         iris = Iris(self.base_iri, collection)
         doc = iris.document(document_id)
         async with self.locks.documents(collection, [document_id]):
-            if not await asyncio.to_thread(librarian.documents, self.store, iris, doc):
+            if not await off_loop(librarian.documents, self.store, iris, doc):
                 return False
-            chunks = sorted(await asyncio.to_thread(librarian.chunks_of, self.store, iris, doc))
+            chunks = sorted(await off_loop(librarian.chunks_of, self.store, iris, doc))
             statements, named = await self._statements_of(iris, chunks)
-            merges = await asyncio.to_thread(resolver.shared_merges_of, self.store, iris, chunks)
+            merges = await off_loop(resolver.shared_merges_of, self.store, iris, chunks)
             src = sparql_term(iris.source_graph)
             await self._update(
                 self._removal(iris, chunks, statements),
                 f"DELETE WHERE {{ GRAPH {src} {{ {sparql_term(doc)} ?p ?o }} }}",
             )
             lost, unnamed = await self._forget_index_rows(iris, chunks, named, statements, merges)
-            await asyncio.to_thread(self.library.discard, collection, document_id)
-            affected = await asyncio.to_thread(resolver.documents_naming, self.store, iris, lost, unnamed)
+            await off_loop(self.library.discard, collection, document_id)
+            affected = await off_loop(resolver.documents_naming, self.store, iris, lost, unnamed)
         await self.resolve_again(collection, affected)
         return True
 
@@ -802,7 +793,7 @@ class Pipeline:
         """The document as the library kept it, to extract again (after changing the extractor,
         its model or its prompts) with `ingest_many(..., force=True)` or `submit(..., force=True)`.
         Raises LookupError for a document the library does not hold."""
-        upload, data = await asyncio.to_thread(self.library.load, collection, document_id)
+        upload, data = await off_loop(self.library.load, collection, document_id)
         return Source(document_id, data, upload.media_type, upload.filename, upload.title)
 
     async def recover(self) -> list[IngestResult | Exception]:
@@ -812,7 +803,7 @@ class Pipeline:
         for marker in self.library.markers():
             try:
                 pending = self.library.pending(marker)
-                upload, data = await asyncio.to_thread(self.library.load, pending.collection, pending.document_id)
+                upload, data = await off_loop(self.library.load, pending.collection, pending.document_id)
                 results.append(
                     await self.ingest(
                         upload.collection,

@@ -7,14 +7,13 @@ added to a collection that was never created (`default` always exists).
 
 from __future__ import annotations
 
-import asyncio
-
 from sparqlrag.library import librarian
 from sparqlrag.library.files import Library
 from sparqlrag.library.librarian import CollectionInfo
 from sparqlrag.library.locks import Locks
 from sparqlrag.store import vocab as v
 from sparqlrag.store.base import QuadStore
+from sparqlrag.store.calls import off_loop
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vector_index import VectorIndex
@@ -36,7 +35,7 @@ class Collections:
         self.vectors, self.keywords, self.library = vectors, keywords, library
 
     async def exists(self, name: str) -> bool:
-        return await asyncio.to_thread(librarian.collection_exists, self.store, Iris(self.base_iri, name))
+        return await off_loop(librarian.collection_exists, self.store, Iris(self.base_iri, name))
 
     async def create(self, name: str, ontology: str | None = None) -> bool:
         """Register `name`, its extraction guided by the loaded `ontology` if given (the caller
@@ -45,16 +44,14 @@ class Collections:
         async with self.locks.closed(name):  # not while it is being deleted
             if await self.exists(name):
                 return False
-            await asyncio.to_thread(
-                self.store.update, v.SPARQL_PREFIXES + librarian.register_collection(iris, ontology)
-            )
+            await off_loop(self.store.update, v.SPARQL_PREFIXES + librarian.register_collection(iris, ontology))
             return True
 
     async def list(self) -> list[CollectionInfo]:
-        return await asyncio.to_thread(librarian.collections, self.store, self.base_iri)
+        return await off_loop(librarian.collections, self.store, self.base_iri)
 
     async def get(self, name: str) -> CollectionInfo | None:
-        return await asyncio.to_thread(librarian.collection_info, self.store, Iris(self.base_iri, name))
+        return await off_loop(librarian.collection_info, self.store, Iris(self.base_iri, name))
 
     async def delete(self, name: str) -> bool:
         """Drop the collection's graphs, vectors, keyword rows and library; False when unknown.
@@ -62,7 +59,7 @@ class Collections:
         async with self.locks.closed(name):
             if not await self.exists(name):
                 return False
-            await asyncio.to_thread(self.drop_sync, Iris(self.base_iri, name))
+            await off_loop(self.drop_sync, Iris(self.base_iri, name))
             return True
 
     def drop_sync(self, iris: Iris) -> None:

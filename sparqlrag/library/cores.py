@@ -17,7 +17,6 @@ server as it was.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import io
 import json
@@ -36,6 +35,7 @@ from sparqlrag.library import librarian
 from sparqlrag.library.collections import Collections
 from sparqlrag.store import vocab as v
 from sparqlrag.store.base import GraphNotFound
+from sparqlrag.store.calls import off_loop
 from sparqlrag.store.facts import fact_ntriples, parse_fact
 from sparqlrag.store.vector_index import FACETS, Kind
 from sparqlrag.store.vocab import InvalidName, Iris, check_collection
@@ -99,7 +99,7 @@ class Cores:
         if info is None:
             raise librarian.UnknownCollection(name)
         async with self.collections.locks.closed(name):  # a consistent picture: no ingest meanwhile
-            return await asyncio.to_thread(self._export, Iris(self.base_iri, name), info.ontology, target)
+            return await off_loop(self._export, Iris(self.base_iri, name), info.ontology, target)
 
     def _export(self, iris: Iris, ontology: str | None, target: Path) -> dict[str, Any]:
         # Each graph's N-Triples inside a TriG graph block: valid TriG (1.2, triple terms
@@ -151,7 +151,7 @@ class Cores:
     async def import_(self, source: Path, into: str | None = None) -> ImportResult:
         """Import the core at `source` into the collection it was exported from (which must
         then be `into`, when given). Raises CoreInvalid, CoreMismatch, CollectionBusy."""
-        core = await asyncio.to_thread(_read, source)
+        core = await off_loop(_read, source)
         name = core.manifest["collection"]
         if into is not None and into != name:
             raise CoreMismatch(f"the core holds collection {name!r}, not {into!r}; import it as {name!r}")
@@ -185,9 +185,9 @@ class Cores:
             if existing is not None:  # keep its registration, not the core's (one creation time)
                 quads = [q for q in quads if q.subject != iris.collection_iri]
             try:
-                await asyncio.to_thread(self._write, iris, quads, core, old_base)
+                await off_loop(self._write, iris, quads, core, old_base)
             except BaseException:
-                await asyncio.to_thread(self._undo, iris, existing is not None, ontology)
+                await off_loop(self._undo, iris, existing is not None, ontology)
                 raise
         return ImportResult(
             name,

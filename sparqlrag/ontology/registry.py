@@ -8,7 +8,6 @@ file replaces the old one whole and a rejected file changes nothing.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import threading
@@ -22,6 +21,7 @@ from sparqlrag.ontology.owl import OWL_ONTOLOGY, OntologyError, OntologyModel, o
 from sparqlrag.ontology.reading import read_with_prefixes
 from sparqlrag.store import vocab as v
 from sparqlrag.store.base import QuadStore
+from sparqlrag.store.calls import off_loop
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import insert_data, sparql_term
 from sparqlrag.store.vocab import check_name
@@ -240,19 +240,19 @@ class Ontologies:
     async def load(
         self, name: str, data: bytes, media_type: str | None = None, filename: str | None = None, replace: bool = False
     ) -> LoadResult:
-        return await asyncio.to_thread(self.load_sync, name, data, media_type, filename, None, replace)
+        return await off_loop(self.load_sync, name, data, media_type, filename, None, replace)
 
     async def list(self) -> list[OntologyInfo]:
-        return await asyncio.to_thread(self.list_sync)
+        return await off_loop(self.list_sync)
 
     async def info(self, name: str) -> OntologyInfo:
-        return await asyncio.to_thread(self.info_sync, name)
+        return await off_loop(self.info_sync, name)
 
     async def by_iri(self, iri: str) -> OntologyInfo | None:
-        return await asyncio.to_thread(self.by_iri_sync, iri)
+        return await off_loop(self.by_iri_sync, iri)
 
     async def serialize(self, name: str, format: RdfFormat) -> bytes:
-        return await asyncio.to_thread(self.serialize_sync, name, format)
+        return await off_loop(self.serialize_sync, name, format)
 
     async def remove(self, name: str) -> None:
-        await asyncio.to_thread(self.remove_sync, name)
+        await off_loop(self.remove_sync, name)

@@ -9,7 +9,6 @@ query that fails is refused with the reason and the query itself, and never runs
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from sparqlrag.ontology.selection import ElementIndexes, Selector, describe
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.store import vocab as v
 from sparqlrag.store.base import QueryResult
+from sparqlrag.store.calls import off_loop
 from sparqlrag.store.vocab import Iris
 
 KNOWN_NAMESPACES = (v.RDF, v.RDFS, v.OWL, v.XSD, v.SKOS)
@@ -130,8 +130,8 @@ class NlQuery:
                 '(with ANTHROPIC_API_KEY) or "openai" (with llm_base_url)'
             )
         name = ontology or await self._ontology_of(collection)
-        index = await asyncio.to_thread(self.indexes.get, name)
-        (subset,) = await asyncio.to_thread(self.selector.select, index, [question])
+        index = await off_loop(self.indexes.get, name)
+        (subset,) = await off_loop(self.selector.select, index, [question])
         graph = Iris(self.base_iri, collection).knowledge_graph.value
         completion = await self.llm.complete(
             render("nl_query", self.prompts_dir, question=question, graph=graph, **describe(subset))
@@ -139,15 +139,13 @@ class NlQuery:
         fenced = _FENCE.search(completion.text)
         query = (fenced.group(1) if fenced else completion.text).strip()
         allowed = {*index.model.classes, *index.model.properties, index.model.iri}
-        form = await asyncio.to_thread(check_query, query, allowed, self.base_iri)
-        result = await asyncio.to_thread(run, query, form)
+        form = await off_loop(check_query, query, allowed, self.base_iri)
+        result = await off_loop(run, query, form)
         return NlAnswer(question, name, query, form, result)
 
     async def _ontology_of(self, collection: str) -> str:
         """The collection's ontology, else the only one loaded (ValueError if that is no answer)."""
-        name = await asyncio.to_thread(
-            librarian.collection_ontology, self.ontologies.store, Iris(self.base_iri, collection)
-        )
+        name = await off_loop(librarian.collection_ontology, self.ontologies.store, Iris(self.base_iri, collection))
         if name is not None:
             return name
         loaded = await self.ontologies.list()

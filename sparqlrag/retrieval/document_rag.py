@@ -10,7 +10,6 @@ answer is extractive: the question's best-matching sentences from the top passag
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -27,6 +26,7 @@ from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.trace import Trace, TracedSource, TraceLog, fact_json
 from sparqlrag.store import vocab as v
 from sparqlrag.store.base import QuadStore
+from sparqlrag.store.calls import off_loop
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import sparql_term, values
@@ -158,12 +158,12 @@ class DocumentRag:
         rankings: list[list[str]] = []
         scores: dict[str, float] = {}
         if mode in ("vector", "hybrid"):
-            query = await asyncio.to_thread(self.embedder.embed_one, question)
-            hits = await asyncio.to_thread(self.vectors.search, collection, "chunks", query, candidates)
+            query = await off_loop(self.embedder.embed_one, question)
+            hits = await off_loop(self.vectors.search, collection, "chunks", query, candidates)
             rankings.append([h.iri for h in hits])
             scores.update({h.iri: h.score for h in hits})
         if mode in ("keyword", "hybrid"):
-            matches = await asyncio.to_thread(self.keywords.search, collection, question, candidates)
+            matches = await off_loop(self.keywords.search, collection, question, candidates)
             rankings.append([h.iri for h in matches])
             if mode == "keyword":
                 scores.update({h.iri: h.score for h in matches})
@@ -173,13 +173,13 @@ class DocumentRag:
             order = [iri for iri, _ in fused]
         else:
             order = rankings[0]
-        passages = await asyncio.to_thread(passages_of, self.store, iris, order[:candidates], scores)
+        passages = await off_loop(passages_of, self.store, iris, order[:candidates], scores)
         if rerank and self.reranker is not None and passages:
-            rescored = await asyncio.to_thread(self.reranker.score, question, [p.text for p in passages])
+            rescored = await off_loop(self.reranker.score, question, [p.text for p in passages])
             passages = [Passage(p.chunk, p.document, p.title, p.text, float(s)) for p, s in zip(passages, rescored)]
             passages.sort(key=lambda p: -p.score)
         if mmr_lambda is not None and len(passages) > k:
-            vectors = await asyncio.to_thread(self.embedder.embed, [p.text for p in passages])
+            vectors = await off_loop(self.embedder.embed, [p.text for p in passages])
             picked = mmr(np.array([p.score for p in passages]), vectors, k, mmr_lambda)
             passages = [passages[i] for i in picked]
         return passages[:k]
@@ -194,7 +194,7 @@ class DocumentRag:
             trace.answer, trace.model = completion.text, completion.model
             trace.input_tokens, trace.output_tokens = completion.input_tokens, completion.output_tokens
         else:
-            trace.answer = await asyncio.to_thread(self.extractive_answer, trace.question, passages)
+            trace.answer = await off_loop(self.extractive_answer, trace.question, passages)
         iri = await self.traces.write(collection, trace)
         usage = {"input_tokens": trace.input_tokens, "output_tokens": trace.output_tokens}
         return Answer(trace.question, trace.answer, passages, iri, trace.model, usage)
@@ -213,7 +213,7 @@ class DocumentRag:
                 yield "token", {"text": piece}
             trace.answer, trace.model = "".join(pieces), self.llm.name
         else:
-            trace.answer = await asyncio.to_thread(self.extractive_answer, trace.question, passages)
+            trace.answer = await off_loop(self.extractive_answer, trace.question, passages)
             yield "token", {"text": trace.answer}
         iri = await self.traces.write(collection, trace)
         yield "done", {"answer": trace.answer, "trace": iri, "model": trace.model}

@@ -44,6 +44,7 @@ from sparqlrag.retrieval.trace import Trace, TracedEdge, TracedSeed, TracedSourc
 from sparqlrag.store import vocab as v
 from sparqlrag.store.aliases import canonicals
 from sparqlrag.store.base import QuadStore
+from sparqlrag.store.calls import off_loop
 from sparqlrag.store.fact_index import FactIndex
 from sparqlrag.store.facts import fact_labels, labels_of, parse_fact, walked_filter
 from sparqlrag.store.provenance import fact_sources
@@ -434,7 +435,7 @@ class GraphRag:
         and each name or value it mentions, so that each grounds on its own."""
         question = walk.trace.question
         if self.llm is None:
-            found = await asyncio.to_thread(self.phrases, question)
+            found = await off_loop(self.phrases, question)
             return list(dict.fromkeys([question, *clauses(question), *found]))
         completion = await self.llm.complete(render("concepts", self.prompts_dir, question=question), max_tokens=512)
         walk.count(completion)
@@ -444,16 +445,12 @@ class GraphRag:
         """The entities nearest each concept (the limit shared among them), and the ends of the
         facts nearest the question (each seeded at its fact's score); best score kept."""
         walk.path_targets = [walk.trace.question, *clauses(walk.trace.question)]
-        vectors = await asyncio.to_thread(self.embedder.embed, [*walk.concepts, *walk.path_targets])
+        vectors = await off_loop(self.embedder.embed, [*walk.concepts, *walk.path_targets])
         walk.concept_vectors, walk.path_vectors = vectors[: len(walk.concepts)], vectors[len(walk.concepts) :]
         walk.question_vector = walk.path_vectors[0]
         per_concept = max(1, walk.options.entity_limit // len(walk.concepts))
-        entities = asyncio.to_thread(
-            self.vectors.search_many, iris.collection, "entities", walk.concept_vectors, per_concept
-        )
-        facts = asyncio.to_thread(
-            self.vectors.search, iris.collection, "facts", walk.question_vector, walk.options.fact_seeds
-        )
+        entities = off_loop(self.vectors.search_many, iris.collection, "entities", walk.concept_vectors, per_concept)
+        facts = off_loop(self.vectors.search, iris.collection, "facts", walk.question_vector, walk.options.fact_seeds)
         by_concept, nearest_facts = await asyncio.gather(entities, facts)
         best: dict[str, TracedSeed] = {}
 
@@ -461,9 +458,7 @@ class GraphRag:
             if seed.entity not in best or best[seed.entity].score < seed.score:
                 best[seed.entity] = seed
 
-        aliases = await asyncio.to_thread(
-            canonicals, self.store, iris, [hit.iri for hits in by_concept for hit in hits]
-        )
+        aliases = await off_loop(canonicals, self.store, iris, [hit.iri for hits in by_concept for hit in hits])
         for concept, hits in zip(walk.concepts, by_concept):
             for hit in hits:  # a name that is an alias ("W3C") grounds on the thing it names
                 alias = hit.payload.get("label") if hit.iri in aliases else None
@@ -489,7 +484,7 @@ class GraphRag:
         node it hangs from, so a fact reached through a strong seed or fact outranks an equally
         worded one hanging from a weak lookalike or a hub."""
         options = walk.options
-        found = await asyncio.to_thread(self._edges_around, iris, list(frontier), options.triple_limit)
+        found = await off_loop(self._edges_around, iris, list(frontier), options.triple_limit)
         weight = self._weights(frontier, via, found, options.triple_limit)
         found.sort(key=lambda pair: -weight[pair[1]])  # stable; the cut below drops the least trusted
         anchors: dict[Triple, str] = {}
@@ -500,7 +495,7 @@ class GraphRag:
         seen.update({t: weight[anchors[t]] for t in candidates})
         if not candidates:
             return []
-        labels = await asyncio.to_thread(labels_of, self.store, iris, candidates)
+        labels = await off_loop(labels_of, self.store, iris, candidates)
         edges = [
             Edge(t, fact_labels(t, labels), hop=hop, via=via.get(anchors[t]), anchor=anchors[t]) for t in candidates
         ]
@@ -511,12 +506,12 @@ class GraphRag:
         assert walk.concept_vectors is not None and walk.path_vectors is not None
         targets, vectors = (walk.concepts, walk.concept_vectors) if hop == 1 else (walk.path_targets, walk.path_vectors)
         if options.scorer == "facts":
-            scores = await asyncio.to_thread(self._score_by_facts, iris, vectors, edges, labels)
+            scores = await off_loop(self._score_by_facts, iris, vectors, edges, labels)
         else:
-            scores = await asyncio.to_thread(self._score, targets, [e.path_text for e in edges])
+            scores = await off_loop(self._score, targets, [e.path_text for e in edges])
         named = {s.entity: s.alias for s in walk.seeds if s.alias}
         if any(edge.anchor in named for edge in edges):
-            scores = await asyncio.to_thread(
+            scores = await off_loop(
                 self._score_as_named, options.scorer, named, targets, vectors, edges, labels, scores
             )
         for edge, row in zip(edges, scores.T):
@@ -623,7 +618,7 @@ class GraphRag:
         may lift a passage)."""
         if not scored:
             return
-        rows = await asyncio.to_thread(fact_sources, self.store, iris, [e.fact for e in scored])
+        rows = await off_loop(fact_sources, self.store, iris, [e.fact for e in scored])
         by_fact = {e.fact: e for e in scored} | {e.fact: e for e in walk.edges}
         for row in rows:
             edge = by_fact.get(Triple(row["s"], row["p"], row["o"]))  # type: ignore[arg-type]
@@ -646,10 +641,10 @@ class GraphRag:
             for chunk in edge.chunks:
                 if chunk not in best or best[chunk].score < edge.score:
                     best[chunk] = edge
-        dense = await asyncio.to_thread(self.vectors.search, collection, "chunks", walk.question_vector, CANDIDATES)
+        dense = await off_loop(self.vectors.search, collection, "chunks", walk.question_vector, CANDIDATES)
         cosine = {hit.iri: hit.score for hit in dense}
         outside = [chunk for chunk in best if chunk not in cosine]
-        stored = await asyncio.to_thread(self.vectors.vectors_of, collection, "chunks", outside) if outside else {}
+        stored = await off_loop(self.vectors.vectors_of, collection, "chunks", outside) if outside else {}
         cosine |= {
             chunk: float(vector @ walk.question_vector) / max(float(np.linalg.norm(vector)), 1e-9)
             for chunk, vector in stored.items()
@@ -662,10 +657,10 @@ class GraphRag:
         order = sorted(lifted, key=lambda chunk: -lifted[chunk])[:CANDIDATES]
         scores = lifted
         if walk.mode == "hybrid":
-            keyword = await asyncio.to_thread(self.documents.keywords.search, collection, question, CANDIDATES)
+            keyword = await off_loop(self.documents.keywords.search, collection, question, CANDIDATES)
             fused = rrf([order, [hit.iri for hit in keyword]], list(self.documents.weights))
             order, scores = [chunk for chunk, _ in fused], dict(fused)
-        passages = await asyncio.to_thread(passages_of, self.store, iris, order, scores)
+        passages = await off_loop(passages_of, self.store, iris, order, scores)
         return [
             replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in passages[: walk.options.k]
         ]

@@ -8,7 +8,6 @@ back into JSON for `/api/v1/traces/{id}`.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from pyoxigraph import BlankNode, Literal, NamedNode, Quad, RdfFormat, Triple, s
 
 from sparqlrag.store import vocab as v
 from sparqlrag.store.base import QuadStore
+from sparqlrag.store.calls import off_loop
 from sparqlrag.store.select import lexical, select, select_terms
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vocab import Iris
@@ -183,7 +183,7 @@ class TraceLog:
     async def write(self, collection: str, trace: Trace) -> str:
         """Store the trace; returns its IRI."""
         iris = Iris(self.base_iri, collection)
-        await asyncio.to_thread(self._write, iris, trace)
+        await off_loop(self._write, iris, trace)
         return iris.trace(trace.id).value
 
     def _write(self, iris: Iris, trace: Trace) -> None:

@@ -6,7 +6,6 @@ import json
 import re
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
@@ -21,6 +20,7 @@ from sparqlrag.server.pages import render
 from sparqlrag.server.rate_limit import limit_answers
 from sparqlrag.server.streams import sse, wants_stream
 from sparqlrag.services import Services
+from sparqlrag.store.calls import off_loop
 from sparqlrag.store.formats import negotiate
 from sparqlrag.store.vocab import Iris
 
@@ -57,7 +57,7 @@ async def graph_rag(request: Request) -> Response:
         ) from None
     services = _services(request)
     collection = await collection_of(request, body)
-    if mode == "graph" and not await run_in_threadpool(services.vectors.count, collection, "entities"):
+    if mode == "graph" and not await off_loop(services.vectors.count, collection, "entities"):
         raise ApiError(
             409, "empty_graph", f"collection {collection!r} has no entities to answer from: ingest documents first"
         )
@@ -74,15 +74,13 @@ async def traces(request: Request) -> Response:
     if not limit.isdigit() or not 1 <= int(limit) <= 1000:
         raise ApiError(400, "bad_request", "limit is a number from 1 to 1000")
     iris = Iris(services.settings.base_iri, await collection_of(request))
-    return JSONResponse({"traces": await run_in_threadpool(list_traces, services.store, iris, int(limit))})
+    return JSONResponse({"traces": await off_loop(list_traces, services.store, iris, int(limit))})
 
 
 async def _read(request: Request, collection: str, trace_id: str) -> dict[str, Any]:
     services = _services(request)
     iris = Iris(services.settings.base_iri, collection)
-    found = (
-        await run_in_threadpool(read_trace, services.store, iris, trace_id) if TRACE_ID.fullmatch(trace_id) else None
-    )
+    found = await off_loop(read_trace, services.store, iris, trace_id) if TRACE_ID.fullmatch(trace_id) else None
     if found is None:
         raise ApiError(404, "trace_not_found", f"no trace {trace_id!r} in this collection")
     return found

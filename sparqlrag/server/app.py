@@ -7,7 +7,6 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -27,6 +26,7 @@ from sparqlrag.server.request_guard import RequestGuard
 from sparqlrag.server.security_headers import SecurityHeaders
 from sparqlrag.server.sparql import sparql_endpoint
 from sparqlrag.services import Models, Services
+from sparqlrag.store.calls import off_loop
 from sparqlrag.store.data_dir import prepare_data_dir, scratch_dir
 from sparqlrag.store.worker import WorkerStore
 
@@ -34,7 +34,7 @@ GSP_METHODS = ["GET", "HEAD", "PUT", "POST", "DELETE"]
 
 
 async def healthz(request: Request) -> Response:
-    await request.app.state.store.call_async("graph_exists", None)
+    await off_loop(request.app.state.store.graph_exists, None)
     return JSONResponse({"status": "ok", "version": __version__})
 
 
@@ -45,11 +45,11 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         prepare_data_dir(settings.data_dir, settings.base_iri)
-        opened = await run_in_threadpool(
+        opened = await off_loop(
             WorkerStore, settings.store_path, threads=settings.store_threads, allow_remote=settings.allow_remote
         )
         app.state.store = opened
-        app.state.services = await run_in_threadpool(Services.open, settings, opened, None, models)
+        app.state.services = await off_loop(Services.open, settings, opened, None, models)
         # ingests a killed process left unfinished resume in the background; the server is up meanwhile
         resuming = asyncio.create_task(app.state.services.pipeline.recover())
         try:
@@ -59,7 +59,7 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
             await asyncio.gather(resuming, return_exceptions=True)
             await app.state.services.pipeline.cancel_background()  # pending markers: the next start resumes them
             app.state.services.close()
-            await run_in_threadpool(opened.close)
+            await off_loop(opened.close)
 
     app = Starlette(
         routes=[

@@ -15,7 +15,6 @@ from dataclasses import asdict
 from typing import Any
 from urllib.parse import quote
 
-from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -33,6 +32,7 @@ from sparqlrag.server.errors import ApiError
 from sparqlrag.server.rate_limit import limit_answers
 from sparqlrag.server.streams import sse, wants_stream
 from sparqlrag.services import Services
+from sparqlrag.store.calls import off_loop
 from sparqlrag.store.formats import media_type_of
 from sparqlrag.store.vocab import Iris
 
@@ -155,7 +155,7 @@ async def list_documents(request: Request) -> Response:
     authorize(request, "read")
     services = _services(request)
     iris = Iris(services.settings.base_iri, await collection_of(request))
-    rows = await run_in_threadpool(librarian.documents, services.store, iris)
+    rows = await off_loop(librarian.documents, services.store, iris)
     return JSONResponse({"documents": [_info(row) for row in rows]})
 
 
@@ -163,7 +163,7 @@ async def get_document(request: Request) -> Response:
     authorize(request, "read")
     services = _services(request)
     iris = Iris(services.settings.base_iri, await collection_of(request))
-    rows = await run_in_threadpool(librarian.documents, services.store, iris, iris.document(request.path_params["id"]))
+    rows = await off_loop(librarian.documents, services.store, iris, iris.document(request.path_params["id"]))
     if not rows:
         raise ApiError(404, "document_not_found", f"no document {request.path_params['id']!r} in this collection")
     return JSONResponse(_info(rows[0]))

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from pyoxigraph import RdfFormat
 from starlette.background import BackgroundTask
-from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
@@ -24,6 +23,7 @@ from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import scratch_path, spool_body
 from sparqlrag.server.errors import ApiError
 from sparqlrag.store.base import Graph
+from sparqlrag.store.calls import off_loop
 from sparqlrag.store.embedded import check_syntax
 from sparqlrag.store.formats import (
     DATASET_FORMATS,
@@ -85,7 +85,7 @@ async def graph_store(request: Request) -> Response:
     if request.method == "DELETE":
         if target == ALL:
             raise ApiError(400, "bad_request", "DELETE needs a graph: ?graph=IRI, ?default or a graph path")
-        await request.app.state.store.call_async("drop_graph", target)
+        await off_loop(request.app.state.store.drop_graph, target)
         return Response(status_code=204)
     if target == ALL:
         return await _write_dataset(request, replace=request.method == "PUT")
@@ -99,7 +99,7 @@ async def _get_graph(request: Request, graph: Graph) -> Response:
             406, "not_acceptable", "a graph is available as " + ", ".join(sorted({m for m, _ in TRIPLE_FORMATS}))
         )
     media_type, fmt = chosen
-    body = await request.app.state.store.call_async("serialize_graph", graph, fmt)
+    body = await off_loop(request.app.state.store.serialize_graph, graph, fmt)
     return Response(body, media_type=with_charset(media_type), headers={"Vary": "Accept"})
 
 
@@ -110,7 +110,7 @@ async def _get_dataset(request: Request) -> Response:
     media_type, fmt = chosen
     path = scratch_path(request, "dump")
     try:
-        await request.app.state.store.call_async("dump", path, fmt, ALL)
+        await off_loop(request.app.state.store.dump, path, fmt, ALL)
     except BaseException:
         path.unlink(missing_ok=True)
         raise
@@ -128,13 +128,13 @@ async def _write_graph(request: Request, graph: Graph, *, replace: bool) -> Resp
     try:
         if len(parts) > 1:  # each load is atomic; check all parts first so none lands alone
             for path, fmt in parts:
-                await run_in_threadpool(check_syntax, path, fmt, base_iri)
-        existed = await store.call_async("graph_exists", graph)
+                await off_loop(check_syntax, path, fmt, base_iri)
+        existed = await off_loop(store.graph_exists, graph)
         for index, (path, fmt) in enumerate(parts):
             if replace and index == 0:
-                await store.call_async("replace_graph", graph, path, fmt, base_iri)
+                await off_loop(store.replace_graph, graph, path, fmt, base_iri)
             else:
-                await store.call_async("add_to_graph", graph, path, fmt, base_iri)
+                await off_loop(store.add_to_graph, graph, path, fmt, base_iri)
     finally:
         for path, _ in parts:
             path.unlink(missing_ok=True)
@@ -196,8 +196,15 @@ async def _write_dataset(request: Request, *, replace: bool) -> Response:
     path = await spool_body(request, settings.max_upload_bytes, request.app.state.scratch_dir)
     try:
         bulk = unchecked or path.stat().st_size > settings.bulk_load_bytes
-        await store.call_async(
-            "load", path, fmt, graph=None, base_iri=settings.base_iri, replace=replace, bulk=bulk, checked=not unchecked
+        await off_loop(
+            store.load,
+            path,
+            fmt,
+            graph=None,
+            base_iri=settings.base_iri,
+            replace=replace,
+            bulk=bulk,
+            checked=not unchecked,
         )
     finally:
         path.unlink(missing_ok=True)

@@ -11,7 +11,6 @@ proxy that serves the base IRI. An IRI the store does not know is 404.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +23,7 @@ from sparqlrag.server.auth import authorize
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.pages import render
 from sparqlrag.store import vocab as v
+from sparqlrag.store.calls import off_loop
 from sparqlrag.store.formats import negotiate, with_charset
 
 DATA_FORMATS: list[tuple[str, str, RdfFormat]] = [
@@ -62,7 +62,7 @@ async def _describe(request: Request, path: str) -> tuple[Any, str]:
         raise _missing(request, path)
     describer, template = KINDS[kind]
     base = request.app.state.settings.base_iri
-    description = await asyncio.to_thread(describer, request.app.state.store, base, base + path)
+    description = await off_loop(describer, request.app.state.store, base, base + path)
     if description is None:
         raise _missing(request, path)
     return description, template
@@ -80,10 +80,10 @@ async def resource(request: Request) -> Response:
     authorize(request, "read")
     base, store = request.app.state.settings.base_iri, request.app.state.store
     kind = path.split("/", 1)[0]
-    if not await asyncio.to_thread(exists, store, base, base + path, kind):
+    if not await off_loop(exists, store, base, base + path, kind):
         raise _missing(request, path)
     described = path
-    if kind == "id" and (alias_of := await asyncio.to_thread(canonical, store, base, base + path)):
+    if kind == "id" and (alias_of := await off_loop(canonical, store, base, base + path)):
         described = alias_of.removeprefix(base)
     chosen = negotiate(request.headers.get("accept"), OFFERS)
     if chosen is None:

@@ -13,6 +13,7 @@ from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import decode_utf8, read_body
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.service_description import service_description
+from sparqlrag.store.calls import off_loop
 from sparqlrag.store.formats import charset_of, media_type_of
 
 FORM = "application/x-www-form-urlencoded"
@@ -130,8 +131,8 @@ async def _execute(request: Request, operation: Operation) -> Response:
     if operation.kind == "update":
         authorize(request, "write")
         with counted:
-            await store.call_async(
-                "update",
+            await off_loop(
+                store.update,
                 operation.text,
                 base_iri=settings.base_iri,
                 using_graphs=operation.graphs("using-graph-uri"),
@@ -142,8 +143,8 @@ async def _execute(request: Request, operation: Operation) -> Response:
     has_dataset = "default-graph-uri" in operation.params or "named-graph-uri" in operation.params
     timeout = _timeout(operation, settings)
     with counted:
-        result = await store.call_async(
-            "query",
+        result = await off_loop(
+            store.query,
             operation.text,
             accept=request.headers.get("accept"),
             base_iri=settings.base_iri,

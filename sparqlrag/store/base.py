@@ -90,7 +90,9 @@ class QuadStore(Protocol):
     """What the server and CLI need from a quad store.
 
     EmbeddedStore implements it in-process; WorkerStore runs an EmbeddedStore in a child
-    process and adds `timeout=` to `query` plus `call_async(method, ...)` for the event loop.
+    process and adds `timeout=` to `query`. Code on the event loop calls every method through
+    `store.calls.off_loop(store.method, ...)`. A second implementation (a remote SPARQL store)
+    implements these methods; nothing else in the code reaches past them.
     """
 
     def query(

@@ -375,13 +375,14 @@ class WorkerStore:
         except FutureTimeout:
             raise self._timed_out(request_id, timeout or 0) from None
 
-    async def call_async(self, method: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
-        """`method(*args, **kwargs)` awaited on the event loop without tying up a thread.
-
-        Small calls are sent from the loop itself; large payloads, and calls made while the
-        child restarts (which block until it is back), are sent from a thread.
-        """
-        if self._worker is not None and all(not isinstance(a, (str, bytes)) or len(a) < 65536 for a in args):
+    async def call_async(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """`method(*args, **kwargs)` awaited on the event loop without tying up a thread (a
+        `timeout=` keyword bounds a query, as in `query`). Small calls are sent from the loop
+        itself; large payloads, and calls made while the child restarts or is being stopped
+        (which wait for it), are sent from a thread."""
+        timeout: float | None = kwargs.pop("timeout", None)
+        ready = self._worker is not None and not self._killing
+        if ready and all(not isinstance(a, (str, bytes)) or len(a) < 65536 for a in args):
             request_id, future = self._submit(method, args, kwargs)
         else:
             request_id, future = await asyncio.to_thread(self._submit, method, args, kwargs)
