@@ -36,7 +36,7 @@ from report import markdown_table, publish  # noqa: E402
 
 from sparqlrag.config import Settings  # noqa: E402
 from sparqlrag.extraction.offline import OfflineExtractor  # noqa: E402
-from sparqlrag.extraction.pipeline import Source  # noqa: E402
+from sparqlrag.extraction.plans import Source  # noqa: E402
 from sparqlrag.extraction.resolution import name_key  # noqa: E402
 from sparqlrag.extraction.triples_import import PreExtracted, read_triples  # noqa: E402
 from sparqlrag.services import Services  # noqa: E402

@@ -27,7 +27,7 @@ from sparqlrag.config import Settings  # noqa: E402
 from sparqlrag.extraction.chunker import split  # noqa: E402
 from sparqlrag.extraction.knowledge import Extractor  # noqa: E402
 from sparqlrag.extraction.offline import OfflineExtractor  # noqa: E402
-from sparqlrag.extraction.pipeline import Source  # noqa: E402
+from sparqlrag.extraction.plans import Source  # noqa: E402
 from sparqlrag.extraction.triples_import import PreExtracted, read_triples  # noqa: E402
 from sparqlrag.services import Services  # noqa: E402
 from sparqlrag.store import EmbeddedStore  # noqa: E402

@@ -53,7 +53,7 @@ from report import publish  # noqa: E402
 from sparqlrag.config import Settings  # noqa: E402
 from sparqlrag.extraction.knowledge import Extractor  # noqa: E402
 from sparqlrag.extraction.offline import OfflineExtractor  # noqa: E402
-from sparqlrag.extraction.pipeline import Source  # noqa: E402
+from sparqlrag.extraction.plans import Source  # noqa: E402
 from sparqlrag.extraction.triples_import import PreExtracted, read_triples  # noqa: E402
 from sparqlrag.retrieval.document_rag import MODES, Passage  # noqa: E402
 from sparqlrag.retrieval.graph_rag import GraphRagOptions  # noqa: E402
@@ -209,7 +209,7 @@ async def load_graph(work: Path, quads: list[Quad]) -> tuple[Services, EmbeddedS
     started = time.monotonic()
     store.add_quads(serialize(quads, format=RdfFormat.N_QUADS))
     loaded = time.monotonic() - started
-    entities, facts = await services.pipeline.index_graph("default")
+    entities, facts = await services.pipeline.indexer.index_graph("default")
     return (
         services,
         store,

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from report import markdown_table, publish  # noqa: E402
 
 from sparqlrag.config import Settings  # noqa: E402
-from sparqlrag.extraction.pipeline import Source  # noqa: E402
+from sparqlrag.extraction.plans import Source  # noqa: E402
 from sparqlrag.services import Models, Services  # noqa: E402
 from sparqlrag.store import EmbeddedStore  # noqa: E402
 

@@ -34,7 +34,7 @@ from sparqlrag.store.formats import FORMAT_NAMES, rdf_format_for_path, rdf_forma
 from sparqlrag.store.vocab import InvalidName, Iris
 
 if TYPE_CHECKING:
-    from sparqlrag.extraction.pipeline import IngestResult, Source
+    from sparqlrag.extraction.plans import IngestResult, Source
     from sparqlrag.services import Models, Services
 
 DEMO_QUESTION = "Where did the inventor of the World Wide Web invent it, and where is that?"
@@ -325,7 +325,7 @@ def _jsonl_documents(path: Path) -> list[Source]:
     """A corpus file of {"id", "title", "text"} lines, one document a line."""
     import json
 
-    from sparqlrag.extraction.pipeline import Source
+    from sparqlrag.extraction.plans import Source
 
     sources = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
@@ -368,7 +368,7 @@ def _document_files(paths: list[Path]) -> list[tuple[str, Path]]:
 
 
 def _ingest(services: Services, args: argparse.Namespace) -> None:
-    from sparqlrag.extraction.pipeline import Source
+    from sparqlrag.extraction.plans import Source
 
     pipeline = services.pipeline
     for result in asyncio.run(pipeline.recover()):
@@ -492,7 +492,7 @@ def _index(services: Services, args: argparse.Namespace) -> None:
             bar.total = total
             bar.update(done - bar.n)
 
-        entities, facts = asyncio.run(services.pipeline.index_graph(args.collection, on_progress=progress))
+        entities, facts = asyncio.run(services.pipeline.indexer.index_graph(args.collection, on_progress=progress))
     print(f"indexed {entities} entity vectors and {facts} fact vectors in collection {args.collection!r}")
 
 

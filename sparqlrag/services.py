@@ -140,7 +140,7 @@ class Services:
         graph = GraphRag(
             store=store,
             vectors=vectors,
-            facts=pipeline.facts,
+            facts=pipeline.indexer.facts,
             documents=rag,
             embedder=embedder,
             reranker=models.reranker,

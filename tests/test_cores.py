@@ -17,7 +17,7 @@ from pyoxigraph import NamedNode, Triple
 
 from sparqlrag.config import Settings
 from sparqlrag.extraction.knowledge import Knowledge
-from sparqlrag.extraction.pipeline import Source
+from sparqlrag.extraction.plans import Source
 from sparqlrag.library import cores
 from sparqlrag.library.cores import CoreInvalid, CoreMismatch
 from sparqlrag.services import Models, Services

@@ -15,7 +15,7 @@ from pyoxigraph import Literal, NamedNode, Triple
 from sparqlrag.config import Settings
 from sparqlrag.extraction.guided import GuidedExtractor, TypedOfflineExtractor, conform
 from sparqlrag.extraction.knowledge import Entity, Fact
-from sparqlrag.extraction.pipeline import IngestResult, Source
+from sparqlrag.extraction.plans import IngestResult, Source
 from sparqlrag.extraction.provenance import knowledge_triples
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.llm import AnthropicModel

@@ -15,7 +15,8 @@ from pyoxigraph import RdfFormat, Triple
 from sparqlrag.extraction.decoders import DecodeError
 from sparqlrag.extraction.knowledge import Knowledge
 from sparqlrag.extraction.offline import OfflineExtractor
-from sparqlrag.extraction.pipeline import Pipeline, Source
+from sparqlrag.extraction.pipeline import Pipeline
+from sparqlrag.extraction.plans import Source
 from sparqlrag.library import librarian
 from sparqlrag.library.collections import Collections
 from sparqlrag.library.librarian import CollectionBusy, UnknownCollection

@@ -14,7 +14,7 @@ import pytest
 from sparqlrag.config import Settings
 from sparqlrag.extraction.curation import CurationRefused, UnknownEntity
 from sparqlrag.extraction.knowledge import Entity, Knowledge
-from sparqlrag.extraction.pipeline import IngestResult, Source
+from sparqlrag.extraction.plans import IngestResult, Source
 from sparqlrag.extraction.resolution import (
     Known,
     compared,

@@ -17,43 +17,28 @@ ingests the document again, so a document is either in its old state, or fully i
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
-from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
-from pyoxigraph import Literal, NamedNode, Quad, Triple
+from pyoxigraph import NamedNode
 
 from sparqlrag.extraction import resolver
+from sparqlrag.extraction.batch_resolution import resolve_batch
 from sparqlrag.extraction.chunker import split
-from sparqlrag.extraction.decoders import Decoded, decode
+from sparqlrag.extraction.decoders import Decoded
 from sparqlrag.extraction.extractions import Extractions
+from sparqlrag.extraction.indexing import Indexer
 from sparqlrag.extraction.knowledge import Extractor, Knowledge
+from sparqlrag.extraction.plans import ChunkProgress, IngestResult, IngestStats, Plan, Progress, Source, decode_and_hash
 from sparqlrag.extraction.provenance import (
     ChunkRecord,
     DocumentRecord,
     chunk_quads,
-    document_quads,
-    entity_iri,
-    knowledge_triples,
     merge_quads,
 )
-from sparqlrag.extraction.resolution import (
-    JOINT_RULES,
-    Candidate,
-    Known,
-    Mention,
-    Resolution,
-    completed,
-    described,
-    mentions_of,
-    name_key,
-    resolve,
-)
+from sparqlrag.extraction.updates import placement, record_update, removal
 from sparqlrag.library import librarian
 from sparqlrag.library.files import Library, Upload
 from sparqlrag.library.librarian import CollectionBusy
@@ -62,99 +47,14 @@ from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab as v
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
-from sparqlrag.store.fact_index import FactIndex
-from sparqlrag.store.facts import walked_filter
 from sparqlrag.store.keyword_index import KeywordIndex
-from sparqlrag.store.select import lexical, select, select_terms
+from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import insert_data, sparql_term, values
-from sparqlrag.store.vector_index import Facet, VectorIndex
+from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import Iris
 
-Progress = Callable[[int, int], None]
 log = logging.getLogger("sparqlrag.ingest")
 REPAIR_ROUNDS = 3  # writing documents again after a merge changed may change merges again; it settles in one
-
-
-@dataclass(frozen=True)
-class IngestResult:
-    document: str
-    status: str  # "ready", "unchanged", or "queued" (accepted by submit)
-    chunks_added: int = 0
-    chunks_removed: int = 0
-    chunks_kept: int = 0
-    facts: int = 0
-
-
-@dataclass(frozen=True)
-class Source:
-    """A document to ingest."""
-
-    document_id: str
-    data: bytes
-    media_type: str | None = None
-    filename: str | None = None
-    title: str | None = None
-
-
-@dataclass
-class _Plan:
-    """One document between the phases of ingest_many."""
-
-    iris: Iris
-    record: DocumentRecord
-    created: datetime
-    marker: Path
-    extractor: Extractor
-    added: list[ChunkRecord] = field(default_factory=list)
-    kept: list[ChunkRecord] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    knowledge: list[tuple[Knowledge, datetime, datetime]] = field(default_factory=list)
-    extracted: int = 0
-    reuse: bool = False  # resolve the kept extractions rather than extracting again
-    resolution: Resolution = field(default_factory=Resolution)
-    lost: set[str] = field(default_factory=set)  # keys of shared merges the commit removed
-    unnamed: set[str] = field(default_factory=set)  # entities the commit left without a name of their own
-
-    def chunks(self) -> list[tuple[str, str, Knowledge]]:
-        return [
-            (chunk.iri.value, chunk.text, knowledge) for chunk, (knowledge, _, _) in zip(self.added, self.knowledge)
-        ]
-
-
-def _decode_and_hash(source: Source) -> tuple[Decoded, str]:
-    return decode(source.data, source.media_type, source.filename), hashlib.sha256(source.data).hexdigest()
-
-
-@dataclass
-class IngestStats:
-    """Counts since the pipeline started, for /metrics: documents by outcome ("ready",
-    "unchanged", "failed"), chunks extracted, and chunks of running ingests still to extract."""
-
-    documents: Counter[str] = field(default_factory=Counter)
-    chunks_extracted: int = 0
-    pending: int = 0
-
-
-class _Progress:
-    """Chunks extracted so far, out of the chunks known to need extraction so far."""
-
-    def __init__(self, callback: Progress | None, stats: IngestStats) -> None:
-        self.callback, self.stats, self.done, self.total = callback, stats, 0, 0
-
-    def expect(self, chunks: int) -> None:
-        self.total += chunks
-        self.stats.pending += chunks
-
-    def step(self) -> None:
-        self.done += 1
-        self.stats.chunks_extracted += 1
-        self.stats.pending -= 1
-        if self.callback is not None:
-            self.callback(self.done, self.total)
-
-    def close(self) -> None:
-        """What a failed ingest left unextracted is not pending any more."""
-        self.stats.pending -= self.total - self.done
 
 
 class Pipeline:
@@ -175,12 +75,19 @@ class Pipeline:
         resolution: bool = True,
     ) -> None:
         self.store, self.vectors, self.keywords, self.embedder = store, vectors, keywords, embedder
-        self.facts = FactIndex(store, vectors, embedder.embed)
         self.extractor, self.base_iri = extractor, base_iri
         self.extractor_for = extractor_for  # a collection's own extractor (its ontology's), if it has one
         self.resolution = resolution  # off: every spelling is its own entity, as extracted
         self.library = Library(work_dir)
         self.extractions = Extractions(self.library.library_dir)
+        self.indexer = Indexer(
+            store=store,
+            vectors=vectors,
+            keywords=keywords,
+            embedder=embedder,
+            extractions=self.extractions,
+            base_iri=base_iri,
+        )
         self.chunk_size, self.chunk_overlap, self.concurrency = chunk_size, chunk_overlap, concurrency
         self.locks = Locks()
         self.stats = IngestStats()
@@ -237,7 +144,7 @@ class Pipeline:
         iris, ids = await self._batch(collection, sources)
         extractor = (await self.extractor_for(collection) if self.extractor_for else None) or self.extractor
         async with self.locks.documents(collection, ids):
-            progress, slots = _Progress(on_progress, self.stats), asyncio.Semaphore(self.concurrency)
+            progress, slots = ChunkProgress(on_progress, self.stats), asyncio.Semaphore(self.concurrency)
             try:
                 results, plans = await self._ingest_all(iris, sources, slots, progress, force, extractor, reuse)
             finally:
@@ -287,28 +194,29 @@ class Pipeline:
         iris: Iris,
         sources: list[Source],
         slots: asyncio.Semaphore,
-        progress: _Progress,
+        progress: ChunkProgress,
         force: bool,
         extractor: Extractor,
         reuse: bool,
-    ) -> tuple[list[IngestResult | Exception], list[_Plan]]:
+    ) -> tuple[list[IngestResult | Exception], list[Plan]]:
         """The results, and the plans that were committed."""
         results: list[IngestResult | Exception | None] = [None] * len(sources)
         prepared = await asyncio.gather(
             *(self._prepare(iris, s, slots, progress, force, extractor, reuse) for s in sources), return_exceptions=True
         )
-        plans: list[tuple[int, _Plan]] = []
+        plans: list[tuple[int, Plan]] = []
         for index, outcome in enumerate(prepared):
-            if isinstance(outcome, _Plan):
+            if isinstance(outcome, Plan):
                 plans.append((index, outcome))
             elif isinstance(outcome, BaseException) and not isinstance(outcome, Exception):
                 raise outcome  # cancellation: markers stay, recover() resumes
             else:
                 results[index] = outcome
         try:
-            await self._resolve(iris, [plan for _, plan in plans])
+            if self.resolution:
+                await resolve_batch(self.store, self.vectors, self.embedder, iris, [plan for _, plan in plans])
             chunks = [c for _, plan in plans for c in plan.added]
-            await self._index(iris, chunks, [plan for _, plan in plans])
+            await self.indexer.index(iris, chunks, [plan for _, plan in plans])
         except Exception as error:
             for index, plan in plans:
                 results[index] = await self._failed(plan, error)
@@ -321,75 +229,6 @@ class Pipeline:
             except Exception as error:
                 results[index] = await self._failed(plan, error)
         return [result if result is not None else RuntimeError("not ingested") for result in results], committed
-
-    async def _resolve(self, iris: Iris, plans: list[_Plan]) -> None:
-        """Each document's names resolved against the collection and the batch's other
-        documents, then again with the shared merges the batch found, so that a name one
-        document defines resolves in the others. The rules run off the event loop."""
-        if not self.resolution:
-            return
-
-        def mint(mention: Mention, ontology: str | None) -> str:
-            return entity_iri(iris, mention, ontology).value
-
-        uses = await off_loop(self._uses, plans, mint)
-        known = await off_loop(resolver.known, self.store, iris, {name_key(m.name) for _, m, _, _ in uses})
-        self._batch_candidates(known, uses)
-        named: dict[Mention, tuple[str, str | None]] = {}  # a name -> its own IRI, and a definition the batch gives it
-        for _, mention, iri, definition in uses:
-            if named.get(mention, ("", None))[1] is None:
-                named[mention] = (iri, definition)
-        known.similar = await off_loop(resolver.similar, self.store, self.vectors, self.embedder, iris, named)
-        await off_loop(self._resolve_all, plans, known, mint)
-
-    @staticmethod
-    def _uses(
-        plans: list[_Plan], mint: Callable[[Mention, str | None], str]
-    ) -> list[tuple[int, Mention, str, str | None]]:
-        """Each name each document of the batch uses, chunk by chunk: (the document's index, the
-        mention, its own IRI, the chunk's definition of it). First each chunk's knowledge gets
-        the expansions its text gives its acronyms, which the extractor may have missed."""
-        uses = []
-        for index, plan in enumerate(plans):
-            plan.knowledge = [
-                (completed(k, chunk.text), started, ended)
-                for chunk, (k, started, ended) in zip(plan.added, plan.knowledge)
-            ]
-            for _, _, knowledge in plan.chunks():
-                definitions = {e.name: e.definition for e in knowledge.entities if e.definition}
-                uses += [
-                    (index, m, mint(m, knowledge.ontology), definitions.get(m.name)) for m in mentions_of(knowledge)
-                ]
-        return uses
-
-    @staticmethod
-    def _batch_candidates(known: Known, uses: list[tuple[int, Mention, str, str | None]]) -> None:
-        """The names that documents of the batch share by key, as candidates for one another
-        (the store cannot show them yet: they are written after resolution)."""
-        named: dict[str, dict[Mention, tuple[int, str]]] = {}
-        for index, mention, iri, _ in uses:
-            named.setdefault(name_key(mention.name), {})[mention] = (index, iri)
-        for key, mentions in named.items():
-            if len({index for index, _ in mentions.values()}) > 1:
-                known.by_key.setdefault(key, []).extend(
-                    Candidate(iri, m.name, iri, m.name, m.type, held=False) for m, (_, iri) in mentions.items()
-                )
-
-    @staticmethod
-    def _resolve_all(plans: list[_Plan], known: Known, mint: Callable[[Mention, str | None], str]) -> None:
-        """Resolve each document; then, when the batch found shared merges, again with them."""
-        for plan in plans:
-            plan.resolution = resolve(plan.chunks(), known, mint)
-        found = [(plan.resolution, m) for plan in plans for m in plan.resolution.merges if m.shared]
-        if len(plans) > 1 and found:
-            for resolution, merge in found:
-                canonical = resolution.roots[merge.alias_iri]
-                candidate = Candidate(
-                    merge.alias_iri, merge.alias, canonical, resolution.names[canonical], resolution.classes[canonical]
-                )
-                known.by_key.setdefault(name_key(merge.alias), []).append(candidate)
-            for plan in plans:
-                plan.resolution = resolve(plan.chunks(), known, mint)
 
     async def _batch(self, collection: str, sources: list[Source]) -> tuple[Iris, list[str]]:
         """The collection's IRIs and the documents' ids, once the batch is known to be valid."""
@@ -413,7 +252,7 @@ class Pipeline:
         library, marked pending (a restart resumes it) and `queued`; unchanged ones come back
         `unchanged`. A background task ingests the rest; `wait_background()` awaits it."""
         iris, ids = await self._batch(collection, sources)
-        decoded = [await off_loop(_decode_and_hash, source) for source in sources]  # all, before any write
+        decoded = [await off_loop(decode_and_hash, source) for source in sources]  # all, before any write
         results, queued = [], []
         async with self.locks.documents(collection, ids):
             for source, (text, sha256) in zip(sources, decoded):
@@ -426,7 +265,7 @@ class Pipeline:
                 await off_loop(self.library.save, upload, source.data)
                 record = self._record(iris, source, text, sha256)
                 created = datetime.fromisoformat(existing.created) if existing else datetime.now(UTC)
-                await self._update(self._record_update(iris, record, librarian.QUEUED, created, existing))
+                await self._update(record_update(iris, record, librarian.QUEUED, created, existing))
                 results.append(IngestResult(doc.value, librarian.QUEUED))
                 queued.append(source)
         if queued:
@@ -468,13 +307,13 @@ class Pipeline:
         iris: Iris,
         source: Source,
         slots: asyncio.Semaphore,
-        progress: _Progress,
+        progress: ChunkProgress,
         force: bool,
         extractor: Extractor,
         reuse: bool,
-    ) -> _Plan | IngestResult:
+    ) -> Plan | IngestResult:
         """Decode, compare with the stored version, mark processing, extract the new chunks."""
-        decoded, sha256 = await off_loop(_decode_and_hash, source)  # PDFs take a while: off the loop
+        decoded, sha256 = await off_loop(decode_and_hash, source)  # PDFs take a while: off the loop
         doc = iris.document(source.document_id)
         existing = next(iter(await off_loop(librarian.documents, self.store, iris, doc)), None)
         if unchanged := self._unchanged(existing, sha256, force):
@@ -483,8 +322,8 @@ class Pipeline:
         marker = await off_loop(self.library.save, upload, source.data)
         record = self._record(iris, source, decoded, sha256)
         created = datetime.fromisoformat(existing.created) if existing else datetime.now(UTC)
-        plan = _Plan(iris, record, created, marker, extractor, reuse=reuse)
-        await self._update(self._record_update(iris, record, librarian.PROCESSING, created, existing))
+        plan = Plan(iris, record, created, marker, extractor, reuse=reuse)
+        await self._update(record_update(iris, record, librarian.PROCESSING, created, existing))
         try:
             chunks: dict[str, ChunkRecord] = {}
             pieces = await off_loop(split, decoded.text, self.chunk_size, self.chunk_overlap)
@@ -506,7 +345,7 @@ class Pipeline:
         return plan
 
     async def _extract(
-        self, plan: _Plan, chunk: ChunkRecord, document_id: str, slots: asyncio.Semaphore, progress: _Progress
+        self, plan: Plan, chunk: ChunkRecord, document_id: str, slots: asyncio.Semaphore, progress: ChunkProgress
     ) -> tuple[Knowledge, datetime, datetime]:
         async with slots:
             started = datetime.now(UTC)
@@ -529,7 +368,7 @@ class Pipeline:
                 await self._update(librarian.status_update(plan.iris, plan.record.iri, librarian.PROCESSING, share))
             return result, started, datetime.now(UTC)
 
-    async def _commit(self, plan: _Plan) -> IngestResult:
+    async def _commit(self, plan: Plan) -> IngestResult:
         """The document's change in one transaction; then the index rows of what it no longer has."""
         iris = plan.iris
         quads = merge_quads(iris, plan.resolution.merges)
@@ -540,117 +379,24 @@ class Pipeline:
         candidates, named = await self._statements_of(iris, plan.removed)
         merges = await off_loop(resolver.shared_merges_of, self.store, iris, plan.removed)
         await self._update(
-            self._removal(iris, plan.removed, candidates),
-            self._placement(iris, plan.kept),
-            self._record_update(iris, plan.record, librarian.READY, plan.created, plan.record),
+            removal(iris, plan.removed, candidates),
+            placement(iris, plan.kept),
+            record_update(iris, plan.record, librarian.READY, plan.created, plan.record),
             insert_data(quads),
         )
         readded = {chunk.iri.value for chunk in plan.added}  # (forced: same IRIs, rows just rewritten)
         dropped = [iri for iri in plan.removed if iri not in readded]
-        plan.lost, plan.unnamed = await self._forget_index_rows(iris, dropped, named, candidates, merges)
+        plan.lost, plan.unnamed = await self.indexer.forget(iris, dropped, named, candidates, merges)
         plan.marker.unlink(missing_ok=True)  # (a killed ingest keeps its marker: recover() resumes it)
         facts = sum(len(result.facts) for result, _, _ in plan.knowledge)
         added, removed, kept = len(plan.added), len(plan.removed), len(plan.kept)
         return IngestResult(plan.record.iri.value, librarian.READY, added, removed, kept, facts)
 
-    async def _failed(self, plan: _Plan, error: Exception) -> Exception:
+    async def _failed(self, plan: Plan, error: Exception) -> Exception:
         """Mark the document failed; a reported failure is not retried at every start."""
         await self._update(librarian.status_update(plan.iris, plan.record.iri, librarian.FAILED))
         plan.marker.unlink(missing_ok=True)
         return error
-
-    async def _index(self, iris: Iris, chunks: list[ChunkRecord], plans: list[_Plan]) -> None:
-        """Chunk vectors and keyword rows; vectors of the entities those chunks name that the
-        index does not hold yet (an entity's IRI comes from its name, so a known one is unchanged):
-        one of its label, and one of its label with its definition when it has one; one of each
-        alias IRI a shared merge states, with the alias's name (a question that says "W3C"
-        grounds there, and the walk goes on from the canonical IRI); and vectors of the facts
-        they state that the fact index does not hold yet."""
-        collection = iris.collection
-        if chunks:
-            # a chunk's IRI names its text, so a vector held already is the right one (documents written again)
-            embedded = await off_loop(self.vectors.existing, collection, "chunks", [c.iri.value for c in chunks])
-            new = [c for c in chunks if c.iri.value not in embedded]
-            if new:
-                vectors = await off_loop(self.embedder.embed, [c.text for c in new])
-                payloads = [{"document": c.document.value, "text": c.text} for c in new]
-                await off_loop(self.vectors.upsert, collection, "chunks", [c.iri.value for c in new], vectors, payloads)
-            await off_loop(self.keywords.add, collection, [(c.iri.value, c.text) for c in chunks])
-        knowledge = [(result, plan.resolution) for plan in plans for result, _, _ in plan.knowledge]
-        triples = [
-            triple for result, resolution in knowledge for triple, _ in knowledge_triples(iris, result, resolution)
-        ]
-        labels = {
-            lexical(t.subject): lexical(t.object) for t in triples if t.predicate == v.RDFS_LABEL
-        }  # not in the store yet
-        definitions = {lexical(t.subject): lexical(t.object) for t in triples if t.predicate == v.SKOS_DEFINITION}
-        entities = iris.entity("").value
-        named = {iri: (label, definitions.get(iri)) for iri, label in labels.items() if iri.startswith(entities)}
-        named |= {m.alias_iri: (m.alias, None) for plan in plans for m in plan.resolution.merges if m.shared}
-        await self._index_entities(collection, named)
-        await off_loop(self.facts.add, iris, triples, labels)
-
-    async def _index_entities(self, collection: str, entities: dict[str, tuple[str, str | None]]) -> int:
-        """Vectors for the entities (IRI -> label, definition) the index does not hold yet: one
-        of the label, and one of the label with the definition when there is one. Returns how
-        many vectors were written."""
-        defined = [iri for iri, (_, definition) in entities.items() if definition]
-        known = await off_loop(self.vectors.existing, collection, "entities", list(entities))
-        known_defined = await off_loop(self.vectors.existing, collection, "entities", defined, "definition")
-        labels = [iri for iri in entities if iri not in known]
-        defined_new = [iri for iri in defined if iri not in known_defined]
-        texts = [entities[iri][0] for iri in labels] + [described(*entities[iri]) for iri in defined_new]
-        if texts:
-            vectors = await off_loop(self.embedder.embed, texts)
-            parts: list[tuple[list[str], np.ndarray, Facet]] = [
-                (labels, vectors[: len(labels)], ""),
-                (defined_new, vectors[len(labels) :], "definition"),
-            ]
-            for iri_list, rows, facet in parts:
-                if iri_list:
-                    payloads = [{"label": entities[iri][0], "definition": entities[iri][1]} for iri in iri_list]
-                    await off_loop(self.vectors.upsert, collection, "entities", iri_list, rows, payloads, facet)
-        return len(texts)
-
-    async def index_graph(
-        self, collection: str, *, batch: int = 5000, on_progress: Progress | None = None
-    ) -> tuple[int, int]:
-        """Index what the collection's knowledge graph holds without vectors: its labelled
-        entities (predicates, IRIs used as one, left out), then its walked facts. For a graph
-        loaded with SPARQL or `sparqlrag load` rather than ingested, so that Graph RAG can ground
-        questions on it and score its facts. Returns how many entity and fact vectors were written."""
-        iris = Iris(self.base_iri, collection)
-        if not await off_loop(librarian.collection_exists, self.store, iris):
-            raise librarian.UnknownCollection(collection)
-        kg = sparql_term(iris.knowledge_graph)
-        rows = await off_loop(
-            select,
-            self.store,
-            v.SPARQL_PREFIXES
-            + f"""
-            SELECT ?e (SAMPLE(?l) AS ?label) (SAMPLE(?d) AS ?definition) WHERE {{ GRAPH {kg} {{
-              ?e rdfs:label ?l OPTIONAL {{ ?e skos:definition ?d }} FILTER(isIRI(?e))
-              FILTER NOT EXISTS {{ ?x ?e ?y }} }} }} GROUP BY ?e""",
-        )
-        facts = await off_loop(
-            select_terms,
-            self.store,
-            f"""SELECT ?s ?p ?o WHERE {{ GRAPH {kg} {{ ?s ?p ?o }}
-            FILTER({walked_filter()}) }}""",
-        )
-        entities = fact_vectors = 0
-        total = len(rows) + len(facts)
-        for start in range(0, len(rows), batch):
-            part = {row["e"]: (row["label"], row.get("definition")) for row in rows[start : start + batch]}
-            entities += await self._index_entities(collection, part)
-            if on_progress is not None:
-                on_progress(min(start + batch, len(rows)), total)
-        for start in range(0, len(facts), batch):
-            triples = [Triple(row["s"], row["p"], row["o"]) for row in facts[start : start + batch]]  # type: ignore[arg-type]
-            fact_vectors += await off_loop(self.facts.add, iris, triples)
-            if on_progress is not None:
-                on_progress(len(rows) + min(start + batch, len(facts)), total)
-        return entities, fact_vectors
 
     # -- removal ------------------------------------------------------------------------------
 
@@ -671,100 +417,6 @@ class Pipeline:
         entities = {term for row in rows for term in (row["s"], row["o"]) if term.startswith(prefix)}
         return sorted({row["st"] for row in rows}), entities
 
-    @staticmethod
-    def _removal(iris: Iris, chunks: list[str], statements: list[str]) -> str:
-        """Drop the chunks' derivations, and all of those of a merge that needs all its evidence
-        (JOINT_RULES); then statements left with none take their fact along."""
-        if not chunks:
-            return ""
-        src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
-        chunk_values = values("chunk", map(NamedNode, chunks))
-        ops = [
-            f"DELETE {{ GRAPH {src} {{ ?st prov:wasDerivedFrom ?chunk }} }} WHERE {{ {chunk_values} GRAPH {src} {{ "
-            f"?st prov:wasDerivedFrom ?chunk }} }}",
-            f"DELETE {{ GRAPH {src} {{ ?chunk ?p ?o . ?activity ?q ?r }} }} WHERE {{ {chunk_values} GRAPH {src} {{ "
-            f"{{ ?chunk ?p ?o }} UNION {{ ?activity prov:used ?chunk ; ?q ?r }} }} }}",
-        ]
-        if statements:  # (a fact a person's decision also reifies stays: curation.py)
-            ops.append(
-                f"DELETE {{ GRAPH {src} {{ ?st prov:wasDerivedFrom ?any }} }} WHERE {{ "
-                f"{values('st', map(NamedNode, statements))} "
-                f"{values('rule', map(Literal, JOINT_RULES))} GRAPH {src} {{ ?st sr:rule ?rule ; prov:wasDerivedFrom "
-                f"?any }} }}"
-            )
-            orphans = (
-                f"{values('st', map(NamedNode, statements))} GRAPH {src} {{ ?st rdf:reifies <<( ?s ?p ?o )>> "
-                f"FILTER NOT EXISTS {{ ?st prov:wasDerivedFrom ?any }} }}"
-            )
-            ops += [
-                f"DELETE {{ GRAPH {kg} {{ ?s ?p ?o }} }} WHERE {{ {orphans} "
-                f'FILTER NOT EXISTS {{ GRAPH {src} {{ ?decision rdf:reifies <<( ?s ?p ?o )>> ; sr:rule "curated" }} '
-                f"}} }}",
-                f"DELETE {{ GRAPH {src} {{ ?st ?x ?y }} }} WHERE {{ {orphans} GRAPH {src} {{ ?st ?x ?y }} }}",
-            ]
-        return " ;\n".join(ops)
-
-    @staticmethod
-    def _placement(iris: Iris, chunks: list[ChunkRecord]) -> str:
-        """Kept chunks may move within the new text: refresh their offset and index."""
-        if not chunks:
-            return ""
-        src = sparql_term(iris.source_graph)
-        return (
-            f"DELETE {{ GRAPH {src} {{ ?chunk sr:offset ?o ; sr:index ?i }} }} WHERE {{ "
-            f"{values('chunk', [c.iri for c in chunks])} GRAPH {src} {{ ?chunk sr:offset ?o ; sr:index ?i }} }} ;\n"
-            + insert_data(
-                Quad(c.iri, predicate, Literal(value), iris.source_graph)
-                for c in chunks
-                for predicate, value in ((v.SR_OFFSET, c.offset), (v.SR_INDEX, c.index))
-            )
-        )
-
-    @staticmethod
-    def _record_update(iris: Iris, record: DocumentRecord, status: str, created: datetime, existing: object) -> str:
-        """Replace the document's own triples (title, hash, status...) in the source graph."""
-        src, doc = sparql_term(iris.source_graph), sparql_term(record.iri)
-        clear = f"DELETE WHERE {{ GRAPH {src} {{ {doc} ?p ?o }} }} ;\n" if existing is not None else ""
-        return clear + insert_data(document_quads(iris, record, status, created))
-
-    async def _forget_index_rows(
-        self, iris: Iris, chunks: list[str], entities: set[str], statements: list[str], merges: dict[str, str]
-    ) -> tuple[set[str], set[str]]:
-        """Index rows of removed chunks, vectors of entities that lost their last label, and of
-        the facts among `statements` whose reifier is gone (the fact went with it). Returns the
-        keys of the `merges` (reifier -> alias key, among `statements`) that went, and the
-        entities left with no name of their own: what resolution must look at again."""
-        gone: set[str] = set()
-        if statements:
-            rows = await off_loop(
-                select,
-                self.store,
-                v.SPARQL_PREFIXES
-                + f"""
-                SELECT ?st WHERE {{ {values("st", map(NamedNode, statements))}
-                  FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies ?fact }} }} }}""",
-            )
-            gone = {row["st"] for row in rows}
-            await off_loop(self.facts.remove, iris, sorted(gone))
-        lost = {key for statement, key in merges.items() if statement in gone}
-        if chunks:
-            await off_loop(self.vectors.delete, iris.collection, "chunks", chunks)
-            await off_loop(self.keywords.delete, iris.collection, chunks)
-            await off_loop(self.extractions.discard, iris.collection, chunks)
-        if entities:
-            rows = await off_loop(
-                select,
-                self.store,
-                v.SPARQL_PREFIXES
-                + f"""
-                SELECT ?entity WHERE {{ {values("entity", map(NamedNode, sorted(entities)))}
-                  FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.knowledge_graph)} {{ ?entity rdfs:label|owl:sameAs
-                    ?kept }} }} }}""",
-            )
-            await off_loop(self.vectors.delete, iris.collection, "entities", [row["entity"] for row in rows])
-            return lost, {row["entity"] for row in rows}
-        return lost, set()
-
     # -- delete and recover -------------------------------------------------------------------
 
     async def forget(self, collection: str, document_id: str) -> bool:
@@ -780,10 +432,10 @@ class Pipeline:
             merges = await off_loop(resolver.shared_merges_of, self.store, iris, chunks)
             src = sparql_term(iris.source_graph)
             await self._update(
-                self._removal(iris, chunks, statements),
+                removal(iris, chunks, statements),
                 f"DELETE WHERE {{ GRAPH {src} {{ {sparql_term(doc)} ?p ?o }} }}",
             )
-            lost, unnamed = await self._forget_index_rows(iris, chunks, named, statements, merges)
+            lost, unnamed = await self.indexer.forget(iris, chunks, named, statements, merges)
             await off_loop(self.library.discard, collection, document_id)
             affected = await off_loop(resolver.documents_naming, self.store, iris, lost, unnamed)
         await self.resolve_again(collection, affected)

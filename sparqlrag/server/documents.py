@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sparqlrag.extraction.decoders import DecodeError
-from sparqlrag.extraction.pipeline import IngestResult, Source
+from sparqlrag.extraction.plans import IngestResult, Source
 from sparqlrag.library import librarian
 from sparqlrag.models.llm import LLMError
 from sparqlrag.retrieval.document_rag import MODES, passage_json

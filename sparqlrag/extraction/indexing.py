@@ -1,0 +1,172 @@
+"""The derived indexes of what the store holds: chunk vectors and keyword rows, entity
+vectors, fact vectors. Rows are keyed by IRI, so writing one twice is harmless; retrieval
+trusts only chunks the store knows."""
+
+from __future__ import annotations
+
+import numpy as np
+from pyoxigraph import NamedNode, Triple
+
+from sparqlrag.extraction.extractions import Extractions
+from sparqlrag.extraction.plans import Plan, Progress
+from sparqlrag.extraction.provenance import ChunkRecord, knowledge_triples
+from sparqlrag.extraction.resolution import described
+from sparqlrag.library import librarian
+from sparqlrag.models.embedder import Embedder
+from sparqlrag.store import vocab as v
+from sparqlrag.store.base import QuadStore
+from sparqlrag.store.calls import off_loop
+from sparqlrag.store.fact_index import FactIndex
+from sparqlrag.store.facts import walked_filter
+from sparqlrag.store.keyword_index import KeywordIndex
+from sparqlrag.store.select import lexical, select, select_terms
+from sparqlrag.store.sparql_text import sparql_term, values
+from sparqlrag.store.vector_index import Facet, VectorIndex
+from sparqlrag.store.vocab import Iris
+
+
+class Indexer:
+    def __init__(
+        self,
+        *,
+        store: QuadStore,
+        vectors: VectorIndex,
+        keywords: KeywordIndex,
+        embedder: Embedder,
+        extractions: Extractions,
+        base_iri: str,
+    ) -> None:
+        self.store, self.vectors, self.keywords, self.embedder = store, vectors, keywords, embedder
+        self.facts = FactIndex(store, vectors, embedder.embed)
+        self.extractions, self.base_iri = extractions, base_iri
+
+    async def index(self, iris: Iris, chunks: list[ChunkRecord], plans: list[Plan]) -> None:
+        """Chunk vectors and keyword rows; vectors of the entities those chunks name that the
+        index does not hold yet (an entity's IRI comes from its name, so a known one is unchanged):
+        one of its label, and one of its label with its definition when it has one; one of each
+        alias IRI a shared merge states, with the alias's name (a question that says "W3C"
+        grounds there, and the walk goes on from the canonical IRI); and vectors of the facts
+        they state that the fact index does not hold yet."""
+        collection = iris.collection
+        if chunks:
+            # a chunk's IRI names its text, so a vector held already is the right one (documents written again)
+            embedded = await off_loop(self.vectors.existing, collection, "chunks", [c.iri.value for c in chunks])
+            new = [c for c in chunks if c.iri.value not in embedded]
+            if new:
+                vectors = await off_loop(self.embedder.embed, [c.text for c in new])
+                payloads = [{"document": c.document.value, "text": c.text} for c in new]
+                await off_loop(self.vectors.upsert, collection, "chunks", [c.iri.value for c in new], vectors, payloads)
+            await off_loop(self.keywords.add, collection, [(c.iri.value, c.text) for c in chunks])
+        knowledge = [(result, plan.resolution) for plan in plans for result, _, _ in plan.knowledge]
+        triples = [
+            triple for result, resolution in knowledge for triple, _ in knowledge_triples(iris, result, resolution)
+        ]
+        labels = {
+            lexical(t.subject): lexical(t.object) for t in triples if t.predicate == v.RDFS_LABEL
+        }  # not in the store yet
+        definitions = {lexical(t.subject): lexical(t.object) for t in triples if t.predicate == v.SKOS_DEFINITION}
+        entities = iris.entity("").value
+        named = {iri: (label, definitions.get(iri)) for iri, label in labels.items() if iri.startswith(entities)}
+        named |= {m.alias_iri: (m.alias, None) for plan in plans for m in plan.resolution.merges if m.shared}
+        await self._entities(collection, named)
+        await off_loop(self.facts.add, iris, triples, labels)
+
+    async def _entities(self, collection: str, entities: dict[str, tuple[str, str | None]]) -> int:
+        """Vectors for the entities (IRI -> label, definition) the index does not hold yet: one
+        of the label, and one of the label with the definition when there is one. Returns how
+        many vectors were written."""
+        defined = [iri for iri, (_, definition) in entities.items() if definition]
+        known = await off_loop(self.vectors.existing, collection, "entities", list(entities))
+        known_defined = await off_loop(self.vectors.existing, collection, "entities", defined, "definition")
+        labels = [iri for iri in entities if iri not in known]
+        defined_new = [iri for iri in defined if iri not in known_defined]
+        texts = [entities[iri][0] for iri in labels] + [described(*entities[iri]) for iri in defined_new]
+        if texts:
+            vectors = await off_loop(self.embedder.embed, texts)
+            parts: list[tuple[list[str], np.ndarray, Facet]] = [
+                (labels, vectors[: len(labels)], ""),
+                (defined_new, vectors[len(labels) :], "definition"),
+            ]
+            for iri_list, rows, facet in parts:
+                if iri_list:
+                    payloads = [{"label": entities[iri][0], "definition": entities[iri][1]} for iri in iri_list]
+                    await off_loop(self.vectors.upsert, collection, "entities", iri_list, rows, payloads, facet)
+        return len(texts)
+
+    async def index_graph(
+        self, collection: str, *, batch: int = 5000, on_progress: Progress | None = None
+    ) -> tuple[int, int]:
+        """Index what the collection's knowledge graph holds without vectors: its labelled
+        entities (predicates, IRIs used as one, left out), then its walked facts. For a graph
+        loaded with SPARQL or `sparqlrag load` rather than ingested, so that Graph RAG can ground
+        questions on it and score its facts. Returns how many entity and fact vectors were written."""
+        iris = Iris(self.base_iri, collection)
+        if not await off_loop(librarian.collection_exists, self.store, iris):
+            raise librarian.UnknownCollection(collection)
+        kg = sparql_term(iris.knowledge_graph)
+        rows = await off_loop(
+            select,
+            self.store,
+            v.SPARQL_PREFIXES
+            + f"""
+            SELECT ?e (SAMPLE(?l) AS ?label) (SAMPLE(?d) AS ?definition) WHERE {{ GRAPH {kg} {{
+              ?e rdfs:label ?l OPTIONAL {{ ?e skos:definition ?d }} FILTER(isIRI(?e))
+              FILTER NOT EXISTS {{ ?x ?e ?y }} }} }} GROUP BY ?e""",
+        )
+        facts = await off_loop(
+            select_terms,
+            self.store,
+            f"""SELECT ?s ?p ?o WHERE {{ GRAPH {kg} {{ ?s ?p ?o }}
+            FILTER({walked_filter()}) }}""",
+        )
+        entities = fact_vectors = 0
+        total = len(rows) + len(facts)
+        for start in range(0, len(rows), batch):
+            part = {row["e"]: (row["label"], row.get("definition")) for row in rows[start : start + batch]}
+            entities += await self._entities(collection, part)
+            if on_progress is not None:
+                on_progress(min(start + batch, len(rows)), total)
+        for start in range(0, len(facts), batch):
+            triples = [Triple(row["s"], row["p"], row["o"]) for row in facts[start : start + batch]]  # type: ignore[arg-type]
+            fact_vectors += await off_loop(self.facts.add, iris, triples)
+            if on_progress is not None:
+                on_progress(len(rows) + min(start + batch, len(facts)), total)
+        return entities, fact_vectors
+
+    async def forget(
+        self, iris: Iris, chunks: list[str], entities: set[str], statements: list[str], merges: dict[str, str]
+    ) -> tuple[set[str], set[str]]:
+        """Index rows of removed chunks, vectors of entities that lost their last label, and of
+        the facts among `statements` whose reifier is gone (the fact went with it). Returns the
+        keys of the `merges` (reifier -> alias key, among `statements`) that went, and the
+        entities left with no name of their own: what resolution must look at again."""
+        gone: set[str] = set()
+        if statements:
+            rows = await off_loop(
+                select,
+                self.store,
+                v.SPARQL_PREFIXES
+                + f"""
+                SELECT ?st WHERE {{ {values("st", map(NamedNode, statements))}
+                  FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies ?fact }} }} }}""",
+            )
+            gone = {row["st"] for row in rows}
+            await off_loop(self.facts.remove, iris, sorted(gone))
+        lost = {key for statement, key in merges.items() if statement in gone}
+        if chunks:
+            await off_loop(self.vectors.delete, iris.collection, "chunks", chunks)
+            await off_loop(self.keywords.delete, iris.collection, chunks)
+            await off_loop(self.extractions.discard, iris.collection, chunks)
+        if entities:
+            rows = await off_loop(
+                select,
+                self.store,
+                v.SPARQL_PREFIXES
+                + f"""
+                SELECT ?entity WHERE {{ {values("entity", map(NamedNode, sorted(entities)))}
+                  FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.knowledge_graph)} {{ ?entity rdfs:label|owl:sameAs
+                    ?kept }} }} }}""",
+            )
+            await off_loop(self.vectors.delete, iris.collection, "entities", [row["entity"] for row in rows])
+            return lost, {row["entity"] for row in rows}
+        return lost, set()

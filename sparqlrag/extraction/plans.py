@@ -1,0 +1,102 @@
+"""What one ingest carries: the documents in (Source), the results out (IngestResult), each
+document's state between the pipeline's phases (Plan), and its progress and counts."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from sparqlrag.extraction.decoders import Decoded, decode
+from sparqlrag.extraction.knowledge import Extractor, Knowledge
+from sparqlrag.extraction.provenance import ChunkRecord, DocumentRecord
+from sparqlrag.extraction.resolution import Resolution
+from sparqlrag.store.vocab import Iris
+
+Progress = Callable[[int, int], None]
+"""Called with (chunks extracted, chunks to extract) as an ingest goes."""
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    document: str
+    status: str  # "ready", "unchanged", or "queued" (accepted by submit)
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    chunks_kept: int = 0
+    facts: int = 0
+
+
+@dataclass(frozen=True)
+class Source:
+    """A document to ingest."""
+
+    document_id: str
+    data: bytes
+    media_type: str | None = None
+    filename: str | None = None
+    title: str | None = None
+
+
+@dataclass
+class Plan:
+    """One document between the phases of ingest_many."""
+
+    iris: Iris
+    record: DocumentRecord
+    created: datetime
+    marker: Path
+    extractor: Extractor
+    added: list[ChunkRecord] = field(default_factory=list)
+    kept: list[ChunkRecord] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    knowledge: list[tuple[Knowledge, datetime, datetime]] = field(default_factory=list)
+    extracted: int = 0
+    reuse: bool = False  # resolve the kept extractions rather than extracting again
+    resolution: Resolution = field(default_factory=Resolution)
+    lost: set[str] = field(default_factory=set)  # keys of shared merges the commit removed
+    unnamed: set[str] = field(default_factory=set)  # entities the commit left without a name of their own
+
+    def chunks(self) -> list[tuple[str, str, Knowledge]]:
+        return [
+            (chunk.iri.value, chunk.text, knowledge) for chunk, (knowledge, _, _) in zip(self.added, self.knowledge)
+        ]
+
+
+def decode_and_hash(source: Source) -> tuple[Decoded, str]:
+    return decode(source.data, source.media_type, source.filename), hashlib.sha256(source.data).hexdigest()
+
+
+@dataclass
+class IngestStats:
+    """Counts since the pipeline started, for /metrics: documents by outcome ("ready",
+    "unchanged", "failed"), chunks extracted, and chunks of running ingests still to extract."""
+
+    documents: Counter[str] = field(default_factory=Counter)
+    chunks_extracted: int = 0
+    pending: int = 0
+
+
+class ChunkProgress:
+    """Chunks extracted so far, out of the chunks known to need extraction so far."""
+
+    def __init__(self, callback: Progress | None, stats: IngestStats) -> None:
+        self.callback, self.stats, self.done, self.total = callback, stats, 0, 0
+
+    def expect(self, chunks: int) -> None:
+        self.total += chunks
+        self.stats.pending += chunks
+
+    def step(self) -> None:
+        self.done += 1
+        self.stats.chunks_extracted += 1
+        self.stats.pending -= 1
+        if self.callback is not None:
+            self.callback(self.done, self.total)
+
+    def close(self) -> None:
+        """What a failed ingest left unextracted is not pending any more."""
+        self.stats.pending -= self.total - self.done

@@ -1,0 +1,72 @@
+"""The SPARQL updates that change a document: pure text builders, one transaction's parts.
+
+The pipeline joins what one document's change needs (removal, placement, record, and the
+new quads) into one update request (pipeline.Pipeline._update)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pyoxigraph import Literal, NamedNode, Quad
+
+from sparqlrag.extraction.provenance import ChunkRecord, DocumentRecord, document_quads
+from sparqlrag.extraction.resolution import JOINT_RULES
+from sparqlrag.store import vocab as v
+from sparqlrag.store.sparql_text import insert_data, sparql_term, values
+from sparqlrag.store.vocab import Iris
+
+
+def removal(iris: Iris, chunks: list[str], statements: list[str]) -> str:
+    """Drop the chunks' derivations, and all of those of a merge that needs all its evidence
+    (JOINT_RULES); then statements left with none take their fact along."""
+    if not chunks:
+        return ""
+    src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
+    chunk_values = values("chunk", map(NamedNode, chunks))
+    ops = [
+        f"DELETE {{ GRAPH {src} {{ ?st prov:wasDerivedFrom ?chunk }} }} WHERE {{ {chunk_values} GRAPH {src} {{ "
+        f"?st prov:wasDerivedFrom ?chunk }} }}",
+        f"DELETE {{ GRAPH {src} {{ ?chunk ?p ?o . ?activity ?q ?r }} }} WHERE {{ {chunk_values} GRAPH {src} {{ "
+        f"{{ ?chunk ?p ?o }} UNION {{ ?activity prov:used ?chunk ; ?q ?r }} }} }}",
+    ]
+    if statements:  # (a fact a person's decision also reifies stays: curation.py)
+        ops.append(
+            f"DELETE {{ GRAPH {src} {{ ?st prov:wasDerivedFrom ?any }} }} WHERE {{ "
+            f"{values('st', map(NamedNode, statements))} "
+            f"{values('rule', map(Literal, JOINT_RULES))} GRAPH {src} {{ ?st sr:rule ?rule ; prov:wasDerivedFrom "
+            f"?any }} }}"
+        )
+        orphans = (
+            f"{values('st', map(NamedNode, statements))} GRAPH {src} {{ ?st rdf:reifies <<( ?s ?p ?o )>> "
+            f"FILTER NOT EXISTS {{ ?st prov:wasDerivedFrom ?any }} }}"
+        )
+        ops += [
+            f"DELETE {{ GRAPH {kg} {{ ?s ?p ?o }} }} WHERE {{ {orphans} "
+            f'FILTER NOT EXISTS {{ GRAPH {src} {{ ?decision rdf:reifies <<( ?s ?p ?o )>> ; sr:rule "curated" }} '
+            f"}} }}",
+            f"DELETE {{ GRAPH {src} {{ ?st ?x ?y }} }} WHERE {{ {orphans} GRAPH {src} {{ ?st ?x ?y }} }}",
+        ]
+    return " ;\n".join(ops)
+
+
+def placement(iris: Iris, chunks: list[ChunkRecord]) -> str:
+    """Kept chunks may move within the new text: refresh their offset and index."""
+    if not chunks:
+        return ""
+    src = sparql_term(iris.source_graph)
+    return (
+        f"DELETE {{ GRAPH {src} {{ ?chunk sr:offset ?o ; sr:index ?i }} }} WHERE {{ "
+        f"{values('chunk', [c.iri for c in chunks])} GRAPH {src} {{ ?chunk sr:offset ?o ; sr:index ?i }} }} ;\n"
+        + insert_data(
+            Quad(c.iri, predicate, Literal(value), iris.source_graph)
+            for c in chunks
+            for predicate, value in ((v.SR_OFFSET, c.offset), (v.SR_INDEX, c.index))
+        )
+    )
+
+
+def record_update(iris: Iris, record: DocumentRecord, status: str, created: datetime, existing: object) -> str:
+    """Replace the document's own triples (title, hash, status...) in the source graph."""
+    src, doc = sparql_term(iris.source_graph), sparql_term(record.iri)
+    clear = f"DELETE WHERE {{ GRAPH {src} {{ {doc} ?p ?o }} }} ;\n" if existing is not None else ""
+    return clear + insert_data(document_quads(iris, record, status, created))
