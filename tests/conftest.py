@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 import threading
@@ -22,6 +23,15 @@ from sparqlrag.server.app import create_app
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 SPARQLRAG = str(Path(sys.executable).parent / "sparqlrag")
+CALLERS_SETTINGS = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The caller's shell does not configure the code under test: settings from the environment
+    (SPARQLRAG_*) and LLM keys are removed before any fixture builds Settings or starts a CLI."""
+    for name in list(os.environ):
+        if name.startswith("SPARQLRAG_") or name in CALLERS_SETTINGS:
+            del os.environ[name]
 
 
 @dataclass

@@ -28,6 +28,10 @@ DOCS = {
     "eiffel": "The Eiffel Tower is a wrought-iron lattice tower in Paris. It was completed in 1889.",
     "bread": "Bread is baked from flour, water, salt and yeast. Sourdough uses a fermented starter.",
     "vistula": "The Vistula is the longest river in Poland. It flows through Krakow and Warsaw.",
+    # two near copies and a third passage on the same question: what MMR is for
+    "niagara": "Niagara Falls lies on the border of Canada and the United States.",
+    "niagara-copy": "Niagara Falls lies on the border between Canada and the United States.",
+    "victoria": "Victoria Falls lies on the border of Zambia and Zimbabwe.",
 }
 
 
@@ -93,8 +97,13 @@ def test_mmr_prefers_variety() -> None:
 def test_rerank_and_mmr_options(rag: DocumentRag) -> None:
     reranked = asyncio.run(rag.retrieve("default", "Which river flows through Warsaw?", k=2, rerank=True))
     assert titles(reranked)[0] == "vistula"
-    diverse = asyncio.run(rag.retrieve("default", "Warsaw", k=3, mmr_lambda=0.5))
-    assert len(diverse) == 3 and len(set(titles(diverse))) == 3
+    question = "Which waterfalls lie on a border?"
+    assert set(titles(asyncio.run(rag.retrieve("default", question, k=2, mode="vector")))) == {
+        "niagara",
+        "niagara-copy",
+    }
+    diverse = asyncio.run(rag.retrieve("default", question, k=2, mode="vector", mmr_lambda=0.5))
+    assert titles(diverse)[1] == "victoria"  # the copy adds nothing the first passage did not say
     with pytest.raises(ValueError, match="mode must be one of"):
         asyncio.run(rag.retrieve("default", "x", mode="psychic"))  # type: ignore[arg-type]
     assert asyncio.run(rag.retrieve("empty-collection", "Warsaw")) == []

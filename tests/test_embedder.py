@@ -22,11 +22,16 @@ def test_vectors_are_normalized_and_semantic(embedder: Embedder) -> None:
 
 def test_batches_match_single_calls_and_are_cached(embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
     texts = [f"fact number {i} about knowledge graphs" for i in range(100)]
-    batch = embedder.embed(texts)
-    assert np.allclose(batch[42], embedder.embed_one(texts[42]), atol=1e-5)
     sent: list[int] = []
     original = embedder._model.embed
     monkeypatch.setattr(embedder._model, "embed", lambda docs, **kw: sent.append(len(docs)) or original(docs, **kw))
+    embedder._cache.clear()  # (the fixture is shared) both computations below reach the model
+    single = embedder.embed_one(texts[42])
+    embedder._cache.clear()
+    batch = embedder.embed(texts)
+    assert sent[0] == 1 and sum(sent[1:]) == 100  # computed alone, then within the batches
+    assert np.allclose(batch[42], single, atol=1e-5)
+    sent.clear()
     again = embedder.embed(texts[:50] + ["a sentence never seen before"])
     assert sent == [1]  # only the new text reached the model
     assert np.allclose(again[:50], batch[:50])

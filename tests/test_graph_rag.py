@@ -199,7 +199,7 @@ def test_limits_are_honoured(services: Services) -> None:
             "default", question, GraphRagOptions(entity_limit=1, triple_limit=1, max_path_length=1, fact_seeds=0)
         )
     )
-    assert capped.explored <= 2  # one edge as subject, one as object
+    assert 1 <= capped.explored <= 2  # one seed: at most one edge as subject, one as object
     scored = asyncio.run(
         rag(services).retrieve("default", question, GraphRagOptions(max_reranker_input=3, max_path_length=1))
     )

@@ -256,17 +256,11 @@ class Pipeline:
         results, queued = [], []
         async with self.locks.documents(collection, ids):
             for source, (text, sha256) in zip(sources, decoded):
-                doc = iris.document(source.document_id)
-                existing = next(iter(await off_loop(librarian.documents, self.store, iris, doc)), None)
-                if unchanged := self._unchanged(existing, sha256, force):
-                    results.append(unchanged)
+                accepted = await self._accept(iris, source, text, sha256, force, librarian.QUEUED)
+                if isinstance(accepted, IngestResult):
+                    results.append(accepted)
                     continue
-                upload = Upload(collection, source.document_id, source.media_type, source.filename, source.title)
-                await off_loop(self.library.save, upload, source.data)
-                record = self._record(iris, source, text, sha256)
-                created = datetime.fromisoformat(existing.created) if existing else datetime.now(UTC)
-                await self._update(record_update(iris, record, librarian.QUEUED, created, existing))
-                results.append(IngestResult(doc.value, librarian.QUEUED))
+                results.append(IngestResult(accepted[0].iri.value, librarian.QUEUED))
                 queued.append(source)
         if queued:
             task = asyncio.create_task(self._ingest_in_background(collection, queued, force))
@@ -295,6 +289,24 @@ class Pipeline:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
 
+    async def _accept(
+        self, iris: Iris, source: Source, decoded: Decoded, sha256: str, force: bool, status: str
+    ) -> IngestResult | tuple[DocumentRecord, datetime, Path]:
+        """Compare with the stored version: `unchanged`, or the bytes kept in the library, the
+        ingest marked pending, and the document recorded with `status`. Returns its record, when
+        it was first created, and its pending marker."""
+        existing = next(
+            iter(await off_loop(librarian.documents, self.store, iris, iris.document(source.document_id))), None
+        )
+        if unchanged := self._unchanged(existing, sha256, force):
+            return unchanged
+        upload = Upload(iris.collection, source.document_id, source.media_type, source.filename, source.title)
+        marker = await off_loop(self.library.save, upload, source.data)
+        record = self._record(iris, source, decoded, sha256)
+        created = datetime.fromisoformat(existing.created) if existing else datetime.now(UTC)
+        await self._update(record_update(iris, record, status, created, existing))
+        return record, created, marker
+
     @staticmethod
     def _record(iris: Iris, source: Source, decoded: Decoded, sha256: str) -> DocumentRecord:
         title = source.title or decoded.title or source.filename or source.document_id
@@ -314,16 +326,11 @@ class Pipeline:
     ) -> Plan | IngestResult:
         """Decode, compare with the stored version, mark processing, extract the new chunks."""
         decoded, sha256 = await off_loop(decode_and_hash, source)  # PDFs take a while: off the loop
+        accepted = await self._accept(iris, source, decoded, sha256, force, librarian.PROCESSING)
+        if isinstance(accepted, IngestResult):
+            return accepted
         doc = iris.document(source.document_id)
-        existing = next(iter(await off_loop(librarian.documents, self.store, iris, doc)), None)
-        if unchanged := self._unchanged(existing, sha256, force):
-            return unchanged
-        upload = Upload(iris.collection, source.document_id, source.media_type, source.filename, source.title)
-        marker = await off_loop(self.library.save, upload, source.data)
-        record = self._record(iris, source, decoded, sha256)
-        created = datetime.fromisoformat(existing.created) if existing else datetime.now(UTC)
-        plan = Plan(iris, record, created, marker, extractor, reuse=reuse)
-        await self._update(record_update(iris, record, librarian.PROCESSING, created, existing))
+        plan = Plan(iris, *accepted, extractor, reuse=reuse)
         try:
             chunks: dict[str, ChunkRecord] = {}
             pieces = await off_loop(split, decoded.text, self.chunk_size, self.chunk_overlap)

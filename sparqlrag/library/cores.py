@@ -103,8 +103,8 @@ class Cores:
 
     def _export(self, iris: Iris, ontology: str | None, target: Path) -> dict[str, Any]:
         # Each graph's N-Triples inside a TriG graph block: valid TriG (1.2, triple terms
-        # included), written without turning the triples into Python objects (export 3.5 -> 2.5 s at
-        # 144k quads, bench/cores.py). N-Triples escapes newlines, so a line is a triple.
+        # included), written without turning the triples into Python objects (faster: bench/cores.py).
+        # N-Triples escapes newlines, so a line is a triple.
         trig, quads = [], 0
         for graph in (iris.knowledge_graph, iris.source_graph, iris.trace_graph):
             try:

@@ -16,7 +16,11 @@ from sparqlrag.store import vocab as v
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import insert_data, sparql_term
-from sparqlrag.store.vocab import FAILED, PROCESSING, QUEUED, READY, Iris  # noqa: F401 (statuses re-exported)
+from sparqlrag.store.vocab import FAILED as FAILED  # the statuses, re-exported
+from sparqlrag.store.vocab import PROCESSING as PROCESSING
+from sparqlrag.store.vocab import QUEUED as QUEUED
+from sparqlrag.store.vocab import READY as READY
+from sparqlrag.store.vocab import Iris
 
 DEFAULT_COLLECTION = "default"
 

@@ -55,8 +55,8 @@ from sparqlrag.store.vocab import Iris
 
 # A node reached through an edge whose edges in one direction fill triple_limit (a year, a
 # genre, a country) is a hub: what is fetched from it is an arbitrary sample, and a path through
-# it says little about the question, so its weight is damped (MetaQA 2-hop answer recall,
-# questions 0-40, path scoring on: 80.3 undamped, 84.6 at 0.8, 86.4 at 0.6, 86.0 at 0.3).
+# it says little about the question, so its weight is damped (the value's measurement is in
+# bench/RESULTS.md, "Figures moved from code comments").
 HUB_DAMPING = 0.6
 EDGE_QUERY_NODES = 8  # frontier entities per edge query (_edges_around)
 CANDIDATES = 50  # dense and keyword candidates a passage ranking starts from (as Document RAG's hybrid)
@@ -140,7 +140,7 @@ class Edge:
     @property
     def leading(self) -> Edge | None:
         """The fact this edge continues, when it says how: a co-occurrence is no relation, so an
-        edge reached through one is judged on its own (2Wiki graph R@5 59.9 -> 60.9)."""
+        edge reached through one is judged on its own."""
         return self.via if self.via is not None and self.via.fact.predicate != v.SR_COOCCURS else None
 
     @property
@@ -157,8 +157,7 @@ class Edge:
     @property
     def path_text(self) -> str:
         """The fact that led here, then this one: what the text scorer judges, so that a second
-        hop is scored as the path it completes (MetaQA 2-hop answer recall, questions 0-40:
-        71.6 -> 80.3)."""
+        hop is scored as the path it completes."""
         return f"{self.leading.text}. {self.text}" if self.leading else self.text
 
     @property
@@ -500,9 +499,8 @@ class GraphRag:
             Edge(t, fact_labels(t, labels), hop=hop, via=via.get(anchors[t]), anchor=anchors[t]) for t in candidates
         ]
         # a first hop is scored against the concepts; a longer path, which answers the question as
-        # a whole rather than one concept of it, against the question (MetaQA 2-hop answer recall
-        # 80.6 -> 82.8 on questions 0-80, 85.2 -> 86.5 on 80-200; MuSiQue graph R@5 62.4 -> 64.6),
-        # or one of its clauses when it asks several things
+        # a whole rather than one concept of it, against the question, or one of its clauses when
+        # it asks several things
         assert walk.concept_vectors is not None and walk.path_vectors is not None
         targets, vectors = (walk.concepts, walk.concept_vectors) if hop == 1 else (walk.path_targets, walk.path_vectors)
         if options.scorer == "facts":
@@ -525,7 +523,7 @@ class GraphRag:
     def _kept(scored: list[Edge], limit: int) -> list[Edge]:
         """The best `limit` edges, and up to `limit` more that are siblings of the best one: when
         the best path is one member of a set, its other members are kept whole rather than cut
-        at an arbitrary count by other paths' edges (MetaQA 2-hop answer recall 81.1 -> 83.1).
+        at an arbitrary count by other paths' edges.
         Co-occurrences name no relation, so they make no set."""
         if len(scored) <= limit or scored[0].fact.predicate == v.SR_COOCCURS:
             return scored[:limit]
@@ -594,8 +592,7 @@ class GraphRag:
     def _edges_around(self, iris: Iris, frontier: list[str], limit: int) -> list[tuple[Triple, str]]:
         """Each frontier entity's edges, as subject and as object, `limit` of each, schema
         predicates left out: a UNION of limited subqueries per EDGE_QUERY_NODES entities (a
-        UNION's cost grows faster than its branches: 60 entities in one query 51 ms, in groups
-        of 4-15 20-23 ms, MetaQA). Each edge comes with the frontier entity it was found from."""
+        UNION's cost grows faster than its branches). Each edge comes with the frontier entity it was found from."""
         kg, keep = sparql_term(iris.knowledge_graph), walked_filter()
         per_entity: list[list[Triple]] = [[] for _ in frontier]
         for start in range(0, len(frontier), EDGE_QUERY_NODES):
@@ -632,8 +629,7 @@ class GraphRag:
     async def _passages(self, iris: Iris, walk: Walk, scored: list[Edge]) -> list[Passage]:
         """The k passages: dense candidates and the chunks of scored edges, each scored by its
         cosine plus its best fact's excess over the walk's median fact score (module docstring);
-        in hybrid mode fused with the keyword ranking. (Chosen on the shared sets' recall@5,
-        bench/RESULTS.md: 2Wiki graph 64.1 -> 71.3, MuSiQue 70.0 -> 70.3.)"""
+        in hybrid mode fused with the keyword ranking."""
         assert walk.question_vector is not None
         collection, question = iris.collection, walk.trace.question
         best: dict[str, Edge] = {}

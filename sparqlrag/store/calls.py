@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar, cast
 
-from sparqlrag.store.worker import WorkerStore
+from sparqlrag.store.worker import READ_METHODS, WRITE_METHODS, WorkerStore
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -21,6 +21,6 @@ T = TypeVar("T")
 async def off_loop(call: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
     """`call(*args, **kwargs)`, awaited without blocking the event loop."""
     store = getattr(call, "__self__", None)
-    if isinstance(store, WorkerStore):
+    if isinstance(store, WorkerStore) and call.__name__ in READ_METHODS | WRITE_METHODS:  # (not close)
         return cast(T, await store.call_async(call.__name__, *args, **kwargs))
     return await asyncio.to_thread(call, *args, **kwargs)
