@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from report import markdown_table, publish  # noqa: E402
 
 from sparqlrag.config import Settings  # noqa: E402
+from sparqlrag.extraction.names import name_key  # noqa: E402
 from sparqlrag.extraction.offline import OfflineExtractor  # noqa: E402
 from sparqlrag.extraction.plans import Source  # noqa: E402
-from sparqlrag.extraction.resolution import name_key  # noqa: E402
 from sparqlrag.extraction.triples_import import PreExtracted, read_triples  # noqa: E402
 from sparqlrag.services import Services  # noqa: E402
 from sparqlrag.store import EmbeddedStore  # noqa: E402

@@ -14,17 +14,9 @@ import pytest
 from sparqlrag.config import Settings
 from sparqlrag.extraction.curation import CurationRefused, UnknownEntity
 from sparqlrag.extraction.knowledge import Entity, Knowledge
+from sparqlrag.extraction.names import compared, initials_match, is_acronym, longer_form, name_key
 from sparqlrag.extraction.plans import IngestResult, Source
-from sparqlrag.extraction.resolution import (
-    Known,
-    compared,
-    completed,
-    initials_match,
-    is_acronym,
-    longer_form,
-    name_key,
-    resolve,
-)
+from sparqlrag.extraction.resolution import Known, completed, resolve
 from sparqlrag.library.librarian import UnknownCollection
 from sparqlrag.retrieval.graph_rag import GraphRagOptions, seed_json
 from sparqlrag.services import Services

@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sparqlrag.extraction import resolver
+from sparqlrag.extraction.names import name_key
 from sparqlrag.extraction.plans import Plan
 from sparqlrag.extraction.provenance import entity_iri
-from sparqlrag.extraction.resolution import Candidate, Known, Mention, completed, mentions_of, name_key, resolve
+from sparqlrag.extraction.resolution import Candidate, Known, Mention, completed, mentions_of, resolve
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop

@@ -17,9 +17,10 @@ from typing import Any
 from pyoxigraph import Literal, NamedNode, Quad, Triple
 
 from sparqlrag.extraction import resolver
+from sparqlrag.extraction.names import name_key
 from sparqlrag.extraction.pipeline import Pipeline
 from sparqlrag.extraction.provenance import time_literal
-from sparqlrag.extraction.resolution import CURATED, name_key
+from sparqlrag.extraction.resolution import CURATED
 from sparqlrag.library.librarian import UnknownCollection, collection_exists
 from sparqlrag.store import vocab as v
 from sparqlrag.store.aliases import chain

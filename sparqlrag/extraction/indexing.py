@@ -8,9 +8,9 @@ import numpy as np
 from pyoxigraph import NamedNode, Triple
 
 from sparqlrag.extraction.extractions import Extractions
+from sparqlrag.extraction.names import described
 from sparqlrag.extraction.plans import Plan, Progress
 from sparqlrag.extraction.provenance import ChunkRecord, knowledge_triples
-from sparqlrag.extraction.resolution import described
 from sparqlrag.library import librarian
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab as v

@@ -14,7 +14,8 @@ from datetime import datetime
 from pyoxigraph import Literal, NamedNode, Quad, Triple
 
 from sparqlrag.extraction.knowledge import COOCCURS, Knowledge
-from sparqlrag.extraction.resolution import Mention, Merge, Resolution, name_key
+from sparqlrag.extraction.names import name_key
+from sparqlrag.extraction.resolution import Mention, Merge, Resolution
 from sparqlrag.store import vocab as v
 from sparqlrag.store.vocab import Iris
 
@@ -90,7 +91,7 @@ def knowledge_triples(
 
 
 def _keyed(iris: Iris, statement: NamedNode, triple: Triple) -> list[Quad]:
-    """A name's reifier carries the name's key (resolution.name_key), so that resolution finds
+    """A name's reifier carries the name's key (names.name_key), so that resolution finds
     the entities a new name may be by one indexed lookup."""
     subject, name = triple.subject, triple.object
     if (

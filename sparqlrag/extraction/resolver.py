@@ -13,7 +13,8 @@ from urllib.parse import unquote
 import numpy as np
 from pyoxigraph import Literal, NamedNode
 
-from sparqlrag.extraction.resolution import Candidate, Known, Mention, compared, form_key, name_key, personal_name
+from sparqlrag.extraction.names import compared, form_key, name_key, personal_name
+from sparqlrag.extraction.resolution import Candidate, Known, Mention
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab as v
 from sparqlrag.store.aliases import chain
