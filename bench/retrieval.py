@@ -56,7 +56,7 @@ from sparqlrag.extraction.offline import OfflineExtractor  # noqa: E402
 from sparqlrag.extraction.plans import Source  # noqa: E402
 from sparqlrag.extraction.triples_import import PreExtracted, read_triples  # noqa: E402
 from sparqlrag.retrieval.document_rag import MODES, Passage  # noqa: E402
-from sparqlrag.retrieval.graph_rag import GraphRagOptions  # noqa: E402
+from sparqlrag.retrieval.walk import GraphRagOptions  # noqa: E402
 from sparqlrag.services import Services  # noqa: E402
 from sparqlrag.store import EmbeddedStore  # noqa: E402
 from sparqlrag.store import vocab as v  # noqa: E402

@@ -428,7 +428,7 @@ def _extractor_override(args: argparse.Namespace) -> Any:
 
 def _ask(services: Services, args: argparse.Namespace) -> None:
     from sparqlrag.library import librarian
-    from sparqlrag.retrieval.graph_rag import EmptyGraph, GraphRagOptions
+    from sparqlrag.retrieval.walk import EmptyGraph, GraphRagOptions
     from sparqlrag.store.vocab import local_name
 
     if not librarian.collection_exists(services.store, Iris(services.settings.base_iri, args.collection)):

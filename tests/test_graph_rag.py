@@ -14,9 +14,10 @@ from pyoxigraph import NamedNode, RdfFormat, Triple
 
 from sparqlrag.config import Settings
 from sparqlrag.extraction.knowledge import Knowledge
-from sparqlrag.retrieval.graph_rag import HUB_DAMPING, Edge, EmptyGraph, GraphRag, GraphRagOptions
+from sparqlrag.retrieval.graph_rag import HUB_DAMPING, GraphRag
 from sparqlrag.retrieval.question import clauses
 from sparqlrag.retrieval.trace import fact_json, read_trace
+from sparqlrag.retrieval.walk import Edge, EmptyGraph, GraphRagOptions
 from sparqlrag.services import Models, Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import select

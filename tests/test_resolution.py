@@ -18,7 +18,7 @@ from sparqlrag.extraction.names import compared, initials_match, is_acronym, lon
 from sparqlrag.extraction.plans import IngestResult, Source
 from sparqlrag.extraction.resolution import Known, completed, resolve
 from sparqlrag.library.librarian import UnknownCollection
-from sparqlrag.retrieval.graph_rag import GraphRagOptions, seed_json
+from sparqlrag.retrieval.walk import GraphRagOptions, seed_json
 from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import select

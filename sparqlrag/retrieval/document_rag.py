@@ -23,6 +23,7 @@ from sparqlrag.models.prompts import render
 from sparqlrag.models.reranker import Reranker
 from sparqlrag.models.sentences import sentence_splitter
 from sparqlrag.retrieval.question import check_question
+from sparqlrag.retrieval.synthesis import synthesise
 from sparqlrag.retrieval.trace import Trace, TracedSource, TraceLog, fact_json
 from sparqlrag.store import vocab as v
 from sparqlrag.store.base import QuadStore
@@ -187,17 +188,12 @@ class DocumentRag:
     async def answer(
         self, collection: str, question: str, *, mode: Mode = "hybrid", k: int = 5, **options: Any
     ) -> Answer:
-        """Retrieve, answer (LLM or extractive), and write the trace."""
+        """What `stream` yields, collected: the LLM answers in one (cached) call."""
         trace, passages = await self._retrieve_traced(collection, question, mode, k, options)
-        if self.llm is not None and passages:
-            completion = await self.llm.complete(self._prompt(trace.question, passages))
-            trace.answer, trace.model = completion.text, completion.model
-            trace.input_tokens, trace.output_tokens = completion.input_tokens, completion.output_tokens
-        else:
-            trace.answer = await off_loop(self.extractive_answer, trace.question, passages)
-        iri = await self.traces.write(collection, trace)
-        usage = {"input_tokens": trace.input_tokens, "output_tokens": trace.output_tokens}
-        return Answer(trace.question, trace.answer, passages, iri, trace.model, usage)
+        done: dict[str, Any] = {}
+        async for event, data in self._events(collection, trace, passages, live=False):
+            done = data if event == "done" else done
+        return Answer(trace.question, trace.answer, passages, done["trace"], trace.model, trace.usage)
 
     async def stream(
         self, collection: str, question: str, *, mode: Mode = "hybrid", k: int = 5, **options: Any
@@ -205,13 +201,18 @@ class DocumentRag:
         """(event, data) pairs: "sources" first, then "token" pieces of the answer, then "done"
         with the whole answer and the trace IRI (written before "done" is sent)."""
         trace, passages = await self._retrieve_traced(collection, question, mode, k, options)
+        async for event in self._events(collection, trace, passages, live=True):
+            yield event
+
+    async def _events(
+        self, collection: str, trace: Trace, passages: list[Passage], *, live: bool
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """Sources, the answer (streamed from the LLM when `live`; extractive without an LLM or
+        passages), and the trace written."""
         yield "sources", {"sources": [passage_json(p) for p in passages]}
         if self.llm is not None and passages:
-            pieces = []
-            async for piece in self.llm.stream(self._prompt(trace.question, passages)):
-                pieces.append(piece)
+            async for piece in synthesise(self.llm, self._prompt(trace.question, passages), trace, live=live):
                 yield "token", {"text": piece}
-            trace.answer, trace.model = "".join(pieces), self.llm.name
         else:
             trace.answer = await off_loop(self.extractive_answer, trace.question, passages)
             yield "token", {"text": trace.answer}

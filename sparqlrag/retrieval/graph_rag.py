@@ -25,22 +25,33 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field, fields, replace
-from typing import Any, ClassVar, Literal
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from pyoxigraph import NamedNode, Triple
 
 from sparqlrag.models.embedder import Embedder
-from sparqlrag.models.llm import ChatModel, Completion
+from sparqlrag.models.llm import ChatModel
 from sparqlrag.models.prompts import json_items, parse_concepts, render
 from sparqlrag.models.reranker import Reranker
 from sparqlrag.retrieval.document_rag import DocumentRag, Passage, passage_json, passages_of, rrf
-from sparqlrag.retrieval.question import check_question, clauses
-from sparqlrag.retrieval.trace import Trace, TracedEdge, TracedSeed, TracedSource, TraceLog, fact_json
+from sparqlrag.retrieval.graph_synthesis import facts_answer, knowledge
+from sparqlrag.retrieval.question import clauses
+from sparqlrag.retrieval.synthesis import synthesise
+from sparqlrag.retrieval.trace import TracedEdge, TracedSeed, TraceLog
+from sparqlrag.retrieval.walk import (
+    Edge,
+    EmptyGraph,
+    GraphAnswer,
+    GraphRagOptions,
+    Mode,
+    Stage,
+    Walk,
+    seed_json,
+)
 from sparqlrag.store import vocab as v
 from sparqlrag.store.aliases import canonicals
 from sparqlrag.store.base import QuadStore
@@ -60,222 +71,6 @@ from sparqlrag.store.vocab import Iris
 HUB_DAMPING = 0.6
 EDGE_QUERY_NODES = 8  # frontier entities per edge query (_edges_around)
 CANDIDATES = 50  # dense and keyword candidates a passage ranking starts from (as Document RAG's hybrid)
-Mode = Literal["graph", "hybrid"]
-MODES: tuple[Mode, ...] = ("graph", "hybrid")
-
-
-class EmptyGraph(LookupError):
-    """The collection has no entities to ground a question on."""
-
-
-@dataclass(frozen=True)
-class GraphRagOptions:
-    """The walk's limits; every one can be set per request."""
-
-    entity_limit: int = 50  # seeds, shared among the concepts
-    triple_limit: int = 30  # edges fetched per frontier entity and direction
-    max_path_length: int = 2  # hops
-    edge_limit: int = 25  # edges kept per hop (and up to as many siblings of the best, GraphRag._kept)
-    max_reranker_input: int = 350  # candidate edges scored per hop
-    fact_seeds: int = 5  # the question's nearest facts, whose ends seed the walk (HippoRAG 2 links 5)
-    k: int = 5  # passages returned
-    reasoning: bool = False  # ask the LLM why each kept edge matters
-    scorer: str = (
-        "facts"  # "facts": the fact index's vectors (a lookup); "text": each path's text, embedded or cross-encoded now
-    )
-
-    BOUNDS: ClassVar[dict[str, int]] = {
-        "entity_limit": 500,
-        "triple_limit": 1000,
-        "max_path_length": 5,
-        "edge_limit": 500,
-        "max_reranker_input": 5000,
-        "fact_seeds": 100,
-        "k": 100,
-    }
-    AT_LEAST: ClassVar[dict[str, int]] = {"fact_seeds": 0}  # a bound below 1
-
-    def __post_init__(self) -> None:
-        if self.scorer not in ("facts", "text"):
-            raise ValueError(f'scorer must be "facts" or "text", got {self.scorer!r}')
-        if not isinstance(self.reasoning, bool):
-            raise ValueError(f"reasoning must be true or false, got {self.reasoning!r}")
-        for name, highest in self.BOUNDS.items():
-            value, lowest = getattr(self, name), self.AT_LEAST.get(name, 1)
-            if not isinstance(value, int) or isinstance(value, bool) or not lowest <= value <= highest:
-                raise ValueError(f"{name} must be an integer from {lowest} to {highest}, got {value!r}")
-
-    @classmethod
-    def names(cls) -> list[str]:
-        return [f.name for f in fields(cls)]
-
-
-@dataclass
-class Edge:
-    fact: Triple
-    labels: tuple[str, str, str]
-    score: float = 0.0  # what ranks the edge: relevance and the weight of the path to it
-    relevance: float = 0.0  # its text against the best-matching concept
-    concept: str = ""
-    hop: int = 0
-    statement: str | None = None
-    sentence: str | None = None
-    chunks: list[str] = field(default_factory=list)
-    reasoning: str | None = None
-    via: Edge | None = None  # the kept edge that led the walk to this edge's anchor (None at hop 1)
-    anchor: str = ""  # the frontier node the edge was fetched from
-    vector: np.ndarray | None = field(default=None, repr=False, compare=False)  # the fact's, from the fact index
-
-    @property
-    def text(self) -> str:
-        return " ".join(self.labels)
-
-    @property
-    def path_vector(self) -> np.ndarray:
-        """Its fact's vector plus the leading fact's (not unit length): what the facts scorer judges."""
-        assert self.vector is not None, "the facts scorer sets every edge's vector first"
-        lead = self.leading
-        return self.vector + lead.vector if lead is not None and lead.vector is not None else self.vector
-
-    @property
-    def leading(self) -> Edge | None:
-        """The fact this edge continues, when it says how: a co-occurrence is no relation, so an
-        edge reached through one is judged on its own."""
-        return self.via if self.via is not None and self.via.fact.predicate != v.SR_COOCCURS else None
-
-    @property
-    def pattern(self) -> tuple[object, ...]:
-        """The relation path from the seed the walk started at: the seed, then each step's
-        predicate and direction. Edges that share it are siblings, members of one set (the
-        genres of an actor's films)."""
-        step = (
-            self.fact.predicate.value,
-            isinstance(self.fact.subject, NamedNode) and self.fact.subject.value == self.anchor,
-        )
-        return (*self.via.pattern, step) if self.via is not None else (self.anchor, step)
-
-    @property
-    def path_text(self) -> str:
-        """The fact that led here, then this one: what the text scorer judges, so that a second
-        hop is scored as the path it completes."""
-        return f"{self.leading.text}. {self.text}" if self.leading else self.text
-
-    @property
-    def told(self) -> str:
-        """The fact as a sentence: its evidence sentence, a definition as written, or its labels."""
-        if self.sentence:
-            return self.sentence
-        if self.fact.predicate == v.SKOS_DEFINITION:
-            return self.labels[2]
-        text = self.text
-        return text if text.endswith((".", "!", "?")) else text + "."
-
-    def json(self) -> dict[str, Any]:
-        via = fact_json(self.via.fact) | {"text": self.via.text} if self.via else None
-        return {
-            **fact_json(self.fact),
-            "labels": list(self.labels),
-            "text": self.text,
-            "score": self.score,
-            "relevance": self.relevance,
-            "concept": self.concept,
-            "hop": self.hop,
-            "via": via,
-            "statement": self.statement,
-            "sentence": self.sentence,
-            "chunks": self.chunks,
-            "reasoning": self.reasoning,
-        }
-
-
-@dataclass
-class GraphAnswer:
-    question: str
-    answer: str
-    concepts: list[str]
-    seeds: list[TracedSeed]
-    explored: int
-    edges: list[Edge]
-    passages: list[Passage]
-    trace: str
-    model: str | None = None
-    usage: dict[str, int] = field(default_factory=dict)
-
-    def json(self) -> dict[str, Any]:
-        return {
-            "question": self.question,
-            "answer": self.answer,
-            "trace": self.trace,
-            "model": self.model,
-            "usage": self.usage,
-            "concepts": self.concepts,
-            "seeds": [seed_json(s) for s in self.seeds],
-            "explored_edges": self.explored,
-            "edges": [e.json() for e in self.edges],
-            "sources": [passage_json(p) for p in self.passages],
-        }
-
-
-def seed_json(seed: TracedSeed) -> dict[str, Any]:
-    return {
-        "entity": seed.entity,
-        "score": seed.score,
-        "concept": seed.concept,
-        "alias": seed.alias,
-        "fact": fact_json(seed.fact) if seed.fact else None,
-    }
-
-
-@dataclass
-class Walk:
-    """What the stages build up for one question."""
-
-    trace: Trace
-    options: GraphRagOptions
-    mode: Mode = "graph"
-    concepts: list[str] = field(default_factory=list)
-    concept_vectors: np.ndarray | None = None
-    question_vector: np.ndarray | None = None
-    path_targets: list[str] = field(default_factory=list)  # what a path is scored against: the question and its clauses
-    path_vectors: np.ndarray | None = None
-    seeds: list[TracedSeed] = field(default_factory=list)
-    edges: list[Edge] = field(default_factory=list)
-    passages: list[Passage] = field(default_factory=list)
-    explored: int = 0
-    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
-
-    @classmethod
-    def start(cls, question: str, mode: Mode, options: GraphRagOptions | None) -> Walk:
-        """A walk for a checked question (ValueError says what is wrong with it, or the mode)."""
-        if mode not in MODES:
-            raise ValueError(f'mode must be "graph" or "hybrid", not {mode!r}')
-        return cls(
-            Trace(check_question(question), "hybrid" if mode == "hybrid" else "graph-rag"),
-            options or GraphRagOptions(),
-            mode,
-        )
-
-    def trace_sources(self) -> None:
-        self.trace.sources = [
-            TracedSource(p.chunk, rank, p.score, p.supports) for rank, p in enumerate(self.passages, start=1)
-        ]
-
-    def count(self, completion: Completion) -> None:
-        self.usage["input_tokens"] += completion.input_tokens
-        self.usage["output_tokens"] += completion.output_tokens
-
-
-class _Stage:
-    """Times a stage into the trace: `with _Stage(walk, "grounding"):`."""
-
-    def __init__(self, walk: Walk, name: str) -> None:
-        self.walk, self.name = walk, name
-
-    def __enter__(self) -> None:
-        self.started = time.perf_counter()
-
-    def __exit__(self, *exc: object) -> None:
-        self.walk.trace.steps[self.name] = 1000 * (time.perf_counter() - self.started)
 
 
 class GraphRag:
@@ -313,49 +108,41 @@ class GraphRag:
     async def answer(
         self, collection: str, question: str, options: GraphRagOptions | None = None, mode: Mode = "hybrid"
     ) -> GraphAnswer:
-        """Walk, synthesise, write the trace. "graph" raises EmptyGraph when nothing can be
-        grounded; "hybrid" then answers from Document RAG's hybrid passages."""
-        iris = Iris(self.base_iri, collection)
+        """What `stream` yields, collected: the LLM answers in one (cached) call. "graph" raises
+        EmptyGraph when nothing can be grounded; "hybrid" then answers from Document RAG's hybrid
+        passages."""
         walk = Walk.start(question, mode, options)
-        async for _ in self._walk(iris, walk):
+        async for _ in self._events(Iris(self.base_iri, collection), walk, live=False):
             pass
-        with _Stage(walk, "synthesis"):
-            if self.llm is not None:
-                completion = await self.llm.complete(self._prompt(walk))
-                walk.count(completion)
-                walk.trace.answer, walk.trace.model = completion.text, completion.model
-            else:
-                walk.trace.answer = self.extractive_answer(walk)
-        return await self._finish(iris, walk)
+        assert walk.answer is not None
+        return walk.answer
 
     async def stream(
         self, collection: str, question: str, options: GraphRagOptions | None = None, mode: Mode = "hybrid"
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """(event, data) pairs: the explanation as stages finish ("concepts", "seeds", "hop"...,
         "edges"), the answer as "token"s, then "sources", then "done" with the trace IRI."""
-        iris = Iris(self.base_iri, collection)
         walk = Walk.start(question, mode, options)
+        async for event in self._events(Iris(self.base_iri, collection), walk, live=True):
+            yield event
+
+    async def _events(self, iris: Iris, walk: Walk, *, live: bool) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """The walk, synthesis (streamed from the LLM when `live`), and the trace written; the
+        answer is left in `walk.answer`."""
         async for event in self._walk(iris, walk):
             yield event
-        with _Stage(walk, "synthesis"):
+        with Stage(walk, "synthesis"):
+            question = walk.trace.question
             if self.llm is not None:
-                pieces = []
-                async for piece in self.llm.stream(self._prompt(walk)):
-                    pieces.append(piece)
+                prompt = render("synthesis", self.prompts_dir, question=question, knowledge=knowledge(walk))
+                async for piece in synthesise(self.llm, prompt, walk.trace, live=live):
                     yield "token", {"text": piece}
-                walk.trace.answer, walk.trace.model = "".join(pieces), self.llm.name
             else:
-                walk.trace.answer = self.extractive_answer(walk)
+                walk.trace.answer = facts_answer(walk) or self.documents.extractive_answer(question, walk.passages)
                 yield "token", {"text": walk.trace.answer}
-        answer = await self._finish(iris, walk)
-        yield "sources", {"sources": [passage_json(p) for p in answer.passages]}
-        yield "done", {"answer": answer.answer, "trace": answer.trace, "model": answer.model, "usage": answer.usage}
-
-    async def _finish(self, iris: Iris, walk: Walk) -> GraphAnswer:
         trace = walk.trace
-        trace.input_tokens, trace.output_tokens = walk.usage["input_tokens"], walk.usage["output_tokens"]
         iri = await self.traces.write(iris.collection, trace)
-        return GraphAnswer(
+        answer = walk.answer = GraphAnswer(
             trace.question,
             trace.answer,
             walk.concepts,
@@ -365,16 +152,18 @@ class GraphRag:
             walk.passages,
             iri,
             trace.model,
-            dict(walk.usage),
+            trace.usage,
         )
+        yield "sources", {"sources": [passage_json(p) for p in answer.passages]}
+        yield "done", {"answer": answer.answer, "trace": answer.trace, "model": answer.model, "usage": answer.usage}
 
     # -- the walk -------------------------------------------------------------------------------
 
     async def _walk(self, iris: Iris, walk: Walk) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-        with _Stage(walk, "concepts"):
+        with Stage(walk, "concepts"):
             walk.concepts = walk.trace.concepts = await self._concepts(walk)
         yield "concepts", {"concepts": walk.concepts}
-        with _Stage(walk, "grounding"):
+        with Stage(walk, "grounding"):
             walk.seeds = walk.trace.seeds = await self._ground(iris, walk)
         if not walk.seeds and walk.mode == "graph":
             raise EmptyGraph(f"collection {iris.collection!r} has no entities to answer from: ingest documents first")
@@ -392,7 +181,7 @@ class GraphRag:
             frontier = {node: weight for node, weight in frontier.items() if weight > visited.get(node, -1.0)}
             if not frontier:
                 break
-            with _Stage(walk, f"hop {hop}"):
+            with Stage(walk, f"hop {hop}"):
                 scored = await self._hop(iris, walk, frontier, via, seen, hop)
             kept = self._kept(scored, walk.options.edge_limit)
             visited.update(frontier)
@@ -415,12 +204,12 @@ class GraphRag:
         walk.edges = list(kept_by_fact.values())
         walk.edges.sort(key=lambda e: -e.score)
         walk.trace.explored = walk.explored
-        with _Stage(walk, "sources"):
+        with Stage(walk, "sources"):
             reasoning = self._reason(walk) if walk.options.reasoning and self.llm is not None and walk.edges else None
             await asyncio.gather(
                 self._trace_sources(iris, walk, list(scored_by_fact.values())), *([reasoning] if reasoning else [])
             )
-        with _Stage(walk, "passages"):
+        with Stage(walk, "passages"):
             walk.passages = await self._passages(iris, walk, list(scored_by_fact.values()))
         walk.trace.edges = [
             TracedEdge(e.fact, e.statement, e.score, e.hop, e.concept, e.reasoning, e.via.fact if e.via else None)
@@ -437,7 +226,7 @@ class GraphRag:
             found = await off_loop(self.phrases, question)
             return list(dict.fromkeys([question, *clauses(question), *found]))
         completion = await self.llm.complete(render("concepts", self.prompts_dir, question=question), max_tokens=512)
-        walk.count(completion)
+        walk.trace.count(completion)
         return list(dict.fromkeys(parse_concepts(completion.text).items)) or [question]
 
     async def _ground(self, iris: Iris, walk: Walk) -> list[TracedSeed]:
@@ -667,58 +456,8 @@ class GraphRag:
         listing = "\n".join(f"{i}. {e.text}" for i, e in enumerate(walk.edges, start=1))
         prompt = render("edge_reasoning", self.prompts_dir, question=walk.trace.question, edges=listing)
         completion = await self.llm.complete(prompt, max_tokens=2048)
-        walk.count(completion)
+        walk.trace.count(completion)
         for item in json_items(completion.text):
             if isinstance(item, dict) and isinstance(item.get("id"), int) and isinstance(item.get("reasoning"), str):
                 if 1 <= item["id"] <= len(walk.edges):
                     walk.edges[item["id"] - 1].reasoning = item["reasoning"].strip() or None
-
-    # -- synthesis ------------------------------------------------------------------------------
-
-    def _prompt(self, walk: Walk) -> str:
-        numbers = {p.chunk: i for i, p in enumerate(walk.passages, start=1)}
-        facts = []
-        for edge in walk.edges:
-            cited = sorted({numbers[c] for c in edge.chunks if c in numbers})
-            facts.append(f"- {edge.text}" + (f" [{', '.join(map(str, cited))}]" if cited else ""))
-        sources = [f"[{i}] ({p.title}) {p.text}" for i, p in enumerate(walk.passages, start=1)]
-        knowledge = "Facts from the knowledge graph:\n" + "\n".join(facts) + "\n\nSources:\n" + "\n\n".join(sources)
-        return render("synthesis", self.prompts_dir, question=walk.trace.question, knowledge=knowledge)
-
-    @staticmethod
-    def _continuations(walk: Walk) -> dict[Triple, Edge]:
-        """Each kept fact's best continuation: the kept fact the walk reached through it with the
-        highest score, or, when the question asks several things ("Where did she work, and where
-        is that?"), the one nearest its last clause, which follows up on what the earlier ones ask."""
-        follow_up = walk.path_vectors[-1] if walk.path_vectors is not None and len(walk.path_targets) > 1 else None
-
-        def rank(edge: Edge) -> float:
-            return float(edge.vector @ follow_up) if follow_up is not None and edge.vector is not None else edge.score
-
-        best: dict[Triple, Edge] = {}
-        for edge in walk.edges:
-            if edge.via is not None and (edge.via.fact not in best or rank(best[edge.via.fact]) < rank(edge)):
-                best[edge.via.fact] = edge
-        return best
-
-    def extractive_answer(self, walk: Walk, facts: int = 5) -> str:
-        """Offline: the best facts, each followed by the best fact the walk continued it with
-        (so a multi-hop answer reaches the end of its path), each told by its evidence sentence
-        when known, cited; with no facts, the passages' sentences nearest the question."""
-        if not walk.edges:
-            return self.documents.extractive_answer(walk.trace.question, walk.passages)
-        numbers = {p.chunk: i for i, p in enumerate(walk.passages, start=1)}
-        continuations = self._continuations(walk)
-        told: dict[str, str] = {}  # sentence -> with its citation
-
-        def tell(edge: Edge) -> None:
-            cited = sorted({numbers[c] for c in edge.chunks if c in numbers})
-            told.setdefault(edge.told, edge.told + (f" [{', '.join(map(str, cited))}]" if cited else ""))
-
-        for edge in walk.edges:
-            tell(edge)
-            if edge.fact in continuations and len(told) < facts:
-                tell(continuations[edge.fact])
-            if len(told) >= facts:
-                break
-        return " ".join(told.values())

@@ -16,6 +16,7 @@ from typing import Any
 
 from pyoxigraph import BlankNode, Literal, NamedNode, Quad, RdfFormat, Triple, serialize
 
+from sparqlrag.models.llm import Completion
 from sparqlrag.store import vocab as v
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
@@ -75,6 +76,15 @@ class Trace:
     explored: int | None = None
     edges: list[TracedEdge] = field(default_factory=list)
     steps: dict[str, float] = field(default_factory=dict)  # stage -> milliseconds, in order
+
+    def count(self, completion: Completion) -> None:
+        """Adds an LLM call's tokens: every call a question costs is counted on its trace."""
+        self.input_tokens += completion.input_tokens
+        self.output_tokens += completion.output_tokens
+
+    @property
+    def usage(self) -> dict[str, int]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
 
     def quads(self, iris: Iris, ended: datetime | None = None) -> list[Quad]:
         ended = ended or datetime.now(UTC)

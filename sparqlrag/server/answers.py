@@ -9,9 +9,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
-from sparqlrag.retrieval.graph_rag import MODES, GraphRagOptions
 from sparqlrag.retrieval.question import QuestionTooLong, check_question
 from sparqlrag.retrieval.trace import list_traces, read_trace
+from sparqlrag.retrieval.walk import MODES, GraphRagOptions
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import read_body
 from sparqlrag.server.collections import collection_of

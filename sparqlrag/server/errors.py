@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 
 from sparqlrag.library.librarian import CollectionBusy, UnknownCollection
 from sparqlrag.models.llm import LLMError
-from sparqlrag.retrieval.graph_rag import EmptyGraph
+from sparqlrag.retrieval.walk import EmptyGraph
 from sparqlrag.store import base
 
 log = logging.getLogger("sparqlrag.server")

@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sparqlrag import __version__
-from sparqlrag.retrieval.graph_rag import GraphRagOptions
+from sparqlrag.retrieval.walk import GraphRagOptions
 
 JSON = "application/json"
 ERROR = {"$ref": "#/components/schemas/Error"}
