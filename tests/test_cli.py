@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from sparqlrag.cli import COMMANDS, command
+from sparqlrag.cli.parser import build_parser
 from sparqlrag.store import WorkerStore
 from tests.conftest import SPARQLRAG
 
@@ -21,6 +23,12 @@ def cli(data_dir: Path, *args: str, stdin: str | None = None) -> subprocess.Comp
     return subprocess.run(
         [SPARQLRAG, *args, "--data-dir", str(data_dir)], input=stdin, capture_output=True, text=True, timeout=120
     )
+
+
+def test_every_command_of_the_parser_has_a_function_and_no_other() -> None:
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    assert commands is not None and set(commands) == set(COMMANDS)
+    assert all(callable(command(name)) for name in COMMANDS)
 
 
 def test_load_query_update_dump(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import httpx
 import pytest
 import rdflib
 
-from sparqlrag.cli import DEMO_QUESTION
+from sparqlrag.cli.parser import DEMO_QUESTION
 from sparqlrag.server.pages import YASGUI_LOCAL
 from tests.conftest import ROOT, LiveServer, start_server
 

@@ -1,0 +1,63 @@
+"""`collections list | create | delete` and `core export | import`: what the library keeps."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+from sparqlrag.cli.session import CliError, Session
+from sparqlrag.library.cores import CoreInvalid, CoreMismatch
+from sparqlrag.library.librarian import UnknownCollection
+
+
+def collections(session: Session, args: argparse.Namespace) -> None:
+    services = session.services
+    if args.action != "list" and not args.name:
+        raise CliError(f"collections {args.action} needs a collection name")
+    if args.action == "create":
+        if args.ontology:
+            services.ontologies.info_sync(args.ontology)  # UnknownOntology if it is not loaded
+        if not asyncio.run(services.collections.create(args.name, args.ontology)):
+            raise CliError(f"collection {args.name!r} exists already")
+        print(f"created {args.name}")
+    elif args.action == "delete":
+        if not asyncio.run(services.collections.delete(args.name)):
+            raise UnknownCollection(args.name)
+        print(f"deleted {args.name}")
+    else:
+        for info in asyncio.run(services.collections.list()):
+            print(f"{info.name:20} {info.documents:6} documents {info.chunks:7} chunks {info.facts:9} triples")
+
+
+def core(session: Session, args: argparse.Namespace) -> None:
+    try:
+        if args.action == "export":
+            _export(session, args.collection, args.file or Path(f"{args.collection}.core.zip"))
+        else:
+            _import(session, args.file)
+    except (CoreInvalid, CoreMismatch) as error:
+        raise CliError(str(error)) from None
+
+
+def _export(session: Session, collection: str, target: Path) -> None:
+    try:
+        manifest = asyncio.run(session.services.cores.export(collection, target))
+    except OSError as error:
+        raise CliError(f"cannot write {target}: {error.strerror}") from None
+    counts = manifest["counts"]
+    print(
+        f"exported {collection} to {target}: {counts['quads']} quads, {counts['chunks']} chunk vectors, "
+        f"{counts['entities']} entity vectors"
+    )
+
+
+def _import(session: Session, file: Path) -> None:
+    if not file.is_file():
+        raise CliError(f"{file}: no such file")
+    result = asyncio.run(session.services.cores.import_(file))
+    moved = f" (IRIs moved from {result.rebased_from})" if result.rebased_from else ""
+    print(
+        f"imported {result.collection}: {result.quads} quads, {result.chunks} chunk vectors, {result.entities} "
+        f"entity vectors{moved}"
+    )

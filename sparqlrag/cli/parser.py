@@ -1,0 +1,196 @@
+"""The `sparqlrag` command line: every command, its arguments and its help."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from sparqlrag.ontology.reading import FORMAT_NAMES as ONTOLOGY_FORMAT_NAMES
+from sparqlrag.store.formats import FORMAT_NAMES, rdf_format_names
+
+DEMO_QUESTION = "Where did the inventor of the World Wide Web invent it, and where is that?"
+DESCRIPTION = """`sparqlrag serve | query | update | load | dump | ingest | documents | forget | ask | ontology | demo`.
+
+query, update, load, dump, ingest, documents, forget, ask and ontology open the data directory directly; while a
+server holds it they stop with a clear error (use the server's HTTP endpoints instead).
+"""
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", type=Path, help="data directory (default ./data)")
+    parser.add_argument("--config", type=Path, help="TOML settings file")
+    parser.add_argument("--base-iri", help="base IRI of the knowledge server (default http://localhost:7878/)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sparqlrag", description=DESCRIPTION)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the HTTP server (SPARQL Protocol, Graph Store, API)")
+    _common(serve)
+    serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default 7878)")
+    serve.add_argument("--insecure", action="store_true", default=None, help="allow a non-loopback bind without tokens")
+    serve.add_argument("--access-log", action="store_true", help="log every request")
+
+    query = commands.add_parser("query", help="run a SPARQL query on the data directory")
+    _common(query)
+    query.add_argument("sparql", help="the query text, @FILE to read it from a file, or - for stdin")
+    query.add_argument("--format", choices=list(FORMAT_NAMES), help="output format (default json / turtle)")
+    query.add_argument(
+        "--no-union", action="store_true", help="query the real default graph, not the union of all graphs"
+    )
+
+    update = commands.add_parser("update", help="run a SPARQL update on the data directory")
+    _common(update)
+    update.add_argument("sparql", help="the update text, @FILE to read it from a file, or - for stdin")
+
+    load = commands.add_parser("load", help="load RDF files (Turtle, TriG, N-Triples, N-Quads, RDF/XML, JSON-LD)")
+    _common(load)
+    load.add_argument("files", nargs="+", type=Path)
+    load.add_argument("--graph", help="graph IRI for triple formats (default: the default graph)")
+    load.add_argument("--format", choices=rdf_format_names(), help="format of every file (default: from the extension)")
+    load.add_argument(
+        "--replace", action="store_true", help="replace the target graph (or the dataset, for quad files)"
+    )
+
+    dump = commands.add_parser("dump", help="write the dataset or one graph to stdout or a file")
+    _common(dump)
+    dump.add_argument(
+        "--format", choices=rdf_format_names(), default=None, help="default trig (dataset) / turtle (graph)"
+    )
+    dump.add_argument("--graph", help="one graph IRI, or DEFAULT for the default graph")
+    dump.add_argument("--output", "-o", type=Path, help="file to write (default stdout)")
+
+    ingest = commands.add_parser(
+        "ingest", help="add or update documents (text, Markdown, HTML, PDF; folders are walked)"
+    )
+    _common(ingest)
+    ingest.add_argument("paths", nargs="+", type=Path)
+    ingest.add_argument("--collection", default="default")
+    ingest.add_argument(
+        "--triples",
+        type=Path,
+        help="pre-extracted triples JSONL (passage_id, entities, triples) "
+        "to use instead of an extractor; documents are named by passage id",
+    )
+
+    documents = commands.add_parser("documents", help="list the documents of a collection")
+    _common(documents)
+    documents.add_argument("--collection", default="default")
+
+    forget = commands.add_parser("forget", help="delete a document, its chunks and the facts only it supported")
+    _common(forget)
+    forget.add_argument("document", help="the document id (as `sparqlrag documents` shows it)")
+    forget.add_argument("--collection", default="default")
+
+    ask = commands.add_parser("ask", help="answer a question from a collection, with its sources and trace")
+    _common(ask)
+    ask.add_argument("question")
+    ask.add_argument(
+        "--mode",
+        choices=["hybrid", "graph", "document"],
+        default="hybrid",
+        help="hybrid (default): passages by dense and keyword search, re-ranked by the facts the graph walk "
+        "finds, answered from both; graph: the same without keyword search; document: passages only",
+    )
+    ask.add_argument("--collection", default="default")
+    ask.add_argument("--k", type=int, default=5, help="passages to use (default 5)")
+    ask.add_argument(
+        "--explain", action="store_true", help="also print concepts, seeds and the facts used, with scores"
+    )
+
+    nl = commands.add_parser(
+        "nl-query", help="a question written as SPARQL over an ontology by the LLM, checked, then run"
+    )
+    _common(nl)
+    nl.add_argument("question")
+    nl.add_argument("--collection", default="default")
+    nl.add_argument(
+        "--ontology", help="the ontology to write it against (default: the collection's, or the only one loaded)"
+    )
+
+    index = commands.add_parser("index", help="index the labelled entities of a loaded knowledge graph for Graph RAG")
+    _common(index)
+    index.add_argument("--collection", default="default")
+
+    entities = commands.add_parser(
+        "entities", help="correct entity resolution: join two things, split an alias off, list aliases"
+    )
+    entity_actions = entities.add_subparsers(dest="action", required=True)
+    merging = entity_actions.add_parser(
+        "merge", help="OTHER is ENTITY: its IRI becomes an alias, its facts move to ENTITY"
+    )
+    splitting = entity_actions.add_parser(
+        "split", help="ALIAS names something else than ENTITY: kept apart from now on"
+    )
+    listing = entity_actions.add_parser("aliases", help="an entity's other names, and the evidence that joined each")
+    for action, last in ((merging, "other"), (splitting, "alias"), (listing, None)):
+        _common(action)
+        action.add_argument("entity", help="an entity IRI, or a name only one thing of the collection has")
+        if last:
+            action.add_argument(last)
+        action.add_argument("--collection", default="default")
+
+    reingest = commands.add_parser(
+        "reingest", help="extract documents again (after changing the extractor, model or prompts)"
+    )
+    _common(reingest)
+    reingest.add_argument("documents", nargs="+", help="document ids (as `sparqlrag documents` shows them)")
+    reingest.add_argument("--collection", default="default")
+
+    collections = commands.add_parser("collections", help="list, create or delete collections")
+    _common(collections)
+    collections.add_argument("action", nargs="?", choices=["list", "create", "delete"], default="list")
+    collections.add_argument("name", nargs="?", help="the collection to create or delete")
+    collections.add_argument(
+        "--ontology", help="create: a loaded ontology to guide extraction (typed entities, its properties)"
+    )
+
+    core = commands.add_parser("core", help="export a collection as a knowledge core file, or import one")
+    core_actions = core.add_subparsers(dest="action", required=True)
+    exporting = core_actions.add_parser(
+        "export", help="write a collection's knowledge, provenance, traces and vectors to one file"
+    )
+    _common(exporting)
+    exporting.add_argument("collection")
+    exporting.add_argument(
+        "file", type=Path, help="the core file to write (a zip; default name COLLECTION.core.zip)", nargs="?"
+    )
+    importing = core_actions.add_parser(
+        "import", help="import a knowledge core into a new or empty collection (no extraction)"
+    )
+    _common(importing)
+    importing.add_argument("file", type=Path)
+
+    ontology = commands.add_parser("ontology", help="load, list, show or remove OWL ontologies")
+    actions = ontology.add_subparsers(dest="action", required=True)
+    loading = actions.add_parser(
+        "load", help="load or reload an ontology (Turtle, N-Triples, RDF/XML, OWL/XML, JSON-LD)"
+    )
+    _common(loading)
+    loading.add_argument("file", type=Path)
+    loading.add_argument("--name", help="the name to load it under (default: the file name without extension)")
+    loading.add_argument(
+        "--format", choices=list(ONTOLOGY_FORMAT_NAMES), help="default: from the extension or the content"
+    )
+    loading.add_argument("--replace", action="store_true", help="let the name take a different ontology than it holds")
+    _common(actions.add_parser("list", help="the loaded ontologies"))
+    showing = actions.add_parser(
+        "show", help="an ontology's classes and properties, or the ontology itself with --format"
+    )
+    _common(showing)
+    showing.add_argument("name")
+    showing.add_argument(
+        "--format", choices=["turtle", "ntriples", "rdfxml", "jsonld"], help="print the ontology in this format"
+    )
+    removing = actions.add_parser("remove", help="remove an ontology (its graph and registration)")
+    _common(removing)
+    removing.add_argument("name")
+
+    demo = commands.add_parser("demo", help="ingest the demo corpus, answer a question with its sources, then serve")
+    _common(demo)
+    demo.add_argument("--question", default=DEMO_QUESTION)
+    demo.add_argument("--port", type=int)
+    demo.add_argument("--no-serve", action="store_true", help="stop after printing the answer")
+    return parser

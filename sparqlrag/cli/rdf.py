@@ -1,0 +1,97 @@
+"""`query`, `update`, `load`, `dump`: SPARQL and RDF files on the data directory."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import BinaryIO
+
+from tqdm import tqdm
+
+from sparqlrag.cli.session import CliError, Session
+from sparqlrag.store.formats import FORMAT_NAMES, rdf_format_for_path
+
+
+def query(session: Session, args: argparse.Namespace) -> None:
+    settings = session.settings
+    result = session.store.query(
+        _text_argument(args.sparql),
+        accept=FORMAT_NAMES[args.format].media_type.split(";")[0] if args.format else None,
+        base_iri=settings.base_iri,
+        union_default_graph=settings.union_default_graph and not args.no_union,
+    )
+    sys.stdout.buffer.write(result.body)
+    if not result.body.endswith(b"\n"):
+        sys.stdout.buffer.write(b"\n")
+
+
+def update(session: Session, args: argparse.Namespace) -> None:
+    session.store.update(_text_argument(args.sparql), base_iri=session.settings.base_iri)
+
+
+def load(session: Session, args: argparse.Namespace) -> None:
+    """Every file is checked before any is loaded; a large one goes in bulk (faster, not
+    transactional) unless it replaces a graph."""
+    for path in args.files:
+        if not path.is_file():
+            raise CliError(f"no such file: {path}")
+    settings = session.settings
+    for path in args.files:
+        try:
+            fmt = rdf_format_for_path(path, args.format)
+        except ValueError as error:
+            raise CliError(str(error)) from None
+        size = path.stat().st_size
+        bulk = size > settings.bulk_load_bytes and not args.replace
+        with (
+            path.open("rb") as file,
+            tqdm(total=size, unit="B", unit_scale=True, desc=path.name, disable=size < 1_000_000) as bar,
+        ):
+            session.store.load(
+                _ProgressReader(file, bar),
+                fmt,
+                graph=args.graph,
+                base_iri=settings.base_iri,
+                replace=args.replace,
+                bulk=bulk,
+            )
+        print(f"loaded {path} ({fmt.name}{', bulk' if bulk else ''})", file=sys.stderr)
+
+
+def dump(session: Session, args: argparse.Namespace) -> None:
+    graph = "all" if args.graph is None else (None if args.graph == "DEFAULT" else args.graph)
+    fmt = FORMAT_NAMES[args.format or ("trig" if graph == "all" else "turtle")]
+    if args.output:
+        session.store.dump(args.output, fmt, graph)  # type: ignore[arg-type]
+    else:
+        session.store.dump(sys.stdout.buffer, fmt, graph)  # type: ignore[arg-type]
+
+
+def _text_argument(value: str) -> str:
+    """The text itself, @FILE for a file's, or - for stdin's."""
+    if value == "-":
+        return sys.stdin.read()
+    if value.startswith("@"):
+        path = Path(value[1:])
+        if not path.is_file():
+            raise CliError(f"no such file: {path}")
+        return path.read_text(encoding="utf-8")
+    return value
+
+
+class _ProgressReader:
+    """A binary file whose reads advance a progress bar (pyoxigraph reads it in chunks)."""
+
+    def __init__(self, file: BinaryIO, bar: tqdm) -> None:
+        self._file, self._bar = file, bar
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._file.read(size)
+        self._bar.update(len(data))
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        position = self._file.seek(offset, whence)
+        self._bar.reset()
+        return position

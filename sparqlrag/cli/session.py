@@ -1,0 +1,96 @@
+"""What a command works with: its settings, and the store and services it opens on first use."""
+
+from __future__ import annotations
+
+import argparse
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from sparqlrag.config import Settings, load_settings
+from sparqlrag.extraction.triples_import import PreExtracted, TriplesFormatError, read_triples
+from sparqlrag.models.embedder import ModelUnavailable
+from sparqlrag.models.llm import LLMError
+from sparqlrag.store.data_dir import prepare_data_dir
+from sparqlrag.store.embedded import EmbeddedStore
+
+if TYPE_CHECKING:
+    from sparqlrag.services import Models, Services
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one line, exit status 2."""
+
+
+def settings_of(args: argparse.Namespace) -> Settings:
+    """The settings file, environment and defaults, with the command line's options on top."""
+    try:
+        return load_settings(
+            args.config,
+            data_dir=args.data_dir,
+            base_iri=args.base_iri,
+            host=getattr(args, "host", None),
+            port=getattr(args, "port", None),
+            insecure=getattr(args, "insecure", None),
+        )
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise CliError(f"invalid settings: {problems}") from None
+    except ValueError as error:
+        raise CliError(str(error)) from None
+
+
+def load_models(settings: Settings) -> Models:
+    """The embedder, reranker and LLM; a configuration the user can fix is a CliError."""
+    from sparqlrag.services import Models  # seconds to import: only commands that need models pay it
+
+    try:
+        return Models.load(settings)
+    except (ValueError, LLMError, ModelUnavailable) as error:
+        raise CliError(str(error)) from None
+
+
+class Session:
+    """One command's resources. The store opens the data directory (a server holding it makes
+    that a clear StoreError); the services load the models, so commands that only read or write
+    RDF never pay for them."""
+
+    def __init__(self, settings: Settings, args: argparse.Namespace) -> None:
+        self.settings, self.args = settings, args
+
+    @cached_property
+    def store(self) -> EmbeddedStore:
+        prepare_data_dir(self.settings.data_dir, self.settings.base_iri)
+        return EmbeddedStore(self.settings.store_path, allow_remote=self.settings.allow_remote)
+
+    @cached_property
+    def services(self) -> Services:
+        from sparqlrag.services import Services
+
+        return Services.open(self.settings, self.store, _pre_extracted(self.args), load_models(self.settings))
+
+    def close(self) -> None:
+        """Closes what was opened, the services before the store they use."""
+        if "services" in self.__dict__:
+            self.services.close()
+        if "store" in self.__dict__:
+            self.store.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _pre_extracted(args: argparse.Namespace) -> PreExtracted | None:
+    """`ingest --triples`: read and checked before anything is ingested (or any model loads)."""
+    if getattr(args, "triples", None) is None:
+        return None
+    if not args.triples.is_file():
+        raise CliError(f"no such file: {args.triples}")
+    try:
+        return PreExtracted(read_triples(args.triples))
+    except TriplesFormatError as error:
+        raise CliError(f"{args.triples}: {error}") from None
