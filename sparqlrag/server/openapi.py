@@ -13,171 +13,49 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sparqlrag import __version__
-from sparqlrag.retrieval.walk import GraphRagOptions
-
-JSON = "application/json"
-ERROR = {"$ref": "#/components/schemas/Error"}
-
-
-def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
-    return {"description": description, "content": {JSON: {"schema": schema}}}
-
-
-def _object(required: list[str], **properties: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "required": required, "properties": properties}
-
-
-STRING, INTEGER, NUMBER, BOOLEAN = {"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"}
-ANY_OBJECT = {"type": "object"}
-COLLECTION_QUERY = {
-    "name": "collection",
-    "in": "query",
-    "schema": {**STRING, "default": "default"},
-    "description": "the collection",
-}
-
-
-def _operation(
-    summary: str,
-    *,
-    responses: dict[str, Any],
-    body: dict[str, Any] | None = None,
-    parameters: list[dict[str, Any]] | None = None,
-    scope: str = "read",
-) -> dict[str, Any]:
-    """One operation; every one can also answer with a JSON error (4xx), and needs a token of
-    `scope` when the server has tokens."""
-    operation: dict[str, Any] = {
-        "summary": summary,
-        "security": [{"bearer": [scope]}],
-        "responses": {**responses, "4XX": _json(ERROR, "the request was refused; the body says why")},
-    }
-    if body is not None:
-        operation["requestBody"] = {"required": True, "content": body}
-    if parameters:
-        operation["parameters"] = parameters
-    return operation
-
-
-def _path(name: str, description: str) -> dict[str, Any]:
-    return {"name": name, "in": "path", "required": True, "schema": STRING, "description": description}
-
-
-def _graph_store(what: str) -> dict[str, Any]:
-    """The Graph Store Protocol's four methods on one kind of path."""
-    responses = {
-        "200": {"description": "RDF by Accept"},
-        "201": {"description": "created"},
-        "204": {"description": "done"},
-    }
-    return {
-        method: _operation(
-            f"Graph Store HTTP Protocol {method.upper()} {what}",
-            scope="read" if method == "get" else "write",
-            responses=responses,
-        )
-        for method in ("get", "put", "post", "delete")
-    }
-
-
-NAME_OR_IRI = {
-    **STRING,
-    "minLength": 1,
-    "pattern": r"\S",
-    "description": "an entity IRI, or a name only one thing of the collection has",
-}
-_DOCUMENTS = {"type": "array", "items": STRING}
-ENTITY_ALIASES = _object(
-    ["entity", "label", "aliases", "merges", "kept_apart"],
-    entity=STRING,
-    label={"type": ["string", "null"]},
-    aliases={"type": "array", "items": _object(["name", "documents"], name=STRING, documents=_DOCUMENTS)},
-    merges={
-        "type": "array",
-        "items": _object(
-            ["alias", "iri", "rule", "score", "documents"],
-            alias=STRING,
-            iri=STRING,
-            rule=STRING,
-            score=NUMBER,
-            documents=_DOCUMENTS,
-        ),
-    },
-    kept_apart={"type": "array", "items": STRING},
+from sparqlrag.server.api_schemas import (
+    ANSWER,
+    ANY_OBJECT,
+    BOOLEAN,
+    COLLECTION,
+    COLLECTION_QUERY,
+    ENTITY_ALIASES,
+    INTEGER,
+    JSON,
+    NAME_OR_IRI,
+    NUMBER,
+    ONTOLOGY,
+    QUESTION,
+    RDF_BODY,
+    SSE,
+    STRING,
+    WALK_OPTIONS,
+    ZIP,
+    graph_store,
+    json_object,
+    json_response,
+    operation,
+    path_parameter,
 )
-QUESTION = _object(
-    ["question"], question=STRING, collection=STRING, stream={**BOOLEAN, "description": "answer as server-sent events"}
-)
-ANSWER = _object(
-    ["answer", "sources", "trace"],
-    question=STRING,
-    answer=STRING,
-    trace={**STRING, "description": "the trace IRI"},
-    model=STRING,
-    usage=ANY_OBJECT,
-    sources={"type": "array", "items": {"$ref": "#/components/schemas/Source"}},
-)
-COLLECTION = _object(
-    ["name", "iri", "documents", "chunks", "facts"],
-    name=STRING,
-    iri=STRING,
-    created=STRING,
-    documents=INTEGER,
-    chunks=INTEGER,
-    facts=INTEGER,
-    ontology={"type": ["string", "null"]},
-)
-ONTOLOGY = _object(
-    ["name", "iri"],
-    name=STRING,
-    iri=STRING,
-    classes=INTEGER,
-    properties=INTEGER,
-    triples=INTEGER,
-    sha256=STRING,
-    loaded=STRING,
-)
-RDF_BODY = {
-    media: {"schema": STRING}
-    for media in (
-        "text/turtle",
-        "application/rdf+xml",
-        "application/n-triples",
-        "application/ld+json",
-        "application/owl+xml",
-    )
-}
-ZIP = {"application/zip": {"schema": {"type": "string", "format": "binary"}}}
-SSE = {"text/event-stream": {"schema": STRING}}
-WALK_OPTIONS = {
-    **{
-        name: {
-            **INTEGER,
-            "minimum": GraphRagOptions.AT_LEAST.get(name, 1),
-            "maximum": highest,
-            "default": getattr(GraphRagOptions(), name),
-        }
-        for name, highest in GraphRagOptions.BOUNDS.items()
-    },
-    "reasoning": {**BOOLEAN, "default": False},
-    "scorer": {"enum": ["facts", "text"], "default": "facts"},
-}
 
 PATHS: dict[str, dict[str, Any]] = {
     "/healthz": {
-        "get": _operation(
-            "Liveness: the store answers", responses={"200": _json(_object(["status"], status=STRING, version=STRING))}
+        "get": operation(
+            "Liveness: the store answers",
+            responses={"200": json_response(json_object(["status"], status=STRING, version=STRING))},
         )
     },
-    "/openapi.json": {"get": {**_operation("This document", responses={"200": _json(ANY_OBJECT)}), "security": []}},
+    "/openapi.json": {
+        "get": {**operation("This document", responses={"200": json_response(ANY_OBJECT)}), "security": []}
+    },
     "/metrics": {
-        "get": _operation(
+        "get": operation(
             "Prometheus metrics: requests, latencies, SPARQL operations, ingest progress, LLM tokens",
             responses={"200": {"description": "Prometheus text format", "content": {"text/plain": {"schema": STRING}}}},
         )
     },
     "/sparql": {
-        "get": _operation(
+        "get": operation(
             "SPARQL 1.1 Protocol query (?query=), or the service description",
             parameters=[
                 {"name": "query", "in": "query", "schema": STRING},
@@ -191,48 +69,50 @@ PATHS: dict[str, dict[str, Any]] = {
                 }
             },
         ),
-        "post": _operation(
+        "post": operation(
             "SPARQL 1.1 Protocol query or update (form, or a direct query/update body); updates need `write`",
             body={
-                "application/x-www-form-urlencoded": {"schema": _object([], query=STRING, update=STRING)},
+                "application/x-www-form-urlencoded": {"schema": json_object([], query=STRING, update=STRING)},
                 "application/sparql-query": {"schema": STRING},
                 "application/sparql-update": {"schema": STRING},
             },
             responses={"200": {"description": "query results"}, "204": {"description": "the update was applied"}},
         ),
     },
-    "/store": _graph_store("(?default, ?graph=IRI, or the whole dataset)"),
+    "/store": graph_store("(?default, ?graph=IRI, or the whole dataset)"),
     "/store/{path}": {
-        "parameters": [_path("path", "names the graph {base}store/{path} directly")],
-        **_graph_store("of a directly named graph"),
+        "parameters": [path_parameter("path", "names the graph {base}store/{path} directly")],
+        **graph_store("of a directly named graph"),
     },
     "/api/v1/documents": {
-        "get": _operation(
+        "get": operation(
             "The documents of a collection, with status and progress",
             parameters=[COLLECTION_QUERY],
-            responses={"200": _json(_object(["documents"], documents={"type": "array", "items": ANY_OBJECT}))},
+            responses={
+                "200": json_response(json_object(["documents"], documents={"type": "array", "items": ANY_OBJECT}))
+            },
         ),
-        "post": _operation(
+        "post": operation(
             "Upload documents (JSON text, multipart files, or a raw body with ?id=); ingested now, or queued with "
             "Prefer: respond-async",
             scope="write",
             parameters=[COLLECTION_QUERY],
             body={
-                JSON: {"schema": _object(["id", "text"], id=STRING, text=STRING, title=STRING)},
-                "multipart/form-data": {"schema": _object([], file={"type": "string", "format": "binary"})},
+                JSON: {"schema": json_object(["id", "text"], id=STRING, text=STRING, title=STRING)},
+                "multipart/form-data": {"schema": json_object([], file={"type": "string", "format": "binary"})},
                 "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
             },
-            responses={"201": _json(ANY_OBJECT, "ingested"), "202": _json(ANY_OBJECT, "queued")},
+            responses={"201": json_response(ANY_OBJECT, "ingested"), "202": json_response(ANY_OBJECT, "queued")},
         ),
     },
     "/api/v1/documents/{id}": {
-        "parameters": [_path("id", "the document id")],
-        "get": _operation(
+        "parameters": [path_parameter("id", "the document id")],
+        "get": operation(
             "One document: status, progress, chunks",
             parameters=[COLLECTION_QUERY],
-            responses={"200": _json(ANY_OBJECT)},
+            responses={"200": json_response(ANY_OBJECT)},
         ),
-        "delete": _operation(
+        "delete": operation(
             "Delete a document, its chunks and the facts only it supported",
             scope="write",
             parameters=[COLLECTION_QUERY],
@@ -240,16 +120,16 @@ PATHS: dict[str, dict[str, Any]] = {
         ),
     },
     "/api/v1/documents/{id}/reingest": {
-        "parameters": [_path("id", "the document id")],
-        "post": _operation(
+        "parameters": [path_parameter("id", "the document id")],
+        "post": operation(
             "Extract a kept document again",
             scope="write",
             parameters=[COLLECTION_QUERY],
-            responses={"200": _json(ANY_OBJECT)},
+            responses={"200": json_response(ANY_OBJECT)},
         ),
     },
     "/api/v1/graph-rag": {
-        "post": _operation(
+        "post": operation(
             "Graph RAG: an answer with the facts used, sources and a trace",
             body={
                 JSON: {
@@ -271,7 +151,7 @@ PATHS: dict[str, dict[str, Any]] = {
         )
     },
     "/api/v1/document-rag": {
-        "post": _operation(
+        "post": operation(
             "Document RAG over passages (vector, keyword or hybrid retrieval)",
             body={
                 JSON: {
@@ -292,54 +172,56 @@ PATHS: dict[str, dict[str, Any]] = {
         )
     },
     "/api/v1/traces": {
-        "get": _operation(
+        "get": operation(
             "The latest answers' traces",
             parameters=[COLLECTION_QUERY, {"name": "limit", "in": "query", "schema": INTEGER}],
-            responses={"200": _json(_object(["traces"], traces={"type": "array", "items": ANY_OBJECT}))},
+            responses={"200": json_response(json_object(["traces"], traces={"type": "array", "items": ANY_OBJECT}))},
         )
     },
     "/api/v1/traces/{id}": {
-        "parameters": [_path("id", "the trace id")],
-        "get": _operation(
+        "parameters": [path_parameter("id", "the trace id")],
+        "get": operation(
             "One trace: concepts, seeds, edges, sources, steps",
             parameters=[COLLECTION_QUERY],
-            responses={"200": _json(ANY_OBJECT)},
+            responses={"200": json_response(ANY_OBJECT)},
         ),
     },
     "/api/v1/collections": {
-        "get": _operation(
+        "get": operation(
             "Collections with their counts",
-            responses={"200": _json(_object(["collections"], collections={"type": "array", "items": COLLECTION}))},
+            responses={
+                "200": json_response(json_object(["collections"], collections={"type": "array", "items": COLLECTION}))
+            },
         ),
-        "post": _operation(
+        "post": operation(
             "Create a collection, optionally extracting with a loaded ontology",
             scope="write",
-            body={JSON: {"schema": _object(["name"], name=STRING, ontology=STRING)}},
-            responses={"201": _json(COLLECTION)},
+            body={JSON: {"schema": json_object(["name"], name=STRING, ontology=STRING)}},
+            responses={"201": json_response(COLLECTION)},
         ),
     },
     "/api/v1/collections/{name}": {
-        "parameters": [_path("name", "the collection")],
-        "get": _operation("One collection with its counts", responses={"200": _json(COLLECTION)}),
-        "delete": _operation(
+        "parameters": [path_parameter("name", "the collection")],
+        "get": operation("One collection with its counts", responses={"200": json_response(COLLECTION)}),
+        "delete": operation(
             "Delete a collection: graphs, vectors, keyword rows, documents",
             scope="write",
             responses={"204": {"description": "deleted"}},
         ),
     },
     "/api/v1/collections/{name}/core": {
-        "parameters": [_path("name", "the collection")],
-        "get": _operation(
+        "parameters": [path_parameter("name", "the collection")],
+        "get": operation(
             "Export the collection as a knowledge core (zip: TriG graphs, vectors, manifest)",
             responses={"200": {"description": "the core", "content": ZIP}},
         ),
-        "post": _operation(
+        "post": operation(
             "Import a knowledge core into this (new or empty) collection, with no extraction",
             scope="write",
             body=ZIP,
             responses={
-                "201": _json(
-                    _object(
+                "201": json_response(
+                    json_object(
                         ["collection"],
                         collection=STRING,
                         quads=INTEGER,
@@ -352,8 +234,8 @@ PATHS: dict[str, dict[str, Any]] = {
         ),
     },
     "/api/v1/collections/{name}/entities/aliases": {
-        "parameters": [_path("name", "the collection")],
-        "get": _operation(
+        "parameters": [path_parameter("name", "the collection")],
+        "get": operation(
             "An entity's aliases, the merges that joined them (rule, score, evidence documents), the names kept apart",
             parameters=[
                 {
@@ -364,34 +246,34 @@ PATHS: dict[str, dict[str, Any]] = {
                     "description": "an entity IRI, or a name only one thing of the collection has",
                 }
             ],
-            responses={"200": _json(ENTITY_ALIASES)},
+            responses={"200": json_response(ENTITY_ALIASES)},
         ),
     },
     "/api/v1/collections/{name}/entities/merge": {
-        "parameters": [_path("name", "the collection")],
-        "post": _operation(
+        "parameters": [path_parameter("name", "the collection")],
+        "post": operation(
             "A person's merge: `other` is `entity` (its IRI becomes an alias, its facts move)",
             scope="write",
-            body={JSON: {"schema": _object(["entity", "other"], entity=NAME_OR_IRI, other=NAME_OR_IRI)}},
-            responses={"200": _json(ENTITY_ALIASES)},
+            body={JSON: {"schema": json_object(["entity", "other"], entity=NAME_OR_IRI, other=NAME_OR_IRI)}},
+            responses={"200": json_response(ENTITY_ALIASES)},
         ),
     },
     "/api/v1/collections/{name}/entities/split": {
-        "parameters": [_path("name", "the collection")],
-        "post": _operation(
+        "parameters": [path_parameter("name", "the collection")],
+        "post": operation(
             "A person's split: `alias` names something else than `entity`, from now on",
             scope="write",
-            body={JSON: {"schema": _object(["entity", "alias"], entity=NAME_OR_IRI, alias=NAME_OR_IRI)}},
-            responses={"200": _json(ENTITY_ALIASES)},
+            body={JSON: {"schema": json_object(["entity", "alias"], entity=NAME_OR_IRI, alias=NAME_OR_IRI)}},
+            responses={"200": json_response(ENTITY_ALIASES)},
         ),
     },
     "/api/v1/nl-query": {
-        "post": _operation(
+        "post": operation(
             "A question written as a checked SPARQL query over an ontology, and its results",
-            body={JSON: {"schema": _object(["question"], question=STRING, collection=STRING, ontology=STRING)}},
+            body={JSON: {"schema": json_object(["question"], question=STRING, collection=STRING, ontology=STRING)}},
             responses={
-                "200": _json(
-                    _object(
+                "200": json_response(
+                    json_object(
                         ["query", "results"], question=STRING, ontology=STRING, query=STRING, form=STRING, results={}
                     )
                 )
@@ -399,35 +281,37 @@ PATHS: dict[str, dict[str, Any]] = {
         )
     },
     "/api/v1/ontologies": {
-        "get": _operation(
+        "get": operation(
             "Loaded ontologies",
-            responses={"200": _json(_object(["ontologies"], ontologies={"type": "array", "items": ONTOLOGY}))},
+            responses={
+                "200": json_response(json_object(["ontologies"], ontologies={"type": "array", "items": ONTOLOGY}))
+            },
         ),
-        "post": _operation(
+        "post": operation(
             "Load an ontology (multipart file or raw RDF body; ?name=, ?replace=)",
             scope="write",
             body={
                 **RDF_BODY,
                 "multipart/form-data": {
-                    "schema": _object(["file"], file={"type": "string", "format": "binary"}, name=STRING)
+                    "schema": json_object(["file"], file={"type": "string", "format": "binary"}, name=STRING)
                 },
             },
-            responses={"201": _json(ONTOLOGY), "200": _json(ONTOLOGY, "reloaded or unchanged")},
+            responses={"201": json_response(ONTOLOGY), "200": json_response(ONTOLOGY, "reloaded or unchanged")},
         ),
     },
     "/api/v1/ontologies/{name}": {
-        "parameters": [_path("name", "the ontology's name")],
-        "get": _operation(
+        "parameters": [path_parameter("name", "the ontology's name")],
+        "get": operation(
             "The ontology as RDF/XML (default), Turtle, N-Triples or JSON-LD by Accept",
             responses={"200": {"description": "RDF", "content": RDF_BODY}},
         ),
-        "put": _operation(
+        "put": operation(
             "Load or replace the ontology of this name",
             scope="write",
             body=RDF_BODY,
-            responses={"200": _json(ONTOLOGY), "201": _json(ONTOLOGY)},
+            responses={"200": json_response(ONTOLOGY), "201": json_response(ONTOLOGY)},
         ),
-        "delete": _operation(
+        "delete": operation(
             "Remove the ontology (not while a collection extracts with it)",
             scope="write",
             responses={"204": {"description": "removed"}},
@@ -435,8 +319,8 @@ PATHS: dict[str, dict[str, Any]] = {
     },
     **{
         f"/{kind}/{{path}}": {
-            "parameters": [_path("path", f"the rest of the {what} IRI")],
-            "get": _operation(
+            "parameters": [path_parameter("path", f"the rest of the {what} IRI")],
+            "get": operation(
                 f"{what.capitalize()} IRIs: 303 to the HTML page or the RDF description, by Accept",
                 responses={
                     "303": {"description": f"See Other: /page/{kind}/... or /data/{kind}/....{{ttl,rdf,jsonld,nt}}"}
@@ -446,28 +330,28 @@ PATHS: dict[str, dict[str, Any]] = {
         for kind, what in (("id", "an entity"), ("rel", "a relation"), ("doc", "a document or chunk"))
     },
     "/trace/{collection}/{id}": {
-        "parameters": [_path("collection", "the collection"), _path("id", "the trace id")],
-        "get": _operation(
+        "parameters": [path_parameter("collection", "the collection"), path_parameter("id", "the trace id")],
+        "get": operation(
             "A trace's IRI: 303 to its page (HTML) or its JSON, by Accept",
             responses={"303": {"description": "See Other: /page/trace/... or /api/v1/traces/..."}},
         ),
     },
     "/page/trace/{collection}/{id}": {
-        "parameters": [_path("collection", "the collection"), _path("id", "the trace id")],
-        "get": _operation(
+        "parameters": [path_parameter("collection", "the collection"), path_parameter("id", "the trace id")],
+        "get": operation(
             "A trace's page: the question, answer, seeds, facts and sources", responses={"200": {"description": "HTML"}}
         ),
     },
     "/page/{path}": {
-        "parameters": [_path("path", "id/..., rel/... or doc/...: the IRI's path")],
-        "get": _operation(
+        "parameters": [path_parameter("path", "id/..., rel/... or doc/...: the IRI's path")],
+        "get": operation(
             "An entity's, relation's, document's or chunk's page, with its facts and sources",
             responses={"200": {"description": "HTML"}},
         ),
     },
     "/data/{path}": {
-        "parameters": [_path("path", "id/..., rel/... or doc/..., then .ttl, .rdf, .jsonld or .nt")],
-        "get": _operation(
+        "parameters": [path_parameter("path", "id/..., rel/... or doc/..., then .ttl, .rdf, .jsonld or .nt")],
+        "get": operation(
             "An entity's, relation's, document's or chunk's description as RDF",
             responses={"200": {"description": "RDF", "content": RDF_BODY}},
         ),
@@ -488,12 +372,12 @@ DOCUMENT: dict[str, Any] = {
             "bearer": {"type": "http", "scheme": "bearer", "description": "tokens with the read or write scope"}
         },
         "schemas": {
-            "Error": _object(
+            "Error": json_object(
                 ["error", "detail"],
                 error={**STRING, "description": "a stable code"},
                 detail={**STRING, "description": "what went wrong"},
             ),
-            "Source": _object(
+            "Source": json_object(
                 ["chunk", "document", "title", "text", "score"],
                 chunk=STRING,
                 document=STRING,

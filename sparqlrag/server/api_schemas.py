@@ -1,0 +1,156 @@
+"""The pieces the OpenAPI document (openapi.py) is written with: operations, parameters and
+the schemas of the bodies the API sends and takes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparqlrag.retrieval.walk import GraphRagOptions
+
+JSON = "application/json"
+ERROR = {"$ref": "#/components/schemas/Error"}
+
+
+def json_response(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
+    return {"description": description, "content": {JSON: {"schema": schema}}}
+
+
+def json_object(required: list[str], **properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "required": required, "properties": properties}
+
+
+STRING, INTEGER, NUMBER, BOOLEAN = {"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"}
+ANY_OBJECT = {"type": "object"}
+COLLECTION_QUERY = {
+    "name": "collection",
+    "in": "query",
+    "schema": {**STRING, "default": "default"},
+    "description": "the collection",
+}
+
+
+def operation(
+    summary: str,
+    *,
+    responses: dict[str, Any],
+    body: dict[str, Any] | None = None,
+    parameters: list[dict[str, Any]] | None = None,
+    scope: str = "read",
+) -> dict[str, Any]:
+    """One operation; every one can also answer with a JSON error (4xx), and needs a token of
+    `scope` when the server has tokens."""
+    described: dict[str, Any] = {
+        "summary": summary,
+        "security": [{"bearer": [scope]}],
+        "responses": {**responses, "4XX": json_response(ERROR, "the request was refused; the body says why")},
+    }
+    if body is not None:
+        described["requestBody"] = {"required": True, "content": body}
+    if parameters:
+        described["parameters"] = parameters
+    return described
+
+
+def path_parameter(name: str, description: str) -> dict[str, Any]:
+    return {"name": name, "in": "path", "required": True, "schema": STRING, "description": description}
+
+
+def graph_store(what: str) -> dict[str, Any]:
+    """The Graph Store Protocol's four methods on one kind of path."""
+    responses = {
+        "200": {"description": "RDF by Accept"},
+        "201": {"description": "created"},
+        "204": {"description": "done"},
+    }
+    return {
+        method: operation(
+            f"Graph Store HTTP Protocol {method.upper()} {what}",
+            scope="read" if method == "get" else "write",
+            responses=responses,
+        )
+        for method in ("get", "put", "post", "delete")
+    }
+
+
+NAME_OR_IRI = {
+    **STRING,
+    "minLength": 1,
+    "pattern": r"\S",
+    "description": "an entity IRI, or a name only one thing of the collection has",
+}
+DOCUMENT_IDS = {"type": "array", "items": STRING}
+ENTITY_ALIASES = json_object(
+    ["entity", "label", "aliases", "merges", "kept_apart"],
+    entity=STRING,
+    label={"type": ["string", "null"]},
+    aliases={"type": "array", "items": json_object(["name", "documents"], name=STRING, documents=DOCUMENT_IDS)},
+    merges={
+        "type": "array",
+        "items": json_object(
+            ["alias", "iri", "rule", "score", "documents"],
+            alias=STRING,
+            iri=STRING,
+            rule=STRING,
+            score=NUMBER,
+            documents=DOCUMENT_IDS,
+        ),
+    },
+    kept_apart={"type": "array", "items": STRING},
+)
+QUESTION = json_object(
+    ["question"], question=STRING, collection=STRING, stream={**BOOLEAN, "description": "answer as server-sent events"}
+)
+ANSWER = json_object(
+    ["answer", "sources", "trace"],
+    question=STRING,
+    answer=STRING,
+    trace={**STRING, "description": "the trace IRI"},
+    model=STRING,
+    usage=ANY_OBJECT,
+    sources={"type": "array", "items": {"$ref": "#/components/schemas/Source"}},
+)
+COLLECTION = json_object(
+    ["name", "iri", "documents", "chunks", "facts"],
+    name=STRING,
+    iri=STRING,
+    created=STRING,
+    documents=INTEGER,
+    chunks=INTEGER,
+    facts=INTEGER,
+    ontology={"type": ["string", "null"]},
+)
+ONTOLOGY = json_object(
+    ["name", "iri"],
+    name=STRING,
+    iri=STRING,
+    classes=INTEGER,
+    properties=INTEGER,
+    triples=INTEGER,
+    sha256=STRING,
+    loaded=STRING,
+)
+RDF_BODY = {
+    media: {"schema": STRING}
+    for media in (
+        "text/turtle",
+        "application/rdf+xml",
+        "application/n-triples",
+        "application/ld+json",
+        "application/owl+xml",
+    )
+}
+ZIP = {"application/zip": {"schema": {"type": "string", "format": "binary"}}}
+SSE = {"text/event-stream": {"schema": STRING}}
+WALK_OPTIONS = {
+    **{
+        name: {
+            **INTEGER,
+            "minimum": GraphRagOptions.AT_LEAST.get(name, 1),
+            "maximum": highest,
+            "default": getattr(GraphRagOptions(), name),
+        }
+        for name, highest in GraphRagOptions.BOUNDS.items()
+    },
+    "reasoning": {**BOOLEAN, "default": False},
+    "scorer": {"enum": ["facts", "text"], "default": "facts"},
+}
