@@ -58,8 +58,7 @@ from sparqlrag.extraction.triples_import import PreExtracted, read_triples  # no
 from sparqlrag.retrieval.document_rag import MODES, Passage  # noqa: E402
 from sparqlrag.retrieval.walk import GraphRagOptions  # noqa: E402
 from sparqlrag.services import Services  # noqa: E402
-from sparqlrag.store import EmbeddedStore  # noqa: E402
-from sparqlrag.store import vocab as v  # noqa: E402
+from sparqlrag.store import EmbeddedStore, vocab  # noqa: E402
 from sparqlrag.store.shortlist import SHORTLIST_ROWS  # noqa: E402
 from sparqlrag.store.vocab import Iris  # noqa: E402
 
@@ -201,7 +200,7 @@ def metaqa_quads(kb: Path, limit: int | None = None, copies: int = 1) -> list[Qu
             s, p, o = IRIS.entity(subject), IRIS.predicate(name), IRIS.entity(obj)
             quads.append(Quad(s, p, o, graph))
             labels |= {s: subject, p: name, o: obj}
-    return quads + [Quad(node, v.RDFS_LABEL, Literal(label), graph) for node, label in labels.items()]
+    return quads + [Quad(node, vocab.RDFS_LABEL, Literal(label), graph) for node, label in labels.items()]
 
 
 async def load_graph(work: Path, quads: list[Quad]) -> tuple[Services, EmbeddedStore, dict[str, float]]:

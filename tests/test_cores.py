@@ -34,7 +34,7 @@ QUESTION = "Where is the laboratory that Tim Berners-Lee worked at?"
 class NoExtraction:
     """The extractor of the importing side: a core must bring its knowledge, never make it."""
 
-    name, model = "none", None
+    name, llm_name = "none", None
 
     async def extract(self, text: str, document_id: str) -> Knowledge:
         raise AssertionError("an import ran extraction")

@@ -352,7 +352,7 @@ def test_empty_graph_and_oversized_question_are_clear_errors(services: Services)
 class NoKnowledge:
     """An extractor that finds nothing: documents with passages and no knowledge graph."""
 
-    name, model = "none", None
+    name, llm_name = "none", None
 
     async def extract(self, text: str, document_id: str) -> Knowledge:
         return Knowledge()

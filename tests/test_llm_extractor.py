@@ -40,7 +40,7 @@ def test_definitions_and_relationships_become_knowledge() -> None:
         Fact("Marie Curie", "won", "two Nobel Prizes", False),
     ]
     assert knowledge.rejected == 1
-    assert extractor.model == "anthropic:claude-test"
+    assert extractor.llm_name == "anthropic:claude-test"
     prompts = [r["messages"][0]["content"] for r in stub.requests]
     assert "definition" in prompts[0] and "object-entity" in prompts[1]
     assert all("Marie Curie was born in Warsaw." in p for p in prompts)

@@ -496,7 +496,7 @@ def test_selection_finds_the_classes_a_sentence_is_about(
     assert all(score >= 0.3 for score in subset.scores.values())
     for iri in subset.scores.keys() & subset.properties.keys():  # a selected property comes with its domain and range
         prop = subset.properties[iri]
-        assert {c for c in (*prop.domain, *prop.range) if c in index.model.classes} <= subset.classes.keys()
+        assert {c for c in (*prop.domain, *prop.range) if c in index.ontology_model.classes} <= subset.classes.keys()
 
 
 def test_selection_batches_chunks_and_passes_a_tiny_ontology_whole(embedder: Embedder) -> None:

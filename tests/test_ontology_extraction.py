@@ -25,8 +25,7 @@ from sparqlrag.ontology.registry import OntologyConflict
 from sparqlrag.ontology.selection import ElementIndex, Selector, Subset
 from sparqlrag.queries.describe import describe
 from sparqlrag.services import Services
-from sparqlrag.store import EmbeddedStore
-from sparqlrag.store import vocab as v
+from sparqlrag.store import EmbeddedStore, vocab
 from sparqlrag.store.select import select
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 from tests.conftest import SHARED
@@ -128,12 +127,12 @@ def test_typed_knowledge_becomes_typed_iris_and_rdf_type_facts(org: OntologyMode
         NamedNode("http://kb.example/id/hr/org/FormalOrganization/acme-ltd"),
     )
     assert (
-        Triple(jane, v.RDF_TYPE, NamedNode(FOAF + "Agent")) in triples
-        and Triple(acme, v.RDF_TYPE, NamedNode(ORG + "FormalOrganization")) in triples
+        Triple(jane, vocab.RDF_TYPE, NamedNode(FOAF + "Agent")) in triples
+        and Triple(acme, vocab.RDF_TYPE, NamedNode(ORG + "FormalOrganization")) in triples
     )
     assert (
         Triple(jane, NamedNode(ORG + "memberOf"), acme) in triples
-        and Triple(jane, v.RDFS_LABEL, Literal("Jane Smith")) in triples
+        and Triple(jane, vocab.RDFS_LABEL, Literal("Jane Smith")) in triples
     )
     assert not any(
         t.subject.value.startswith("http://kb.example/rel/") for t in triples
@@ -162,7 +161,7 @@ def test_the_llm_sees_the_subset_and_its_answer_is_checked(embedder: Embedder, o
     listed = set(re.findall(r"^- (\S+) \(", prompt.split("Classes:")[1].split("Object properties:")[0], re.M))
     # the chunk's subset: what the answer needs, and not the whole ontology
     assert {ORG + "FormalOrganization", FOAF + "Agent"} <= listed < org.classes.keys()
-    assert extractor.model == "anthropic:claude-test" and extractor.name == "llm+ontology"
+    assert extractor.llm_name == "anthropic:claude-test" and extractor.name == "llm+ontology"
 
 
 def test_offline_extraction_types_entities_by_class_labels(embedder: Embedder) -> None:
@@ -179,7 +178,7 @@ def test_offline_extraction_types_entities_by_class_labels(embedder: Embedder) -
     assert knowledge.ontology == "schema" and extractor.name == "offline+ontology"
     triples = {t for t, _ in knowledge_triples(Iris("http://kb.example/"), knowledge)}
     assert (
-        Triple(NamedNode("http://kb.example/id/default/schema/City/warsaw"), v.RDF_TYPE, NamedNode(SCHEMA + "City"))
+        Triple(NamedNode("http://kb.example/id/default/schema/City/warsaw"), vocab.RDF_TYPE, NamedNode(SCHEMA + "City"))
         in triples
     )
 

@@ -49,7 +49,9 @@ class CountingExtractor(OfflineExtractor):
 
 
 @dataclass
-class Kit:
+class PipelineParts:
+    """A pipeline on real parts, and the parts, for the tests to look into."""
+
     pipeline: Pipeline
     store: EmbeddedStore
     vectors: VectorIndex
@@ -78,7 +80,7 @@ class Kit:
 
 
 @pytest.fixture
-def kit(tmp_path: Path, embedder: Embedder) -> Iterator[Kit]:
+def parts(tmp_path: Path, embedder: Embedder) -> Iterator[PipelineParts]:
     store = EmbeddedStore(tmp_path / "store")
     vectors = VectorIndex(embedder.dim, path=tmp_path / "qdrant")
     keywords = KeywordIndex(tmp_path / "keywords.sqlite")
@@ -94,38 +96,38 @@ def kit(tmp_path: Path, embedder: Embedder) -> Iterator[Kit]:
         chunk_size=120,
         chunk_overlap=0,
     )
-    yield Kit(pipeline, store, vectors, keywords, extractor, Iris(BASE))
+    yield PipelineParts(pipeline, store, vectors, keywords, extractor, Iris(BASE))
     vectors.close()
     keywords.close()
     store.close()
 
 
-def test_ingest_writes_store_vectors_and_keywords(kit: Kit) -> None:
-    result = kit.ingest("curie", "\n\n".join(PARAGRAPHS), filename="curie.txt")
+def test_ingest_writes_store_vectors_and_keywords(parts: PipelineParts) -> None:
+    result = parts.ingest("curie", "\n\n".join(PARAGRAPHS), filename="curie.txt")
     assert (result.status, result.chunks_added, result.chunks_removed) == ("ready", 3, 0) and result.facts > 3
-    (info,) = librarian.documents(kit.store, kit.iris)
+    (info,) = librarian.documents(parts.store, parts.iris)
     assert (info.id, info.title, info.status, info.progress, info.chunks) == ("curie", "curie.txt", "ready", 1.0, 3)
-    assert ("marie-curie", "was born in", "warsaw") in kit.facts()
-    assert kit.vectors.count("default", "chunks") == 3 and kit.keywords.count("default") == 3
-    assert kit.vectors.count("default", "entities") >= 6
-    assert kit.keywords.search("default", "Vistula", 1)[0].iri.startswith(info.iri + "/chunk/")
+    assert ("marie-curie", "was born in", "warsaw") in parts.facts()
+    assert parts.vectors.count("default", "chunks") == 3 and parts.keywords.count("default") == 3
+    assert parts.vectors.count("default", "entities") >= 6
+    assert parts.keywords.search("default", "Vistula", 1)[0].iri.startswith(info.iri + "/chunk/")
     # the fact index: one point per walked fact, named by its reifier, its text as the walk reads it
     walked = [
         Triple(r["s"], r["p"], r["o"])
         for r in select_terms(
-            kit.store,
+            parts.store,
             f"""SELECT ?s ?p ?o WHERE {{
-        GRAPH <{kit.iris.knowledge_graph.value}> {{ ?s ?p ?o }} FILTER({walked_filter()}) }}""",
+        GRAPH <{parts.iris.knowledge_graph.value}> {{ ?s ?p ?o }} FILTER({walked_filter()}) }}""",
         )
     ]  # type: ignore[arg-type]
-    assert walked and kit.vectors.count("default", "facts") == len(walked)
-    born = Triple(kit.iris.entity("Marie Curie"), kit.iris.predicate("was born in"), kit.iris.entity("Warsaw"))
+    assert walked and parts.vectors.count("default", "facts") == len(walked)
+    born = Triple(parts.iris.entity("Marie Curie"), parts.iris.predicate("was born in"), parts.iris.entity("Warsaw"))
     (hit,) = [
         h
-        for h in kit.vectors.search(
-            "default", "facts", kit.pipeline.embedder.embed_one("Marie Curie was born in Warsaw"), 3
+        for h in parts.vectors.search(
+            "default", "facts", parts.pipeline.embedder.embed_one("Marie Curie was born in Warsaw"), 3
         )
-        if h.iri == kit.iris.statement(born).value
+        if h.iri == parts.iris.statement(born).value
     ]
     assert (
         hit.payload["text"] == "Marie Curie was born in Warsaw"
@@ -134,62 +136,62 @@ def test_ingest_writes_store_vectors_and_keywords(kit: Kit) -> None:
     )
 
 
-def test_unchanged_content_is_a_no_op(kit: Kit) -> None:
-    kit.ingest("curie", "\n\n".join(PARAGRAPHS))
-    before, seen = kit.snapshot(), len(kit.extractor.seen)
-    result = kit.ingest("curie", "\n\n".join(PARAGRAPHS))
+def test_unchanged_content_is_a_no_op(parts: PipelineParts) -> None:
+    parts.ingest("curie", "\n\n".join(PARAGRAPHS))
+    before, seen = parts.snapshot(), len(parts.extractor.seen)
+    result = parts.ingest("curie", "\n\n".join(PARAGRAPHS))
     assert result.status == "unchanged" and result.chunks_kept == 3
-    assert kit.snapshot() == before and len(kit.extractor.seen) == seen
+    assert parts.snapshot() == before and len(parts.extractor.seen) == seen
 
 
-def test_changed_content_extracts_only_changed_chunks(kit: Kit) -> None:
-    kit.ingest("curie", "\n\n".join(PARAGRAPHS))
-    kit.extractor.seen.clear()
+def test_changed_content_extracts_only_changed_chunks(parts: PipelineParts) -> None:
+    parts.ingest("curie", "\n\n".join(PARAGRAPHS))
+    parts.extractor.seen.clear()
     changed = PARAGRAPHS[:2] + ["Krakow is a city in Poland. The Vistula flows through Krakow."]
-    result = kit.ingest("curie", "\n\n".join(changed))
+    result = parts.ingest("curie", "\n\n".join(changed))
     assert (result.chunks_added, result.chunks_removed, result.chunks_kept) == (1, 1, 2)
-    assert kit.extractor.seen == [changed[2]]
-    facts = kit.facts()
+    assert parts.extractor.seen == [changed[2]]
+    facts = parts.facts()
     assert ("warsaw", "is capital of", "poland") not in facts  # only the removed chunk said so
     assert ("marie-curie", "was born in", "warsaw") in facts  # a kept chunk says so
-    assert kit.keywords.search("default", "capital", 5) == [] and kit.vectors.count("default", "chunks") == 3
+    assert parts.keywords.search("default", "capital", 5) == [] and parts.vectors.count("default", "chunks") == 3
     offsets = select(
-        kit.store, SPARQL_PREFIXES + "SELECT ?text ?offset WHERE { GRAPH ?g { ?c sr:text ?text ; sr:offset ?offset } }"
+        parts.store,
+        SPARQL_PREFIXES + "SELECT ?text ?offset WHERE { GRAPH ?g { ?c sr:text ?text ; sr:offset ?offset } }",
     )
     full = "\n\n".join(changed)
     assert all(full[int(r["offset"]) :].startswith(r["text"]) for r in offsets)
 
 
-def test_forgetting_keeps_facts_another_document_supports(kit: Kit) -> None:
-    kit.ingest("a", "Marie Curie was born in Warsaw. The Vistula flows through Warsaw.")
-    kit.ingest("b", "Marie Curie was born in Warsaw. She won the Nobel Prize.")
-    vistula = kit.iris.entity("Vistula").value
-    assert asyncio.run(kit.pipeline.forget("default", "a")) is True
-    facts = kit.facts()
+def test_forgetting_keeps_facts_another_document_supports(parts: PipelineParts) -> None:
+    parts.ingest("a", "Marie Curie was born in Warsaw. The Vistula flows through Warsaw.")
+    parts.ingest("b", "Marie Curie was born in Warsaw. She won the Nobel Prize.")
+    vistula = parts.iris.entity("Vistula").value
+    assert asyncio.run(parts.pipeline.forget("default", "a")) is True
+    facts = parts.facts()
     assert ("marie-curie", "was born in", "warsaw") in facts
     assert not any(s == "vistula" or o == "vistula" for s, _, o in facts)
     derivations = select(
-        kit.store,
+        parts.store,
         SPARQL_PREFIXES
         + f"""SELECT ?doc WHERE {{
-        GRAPH <{kit.iris.source_graph.value}> {{ << ?s ?p ?o >> prov:wasDerivedFrom ?chunk . ?chunk
+        GRAPH <{parts.iris.source_graph.value}> {{ << ?s ?p ?o >> prov:wasDerivedFrom ?chunk . ?chunk
           prov:wasDerivedFrom ?doc }}
-        GRAPH <{kit.iris.knowledge_graph.value}> {{ ?p rdfs:label "was born in" }} }}""",
+        GRAPH <{parts.iris.knowledge_graph.value}> {{ ?p rdfs:label "was born in" }} }}""",
     )
-    assert [r["doc"] for r in derivations] == [kit.iris.document("b").value]
+    assert [r["doc"] for r in derivations] == [parts.iris.document("b").value]
     entity_iris = {
-        h.iri for h in kit.vectors.search("default", "entities", kit.pipeline.embedder.embed_one("Vistula"), 50)
+        h.iri for h in parts.vectors.search("default", "entities", parts.pipeline.embedder.embed_one("Vistula"), 50)
     }
-    assert vistula not in entity_iris and kit.iris.entity("Warsaw").value in entity_iris
-    fact_points = {
-        h.payload["text"] for h in kit.vectors.search("default", "facts", kit.pipeline.embedder.embed_one("Warsaw"), 50)
-    }
+    assert vistula not in entity_iris and parts.iris.entity("Warsaw").value in entity_iris
+    warsaw = parts.pipeline.embedder.embed_one("Warsaw")
+    fact_points = {h.payload["text"] for h in parts.vectors.search("default", "facts", warsaw, 50)}
     assert "Marie Curie was born in Warsaw" in fact_points and not any("Vistula" in text for text in fact_points)
-    assert asyncio.run(kit.pipeline.forget("default", "b")) is True
-    assert kit.facts() == set() and kit.snapshot() == []
-    assert kit.vectors.count("default", "chunks") == 0 and kit.vectors.count("default", "entities") == 0
-    assert kit.vectors.count("default", "facts") == 0 and kit.keywords.count("default") == 0
-    assert asyncio.run(kit.pipeline.forget("default", "b")) is False
+    assert asyncio.run(parts.pipeline.forget("default", "b")) is True
+    assert parts.facts() == set() and parts.snapshot() == []
+    assert parts.vectors.count("default", "chunks") == 0 and parts.vectors.count("default", "entities") == 0
+    assert parts.vectors.count("default", "facts") == 0 and parts.keywords.count("default") == 0
+    assert asyncio.run(parts.pipeline.forget("default", "b")) is False
 
 
 @pytest.mark.parametrize(
@@ -200,110 +202,110 @@ def test_forgetting_keeps_facts_another_document_supports(kit: Kit) -> None:
         (b"not a pdf at all", "application/pdf", "not a PDF"),
     ],
 )
-def test_bad_documents_change_nothing(kit: Kit, data: bytes, media_type: str | None, message: str) -> None:
-    kit.ingest("keep", "Marie Curie was born in Warsaw.")
-    before = kit.snapshot()
+def test_bad_documents_change_nothing(parts: PipelineParts, data: bytes, media_type: str | None, message: str) -> None:
+    parts.ingest("keep", "Marie Curie was born in Warsaw.")
+    before = parts.snapshot()
     with pytest.raises(DecodeError, match=message):
-        kit.ingest("bad", data, media_type=media_type)
-    assert kit.snapshot() == before and kit.vectors.count("default", "chunks") == 1
+        parts.ingest("bad", data, media_type=media_type)
+    assert parts.snapshot() == before and parts.vectors.count("default", "chunks") == 1
     assert (
-        not list((kit.pipeline.library.pending_dir).glob("*.json"))
-        if kit.pipeline.library.pending_dir.exists()
+        not list((parts.pipeline.library.pending_dir).glob("*.json"))
+        if parts.pipeline.library.pending_dir.exists()
         else True
     )
 
 
-def test_progress_is_visible_while_a_document_is_processed(kit: Kit) -> None:
+def test_progress_is_visible_while_a_document_is_processed(parts: PipelineParts) -> None:
     seen: list[tuple[str, float]] = []
-    read = kit.extractor.extract
+    read = parts.extractor.extract
 
     async def watching(text: str, document_id: str = "") -> Knowledge:
-        rows = librarian.documents(kit.store, kit.iris, kit.iris.document("long"))
+        rows = librarian.documents(parts.store, parts.iris, parts.iris.document("long"))
         seen.append((rows[0].status, rows[0].progress))
         return await read(text, document_id)
 
-    kit.extractor.extract = watching  # type: ignore[method-assign]
+    parts.extractor.extract = watching  # type: ignore[method-assign]
     text = "\n\n".join(f"Person{i} Smith was born in City{i}. City{i} is in Country{i % 3}." for i in range(30))
-    result = kit.ingest("long", text)
+    result = parts.ingest("long", text)
     assert result.chunks_added > 10
     statuses, shares = {status for status, _ in seen}, [share for _, share in seen]
     assert statuses == {"processing"} and shares == sorted(shares)  # never goes backwards
     assert shares[0] == 0.0 and 0.3 < shares[-1] < 0.9  # seen part-way, before the final commit
-    (info,) = librarian.documents(kit.store, kit.iris, kit.iris.document("long"))
+    (info,) = librarian.documents(parts.store, parts.iris, parts.iris.document("long"))
     assert (info.status, info.progress) == ("ready", 1.0)
 
 
-def test_reingest_extracts_every_chunk_again_with_the_current_extractor(kit: Kit) -> None:
-    kit.ingest("curie", "\n\n".join(PARAGRAPHS), filename="curie.txt")
-    before = kit.facts()
+def test_reingest_extracts_every_chunk_again_with_the_current_extractor(parts: PipelineParts) -> None:
+    parts.ingest("curie", "\n\n".join(PARAGRAPHS), filename="curie.txt")
+    before = parts.facts()
 
     class Renaming(CountingExtractor):  # a "new model", which knows Warsaw as Varsovia
         async def extract(self, text: str, document_id: str = "") -> Knowledge:
             return await super().extract(text.replace("Warsaw", "Varsovia"), document_id)
 
-    kit.pipeline.extractor = Renaming()
-    source = asyncio.run(kit.pipeline.kept_source("default", "curie"))
+    parts.pipeline.extractor = Renaming()
+    source = asyncio.run(parts.pipeline.kept_source("default", "curie"))
     assert (source.filename, source.data) == ("curie.txt", "\n\n".join(PARAGRAPHS).encode())
-    (result,) = asyncio.run(kit.pipeline.ingest_many("default", [source], force=True))
+    (result,) = asyncio.run(parts.pipeline.ingest_many("default", [source], force=True))
     assert (result.status, result.chunks_added, result.chunks_removed, result.chunks_kept) == ("ready", 3, 3, 0)
-    assert len(kit.pipeline.extractor.seen) == 3  # type: ignore[attr-defined]
-    after = kit.facts()
+    assert len(parts.pipeline.extractor.seen) == 3  # type: ignore[attr-defined]
+    after = parts.facts()
     assert ("marie-curie", "was born in", "warsaw") in before and ("marie-curie", "was born in", "warsaw") not in after
     assert ("marie-curie", "was born in", "varsovia") in after and not any("warsaw" in (s, o) for s, _, o in after)
     assert len(after) == len(before)
     assert (
-        kit.vectors.count("default", "chunks") == 3 and kit.keywords.count("default") == 3
+        parts.vectors.count("default", "chunks") == 3 and parts.keywords.count("default") == 3
     )  # rows rewritten, not lost
-    (info,) = librarian.documents(kit.store, kit.iris)
+    (info,) = librarian.documents(parts.store, parts.iris)
     assert (info.status, info.chunks, info.title) == ("ready", 3, "curie.txt")
     with pytest.raises(LookupError, match="no copy of document 'nope'"):
-        asyncio.run(kit.pipeline.kept_source("default", "nope"))
+        asyncio.run(parts.pipeline.kept_source("default", "nope"))
 
 
-def test_forgetting_a_document_drops_its_library_copy(kit: Kit) -> None:
-    kit.ingest("gone", "Marie Curie was born in Warsaw.")
-    assert asyncio.run(kit.pipeline.kept_source("default", "gone")).data
-    assert asyncio.run(kit.pipeline.forget("default", "gone"))
+def test_forgetting_a_document_drops_its_library_copy(parts: PipelineParts) -> None:
+    parts.ingest("gone", "Marie Curie was born in Warsaw.")
+    assert asyncio.run(parts.pipeline.kept_source("default", "gone")).data
+    assert asyncio.run(parts.pipeline.forget("default", "gone"))
     with pytest.raises(LookupError):
-        asyncio.run(kit.pipeline.kept_source("default", "gone"))
+        asyncio.run(parts.pipeline.kept_source("default", "gone"))
 
 
-def test_submit_queues_then_ingests_in_the_background(kit: Kit) -> None:
+def test_submit_queues_then_ingests_in_the_background(parts: PipelineParts) -> None:
     async def run() -> tuple[list, list, list]:
-        accepted = await kit.pipeline.submit(
+        accepted = await parts.pipeline.submit(
             "default",
             [Source("a", b"Marie Curie was born in Warsaw."), Source("b", b"Warsaw is the capital of Poland.")],
         )
-        queued = [(i.id, i.status) for i in librarian.documents(kit.store, kit.iris)]
-        await kit.pipeline.wait_background()
-        again = await kit.pipeline.submit("default", [Source("a", b"Marie Curie was born in Warsaw.")])
+        queued = [(i.id, i.status) for i in librarian.documents(parts.store, parts.iris)]
+        await parts.pipeline.wait_background()
+        again = await parts.pipeline.submit("default", [Source("a", b"Marie Curie was born in Warsaw.")])
         return accepted, queued, again
 
     accepted, queued, again = asyncio.run(run())
     assert [r.status for r in accepted] == ["queued", "queued"] and sorted(queued) == [("a", "queued"), ("b", "queued")]
-    assert [(i.id, i.status) for i in librarian.documents(kit.store, kit.iris)] == [("a", "ready"), ("b", "ready")]
+    assert [(i.id, i.status) for i in librarian.documents(parts.store, parts.iris)] == [("a", "ready"), ("b", "ready")]
     assert [r.status for r in again] == ["unchanged"]
-    assert ("marie-curie", "was born in", "warsaw") in kit.facts()
-    assert not list(kit.pipeline.library.pending_dir.glob("*.json"))
+    assert ("marie-curie", "was born in", "warsaw") in parts.facts()
+    assert not list(parts.pipeline.library.pending_dir.glob("*.json"))
 
 
-def test_submit_refuses_a_bad_document_before_writing_anything(kit: Kit) -> None:
-    kit.ingest("keep", "Marie Curie was born in Warsaw.")
-    before = kit.snapshot()
+def test_submit_refuses_a_bad_document_before_writing_anything(parts: PipelineParts) -> None:
+    parts.ingest("keep", "Marie Curie was born in Warsaw.")
+    before = parts.snapshot()
     with pytest.raises(DecodeError, match="empty"):
-        asyncio.run(kit.pipeline.submit("default", [Source("fine", b"Some text."), Source("bad", b"")]))
-    assert kit.snapshot() == before and not list(kit.pipeline.library.pending_dir.glob("*.json"))
+        asyncio.run(parts.pipeline.submit("default", [Source("fine", b"Some text."), Source("bad", b"")]))
+    assert parts.snapshot() == before and not list(parts.pipeline.library.pending_dir.glob("*.json"))
 
 
-def test_locks_are_dropped_when_done(kit: Kit) -> None:
+def test_locks_are_dropped_when_done(parts: PipelineParts) -> None:
     for index in range(5):
-        kit.ingest(f"doc-{index}", f"Person{index} was born in Warsaw.")
-    asyncio.run(kit.pipeline.forget("default", "doc-0"))
-    assert kit.pipeline.locks._locks == {} and not kit.pipeline.locks.active
+        parts.ingest(f"doc-{index}", f"Person{index} was born in Warsaw.")
+    asyncio.run(parts.pipeline.forget("default", "doc-0"))
+    assert parts.pipeline.locks._locks == {} and not parts.pipeline.locks.active
 
 
-def test_collections_isolate_and_delete_with_full_cascade(kit: Kit) -> None:
-    pipeline = kit.pipeline
+def test_collections_isolate_and_delete_with_full_cascade(parts: PipelineParts) -> None:
+    pipeline = parts.pipeline
     collections = Collections(
         store=pipeline.store,
         base_iri=BASE,
@@ -313,36 +315,36 @@ def test_collections_isolate_and_delete_with_full_cascade(kit: Kit) -> None:
         library=pipeline.library,
     )
     other = Iris(BASE, "other")
-    before = kit.snapshot()
+    before = parts.snapshot()
     with pytest.raises(UnknownCollection, match="no collection 'other'"):
-        asyncio.run(kit.pipeline.ingest("other", "x", b"Marie Curie was born in Warsaw."))
-    assert kit.snapshot() == before and asyncio.run(collections.get("other")) is None
+        asyncio.run(parts.pipeline.ingest("other", "x", b"Marie Curie was born in Warsaw."))
+    assert parts.snapshot() == before and asyncio.run(collections.get("other")) is None
     assert asyncio.run(collections.create("other")) is True and asyncio.run(collections.create("other")) is False
-    kit.ingest("same-id", "Marie Curie was born in Warsaw.")
-    asyncio.run(kit.pipeline.ingest("other", "same-id", b"The Vistula flows through Krakow."))
+    parts.ingest("same-id", "Marie Curie was born in Warsaw.")
+    asyncio.run(parts.pipeline.ingest("other", "same-id", b"The Vistula flows through Krakow."))
     infos = {info.name: info for info in asyncio.run(collections.list())}
     assert sorted(infos) == ["default", "other"]
     assert (infos["other"].documents, infos["other"].chunks) == (1, 1) and infos["other"].facts > 0
     assert infos["other"].created is not None and infos["default"].documents == 1
     # nothing of one collection shows in the other
-    assert [h.iri.startswith(other.document("").value) for h in kit.keywords.search("other", "Vistula Warsaw", 5)] == [
-        True
-    ]
-    assert kit.keywords.search("default", "Vistula", 5) == []
-    assert ("marie-curie", "was born in", "warsaw") in kit.facts()
-    assert not any("krakow" in o for _, _, o in kit.facts())
+    found = parts.keywords.search("other", "Vistula Warsaw", 5)
+    assert [h.iri.startswith(other.document("").value) for h in found] == [True]
+    assert parts.keywords.search("default", "Vistula", 5) == []
+    assert ("marie-curie", "was born in", "warsaw") in parts.facts()
+    assert not any("krakow" in o for _, _, o in parts.facts())
 
     # a collection is not deleted under a running ingest
     async def delete_while_busy() -> None:
-        async with kit.pipeline.locks.documents("other", ["x"]):
+        async with parts.pipeline.locks.documents("other", ["x"]):
             await collections.delete("other")
 
     with pytest.raises(CollectionBusy):
         asyncio.run(delete_while_busy())
     assert asyncio.run(collections.delete("other")) is True
     assert asyncio.run(collections.delete("other")) is False and asyncio.run(collections.exists("other")) is False
-    assert kit.vectors.count("other", "chunks") == 0 and kit.vectors.count("other", "entities") == 0
-    assert kit.keywords.count("other") == 0 and not (kit.pipeline.library.library_dir / "other").exists()
-    graphs = {r["g"] for r in select(kit.store, "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")}
+    assert parts.vectors.count("other", "chunks") == 0 and parts.vectors.count("other", "entities") == 0
+    assert parts.keywords.count("other") == 0 and not (parts.pipeline.library.library_dir / "other").exists()
+    graphs = {r["g"] for r in select(parts.store, "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")}
     assert not {g for g in graphs if "/other" in g}
-    assert kit.vectors.count("default", "chunks") == 1 and librarian.documents(kit.store, kit.iris)[0].id == "same-id"
+    assert parts.vectors.count("default", "chunks") == 1
+    assert librarian.documents(parts.store, parts.iris)[0].id == "same-id"

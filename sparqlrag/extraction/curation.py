@@ -22,7 +22,7 @@ from sparqlrag.extraction.pipeline import Pipeline
 from sparqlrag.extraction.provenance import time_literal
 from sparqlrag.extraction.resolution import CURATED
 from sparqlrag.library.librarian import UnknownCollection, collection_exists
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.aliases import chain
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.select import select
@@ -71,7 +71,7 @@ class Curation:
         return self.pipeline.store
 
     async def _update(self, *operations: str) -> None:
-        await off_loop(self.store.update, v.SPARQL_PREFIXES + " ;\n".join(operations))
+        await off_loop(self.store.update, vocab.SPARQL_PREFIXES + " ;\n".join(operations))
 
     async def _iris(self, collection: str) -> Iris:
         iris = Iris(self.pipeline.base_iri, collection)
@@ -89,7 +89,7 @@ class Curation:
                 raise UnknownEntity(f"collection {iris.collection!r} has no entity {entity!r}") from None
             rows = select(
                 self.store,
-                v.SPARQL_PREFIXES
+                vocab.SPARQL_PREFIXES
                 + f"""SELECT DISTINCT ?canonical WHERE {{ GRAPH {kg} {{
                 {chain(iris, sparql_term(node), "?canonical")} FILTER EXISTS {{ ?canonical ?p ?o }} }} }}""",
             )
@@ -109,7 +109,7 @@ class Curation:
     def _label(self, iris: Iris, entity: str) -> str | None:
         rows = select(
             self.store,
-            v.SPARQL_PREFIXES
+            vocab.SPARQL_PREFIXES
             + f"""SELECT ?label WHERE {{ GRAPH {sparql_term(iris.knowledge_graph)} {{
             {sparql_term(NamedNode(entity))} rdfs:label ?label }} }} ORDER BY ?label LIMIT 1""",
         )
@@ -129,12 +129,12 @@ class Curation:
         now = time_literal(datetime.now(UTC))
         return [
             Quad(triple.subject, triple.predicate, triple.object, iris.knowledge_graph),
-            Quad(statement, v.RDF_REIFIES, triple, source),
-            Quad(statement, v.SR_RULE, Literal(CURATED), source),
-            Quad(statement, v.SR_SCORE, Literal(1.0), source),
-            Quad(statement, v.SR_ALIAS, Literal(alias), source),
-            Quad(statement, v.SR_KEY, Literal(name_key(alias)), source),
-            Quad(statement, v.DCTERMS_CREATED, now, source),
+            Quad(statement, vocab.RDF_REIFIES, triple, source),
+            Quad(statement, vocab.SR_RULE, Literal(CURATED), source),
+            Quad(statement, vocab.SR_SCORE, Literal(1.0), source),
+            Quad(statement, vocab.SR_ALIAS, Literal(alias), source),
+            Quad(statement, vocab.SR_KEY, Literal(name_key(alias)), source),
+            Quad(statement, vocab.DCTERMS_CREATED, now, source),
         ]
 
     def _retract(self, iris: Iris, predicate: NamedNode, subjects: list[str], objects: list[str]) -> str:
@@ -164,8 +164,8 @@ class Curation:
                 "one thing has one class here"
             )
         name = await off_loop(self._label, iris, alias) or other
-        quads = self._decision(iris, Triple(NamedNode(alias), v.OWL_SAME_AS, NamedNode(target)), name)
-        retract = self._retract(iris, v.OWL_DIFFERENT_FROM, [alias, target], [alias, target])
+        quads = self._decision(iris, Triple(NamedNode(alias), vocab.OWL_SAME_AS, NamedNode(target)), name)
+        retract = self._retract(iris, vocab.OWL_DIFFERENT_FROM, [alias, target], [alias, target])
         await self._update(retract, insert_data(quads))
         affected = await off_loop(resolver.documents_using, self.store, iris, {alias})
         await self.pipeline.resolve_again(collection, affected)
@@ -184,8 +184,8 @@ class Curation:
             raise UnknownEntity(f"{alias!r} is not an alias of {target}")
         own = iris.entity(alias).value
         members = await off_loop(self._cluster, iris, target)
-        quads = self._decision(iris, Triple(NamedNode(own), v.OWL_DIFFERENT_FROM, NamedNode(target)), alias)
-        await self._update(self._retract(iris, v.OWL_SAME_AS, merged + [own], members), insert_data(quads))
+        quads = self._decision(iris, Triple(NamedNode(own), vocab.OWL_DIFFERENT_FROM, NamedNode(target)), alias)
+        await self._update(self._retract(iris, vocab.OWL_SAME_AS, merged + [own], members), insert_data(quads))
         affected = await off_loop(resolver.documents_naming, self.store, iris, {key}, set())
         await self.pipeline.resolve_again(collection, affected)
         return await off_loop(self._aliases, iris, target)
@@ -194,7 +194,7 @@ class Curation:
         """The canonical IRI and every IRI whose owl:sameAs chain ends at it."""
         rows = select(
             self.store,
-            v.SPARQL_PREFIXES
+            vocab.SPARQL_PREFIXES
             + f"""SELECT DISTINCT ?e WHERE {{ GRAPH {sparql_term(iris.knowledge_graph)} {{
             ?e owl:sameAs+ {sparql_term(NamedNode(canonical))} }} }}""",
         )
@@ -216,7 +216,7 @@ class Curation:
         result = EntityAliases(canonical, self._label(iris, canonical))
         names = select(
             self.store,
-            v.SPARQL_PREFIXES
+            vocab.SPARQL_PREFIXES
             + f"""SELECT ?name (GROUP_CONCAT(DISTINCT STR(?doc); separator=" ") AS ?docs)
             WHERE {{ GRAPH {kg} {{ {node} skos:altLabel ?name }} OPTIONAL {{ GRAPH {src} {{
               ?st rdf:reifies <<( {node} skos:altLabel ?name )>> ; prov:wasDerivedFrom ?chunk . ?chunk
@@ -226,7 +226,7 @@ class Curation:
         result.aliases = [AliasInfo(row["name"], self._documents(iris, row.get("docs", ""))) for row in names]
         merges = select(
             self.store,
-            v.SPARQL_PREFIXES
+            vocab.SPARQL_PREFIXES
             + f"""SELECT ?a ?alias ?rule (MAX(?s) AS ?score)
             (GROUP_CONCAT(DISTINCT STR(?doc); separator=" ") AS ?docs) WHERE {{
             GRAPH {kg} {{ ?b owl:sameAs* {node} }}
@@ -242,7 +242,7 @@ class Curation:
         ]
         apart = select(
             self.store,
-            v.SPARQL_PREFIXES
+            vocab.SPARQL_PREFIXES
             + f"""SELECT DISTINCT ?alias WHERE {{ GRAPH {src} {{
             ?d sr:rule "curated" ; sr:alias ?alias ; rdf:reifies <<( ?x owl:differentFrom {node} )>> }} }} ORDER BY
               ?alias""",

@@ -22,18 +22,18 @@ class Extractions:
     def _path(self, collection: str, chunk: str) -> Path:
         return self.library_dir / collection / "extractions" / (hashlib.sha1(chunk.encode()).hexdigest() + ".json")
 
-    def save(self, collection: str, chunk: str, extractor: str, model: str | None, knowledge: Knowledge) -> None:
+    def save(self, collection: str, chunk: str, extractor: str, llm_name: str | None, knowledge: Knowledge) -> None:
         path = self._path(collection, chunk)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"extractor": extractor, "model": model, "knowledge": asdict(knowledge)}))
+        path.write_text(json.dumps({"extractor": extractor, "model": llm_name, "knowledge": asdict(knowledge)}))
 
-    def load(self, collection: str, chunk: str, extractor: str, model: str | None) -> Knowledge | None:
-        """The kept extraction of the chunk by this extractor and model, if there is one."""
+    def load(self, collection: str, chunk: str, extractor: str, llm_name: str | None) -> Knowledge | None:
+        """The kept extraction of the chunk by this extractor and LLM, if there is one."""
         try:
             kept = json.loads(self._path(collection, chunk).read_text())
         except (OSError, ValueError):
             return None
-        if (kept.get("extractor"), kept.get("model")) != (extractor, model):
+        if (kept.get("extractor"), kept.get("model")) != (extractor, llm_name):
             return None
         found = kept["knowledge"]
         return Knowledge(

@@ -59,9 +59,9 @@ class _Resolver:
         return self._find(self.properties, value)
 
 
-def conform(model: OntologyModel, ontology: str, answer: Any) -> Knowledge:
+def conform(ontology_model: OntologyModel, ontology: str, answer: Any) -> Knowledge:
     """The LLM's answer as knowledge that fits the ontology; everything else counted as rejected."""
-    resolve = _Resolver(model)
+    resolve = _Resolver(ontology_model)
     answer = answer if isinstance(answer, dict) else {}
     rejected = 0
     entities: dict[str, Entity] = {}
@@ -75,14 +75,14 @@ def conform(model: OntologyModel, ontology: str, answer: Any) -> Knowledge:
     for item in _list(answer.get("relationships")):
         subject, obj = _string(item, "subject"), _string(item, "object")
         prop = resolve.property(item.get("property")) if isinstance(item, dict) else None
-        spec = model.properties.get(prop or "")
+        spec = ontology_model.properties.get(prop or "")
         if (
             spec is None
             or spec.kind != "object"
             or subject not in entities
             or obj not in entities
-            or not model.is_a(entities[subject].type or "", spec.domain)
-            or not model.is_a(entities[obj].type or "", spec.range)
+            or not ontology_model.is_a(entities[subject].type or "", spec.domain)
+            or not ontology_model.is_a(entities[obj].type or "", spec.range)
         ):
             rejected += 1
             continue
@@ -90,13 +90,13 @@ def conform(model: OntologyModel, ontology: str, answer: Any) -> Knowledge:
     for item in _list(answer.get("attributes")):
         subject, value = _string(item, "entity"), _string(item, "value")
         prop = resolve.property(item.get("property")) if isinstance(item, dict) else None
-        spec = model.properties.get(prop or "")
+        spec = ontology_model.properties.get(prop or "")
         if (
             spec is None
             or spec.kind != "datatype"
             or subject not in entities
             or not value
-            or not model.is_a(entities[subject].type or "", spec.domain)
+            or not ontology_model.is_a(entities[subject].type or "", spec.domain)
         ):
             rejected += 1
             continue
@@ -156,21 +156,21 @@ class GuidedExtractor(_Subsets):
         max_tokens: int = 4096,
     ) -> None:
         super().__init__(ontology, index, selector)
-        self.llm, self.model, self.prompts_dir, self.max_tokens = llm, llm.name, prompts_dir, max_tokens
+        self.llm, self.llm_name, self.prompts_dir, self.max_tokens = llm, llm.name, prompts_dir, max_tokens
 
     async def extract(self, text: str, document_id: str = "") -> Knowledge:
         subset = await off_loop(self.subset, text)
         prompt = render("extract_with_ontology", self.prompts_dir, text=text, **describe(subset))
         completion = await self.llm.complete(prompt, max_tokens=self.max_tokens)
         items = json_items(completion.text)
-        return conform(self.index.model, self.ontology, items[0] if items else None)
+        return conform(self.index.ontology_model, self.ontology, items[0] if items else None)
 
 
 class TypedOfflineExtractor(_Subsets):
     """The offline extractor, its entities typed by the class labels of the chunk's subset."""
 
     name = "offline+ontology"
-    model = None
+    llm_name = None
 
     def __init__(
         self, ontology: str, index: ElementIndex, selector: Selector, offline: OfflineExtractor | None = None

@@ -13,7 +13,7 @@ from sparqlrag.extraction.plans import Plan, Progress
 from sparqlrag.extraction.provenance import ChunkRecord, knowledge_triples
 from sparqlrag.library import librarian
 from sparqlrag.models.embedder import Embedder
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.fact_index import FactIndex
@@ -62,9 +62,9 @@ class Indexer:
             triple for result, resolution in knowledge for triple, _ in knowledge_triples(iris, result, resolution)
         ]
         labels = {
-            lexical(t.subject): lexical(t.object) for t in triples if t.predicate == v.RDFS_LABEL
+            lexical(t.subject): lexical(t.object) for t in triples if t.predicate == vocab.RDFS_LABEL
         }  # not in the store yet
-        definitions = {lexical(t.subject): lexical(t.object) for t in triples if t.predicate == v.SKOS_DEFINITION}
+        definitions = {lexical(t.subject): lexical(t.object) for t in triples if t.predicate == vocab.SKOS_DEFINITION}
         entities = iris.entity("").value
         named = {iri: (label, definitions.get(iri)) for iri, label in labels.items() if iri.startswith(entities)}
         named |= {m.alias_iri: (m.alias, None) for plan in plans for m in plan.resolution.merges if m.shared}
@@ -107,7 +107,7 @@ class Indexer:
         rows = await off_loop(
             select,
             self.store,
-            v.SPARQL_PREFIXES
+            vocab.SPARQL_PREFIXES
             + f"""
             SELECT ?e (SAMPLE(?l) AS ?label) (SAMPLE(?d) AS ?definition) WHERE {{ GRAPH {kg} {{
               ?e rdfs:label ?l OPTIONAL {{ ?e skos:definition ?d }} FILTER(isIRI(?e))
@@ -145,7 +145,7 @@ class Indexer:
             rows = await off_loop(
                 select,
                 self.store,
-                v.SPARQL_PREFIXES
+                vocab.SPARQL_PREFIXES
                 + f"""
                 SELECT ?st WHERE {{ {values("st", map(NamedNode, statements))}
                   FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies ?fact }} }} }}""",
@@ -161,7 +161,7 @@ class Indexer:
             rows = await off_loop(
                 select,
                 self.store,
-                v.SPARQL_PREFIXES
+                vocab.SPARQL_PREFIXES
                 + f"""
                 SELECT ?entity WHERE {{ {values("entity", map(NamedNode, sorted(entities)))}
                   FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.knowledge_graph)} {{ ?entity rdfs:label|owl:sameAs

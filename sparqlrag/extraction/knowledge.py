@@ -37,13 +37,14 @@ class Knowledge:
 
 
 class Extractor(Protocol):
-    """Reads one chunk. `name` and `model` are recorded on the extraction activity. An extractor
-    may also have `async prepare(texts)`, which the pipeline calls with a document's new chunks
-    before reading them one by one, to do work that is cheaper in batches."""
+    """Reads one chunk. `name` and `llm_name` (the LLM it asks, if any) are recorded on the
+    extraction activity. An extractor may also have `async prepare(texts)`, which the pipeline
+    calls with a document's new chunks before reading them one by one, to do work that is
+    cheaper in batches."""
 
     name: str
 
     @property
-    def model(self) -> str | None: ...
+    def llm_name(self) -> str | None: ...
 
     async def extract(self, text: str, document_id: str) -> Knowledge: ...

@@ -14,7 +14,7 @@ class LLMExtractor:
 
     def __init__(self, llm: ChatModel, prompts_dir: Path | None = None, max_tokens: int = 4096) -> None:
         self.llm = llm
-        self.model = llm.name
+        self.llm_name = llm.name
         self.prompts_dir = prompts_dir
         self.max_tokens = max_tokens
 

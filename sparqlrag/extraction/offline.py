@@ -86,7 +86,7 @@ class OfflineExtractor:
     """Heuristic extraction in pure Python: fast (hundreds of chunks a second), no downloads."""
 
     name = "offline"
-    model = None
+    llm_name = None
 
     def __init__(self) -> None:
         self._sentences = sentence_splitter()

@@ -44,7 +44,7 @@ from sparqlrag.library.files import Library, Upload
 from sparqlrag.library.librarian import CollectionBusy
 from sparqlrag.library.locks import Locks
 from sparqlrag.models.embedder import Embedder
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.keyword_index import KeywordIndex
@@ -95,7 +95,7 @@ class Pipeline:
 
     async def _update(self, *operations: str) -> None:
         """One SPARQL update request (one transaction) of the non-empty operations, under one prologue."""
-        await off_loop(self.store.update, v.SPARQL_PREFIXES + " ;\n".join(op for op in operations if op))
+        await off_loop(self.store.update, vocab.SPARQL_PREFIXES + " ;\n".join(op for op in operations if op))
 
     # -- ingest -------------------------------------------------------------------------------
 
@@ -360,12 +360,12 @@ class Pipeline:
             kept = None
             if plan.reuse:
                 kept = await off_loop(
-                    self.extractions.load, collection, chunk.iri.value, extractor.name, extractor.model
+                    self.extractions.load, collection, chunk.iri.value, extractor.name, extractor.llm_name
                 )
             result = kept if kept is not None else await extractor.extract(chunk.text, document_id)
             if kept is None:
                 await off_loop(
-                    self.extractions.save, collection, chunk.iri.value, extractor.name, extractor.model, result
+                    self.extractions.save, collection, chunk.iri.value, extractor.name, extractor.llm_name, result
                 )
             progress.step()
             plan.extracted += 1
@@ -381,7 +381,7 @@ class Pipeline:
         quads = merge_quads(iris, plan.resolution.merges)
         for chunk, (result, started, ended) in zip(plan.added, plan.knowledge):
             quads += chunk_quads(
-                iris, chunk, result, plan.extractor.name, plan.extractor.model, started, ended, plan.resolution
+                iris, chunk, result, plan.extractor.name, plan.extractor.llm_name, started, ended, plan.resolution
             )
         candidates, named = await self._statements_of(iris, plan.removed)
         merges = await off_loop(resolver.shared_merges_of, self.store, iris, plan.removed)
@@ -414,7 +414,7 @@ class Pipeline:
         rows = await off_loop(
             select,
             self.store,
-            v.SPARQL_PREFIXES
+            vocab.SPARQL_PREFIXES
             + f"""
             SELECT DISTINCT ?st ?s ?o WHERE {{ {values("chunk", map(NamedNode, chunks))}
               GRAPH {sparql_term(iris.source_graph)} {{ ?st prov:wasDerivedFrom ?chunk ; rdf:reifies <<( ?s ?p ?o )>>

@@ -16,10 +16,10 @@ from pyoxigraph import Literal, NamedNode, Quad, Triple
 from sparqlrag.extraction.knowledge import COOCCURS, Knowledge
 from sparqlrag.extraction.names import name_key
 from sparqlrag.extraction.resolution import Mention, Merge, Resolution
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.vocab import Iris
 
-XSD_DATETIME = NamedNode(v.XSD + "dateTime")
+XSD_DATETIME = NamedNode(vocab.XSD + "dateTime")
 
 
 def time_literal(moment: datetime) -> Literal:
@@ -60,15 +60,15 @@ def knowledge_triples(
         mention = Mention(name, types.get(name))
         own = entity_iri(iris, mention, knowledge.ontology)
         node = NamedNode(resolution.iris[mention]) if resolution and mention in resolution.iris else own
-        add(Triple(node, v.RDFS_LABEL if node == own else v.SKOS_ALT_LABEL, Literal(name)))
+        add(Triple(node, vocab.RDFS_LABEL if node == own else vocab.SKOS_ALT_LABEL, Literal(name)))
         if mention.type:
-            add(Triple(node, v.RDF_TYPE, NamedNode(mention.type)))
+            add(Triple(node, vocab.RDF_TYPE, NamedNode(mention.type)))
         return node
 
     for item in knowledge.entities:
         node = entity(item.name)
         if item.definition:
-            add(Triple(node, v.SKOS_DEFINITION, Literal(item.definition)))
+            add(Triple(node, vocab.SKOS_DEFINITION, Literal(item.definition)))
     for alias, _ in knowledge.aliases:  # an alias an LLM proposed is a name only where resolution took it
         mention = Mention(alias, types.get(alias))
         if resolution and resolution.iris.get(mention, "") not in (
@@ -78,12 +78,12 @@ def knowledge_triples(
             entity(alias)
     for fact in knowledge.facts:
         if fact.predicate == COOCCURS:
-            predicate = v.SR_COOCCURS
+            predicate = vocab.SR_COOCCURS
         elif fact.property:
             predicate = NamedNode(fact.property)  # the ontology labels it
         else:
             predicate = iris.predicate(fact.predicate)
-            add(Triple(predicate, v.RDFS_LABEL, Literal(fact.predicate)))
+            add(Triple(predicate, vocab.RDFS_LABEL, Literal(fact.predicate)))
         subject, obj = entity(fact.subject), entity(fact.object) if fact.object_entity else Literal(fact.object)
         if subject != obj:
             add(Triple(subject, predicate, obj), fact.sentence)
@@ -95,14 +95,14 @@ def _keyed(iris: Iris, statement: NamedNode, triple: Triple) -> list[Quad]:
     the entities a new name may be by one indexed lookup."""
     subject, name = triple.subject, triple.object
     if (
-        triple.predicate not in (v.RDFS_LABEL, v.SKOS_ALT_LABEL)
+        triple.predicate not in (vocab.RDFS_LABEL, vocab.SKOS_ALT_LABEL)
         or not isinstance(subject, NamedNode)
         or not isinstance(name, Literal)
     ):
         return []
     if not subject.value.startswith(iris.entity("").value):  # (a relation's label: no entity)
         return []
-    return [Quad(statement, v.SR_KEY, Literal(name_key(name.value)), iris.source_graph)]
+    return [Quad(statement, vocab.SR_KEY, Literal(name_key(name.value)), iris.source_graph)]
 
 
 def merge_quads(iris: Iris, merges: list[Merge]) -> list[Quad]:
@@ -112,19 +112,19 @@ def merge_quads(iris: Iris, merges: list[Merge]) -> list[Quad]:
     one document only (a partial name) is a reifier of a triple nobody asserts."""
     quads = []
     for merge in merges:
-        triple = Triple(NamedNode(merge.alias_iri), v.OWL_SAME_AS, NamedNode(merge.target))
+        triple = Triple(NamedNode(merge.alias_iri), vocab.OWL_SAME_AS, NamedNode(merge.target))
         statement, source = iris.statement(triple), iris.source_graph
         quads += [
-            Quad(statement, v.RDF_REIFIES, triple, source),
-            Quad(statement, v.SR_RULE, Literal(merge.rule), source),
-            Quad(statement, v.SR_SCORE, Literal(merge.score), source),
-            Quad(statement, v.SR_ALIAS, Literal(merge.alias), source),
+            Quad(statement, vocab.RDF_REIFIES, triple, source),
+            Quad(statement, vocab.SR_RULE, Literal(merge.rule), source),
+            Quad(statement, vocab.SR_SCORE, Literal(merge.score), source),
+            Quad(statement, vocab.SR_ALIAS, Literal(merge.alias), source),
         ]
-        quads += [Quad(statement, v.PROV_DERIVED, NamedNode(chunk), source) for chunk in merge.evidence]
+        quads += [Quad(statement, vocab.PROV_DERIVED, NamedNode(chunk), source) for chunk in merge.evidence]
         if merge.shared:
             quads += [
                 Quad(triple.subject, triple.predicate, triple.object, iris.knowledge_graph),
-                Quad(statement, v.SR_KEY, Literal(name_key(merge.alias)), source),
+                Quad(statement, vocab.SR_KEY, Literal(name_key(merge.alias)), source),
             ]
     return quads
 
@@ -134,7 +134,7 @@ def chunk_quads(
     chunk: ChunkRecord,
     knowledge: Knowledge,
     extractor: str,
-    model: str | None,
+    llm_name: str | None,
     started: datetime,
     ended: datetime,
     resolution: Resolution | None = None,
@@ -143,31 +143,31 @@ def chunk_quads(
     kg, source = iris.knowledge_graph, iris.source_graph
     activity = iris.activity(chunk.iri)
     quads = [
-        Quad(chunk.iri, v.RDF_TYPE, v.SR_CHUNK, source),
-        Quad(chunk.iri, v.PROV_DERIVED, chunk.document, source),
-        Quad(chunk.iri, v.SR_TEXT, Literal(chunk.text), source),
-        Quad(chunk.iri, v.SR_OFFSET, Literal(chunk.offset), source),
-        Quad(chunk.iri, v.SR_INDEX, Literal(chunk.index), source),
-        Quad(activity, v.RDF_TYPE, v.PROV_ACTIVITY, source),
-        Quad(activity, v.PROV_USED, chunk.iri, source),
-        Quad(activity, v.SR_EXTRACTOR, Literal(extractor), source),
-        Quad(activity, v.PROV_STARTED, time_literal(started), source),
-        Quad(activity, v.PROV_ENDED, time_literal(ended), source),
+        Quad(chunk.iri, vocab.RDF_TYPE, vocab.SR_CHUNK, source),
+        Quad(chunk.iri, vocab.PROV_DERIVED, chunk.document, source),
+        Quad(chunk.iri, vocab.SR_TEXT, Literal(chunk.text), source),
+        Quad(chunk.iri, vocab.SR_OFFSET, Literal(chunk.offset), source),
+        Quad(chunk.iri, vocab.SR_INDEX, Literal(chunk.index), source),
+        Quad(activity, vocab.RDF_TYPE, vocab.PROV_ACTIVITY, source),
+        Quad(activity, vocab.PROV_USED, chunk.iri, source),
+        Quad(activity, vocab.SR_EXTRACTOR, Literal(extractor), source),
+        Quad(activity, vocab.PROV_STARTED, time_literal(started), source),
+        Quad(activity, vocab.PROV_ENDED, time_literal(ended), source),
     ]
-    if model:
-        quads.append(Quad(activity, v.SR_MODEL, Literal(model), source))
+    if llm_name:
+        quads.append(Quad(activity, vocab.SR_MODEL, Literal(llm_name), source))
     if knowledge.rejected:
-        quads.append(Quad(activity, v.SR_REJECTED, Literal(knowledge.rejected), source))
+        quads.append(Quad(activity, vocab.SR_REJECTED, Literal(knowledge.rejected), source))
     for triple, sentence in knowledge_triples(iris, knowledge, resolution):
         statement = iris.statement(triple)
         quads += [
             Quad(triple.subject, triple.predicate, triple.object, kg),
-            Quad(statement, v.RDF_REIFIES, triple, source),
-            Quad(statement, v.PROV_DERIVED, chunk.iri, source),
+            Quad(statement, vocab.RDF_REIFIES, triple, source),
+            Quad(statement, vocab.PROV_DERIVED, chunk.iri, source),
             *_keyed(iris, statement, triple),
         ]
         if sentence:
-            quads.append(Quad(statement, v.SR_SENTENCE, Literal(sentence), source))
+            quads.append(Quad(statement, vocab.SR_SENTENCE, Literal(sentence), source))
     return quads
 
 
@@ -183,11 +183,11 @@ class DocumentRecord:
 def document_quads(iris: Iris, document: DocumentRecord, status: str, created: datetime) -> list[Quad]:
     source = iris.source_graph
     return [
-        Quad(document.iri, v.RDF_TYPE, v.SR_DOCUMENT, source),
-        Quad(document.iri, v.DCTERMS_TITLE, Literal(document.title), source),
-        Quad(document.iri, v.DCTERMS_SOURCE, Literal(document.source), source),
-        Quad(document.iri, v.DCTERMS_FORMAT, Literal(document.media_type), source),
-        Quad(document.iri, v.SR_SHA256, Literal(document.sha256), source),
-        Quad(document.iri, v.SR_STATUS, Literal(status), source),
-        Quad(document.iri, v.DCTERMS_CREATED, time_literal(created), source),
+        Quad(document.iri, vocab.RDF_TYPE, vocab.SR_DOCUMENT, source),
+        Quad(document.iri, vocab.DCTERMS_TITLE, Literal(document.title), source),
+        Quad(document.iri, vocab.DCTERMS_SOURCE, Literal(document.source), source),
+        Quad(document.iri, vocab.DCTERMS_FORMAT, Literal(document.media_type), source),
+        Quad(document.iri, vocab.SR_SHA256, Literal(document.sha256), source),
+        Quad(document.iri, vocab.SR_STATUS, Literal(status), source),
+        Quad(document.iri, vocab.DCTERMS_CREATED, time_literal(created), source),
     ]

@@ -16,7 +16,7 @@ from pyoxigraph import Literal, NamedNode
 from sparqlrag.extraction.names import compared, form_key, name_key, personal_name
 from sparqlrag.extraction.resolution import Candidate, Known, Mention
 from sparqlrag.models.embedder import Embedder
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.aliases import chain
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.select import select
@@ -44,7 +44,7 @@ def known(store: QuadStore, iris: Iris, keys: set[str]) -> Known:
     rows = (
         select(
             store,
-            v.SPARQL_PREFIXES
+            vocab.SPARQL_PREFIXES
             + f"""
         SELECT ?key ?e ?label ?canonical (SAMPLE(?name) AS ?canonical_label) (SAMPLE(?class) AS ?type) WHERE {{
           {values("key", map(Literal, sorted(keys)))}
@@ -65,7 +65,7 @@ def known(store: QuadStore, iris: Iris, keys: set[str]) -> Known:
             result.by_key[row["key"]].append(candidate)
     apart = select(
         store,
-        v.SPARQL_PREFIXES
+        vocab.SPARQL_PREFIXES
         + f"""SELECT ?key ?label WHERE {{
         GRAPH {src} {{ ?d sr:rule "curated" ; sr:key ?key ; rdf:reifies <<( ?alias owl:differentFrom ?e )>> }}
         GRAPH {kg} {{ ?e rdfs:label ?label }} }}""",
@@ -111,7 +111,7 @@ def similar(
     if asked:
         rows = select(
             store,
-            v.SPARQL_PREFIXES
+            vocab.SPARQL_PREFIXES
             + f"""SELECT ?e ?canonical (SAMPLE(?name) AS ?canonical_label) (SAMPLE(?class) AS ?type)
             WHERE {{ {values("e", map(NamedNode, sorted(found)))} {_canonical(iris)} }} GROUP BY ?e ?canonical""",
         )
@@ -145,7 +145,7 @@ def _defining(store: QuadStore, iris: Iris, definitions: set[str]) -> dict[str, 
     have moved it to the canonical IRI)."""
     rows = select(
         store,
-        v.SPARQL_PREFIXES
+        vocab.SPARQL_PREFIXES
         + f"""SELECT DISTINCT ?d ?chunk WHERE {{ {values("d", map(Literal, sorted(definitions)))}
         GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies <<( ?e skos:definition ?d )>> ; prov:wasDerivedFrom
           ?chunk }} }}""",
@@ -162,7 +162,7 @@ def shared_merges_of(store: QuadStore, iris: Iris, chunks: list[str]) -> dict[st
         return {}
     rows = select(
         store,
-        v.SPARQL_PREFIXES
+        vocab.SPARQL_PREFIXES
         + f"""SELECT DISTINCT ?st ?key WHERE {{ {values("chunk", map(NamedNode, chunks))}
         GRAPH {sparql_term(iris.source_graph)} {{ ?st prov:wasDerivedFrom ?chunk ; sr:key ?key ;
           rdf:reifies <<( ?a owl:sameAs ?b )>> }} }}""",
@@ -177,7 +177,7 @@ def documents_naming(store: QuadStore, iris: Iris, keys: set[str], entities: set
         return set()
     rows = select(
         store,
-        v.SPARQL_PREFIXES
+        vocab.SPARQL_PREFIXES
         + f"""SELECT DISTINCT ?doc WHERE {{
         {{ {values("key", map(Literal, sorted(keys)))} GRAPH {sparql_term(iris.source_graph)} {{ ?st sr:key ?key }} }}
         UNION {{ {values("e", map(NamedNode, sorted(entities)))} GRAPH {sparql_term(iris.knowledge_graph)} {{ ?e
@@ -195,7 +195,7 @@ def documents_using(store: QuadStore, iris: Iris, aliases: set[str]) -> set[str]
     src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
     rows = select(
         store,
-        v.SPARQL_PREFIXES
+        vocab.SPARQL_PREFIXES
         + f"""SELECT DISTINCT ?doc WHERE {{ {values("alias", map(NamedNode, sorted(aliases)))}
         GRAPH {kg} {{ {{ ?alias ?p ?o BIND(?alias AS ?s) }} UNION {{ ?s ?p ?alias BIND(?alias AS ?o) }} }}
         FILTER(?p != owl:sameAs)

@@ -71,7 +71,7 @@ class PreExtracted:
     """An extractor that looks facts up by document id instead of reading the text."""
 
     name = "import"
-    model = None
+    llm_name = None
 
     def __init__(self, passages: dict[str, Knowledge]) -> None:
         self.passages = passages

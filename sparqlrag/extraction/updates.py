@@ -11,7 +11,7 @@ from pyoxigraph import Literal, NamedNode, Quad
 
 from sparqlrag.extraction.provenance import ChunkRecord, DocumentRecord, document_quads
 from sparqlrag.extraction.resolution import JOINT_RULES
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.sparql_text import insert_data, sparql_term, values
 from sparqlrag.store.vocab import Iris
 
@@ -60,7 +60,7 @@ def placement(iris: Iris, chunks: list[ChunkRecord]) -> str:
         + insert_data(
             Quad(c.iri, predicate, Literal(value), iris.source_graph)
             for c in chunks
-            for predicate, value in ((v.SR_OFFSET, c.offset), (v.SR_INDEX, c.index))
+            for predicate, value in ((vocab.SR_OFFSET, c.offset), (vocab.SR_INDEX, c.index))
         )
     )
 

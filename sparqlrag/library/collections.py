@@ -11,7 +11,7 @@ from sparqlrag.library import librarian
 from sparqlrag.library.files import Library
 from sparqlrag.library.librarian import CollectionInfo
 from sparqlrag.library.locks import Locks
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.keyword_index import KeywordIndex
@@ -44,7 +44,7 @@ class Collections:
         async with self.locks.closed(name):  # not while it is being deleted
             if await self.exists(name):
                 return False
-            await off_loop(self.store.update, v.SPARQL_PREFIXES + librarian.register_collection(iris, ontology))
+            await off_loop(self.store.update, vocab.SPARQL_PREFIXES + librarian.register_collection(iris, ontology))
             return True
 
     async def list(self) -> list[CollectionInfo]:

@@ -33,7 +33,7 @@ from pyoxigraph import NamedNode, Quad, RdfFormat, Triple, parse, serialize
 
 from sparqlrag.library import librarian
 from sparqlrag.library.collections import Collections
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.base import GraphNotFound
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.facts import fact_ntriples, parse_fact
@@ -219,7 +219,7 @@ class Cores:
         """The collection as it was: nothing, or registered and empty."""
         self.collections.drop_sync(iris)
         if existed:
-            self.store.update(v.SPARQL_PREFIXES + librarian.register_collection(iris, ontology))
+            self.store.update(vocab.SPARQL_PREFIXES + librarian.register_collection(iris, ontology))
 
 
 @dataclass(frozen=True)
@@ -388,7 +388,7 @@ def _rebase(quads: list[Quad], old_base: str, iris: Iris) -> list[Quad]:
     renamed: dict[object, NamedNode] = {
         q.subject: iris.statement(q.object)
         for q in quads
-        if q.predicate == v.RDF_REIFIES and isinstance(q.object, Triple)
+        if q.predicate == vocab.RDF_REIFIES and isinstance(q.object, Triple)
     }
     return [
         Quad(renamed.get(q.subject, q.subject), q.predicate, renamed.get(q.object, q.object), q.graph_name)

@@ -12,7 +12,7 @@ from urllib.parse import unquote
 
 from pyoxigraph import Literal, NamedNode, Quad
 
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import insert_data, sparql_term
@@ -58,7 +58,7 @@ def collection_exists(store: QuadStore, iris: Iris) -> bool:
     found = select(
         store,
         f"""SELECT ?c WHERE {{ GRAPH {sparql_term(iris.source_graph)} {{
-        ?c a {sparql_term(v.SR_COLLECTION)} }} VALUES ?c {{ {sparql_term(iris.collection_iri)} }} }} LIMIT 1""",
+        ?c a {sparql_term(vocab.SR_COLLECTION)} }} VALUES ?c {{ {sparql_term(iris.collection_iri)} }} }} LIMIT 1""",
     )
     return bool(found)
 
@@ -68,7 +68,7 @@ def collection_ontology(store: QuadStore, iris: Iris) -> str | None:
     rows = select(
         store,
         f"""SELECT ?name WHERE {{ GRAPH {sparql_term(iris.source_graph)} {{
-        {sparql_term(iris.collection_iri)} {sparql_term(v.SR_USES_ONTOLOGY)} ?name }} }} LIMIT 1""",
+        {sparql_term(iris.collection_iri)} {sparql_term(vocab.SR_USES_ONTOLOGY)} ?name }} }} LIMIT 1""",
     )
     return rows[0]["name"] if rows else None
 
@@ -76,15 +76,15 @@ def collection_ontology(store: QuadStore, iris: Iris) -> str | None:
 def collection_quads(iris: Iris, ontology: str | None = None) -> list[Quad]:
     """The registration of a collection: its class, creation time, graphs, and its ontology."""
     graph, node = iris.source_graph, iris.collection_iri
-    created = Literal(datetime.now(UTC).isoformat(), datatype=NamedNode(v.XSD + "dateTime"))
+    created = Literal(datetime.now(UTC).isoformat(), datatype=NamedNode(vocab.XSD + "dateTime"))
     return [
-        Quad(node, v.RDF_TYPE, v.SR_COLLECTION, graph),
-        Quad(node, v.RDFS_LABEL, Literal(iris.collection), graph),
-        Quad(node, v.DCTERMS_CREATED, created, graph),
-        Quad(node, v.SR_KNOWLEDGE_GRAPH, iris.knowledge_graph, graph),
-        Quad(node, v.SR_SOURCE_GRAPH, iris.source_graph, graph),
-        Quad(node, v.SR_TRACE_GRAPH, iris.trace_graph, graph),
-    ] + ([Quad(node, v.SR_USES_ONTOLOGY, Literal(ontology), graph)] if ontology else [])
+        Quad(node, vocab.RDF_TYPE, vocab.SR_COLLECTION, graph),
+        Quad(node, vocab.RDFS_LABEL, Literal(iris.collection), graph),
+        Quad(node, vocab.DCTERMS_CREATED, created, graph),
+        Quad(node, vocab.SR_KNOWLEDGE_GRAPH, iris.knowledge_graph, graph),
+        Quad(node, vocab.SR_SOURCE_GRAPH, iris.source_graph, graph),
+        Quad(node, vocab.SR_TRACE_GRAPH, iris.trace_graph, graph),
+    ] + ([Quad(node, vocab.SR_USES_ONTOLOGY, Literal(ontology), graph)] if ontology else [])
 
 
 def register_collection(iris: Iris, ontology: str | None = None) -> str:
@@ -95,7 +95,8 @@ def register_collection(iris: Iris, ontology: str | None = None) -> str:
 def collections(store: QuadStore, base: str) -> list[CollectionInfo]:
     """Every registered collection (and `default`), by name, with its counts."""
     rows = select(
-        store, v.SPARQL_PREFIXES + "SELECT DISTINCT ?name WHERE { GRAPH ?g { ?c a sr:Collection ; rdfs:label ?name } }"
+        store,
+        vocab.SPARQL_PREFIXES + "SELECT DISTINCT ?name WHERE { GRAPH ?g { ?c a sr:Collection ; rdfs:label ?name } }",
     )
     names = sorted({row["name"] for row in rows} | {DEFAULT_COLLECTION})
     return [info for name in names if (info := collection_info(store, Iris(base, name))) is not None]
@@ -106,7 +107,7 @@ def collection_info(store: QuadStore, iris: Iris) -> CollectionInfo | None:
     src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
     (row,) = select(
         store,
-        v.SPARQL_PREFIXES
+        vocab.SPARQL_PREFIXES
         + f"""
         SELECT (SAMPLE(?when) AS ?created) (SAMPLE(?uses) AS ?ontology) (COUNT(DISTINCT ?doc) AS ?documents)
                (COUNT(DISTINCT ?chunk) AS ?chunks) (COUNT(?s) AS ?facts) WHERE {{
@@ -147,7 +148,7 @@ def documents(store: QuadStore, iris: Iris, document: NamedNode | None = None) -
     only = f"VALUES ?doc {{ {sparql_term(document)} }}" if document is not None else ""
     rows = select(
         store,
-        v.SPARQL_PREFIXES
+        vocab.SPARQL_PREFIXES
         + f"""
         SELECT ?doc ?title ?source ?format ?sha ?status ?progress ?created (COUNT(?chunk) AS ?chunks) WHERE {{
           {only}
@@ -180,7 +181,7 @@ def documents(store: QuadStore, iris: Iris, document: NamedNode | None = None) -
 def chunks_of(store: QuadStore, iris: Iris, document: NamedNode) -> set[str]:
     rows = select(
         store,
-        v.SPARQL_PREFIXES
+        vocab.SPARQL_PREFIXES
         + f"""
         SELECT ?chunk WHERE {{ GRAPH {sparql_term(iris.source_graph)} {{
           ?chunk prov:wasDerivedFrom {sparql_term(document)} ; a sr:Chunk }} }}""",

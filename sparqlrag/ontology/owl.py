@@ -19,32 +19,32 @@ from dataclasses import dataclass, field
 
 from pyoxigraph import BlankNode, Literal, NamedNode, RdfFormat, Triple, serialize
 
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.select import lexical
 from sparqlrag.store.vocab import local_name
 
 SCHEMA_ORG = ("http://schema.org/", "https://schema.org/")
-RDF_PROPERTY = v.term(v.RDF, "Property")
-RDFS_CLASS = v.term(v.RDFS, "Class")
-RDFS_SUBCLASS = v.term(v.RDFS, "subClassOf")
-RDFS_DOMAIN = v.term(v.RDFS, "domain")
-RDFS_RANGE = v.term(v.RDFS, "range")
-RDFS_COMMENT = v.term(v.RDFS, "comment")
-OWL_CLASS = v.term(v.OWL, "Class")
-OWL_ONTOLOGY = v.term(v.OWL, "Ontology")
-OWL_IMPORTS = v.term(v.OWL, "imports")
-OWL_OBJECT_PROPERTY = v.term(v.OWL, "ObjectProperty")
-OWL_DATATYPE_PROPERTY = v.term(v.OWL, "DatatypeProperty")
-OWL_THING = v.OWL + "Thing"
-BUILT_IN = (v.RDF, v.RDFS, v.OWL, v.XSD)  # the languages' own terms are never the ontology's classes
+RDF_PROPERTY = vocab.term(vocab.RDF, "Property")
+RDFS_CLASS = vocab.term(vocab.RDFS, "Class")
+RDFS_SUBCLASS = vocab.term(vocab.RDFS, "subClassOf")
+RDFS_DOMAIN = vocab.term(vocab.RDFS, "domain")
+RDFS_RANGE = vocab.term(vocab.RDFS, "range")
+RDFS_COMMENT = vocab.term(vocab.RDFS, "comment")
+OWL_CLASS = vocab.term(vocab.OWL, "Class")
+OWL_ONTOLOGY = vocab.term(vocab.OWL, "Ontology")
+OWL_IMPORTS = vocab.term(vocab.OWL, "imports")
+OWL_OBJECT_PROPERTY = vocab.term(vocab.OWL, "ObjectProperty")
+OWL_DATATYPE_PROPERTY = vocab.term(vocab.OWL, "DatatypeProperty")
+OWL_THING = vocab.OWL + "Thing"
+BUILT_IN = (vocab.RDF, vocab.RDFS, vocab.OWL, vocab.XSD)  # the languages' own terms are never the ontology's classes
 # ranges that make a property a datatype property: XSD, rdfs:Literal, rdf:langString, schema.org's data types
 SCHEMA_DATATYPES = {"Text", "Number", "Integer", "Float", "Boolean", "Date", "DateTime", "Time", "URL", "DataType"}
 
 
 def _is_datatype(iri: str) -> bool:
     return (
-        iri.startswith(v.XSD)
-        or iri in (v.RDFS + "Literal", v.RDF + "langString", v.RDF + "PlainLiteral")
+        iri.startswith(vocab.XSD)
+        or iri in (vocab.RDFS + "Literal", vocab.RDF + "langString", vocab.RDF + "PlainLiteral")
         or any(iri.startswith(ns) and iri[len(ns) :] in SCHEMA_DATATYPES for ns in SCHEMA_ORG)
     )
 
@@ -175,7 +175,7 @@ def _as_owl(triples: list[Triple]) -> list[Triple]:
     added: list[Triple] = []
     typed: dict[NamedNode, set[str]] = {}
     for t in triples:
-        if t.predicate == v.RDF_TYPE and isinstance(t.subject, NamedNode) and isinstance(t.object, NamedNode):
+        if t.predicate == vocab.RDF_TYPE and isinstance(t.subject, NamedNode) and isinstance(t.object, NamedNode):
             typed.setdefault(t.subject, set()).add(t.object.value)
     ranges: dict[NamedNode, list[str]] = {}
     used_as_class: set[NamedNode] = set()
@@ -202,17 +202,17 @@ def _as_owl(triples: list[Triple]) -> list[Triple]:
         if RDF_PROPERTY.value in types and not types & {
             OWL_OBJECT_PROPERTY.value,
             OWL_DATATYPE_PROPERTY.value,
-            v.OWL + "AnnotationProperty",
+            vocab.OWL + "AnnotationProperty",
         }:
             datatype = bool(ranges.get(node)) and all(_is_datatype(r) for r in ranges[node])
-            added.append(Triple(node, v.RDF_TYPE, OWL_DATATYPE_PROPERTY if datatype else OWL_OBJECT_PROPERTY))
+            added.append(Triple(node, vocab.RDF_TYPE, OWL_DATATYPE_PROPERTY if datatype else OWL_OBJECT_PROPERTY))
     for node in used_as_class:
         if (
             not node.value.startswith(BUILT_IN)
             and not _is_datatype(node.value)
             and OWL_CLASS.value not in typed.get(node, set())
         ):
-            added.append(Triple(node, v.RDF_TYPE, OWL_CLASS))
+            added.append(Triple(node, vocab.RDF_TYPE, OWL_CLASS))
     return [*triples, *added]
 
 
@@ -292,6 +292,6 @@ def _copy_out(world: object, iri: str, triples: list[Triple]) -> OntologyModel:
 def ontology_iri(triples: list[Triple]) -> str | None:
     """The first owl:Ontology the file declares (PROV declares two; the first is the main one)."""
     for t in triples:
-        if t.predicate == v.RDF_TYPE and t.object == OWL_ONTOLOGY and isinstance(t.subject, NamedNode):
+        if t.predicate == vocab.RDF_TYPE and t.object == OWL_ONTOLOGY and isinstance(t.subject, NamedNode):
             return t.subject.value
     return None

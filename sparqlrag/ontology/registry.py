@@ -19,15 +19,15 @@ from pyoxigraph import Literal, NamedNode, Quad, RdfFormat, Triple, parse
 
 from sparqlrag.ontology.owl import OWL_ONTOLOGY, OntologyError, OntologyModel, ontology_iri, owlready
 from sparqlrag.ontology.reading import read_with_prefixes
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import insert_data, sparql_term
 from sparqlrag.store.vocab import check_name
 
-XSD_DATETIME = NamedNode(v.XSD + "dateTime")
-RDF_JSON = NamedNode(v.RDF + "JSON")
+XSD_DATETIME = NamedNode(vocab.XSD + "dateTime")
+RDF_JSON = NamedNode(vocab.RDF + "JSON")
 
 
 class UnknownOntology(LookupError):
@@ -101,7 +101,7 @@ class Ontologies:
                 f"the ontology IRI {iri} is a graph name of the server's own; give the ontology another IRI"
             )
         if declared is None:
-            triples.append(Triple(NamedNode(iri), v.RDF_TYPE, OWL_ONTOLOGY))
+            triples.append(Triple(NamedNode(iri), vocab.RDF_TYPE, OWL_ONTOLOGY))
         model = owlready.model(iri, triples)
         if not model.classes:
             raise OntologyError(
@@ -146,14 +146,14 @@ class Ontologies:
     def _registration(self, info: OntologyInfo) -> list[Quad]:
         node, graph = NamedNode(info.iri), self.registry
         return [
-            Quad(node, v.RDF_TYPE, v.SR_ONTOLOGY, graph),
-            Quad(node, v.SR_NAME, Literal(info.name), graph),
-            Quad(node, v.SR_CLASS_COUNT, Literal(info.classes), graph),
-            Quad(node, v.SR_PROPERTY_COUNT, Literal(info.properties), graph),
-            Quad(node, v.SR_TRIPLE_COUNT, Literal(info.triples), graph),
-            Quad(node, v.SR_SHA256, Literal(info.sha256), graph),
-            Quad(node, v.DCTERMS_MODIFIED, Literal(info.loaded, datatype=XSD_DATETIME), graph),
-            Quad(node, v.SR_PREFIXES, Literal(json.dumps(info.prefixes, sort_keys=True), datatype=RDF_JSON), graph),
+            Quad(node, vocab.RDF_TYPE, vocab.SR_ONTOLOGY, graph),
+            Quad(node, vocab.SR_NAME, Literal(info.name), graph),
+            Quad(node, vocab.SR_CLASS_COUNT, Literal(info.classes), graph),
+            Quad(node, vocab.SR_PROPERTY_COUNT, Literal(info.properties), graph),
+            Quad(node, vocab.SR_TRIPLE_COUNT, Literal(info.triples), graph),
+            Quad(node, vocab.SR_SHA256, Literal(info.sha256), graph),
+            Quad(node, vocab.DCTERMS_MODIFIED, Literal(info.loaded, datatype=XSD_DATETIME), graph),
+            Quad(node, vocab.SR_PREFIXES, Literal(json.dumps(info.prefixes, sort_keys=True), datatype=RDF_JSON), graph),
         ]
 
     def list_sync(self) -> list[OntologyInfo]:
@@ -182,7 +182,7 @@ class Ontologies:
             info = self.info_sync(name)
             users = select(
                 self.store,
-                f"""SELECT ?c WHERE {{ GRAPH ?g {{ ?c {sparql_term(v.SR_USES_ONTOLOGY)}
+                f"""SELECT ?c WHERE {{ GRAPH ?g {{ ?c {sparql_term(vocab.SR_USES_ONTOLOGY)}
                 {sparql_term(Literal(name))} }} }}""",
             )
             if users:
@@ -208,7 +208,7 @@ class Ontologies:
         where = f"FILTER(?name = {sparql_term(Literal(name))})" if name is not None else ""
         rows = select(
             self.store,
-            v.SPARQL_PREFIXES
+            vocab.SPARQL_PREFIXES
             + f"""SELECT ?iri ?name ?classes ?properties ?triples ?sha ?loaded ?prefixes
             WHERE {{ GRAPH {sparql_term(self.registry)} {{ ?iri a sr:Ontology ; sr:name ?name ; sr:classCount ?classes ;
               sr:propertyCount ?properties ; sr:tripleCount ?triples ; sr:sha256 ?sha ; dcterms:modified ?loaded

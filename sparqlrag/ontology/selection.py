@@ -101,7 +101,7 @@ class ElementIndex:
     def __init__(self, model: OntologyModel, embedder: Embedder) -> None:
         import faiss
 
-        self.model = model
+        self.ontology_model = model
         elements: list[OntClass | OntProperty] = [*model.classes.values(), *model.properties.values()]
         self.iris = [e.iri for e in elements]
         self.vocabulary = {stem for e in elements for stem in stems(f"{e.label} {local_name(e.iri)}")}
@@ -145,7 +145,7 @@ class Selector:
 
     def select(self, index: ElementIndex, chunks: list[str]) -> list[Subset]:
         """One subset per chunk; the queries of all the chunks in one embedding call."""
-        model = index.model
+        model = index.ontology_model
         if len(index) < WHOLE_BELOW:
             return [Subset(dict(model.classes), dict(model.properties)) for _ in chunks]
         queries: list[list[str]] = []
@@ -175,7 +175,7 @@ class Selector:
 def expand(index: ElementIndex, selected: dict[str, float]) -> Subset:
     """The selected elements with what gives them meaning: each class's parents up the
     hierarchy, each property's domain and range, the properties of the selected classes."""
-    model = index.model
+    model = index.ontology_model
     classes = {iri for iri in selected if iri in model.classes}
     properties = {iri for iri in selected if iri in model.properties}
     properties |= {prop for cls in classes for prop in index.properties_of.get(cls, ())}

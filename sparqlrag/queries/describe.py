@@ -23,7 +23,7 @@ from pyoxigraph import Literal, NamedNode, Triple
 
 from sparqlrag.library.librarian import collection_exists
 from sparqlrag.retrieval.document_rag import passages_of
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.aliases import canonicals
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.provenance import fact_sources
@@ -32,7 +32,12 @@ from sparqlrag.store.sparql_text import sparql_term, values
 from sparqlrag.store.vocab import InvalidName, Iris, local_name
 
 FACT_LIMIT = 500
-DESCRIPTIVE = {v.RDFS_LABEL, v.SKOS_DEFINITION, v.RDF_TYPE, v.SKOS_ALT_LABEL}  # shown as the header, not as facts
+DESCRIPTIVE = {
+    vocab.RDFS_LABEL,
+    vocab.SKOS_DEFINITION,
+    vocab.RDF_TYPE,
+    vocab.SKOS_ALT_LABEL,
+}  # shown as the header, not as facts
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,7 @@ class Description(_Naming):
         facts = [s.fact for s in (*self.outgoing, *self.incoming)]
         named = {t.value for f in facts for t in (f.subject, f.predicate, f.object) if isinstance(t, NamedNode)}
         labels = [
-            Triple(NamedNode(iri), v.RDFS_LABEL, Literal(self.labels[iri]))
+            Triple(NamedNode(iri), vocab.RDFS_LABEL, Literal(self.labels[iri]))
             for iri in sorted(named)
             if iri in self.labels
         ]
@@ -167,10 +172,10 @@ def describe(store: QuadStore, base_iri: str, iri: str) -> Description | None:
     return Description(
         iri,
         iris.collection,
-        (about.get(v.RDFS_LABEL) or [local_name(iri)])[0],
-        next(iter(about.get(v.SKOS_DEFINITION, [])), None),
-        about.get(v.RDF_TYPE, []),
-        about.get(v.SKOS_ALT_LABEL, []),
+        (about.get(vocab.RDFS_LABEL) or [local_name(iri)])[0],
+        next(iter(about.get(vocab.SKOS_DEFINITION, [])), None),
+        about.get(vocab.RDF_TYPE, []),
+        about.get(vocab.SKOS_ALT_LABEL, []),
         [Statement(f, evidence.get(f, [])) for f in out if f.predicate not in DESCRIPTIVE],
         [Statement(f, evidence.get(f, [])) for f in into],
         labels,
@@ -196,12 +201,12 @@ def _evidence(store: QuadStore, iris: Iris, facts: list[Triple]) -> dict[Triple,
 def _labels(store: QuadStore, nodes: set[NamedNode]) -> dict[str, str]:
     """A label for each node that has one in any graph (the collection's, an ontology's), or in
     our own vocabulary."""
-    ours = {node.value: label for node in nodes if (label := v.vocabulary_labels().get(node.value))}
+    ours = {node.value: label for node in nodes if (label := vocab.vocabulary_labels().get(node.value))}
     if not nodes:
         return {}
     rows = select_terms(
         store,
-        v.SPARQL_PREFIXES
+        vocab.SPARQL_PREFIXES
         + f"""SELECT ?x (SAMPLE(?l) AS ?label) WHERE {{ {values("x", sorted(nodes, key=str))}
         GRAPH ?g {{ ?x rdfs:label ?l }} }} GROUP BY ?x""",
     )
@@ -229,7 +234,7 @@ class SourceDescription(_Naming):
     def triples(self) -> list[Triple]:
         """Its own triples, and for a document, each chunk's derivation from it."""
         node = NamedNode(self.iri)
-        return self.properties + [Triple(NamedNode(chunk), v.PROV_DERIVED, node) for chunk, _, _ in self.chunks]
+        return self.properties + [Triple(NamedNode(chunk), vocab.PROV_DERIVED, node) for chunk, _, _ in self.chunks]
 
 
 def describe_source(store: QuadStore, base_iri: str, iri: str) -> SourceDescription | None:
@@ -244,17 +249,17 @@ def describe_source(store: QuadStore, base_iri: str, iri: str) -> SourceDescript
         return None
     properties = [Triple(node, row["p"], row["o"]) for row in own]  # type: ignore[arg-type]
     value = {t.predicate: t.object for t in properties}
-    if value.get(v.RDF_TYPE) == v.SR_CHUNK:
-        document = value[v.PROV_DERIVED]
+    if value.get(vocab.RDF_TYPE) == vocab.SR_CHUNK:
+        document = value[vocab.PROV_DERIVED]
         title = select_terms(
             store,
-            v.SPARQL_PREFIXES + f"SELECT ?t WHERE {{ GRAPH {src} {{ {sparql_term(document)} dcterms:title ?t }} }}",
+            vocab.SPARQL_PREFIXES + f"SELECT ?t WHERE {{ GRAPH {src} {{ {sparql_term(document)} dcterms:title ?t }} }}",
         )
         facts = [
             fact
             for row in select_terms(
                 store,
-                v.SPARQL_PREFIXES
+                vocab.SPARQL_PREFIXES
                 + f"""SELECT ?t WHERE {{ GRAPH {src} {{
             ?st prov:wasDerivedFrom {sparql_term(node)} ; rdf:reifies ?t FILTER(PREDICATE(?t) != rdfs:label) }} }}
               LIMIT {FACT_LIMIT}""",
@@ -269,17 +274,17 @@ def describe_source(store: QuadStore, base_iri: str, iri: str) -> SourceDescript
             lexical(document),
             properties,
             [],
-            lexical(value[v.SR_TEXT]),
+            lexical(value[vocab.SR_TEXT]),
             facts,
             _labels(store, named),
         )
     chunks = select_terms(
         store,
-        v.SPARQL_PREFIXES
+        vocab.SPARQL_PREFIXES
         + f"""SELECT ?c ?i ?text WHERE {{ GRAPH {src} {{
         ?c prov:wasDerivedFrom {sparql_term(node)} ; a sr:Chunk ; sr:index ?i ; sr:text ?text }} }} ORDER BY ?i""",
     )
-    document_title = value.get(v.DCTERMS_TITLE)
+    document_title = value.get(vocab.DCTERMS_TITLE)
     return SourceDescription(
         iri,
         iris.collection,
@@ -303,8 +308,8 @@ class RelationDescription(_Naming):
         """Its label and its kind: the facts stay in their collections' graphs."""
         node = NamedNode(self.iri)
         return [
-            Triple(node, v.RDF_TYPE, NamedNode(v.RDF + "Property")),
-            Triple(node, v.RDFS_LABEL, Literal(self.label)),
+            Triple(node, vocab.RDF_TYPE, NamedNode(vocab.RDF + "Property")),
+            Triple(node, vocab.RDFS_LABEL, Literal(self.label)),
         ]
 
 

@@ -21,12 +21,12 @@ from sparqlrag.models.prompts import render
 from sparqlrag.ontology.registry import Ontologies
 from sparqlrag.ontology.selection import ElementIndexes, Selector, describe
 from sparqlrag.retrieval.question import check_question
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.base import QueryResult
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.vocab import Iris
 
-KNOWN_NAMESPACES = (v.RDF, v.RDFS, v.OWL, v.XSD, v.SKOS)
+KNOWN_NAMESPACES = (vocab.RDF, vocab.RDFS, vocab.OWL, vocab.XSD, vocab.SKOS)
 FORMS = {"SelectQuery": "select", "AskQuery": "ask", "ConstructQuery": "construct"}
 _FENCE = re.compile(r"```(?:sparql)?\s*\n(.*?)```", re.S | re.I)
 
@@ -138,7 +138,7 @@ class NlQuery:
         )
         fenced = _FENCE.search(completion.text)
         query = (fenced.group(1) if fenced else completion.text).strip()
-        allowed = {*index.model.classes, *index.model.properties, index.model.iri}
+        allowed = {*index.ontology_model.classes, *index.ontology_model.properties, index.ontology_model.iri}
         form = await off_loop(check_query, query, allowed, self.base_iri)
         result = await off_loop(run, query, form)
         return NlAnswer(question, name, query, form, result)

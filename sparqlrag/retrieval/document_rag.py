@@ -25,7 +25,7 @@ from sparqlrag.models.sentences import sentence_splitter
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.synthesis import synthesise
 from sparqlrag.retrieval.trace import Trace, TracedSource, TraceLog, fact_json
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.keyword_index import KeywordIndex
@@ -76,7 +76,7 @@ def passages_of(store: QuadStore, iris: Iris, chunks: list[str], scores: dict[st
         return []
     rows = select(
         store,
-        v.SPARQL_PREFIXES
+        vocab.SPARQL_PREFIXES
         + f"""
         SELECT ?chunk ?text ?doc ?title WHERE {{ {values("chunk", map(NamedNode, chunks))}
           GRAPH {sparql_term(iris.source_graph)} {{

@@ -52,7 +52,7 @@ from sparqlrag.retrieval.walk import (
     Walk,
     seed_json,
 )
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.aliases import canonicals
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
@@ -314,7 +314,7 @@ class GraphRag:
         the best path is one member of a set, its other members are kept whole rather than cut
         at an arbitrary count by other paths' edges.
         Co-occurrences name no relation, so they make no set."""
-        if len(scored) <= limit or scored[0].fact.predicate == v.SR_COOCCURS:
+        if len(scored) <= limit or scored[0].fact.predicate == vocab.SR_COOCCURS:
             return scored[:limit]
         pattern = scored[0].pattern
         return scored[:limit] + [edge for edge in scored[limit:] if edge.pattern == pattern][:limit]

@@ -17,15 +17,15 @@ from typing import Any
 from pyoxigraph import BlankNode, Literal, NamedNode, Quad, RdfFormat, Triple, serialize
 
 from sparqlrag.models.llm import Completion
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.select import lexical, select, select_terms
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vocab import Iris
 
-XSD_DOUBLE = NamedNode(v.XSD + "double")
-XSD_DATETIME = NamedNode(v.XSD + "dateTime")
+XSD_DOUBLE = NamedNode(vocab.XSD + "double")
+XSD_DATETIME = NamedNode(vocab.XSD + "dateTime")
 
 
 @dataclass(frozen=True)
@@ -90,77 +90,77 @@ class Trace:
         ended = ended or datetime.now(UTC)
         node, graph = iris.trace(self.id), iris.trace_graph
         quads = [
-            Quad(node, v.RDF_TYPE, v.SR_TRACE, graph),
-            Quad(node, v.SR_QUESTION, Literal(self.question), graph),
-            Quad(node, v.SR_MODE, Literal(self.mode), graph),
-            Quad(node, v.SR_ANSWER, Literal(self.answer), graph),
-            Quad(node, v.PROV_STARTED, Literal(self.started.isoformat(), datatype=XSD_DATETIME), graph),
-            Quad(node, v.PROV_ENDED, Literal(ended.isoformat(), datatype=XSD_DATETIME), graph),
-            Quad(node, v.SR_DURATION, _double((ended - self.started).total_seconds() * 1000), graph),
-            Quad(node, v.SR_INPUT_TOKENS, Literal(self.input_tokens), graph),
-            Quad(node, v.SR_OUTPUT_TOKENS, Literal(self.output_tokens), graph),
+            Quad(node, vocab.RDF_TYPE, vocab.SR_TRACE, graph),
+            Quad(node, vocab.SR_QUESTION, Literal(self.question), graph),
+            Quad(node, vocab.SR_MODE, Literal(self.mode), graph),
+            Quad(node, vocab.SR_ANSWER, Literal(self.answer), graph),
+            Quad(node, vocab.PROV_STARTED, Literal(self.started.isoformat(), datatype=XSD_DATETIME), graph),
+            Quad(node, vocab.PROV_ENDED, Literal(ended.isoformat(), datatype=XSD_DATETIME), graph),
+            Quad(node, vocab.SR_DURATION, _double((ended - self.started).total_seconds() * 1000), graph),
+            Quad(node, vocab.SR_INPUT_TOKENS, Literal(self.input_tokens), graph),
+            Quad(node, vocab.SR_OUTPUT_TOKENS, Literal(self.output_tokens), graph),
         ]
         if self.model:
-            quads.append(Quad(node, v.SR_MODEL, Literal(self.model), graph))
+            quads.append(Quad(node, vocab.SR_MODEL, Literal(self.model), graph))
         for source in self.sources:
             item = BlankNode()
             chunk = NamedNode(source.chunk)
             quads += [
-                Quad(node, v.PROV_USED, chunk, graph),
-                Quad(node, v.SR_SOURCE, item, graph),
-                Quad(item, v.RDF_TYPE, v.SR_SOURCE_CLASS, graph),
-                Quad(item, v.SR_CHUNK_OF_SOURCE, chunk, graph),
-                Quad(item, v.SR_RANK, Literal(source.rank), graph),
-                Quad(item, v.SR_SCORE, _double(source.score), graph),
+                Quad(node, vocab.PROV_USED, chunk, graph),
+                Quad(node, vocab.SR_SOURCE, item, graph),
+                Quad(item, vocab.RDF_TYPE, vocab.SR_SOURCE_CLASS, graph),
+                Quad(item, vocab.SR_CHUNK_OF_SOURCE, chunk, graph),
+                Quad(item, vocab.SR_RANK, Literal(source.rank), graph),
+                Quad(item, vocab.SR_SCORE, _double(source.score), graph),
             ]
             if source.supports:
-                quads.append(Quad(item, v.SR_SUPPORTS, source.supports, graph))
+                quads.append(Quad(item, vocab.SR_SUPPORTS, source.supports, graph))
         return quads + self._graph_quads(node, graph)
 
     def _graph_quads(self, node: NamedNode, graph: NamedNode) -> list[Quad]:
         """Graph RAG's steps: concepts, seeds, explored and selected edges, stage timings."""
-        quads = [Quad(node, v.SR_CONCEPT, Literal(concept), graph) for concept in self.concepts]
+        quads = [Quad(node, vocab.SR_CONCEPT, Literal(concept), graph) for concept in self.concepts]
         if self.explored is not None:
-            quads.append(Quad(node, v.SR_EXPLORED, Literal(self.explored), graph))
+            quads.append(Quad(node, vocab.SR_EXPLORED, Literal(self.explored), graph))
         for seed in self.seeds:
             item = BlankNode()
             quads += [
-                Quad(node, v.SR_SEED, item, graph),
-                Quad(item, v.RDF_TYPE, v.SR_SEED_CLASS, graph),
-                Quad(item, v.SR_ENTITY, NamedNode(seed.entity), graph),
-                Quad(item, v.SR_SCORE, _double(seed.score), graph),
-                Quad(item, v.SR_CONCEPT, Literal(seed.concept), graph),
+                Quad(node, vocab.SR_SEED, item, graph),
+                Quad(item, vocab.RDF_TYPE, vocab.SR_SEED_CLASS, graph),
+                Quad(item, vocab.SR_ENTITY, NamedNode(seed.entity), graph),
+                Quad(item, vocab.SR_SCORE, _double(seed.score), graph),
+                Quad(item, vocab.SR_CONCEPT, Literal(seed.concept), graph),
             ]
             if seed.fact is not None:
-                quads.append(Quad(item, v.SR_FACT, seed.fact, graph))
+                quads.append(Quad(item, vocab.SR_FACT, seed.fact, graph))
         for edge in self.edges:
             item = BlankNode()
             quads += [
-                Quad(node, v.SR_SELECTED_EDGE, item, graph),
-                Quad(item, v.RDF_TYPE, v.SR_SELECTED_EDGE_CLASS, graph),
-                Quad(item, v.SR_FACT, edge.fact, graph),
-                Quad(item, v.SR_SCORE, _double(edge.score), graph),
-                Quad(item, v.SR_HOP, Literal(edge.hop), graph),
-                Quad(item, v.SR_CONCEPT, Literal(edge.concept), graph),
+                Quad(node, vocab.SR_SELECTED_EDGE, item, graph),
+                Quad(item, vocab.RDF_TYPE, vocab.SR_SELECTED_EDGE_CLASS, graph),
+                Quad(item, vocab.SR_FACT, edge.fact, graph),
+                Quad(item, vocab.SR_SCORE, _double(edge.score), graph),
+                Quad(item, vocab.SR_HOP, Literal(edge.hop), graph),
+                Quad(item, vocab.SR_CONCEPT, Literal(edge.concept), graph),
             ]
             if edge.statement:
                 statement = NamedNode(edge.statement)
                 quads += [
-                    Quad(item, v.SR_STATEMENT_OF_EDGE, statement, graph),
-                    Quad(node, v.PROV_USED, statement, graph),
+                    Quad(item, vocab.SR_STATEMENT_OF_EDGE, statement, graph),
+                    Quad(node, vocab.PROV_USED, statement, graph),
                 ]
             if edge.reasoning:
-                quads.append(Quad(item, v.SR_REASONING, Literal(edge.reasoning), graph))
+                quads.append(Quad(item, vocab.SR_REASONING, Literal(edge.reasoning), graph))
             if edge.via:
-                quads.append(Quad(item, v.SR_VIA, edge.via, graph))
+                quads.append(Quad(item, vocab.SR_VIA, edge.via, graph))
         for index, (stage, ms) in enumerate(self.steps.items()):
             item = BlankNode()
             quads += [
-                Quad(node, v.SR_STEP, item, graph),
-                Quad(item, v.RDF_TYPE, v.SR_STEP_CLASS, graph),
-                Quad(item, v.RDFS_LABEL, Literal(stage), graph),
-                Quad(item, v.SR_INDEX, Literal(index), graph),
-                Quad(item, v.SR_DURATION, _double(ms), graph),
+                Quad(node, vocab.SR_STEP, item, graph),
+                Quad(item, vocab.RDF_TYPE, vocab.SR_STEP_CLASS, graph),
+                Quad(item, vocab.RDFS_LABEL, Literal(stage), graph),
+                Quad(item, vocab.SR_INDEX, Literal(index), graph),
+                Quad(item, vocab.SR_DURATION, _double(ms), graph),
             ]
         return quads
 
@@ -222,7 +222,7 @@ class TraceLog:
     def _count(self, iris: Iris) -> int:
         rows = select(
             self.store,
-            v.SPARQL_PREFIXES + f"SELECT (COUNT(?trace) AS ?n) WHERE {{ GRAPH {sparql_term(iris.trace_graph)} "
+            vocab.SPARQL_PREFIXES + f"SELECT (COUNT(?trace) AS ?n) WHERE {{ GRAPH {sparql_term(iris.trace_graph)} "
             "{ ?trace a sr:Trace } }",
         )
         return int(rows[0]["n"])
@@ -231,7 +231,7 @@ class TraceLog:
         """Delete the traces the subquery picks, with the blank nodes that hold their details."""
         graph = sparql_term(iris.trace_graph)
         self.store.update(
-            v.SPARQL_PREFIXES
+            vocab.SPARQL_PREFIXES
             + f"""
             DELETE {{ GRAPH {graph} {{ ?trace ?p ?o . ?item ?ip ?io }} }}
             WHERE {{
@@ -246,7 +246,7 @@ def list_traces(store: QuadStore, iris: Iris, limit: int = 50) -> list[dict[str,
     """The collection's traces, newest first: what each asked and answered, when, how long."""
     rows = select(
         store,
-        v.SPARQL_PREFIXES
+        vocab.SPARQL_PREFIXES
         + f"""
         SELECT ?trace ?question ?mode ?answer ?started ?ms WHERE {{ GRAPH {sparql_term(iris.trace_graph)} {{
           ?trace a sr:Trace ; sr:question ?question ; sr:mode ?mode ; sr:answer ?answer ;
@@ -273,21 +273,24 @@ def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> dict[str, Any] | 
     graph, subject = sparql_term(iris.trace_graph), sparql_term(node)
     head = select(
         store,
-        v.SPARQL_PREFIXES + f"""SELECT ?p ?o WHERE {{ GRAPH {graph} {{ {subject} ?p ?o FILTER(isLiteral(?o)) }} }}""",
+        vocab.SPARQL_PREFIXES
+        + f"""SELECT ?p ?o WHERE {{ GRAPH {graph} {{ {subject} ?p ?o FILTER(isLiteral(?o)) }} }}""",
     )
     if not head:
         return None
     fields = {
-        row["p"].removeprefix(v.SR).removeprefix(v.PROV): row["o"] for row in head if row["p"] != v.SR_CONCEPT.value
+        row["p"].removeprefix(vocab.SR).removeprefix(vocab.PROV): row["o"]
+        for row in head
+        if row["p"] != vocab.SR_CONCEPT.value
     }
-    concepts = [row["o"] for row in head if row["p"] == v.SR_CONCEPT.value]
+    concepts = [row["o"] for row in head if row["p"] == vocab.SR_CONCEPT.value]
 
     def items(prop: str, body: str, names: str) -> list[dict[str, Any]]:
         return [
             dict(row)
             for row in select_terms(
                 store,
-                v.SPARQL_PREFIXES
+                vocab.SPARQL_PREFIXES
                 + f"""SELECT {names} WHERE {{ GRAPH {graph} {{
             {subject} {prop} ?item . {body} }} }}""",
             )

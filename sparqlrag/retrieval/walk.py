@@ -13,7 +13,7 @@ from pyoxigraph import NamedNode, Triple
 from sparqlrag.retrieval.document_rag import Passage, passage_json
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.trace import Trace, TracedSeed, TracedSource, fact_json
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 
 Mode = Literal["graph", "hybrid"]
 MODES: tuple[Mode, ...] = ("graph", "hybrid")
@@ -96,7 +96,7 @@ class Edge:
     def leading(self) -> Edge | None:
         """The fact this edge continues, when it says how: a co-occurrence is no relation, so an
         edge reached through one is judged on its own."""
-        return self.via if self.via is not None and self.via.fact.predicate != v.SR_COOCCURS else None
+        return self.via if self.via is not None and self.via.fact.predicate != vocab.SR_COOCCURS else None
 
     @property
     def pattern(self) -> tuple[object, ...]:
@@ -120,7 +120,7 @@ class Edge:
         """The fact as a sentence: its evidence sentence, a definition as written, or its labels."""
         if self.sentence:
             return self.sentence
-        if self.fact.predicate == v.SKOS_DEFINITION:
+        if self.fact.predicate == vocab.SKOS_DEFINITION:
             return self.labels[2]
         text = self.text
         return text if text.endswith((".", "!", "?")) else text + "."

@@ -22,7 +22,7 @@ from sparqlrag.queries.describe import canonical, describe, describe_relation, d
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.pages import render
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.formats import negotiate, with_charset
 
@@ -100,7 +100,7 @@ async def data(request: Request) -> Response:
         if path.endswith("." + ext):
             description, _ = await _describe(request, path[: -len(ext) - 1])
             body = serialize(
-                description.triples(), format=fmt, prefixes=v.PREFIXES
+                description.triples(), format=fmt, prefixes=vocab.PREFIXES
             )  # formats without prefixes ignore them
             return Response(body or b"", media_type=with_charset(media))
     raise ApiError(404, "not_found", "data URLs end in " + ", ".join("." + ext for _, ext, _ in DATA_FORMATS))

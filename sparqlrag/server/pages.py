@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from sparqlrag.server.auth import token_cookie
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
@@ -43,7 +43,7 @@ def web_iri(value: object) -> bool:
 
 _templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
 _templates.filters["highlight"] = highlight
-_templates.filters["short"] = v.local_name
+_templates.filters["short"] = vocab.local_name
 _templates.tests["web_iri"] = web_iri
 
 
@@ -68,7 +68,7 @@ def _page_config(request: Request) -> dict[str, Any]:
     settings = request.app.state.settings
     return {
         "base": settings.base_iri,
-        "prefixes": v.PREFIXES,
+        "prefixes": vocab.PREFIXES,
         "auth": settings.auth_enabled,
         "cookie": token_cookie(settings),
     }

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from pyoxigraph import NamedNode
 
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import sparql_term, values
@@ -33,7 +33,7 @@ def canonicals(store: QuadStore, iris: Iris, entities: Iterable[str]) -> dict[st
         return {}
     rows = select(
         store,
-        v.SPARQL_PREFIXES
+        vocab.SPARQL_PREFIXES
         + f"""SELECT ?e (MIN(STR(?c)) AS ?canonical) WHERE {{ {values("e", map(NamedNode, asked))}
         GRAPH {sparql_term(iris.knowledge_graph)} {{ {chain(iris, "?e", "?c")} }} }} GROUP BY ?e""",
     )

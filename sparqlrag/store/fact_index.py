@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 from pyoxigraph import NamedNode, Triple
 
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.facts import fact_ntriples, fact_text, labels_of, walked
 from sparqlrag.store.vector_index import VectorIndex, unit
@@ -54,11 +54,11 @@ class FactIndex:
     def compute(self, iris: Iris, triples: list[Triple], labels: dict[str, str]) -> np.ndarray:
         """The facts' vectors, unit length: co-occurrences from their entities' vectors, the
         rest from their text, in one embedding call."""
-        cooccurring = [i for i, t in enumerate(triples) if t.predicate == v.SR_COOCCURS]
+        cooccurring = [i for i, t in enumerate(triples) if t.predicate == vocab.SR_COOCCURS]
         ends = sorted({_iri(term) for i in cooccurring for term in (triples[i].subject, triples[i].object)})
         stored = self.vectors.vectors_of(iris.collection, "entities", ends) if ends else {}
         texts = [fact_text(t, labels) for t in triples]
-        wanted = [i for i, t in enumerate(triples) if t.predicate != v.SR_COOCCURS]
+        wanted = [i for i, t in enumerate(triples) if t.predicate != vocab.SR_COOCCURS]
         unlabelled = [node for node in ends if node not in stored]
         computed = self.embed([texts[i] for i in wanted] + [labels.get(node, node) for node in unlabelled])
         entity = {**stored, **dict(zip(unlabelled, computed[len(wanted) :]))}

@@ -11,15 +11,15 @@ from collections.abc import Iterable
 
 from pyoxigraph import Literal, NamedNode, RdfFormat, Triple, parse
 
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import sparql_term, values
 from sparqlrag.store.vocab import Iris, local_name
 
 # predicates that describe the schema or names, not the world: never walked
-SCHEMA_NAMESPACES = (v.RDF, v.RDFS, v.OWL)
-SKIPPED_PREDICATES = (v.SKOS_ALT_LABEL.value,)
+SCHEMA_NAMESPACES = (vocab.RDF, vocab.RDFS, vocab.OWL)
+SKIPPED_PREDICATES = (vocab.SKOS_ALT_LABEL.value,)
 
 
 def walked(triple: Triple) -> bool:
@@ -45,14 +45,14 @@ def labels_of(
     triples = list(triples)
     labels = {term.value: term.value for t in triples for term in t if isinstance(term, Literal)}
     nodes = {term.value for t in triples for term in t if isinstance(term, NamedNode)}
-    vocabulary = v.vocabulary_labels()
+    vocabulary = vocab.vocabulary_labels()
     labels.update({node: vocabulary.get(node) or local_name(node) for node in nodes})
     labels.update({node: label for node, label in (known or {}).items() if node in nodes})
     asked = sorted(nodes - set(known or {}))
     if asked:
         rows = select(
             store,
-            v.SPARQL_PREFIXES
+            vocab.SPARQL_PREFIXES
             + f"""SELECT ?x ?label WHERE {{
             {values("x", map(NamedNode, asked))} GRAPH {sparql_term(iris.knowledge_graph)} {{ ?x rdfs:label ?label }}
               }}""",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pyoxigraph import Triple
 
-from sparqlrag.store import vocab as v
+from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.select import Term, select_terms
 from sparqlrag.store.sparql_text import sparql_term
@@ -21,10 +21,10 @@ def fact_sources(store: QuadStore, iris: Iris, facts: list[Triple]) -> list[dict
     rows = " ".join(f"({sparql_term(t.subject)} {sparql_term(t.predicate)} {sparql_term(t.object)})" for t in facts)
     return select_terms(
         store,
-        v.SPARQL_PREFIXES
+        vocab.SPARQL_PREFIXES
         + f"""
         SELECT ?s ?p ?o ?st ?sentence ?chunk WHERE {{ VALUES (?s ?p ?o) {{ {rows} }}
           GRAPH {sparql_term(iris.source_graph)} {{
             ?st rdf:reifies <<( ?s ?p ?o )>> ; prov:wasDerivedFrom ?chunk . OPTIONAL {{ ?st sr:sentence ?sentence }}
-            ?chunk prov:wasDerivedFrom ?doc . ?doc sr:status "{v.READY}" }} }}""",
+            ?chunk prov:wasDerivedFrom ?doc . ?doc sr:status "{vocab.READY}" }} }}""",
     )
