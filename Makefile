@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install
+.PHONY: demo test test-fast install
 
 $(BIN)/sparqlrag: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,3 +49,7 @@ test: install
 	$(BIN)/ruff format --check sparqlrag tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
+
+# the seconds-long tier: pure functions (tests/unit), no models, stores or servers
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow"

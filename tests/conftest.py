@@ -15,10 +15,12 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from pyoxigraph import RdfFormat
 
 from sparqlrag.config import Settings
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.server.app import create_app
+from sparqlrag.store import EmbeddedStore, WorkerStore
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
@@ -32,6 +34,17 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in list(os.environ):
         if name.startswith("SPARQLRAG_") or name in CALLERS_SETTINGS:
             del os.environ[name]
+
+
+UNIT = Path(__file__).resolve().parent / "unit"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests outside tests/unit use real parts (models, stores on disk, servers, subprocesses):
+    marked slow, so `pytest -m "not slow"` (or `pytest tests/unit`) is the seconds-long tier."""
+    for item in items:
+        if UNIT not in item.path.parents:
+            item.add_marker(pytest.mark.slow)
 
 
 @dataclass
@@ -56,34 +69,72 @@ class LiveServer:
     def store(self) -> Any:
         return self.app.state.store
 
+    def dataset(self, token: str | None = None) -> str:
+        """The whole store as N-Quads: what a refused request must leave as it was."""
+        with self.client(token) as client:
+            response = client.get("/store", headers={"Accept": "application/n-quads"})
+            assert response.status_code == 200, response.text
+            return response.text
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+
+def listening_socket() -> socket.socket:
+    """A loopback socket on a free port, bound before anything learns the port: handed to
+    uvicorn as it is, so no other process can take the port between finding and binding it."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    return sock
 
 
-def start_server(data_dir: Path, own_base_iri: bool = False, **settings: Any) -> tuple[LiveServer, Callable[[], None]]:
-    """A server in a thread; `own_base_iri`: its base IRI is its own URL (IRIs dereferenceable in tests)."""
-    port = _free_port()
-    if own_base_iri:
-        settings["base_iri"] = f"http://127.0.0.1:{port}/"
-    config_settings = Settings(data_dir=data_dir, port=port, **settings)
-    app = create_app(config_settings)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False))
-    thread = threading.Thread(target=server.run, daemon=True)
+def serve_in_thread(app: Any, sock: socket.socket, what: str = "test server") -> Callable[[], None]:
+    """Serves `app` on `sock` in a thread until the returned stop() is called; fails within a
+    minute, naming `what`, if it does not start."""
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("test server did not start")
+            raise RuntimeError(f"the {what} did not start")
         time.sleep(0.02)
 
     def stop() -> None:
         server.should_exit = True
         thread.join(timeout=30)
+        sock.close()
 
+    return stop
+
+
+def start_server(data_dir: Path, own_base_iri: bool = False, **settings: Any) -> tuple[LiveServer, Callable[[], None]]:
+    """A server in a thread; `own_base_iri`: its base IRI is its own URL (IRIs dereferenceable in tests)."""
+    sock = listening_socket()
+    port = sock.getsockname()[1]
+    if own_base_iri:
+        settings["base_iri"] = f"http://127.0.0.1:{port}/"
+    config_settings = Settings(data_dir=data_dir, port=port, **settings)
+    app = create_app(config_settings)
+    stop = serve_in_thread(app, sock)
     return LiveServer(f"http://127.0.0.1:{port}", config_settings, app), stop
+
+
+def restarted(store: Any, restarts: int) -> bool:
+    """Waits (a minute at most) until the worker store has restarted its process `restarts`
+    times: a deadline kill is noticed, and the process restarted, after the caller is answered."""
+    with store._state:
+        return bool(store._state.wait_for(lambda: store.restarts >= restarts, timeout=60))
+
+
+def seeded_worker(folder: Path, predicates: int = 1) -> WorkerStore:
+    """A worker store on `folder` holding 2,000 triples over `predicates` predicates: enough that
+    a cross-product query runs for seconds (the tests and bench/timeouts.py cut such queries off)."""
+    seed = EmbeddedStore(folder / "store")
+    lines = "".join(
+        f'<http://e/s{i}> <http://e/p{i % predicates if predicates > 1 else ""}> "{i}" .\n' for i in range(2000)
+    )
+    (folder / "seed.nt").write_text(lines)
+    seed.load(folder / "seed.nt", RdfFormat.N_TRIPLES)
+    seed.close()
+    return WorkerStore(folder / "store", threads=4)
 
 
 @pytest.fixture(scope="module")

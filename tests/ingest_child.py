@@ -1,4 +1,5 @@
-"""Run as a child process by test_crash.py: ingest one long document slowly, to be killed mid-way."""
+"""Run as a child process by test_crash.py: ingest one long document, and stall part-way so
+that the test's kill always lands in the middle of the ingest."""
 
 from __future__ import annotations
 
@@ -13,11 +14,21 @@ from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore
 
 BASE = "http://kb.example/"
+STALL_AFTER = 10  # chunks read before the extractor stalls (of 60)
 
 
-class SlowExtractor(OfflineExtractor):
+class StallingExtractor(OfflineExtractor):
+    """Reads STALL_AFTER chunks, then creates `stalled` and waits to be killed."""
+
+    def __init__(self, stalled: Path) -> None:
+        super().__init__()
+        self.stalled, self.read = stalled, 0
+
     async def extract(self, text: str, document_id: str = "") -> Knowledge:
-        await asyncio.sleep(0.1)
+        self.read += 1
+        if self.read > STALL_AFTER:
+            self.stalled.touch()
+            await asyncio.Event().wait()
         return await super().extract(text, document_id)
 
 
@@ -31,5 +42,6 @@ def long_text() -> str:
 
 
 if __name__ == "__main__":
-    services = build(Path(sys.argv[1]), SlowExtractor())
+    data_dir = Path(sys.argv[1])
+    services = build(data_dir, StallingExtractor(data_dir / "stalled"))
     asyncio.run(services.pipeline.ingest("default", "long", long_text().encode()))

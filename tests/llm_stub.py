@@ -9,19 +9,17 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tests.conftest import _free_port
+from tests.conftest import listening_socket, serve_in_thread
 
 
 @dataclass
@@ -169,18 +167,9 @@ def serve_stub() -> tuple[MessagesStub, Callable[[], None]]:
             Route("/v1/chat/completions", stub.chat_completions, methods=["POST"]),
         ]
     )
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    stub.url = f"http://127.0.0.1:{port}"
-
-    def stop() -> None:
-        server.should_exit = True
-        thread.join(timeout=10)
-
+    sock = listening_socket()
+    stub.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    stop = serve_in_thread(app, sock, "LLM stub")
     return stub, stop
 
 

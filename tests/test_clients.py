@@ -11,7 +11,7 @@ from rdflib import Graph, Literal, URIRef
 from rdflib.plugins.stores.sparqlstore import SPARQLUpdateStore
 from SPARQLWrapper import JSON, POST, TURTLE, SPARQLWrapper
 
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, restarted
 
 EX = "http://example.org/"
 SLOW_QUERY = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"
@@ -118,30 +118,34 @@ def test_slow_query_is_cut_off_while_another_client_is_served(clean_server: Live
     with clean_server.client() as client:
         client.put("/store?default", content=triples, headers={"Content-Type": "application/n-triples"})
     restarts = clean_server.store.restarts
-    quick: list[tuple[int, float]] = []
+    quick: list[tuple[float, int]] = []  # (when answered, status)
+    errors: list[BaseException] = []
     done = threading.Event()
 
     def second_client() -> None:
-        with httpx.Client(base_url=clean_server.url, timeout=30) as other:
-            while not done.is_set():
-                started = time.monotonic()
-                response = other.get("/sparql", params={"query": "ASK { <http://e/s7> ?p ?o }"})
-                quick.append((response.status_code, time.monotonic() - started))
+        try:
+            with httpx.Client(base_url=clean_server.url, timeout=30) as other:
+                while not done.is_set():
+                    response = other.get("/sparql", params={"query": "ASK { <http://e/s7> ?p ?o }"})
+                    quick.append((time.monotonic(), response.status_code))
+        except BaseException as error:  # seen by the test, not lost with the thread
+            errors.append(error)
 
     thread = threading.Thread(target=second_client)
     thread.start()
     started = time.monotonic()
     with clean_server.client() as client:
         slow = client.get("/sparql", params={"query": SLOW_QUERY, "timeout": "1.5"})
-    elapsed = time.monotonic() - started
-    time.sleep(0.3)
+    ended = time.monotonic()
     done.set()
     thread.join()
+    assert errors == []
     assert slow.status_code == 503
     assert slow.json()["error"] == "query_timeout" and "1.5 s limit" in slow.json()["detail"]
-    assert 1.5 <= elapsed < 6
-    assert clean_server.store.restarts == restarts + 1  # the process running it was ended
-    assert len(quick) > 10 and {status for status, _ in quick} == {200}
+    assert restarted(clean_server.store, restarts + 1)  # the process running it was ended
+    assert clean_server.store.restarts == restarts + 1
+    assert any(started < when < ended for when, _ in quick)  # the other client was served meanwhile
+    assert {status for _, status in quick} == {200}
     with clean_server.client() as client:
         assert client.get(
             "/sparql", params={"query": "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }"}, headers={"Accept": "text/csv"}

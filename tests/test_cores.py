@@ -9,7 +9,9 @@ import json
 import subprocess
 import zipfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -41,8 +43,8 @@ class NoExtraction:
 
 
 @pytest.fixture(scope="module")
-def models() -> Models:
-    return Models.load(Settings(data_dir=ROOT / "build", reranker_model=None))
+def models(tmp_path_factory: pytest.TempPathFactory) -> Models:
+    return Models.load(Settings(data_dir=tmp_path_factory.mktemp("models"), reranker_model=None))
 
 
 def open_services(root: Path, models: Models, base: str = BASE, **kwargs: object) -> Services:
@@ -56,8 +58,16 @@ def close(services: Services) -> None:
     services.store.close()
 
 
+@dataclass
+class Exported:
+    path: Path
+    manifest: dict[str, Any]
+    source: Services  # answering questions adds traces to it: what was exported is `quads`
+    quads: list[tuple[str, str, str, str]]
+
+
 @pytest.fixture(scope="module")
-def core(tmp_path_factory: pytest.TempPathFactory, models: Models) -> Iterator[tuple[Path, dict, Services]]:
+def core(tmp_path_factory: pytest.TempPathFactory, models: Models) -> Iterator[Exported]:
     """The demo corpus ingested (with an answered question, so a trace) and exported."""
     services = open_services(tmp_path_factory.mktemp("source"), models)
     corpus = sorted((ROOT / "sparqlrag" / "demo" / "corpus").glob("*.md"))
@@ -65,7 +75,7 @@ def core(tmp_path_factory: pytest.TempPathFactory, models: Models) -> Iterator[t
     asyncio.run(services.graph_rag.answer("default", "What did CERN build?"))
     path = tmp_path_factory.mktemp("cores") / "default.core.zip"
     manifest = asyncio.run(services.cores.export("default", path))
-    yield path, manifest, services
+    yield Exported(path, manifest, services, graph_quads(services, Iris(BASE)))
     close(services)
 
 
@@ -92,21 +102,18 @@ def answer(services: Services) -> tuple[str, list[str], list[str]]:
     return got.answer, [p.chunk for p in got.passages], [str(e.fact) for e in got.edges]
 
 
-def test_an_imported_core_answers_the_same_with_no_extraction(
-    core: tuple[Path, dict, Services], models: Models, tmp_path: Path
-) -> None:
-    path, manifest, source = core
+def test_an_imported_core_answers_the_same_with_no_extraction(core: Exported, models: Models, tmp_path: Path) -> None:
+    path, manifest, source = core.path, core.manifest, core.source
     assert (
         manifest["counts"]["chunks"] == 5
         and manifest["counts"]["entities"] > 20
         and manifest["embedding_model"] == models.embedder.model_name
     )
-    expected = graph_quads(source, Iris(BASE))
     services = open_services(tmp_path, models, extractor=NoExtraction())
     try:
         result = asyncio.run(services.cores.import_(path))
         assert (result.collection, result.chunks, result.rebased_from) == ("default", 5, None)
-        assert graph_quads(services, Iris(BASE)) == expected  # knowledge, provenance and traces, unchanged
+        assert graph_quads(services, Iris(BASE)) == core.quads  # knowledge, provenance and traces, unchanged
         assert answer(services) == answer(source)  # same answer, same sources, same facts
         assert services.keywords.search("default", "Geneva", 5) == source.keywords.search("default", "Geneva", 5)
         assert (
@@ -123,10 +130,8 @@ def test_an_imported_core_answers_the_same_with_no_extraction(
         close(services)
 
 
-def test_a_core_imported_under_another_base_iri_moves_every_iri(
-    core: tuple[Path, dict, Services], models: Models, tmp_path: Path
-) -> None:
-    path, manifest, source = core
+def test_a_core_imported_under_another_base_iri_moves_every_iri(core: Exported, models: Models, tmp_path: Path) -> None:
+    path, manifest, source = core.path, core.manifest, core.source
     services = open_services(tmp_path, models, base=ELSEWHERE, extractor=NoExtraction())
     try:
         assert asyncio.run(services.cores.import_(path)).rebased_from == BASE
@@ -174,9 +179,9 @@ def rewritten(path: Path, target: Path, member: str, change: object, checksum: b
 
 
 def test_damaged_and_mismatched_cores_are_refused_with_nothing_imported(
-    core: tuple[Path, dict, Services], models: Models, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    core: Exported, models: Models, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path, manifest, _ = core
+    path, manifest = core.path, core.manifest
     (tmp_path / "not-a-zip").write_bytes(b"PK but not really")
     services = open_services(tmp_path / "data", models, extractor=NoExtraction())
     try:
@@ -268,13 +273,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     stop()
 
 
-def test_cores_over_http(server: LiveServer, client: httpx.Client, core: tuple[Path, dict, Services]) -> None:
-    path, _, _ = core
+def test_cores_over_http(server: LiveServer, client: httpx.Client, core: Exported) -> None:
+    path = core.path
     assert client.post("/api/v1/collections", json={"name": "lab"}).status_code == 201
+    before = server.dataset()
     refused = client.post("/api/v1/collections/lab/core", content=path.read_bytes())
     assert refused.status_code == 409 and refused.json()["error"] == "core_mismatch"  # the core holds `default`
     bad = client.post("/api/v1/collections/default/core", content=b"not a core")
     assert bad.status_code == 400 and bad.json()["error"] == "invalid_core" and "not a zip file" in bad.json()["detail"]
+    assert server.dataset() == before
     imported = client.post("/api/v1/collections/default/core", content=path.read_bytes())
     assert imported.status_code == 201 and imported.json()["chunks"] == 5, imported.text
     exported = client.get("/api/v1/collections/default/core")
@@ -285,12 +292,14 @@ def test_cores_over_http(server: LiveServer, client: httpx.Client, core: tuple[P
         assert json.loads(again.read("manifest.json"))["counts"] == json.loads(first.read("manifest.json"))["counts"]
         assert again.read("chunks.jsonl") == first.read("chunks.jsonl")  # what came in goes out again
     assert client.get("/api/v1/collections/nothing/core").status_code == 404
+    before = server.dataset()
     missing = client.delete("/api/v1/collections/nothing")
     assert missing.status_code == 404 and missing.json()["error"] == "collection_not_found"
+    assert server.dataset() == before
 
 
-def test_core_export_and_import_on_the_command_line(core: tuple[Path, dict, Services], tmp_path: Path) -> None:
-    path, _, _ = core
+def test_core_export_and_import_on_the_command_line(core: Exported, tmp_path: Path) -> None:
+    path = core.path
     run = [SPARQLRAG, "core", "import", str(path), "--data-dir", str(tmp_path / "d"), "--base-iri", BASE]
     done = subprocess.run(run, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "imported default: " in done.stdout, done.stderr

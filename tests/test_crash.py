@@ -15,6 +15,8 @@ from sparqlrag.extraction.chunker import split
 from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.library import librarian
 from sparqlrag.library.files import Upload
+from sparqlrag.services import Services
+from sparqlrag.store.select import select
 from sparqlrag.store.vocab import Iris
 from tests.ingest_child import build, long_text
 
@@ -22,34 +24,58 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_kill_during_ingest_then_recover(tmp_path: Path) -> None:
-    child = subprocess.Popen([sys.executable, "-m", "tests.ingest_child", str(tmp_path)], cwd=ROOT)
-    pending = tmp_path / "pending"
+    data, reference = tmp_path / "killed", tmp_path / "uninterrupted"
+    data.mkdir(), reference.mkdir()
+    child = subprocess.Popen([sys.executable, "-m", "tests.ingest_child", str(data)], cwd=ROOT)
     deadline = time.monotonic() + 60
-    while not (pending.is_dir() and any(pending.glob("*.json"))):
-        assert child.poll() is None, "the child ended before it started ingesting"
-        assert time.monotonic() < deadline
+    while not (data / "stalled").exists():  # the child has read some chunks and is waiting for the kill
+        assert child.poll() is None, "the child ended before it stalled"
+        assert time.monotonic() < deadline, "the child did not stall within a minute"
         time.sleep(0.02)
-    time.sleep(1.5)  # well into the 60 slow chunks (6 s in all)
+    assert any((data / "pending").glob("*.json"))  # the marker recovery works from
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
 
-    services = build(tmp_path, OfflineExtractor())
+    services = build(data, OfflineExtractor())
     pipeline = services.pipeline
     iris = Iris(pipeline.base_iri)
     chunks = len(split(long_text(), pipeline.chunk_size, pipeline.chunk_overlap))
     try:
         (info,) = librarian.documents(pipeline.store, iris)
         assert info.status == "processing" and info.chunks == 0  # nothing half-written, nothing "ready"
-        assert pipeline.vectors.count("default", "chunks") == 0
+        assert pipeline.vectors.count("default", "chunks") == 0 and _knowledge(services) == (set(), set())
         (result,) = asyncio.run(pipeline.recover())
         assert not isinstance(result, Exception) and (result.status, result.chunks_added) == ("ready", chunks)
         (info,) = librarian.documents(pipeline.store, iris)
         assert (info.status, info.chunks) == ("ready", chunks)
-        assert not any(pending.glob("*"))
+        assert not any((data / "pending").glob("*"))
         assert asyncio.run(pipeline.ingest("default", "long", long_text().encode())).status == "unchanged"
+        recovered = _knowledge(services)
     finally:
         services.close()
         services.store.close()
+    uninterrupted = build(reference, OfflineExtractor())
+    try:
+        asyncio.run(uninterrupted.pipeline.ingest("default", "long", long_text().encode()))
+        _, reifiers = recovered
+        assert recovered == _knowledge(uninterrupted) and len(reifiers) > chunks  # the same graph and provenance
+    finally:
+        uninterrupted.close()
+        uninterrupted.store.close()
+
+
+def _knowledge(services: Services) -> tuple[set[tuple[str, ...]], set[tuple[str, ...]]]:
+    """The collection's knowledge graph (its triples), and its provenance: each fact reifier
+    with the (s, p, o) it reifies."""
+    iris = Iris(services.settings.base_iri)
+    triples = select(services.store, f"SELECT ?s ?p ?o WHERE {{ GRAPH <{iris.knowledge_graph.value}> {{ ?s ?p ?o }} }}")
+    reifiers = select(
+        services.store,
+        f"""SELECT ?r ?s ?p ?o WHERE {{ GRAPH <{iris.source_graph.value}> {{
+            ?r <http://www.w3.org/1999/02/22-rdf-syntax-ns#reifies> ?t }}
+            BIND(SUBJECT(?t) AS ?s) BIND(PREDICATE(?t) AS ?p) BIND(OBJECT(?t) AS ?o) }}""",
+    )
+    return {(r["s"], r["p"], r["o"]) for r in triples}, {(r["r"], r["s"], r["p"], r["o"]) for r in reifiers}
 
 
 def test_a_marker_that_cannot_be_replayed_is_dropped(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 
-import numpy as np
 import pytest
 
 from sparqlrag.config import Settings
@@ -13,7 +12,7 @@ from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.extraction.pipeline import Pipeline
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.reranker import CosineReranker
-from sparqlrag.retrieval.document_rag import DocumentRag, mmr, rrf
+from sparqlrag.retrieval.document_rag import DocumentRag
 from sparqlrag.retrieval.trace import Retention, TraceLog
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.keyword_index import KeywordIndex
@@ -79,19 +78,6 @@ def test_each_mode_finds_the_right_passage(rag: DocumentRag, mode: str) -> None:
     passages = asyncio.run(rag.retrieve("default", "Where was Marie Curie born?", mode=mode, k=2))  # type: ignore[arg-type]
     assert titles(passages)[0] == "curie"
     assert passages[0].text == DOCS["curie"] and passages[0].score > 0
-
-
-def test_hybrid_fuses_both_rankings() -> None:
-    fused = rrf([["a", "b", "c"], ["c", "a"]], [1.0, 1.0])
-    assert [item for item, _ in fused] == ["a", "c", "b"]
-    assert fused[0][1] == pytest.approx(1 / 61 + 1 / 62)
-    assert [item for item, _ in rrf([["a", "b"], ["b", "a"]], [1.0, 3.0])] == ["b", "a"]  # weights matter
-
-
-def test_mmr_prefers_variety() -> None:
-    vectors = np.array([[1.0, 0.0], [0.999, 0.045], [0.0, 1.0]])
-    assert mmr(np.array([1.0, 0.95, 0.5]), vectors, 2, lam=0.5) == [0, 2]
-    assert mmr(np.array([1.0, 0.95, 0.5]), vectors, 2, lam=1.0) == [0, 1]
 
 
 def test_rerank_and_mmr_options(rag: DocumentRag) -> None:

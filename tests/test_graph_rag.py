@@ -14,15 +14,14 @@ from pyoxigraph import NamedNode, RdfFormat, Triple
 
 from sparqlrag.config import Settings
 from sparqlrag.extraction.knowledge import Knowledge
-from sparqlrag.retrieval.graph_rag import HUB_DAMPING, GraphRag
-from sparqlrag.retrieval.question import clauses
+from sparqlrag.retrieval.graph_rag import GraphRag
 from sparqlrag.retrieval.trace import fact_json, read_trace
-from sparqlrag.retrieval.walk import Edge, EmptyGraph, GraphRagOptions
+from sparqlrag.retrieval.walk import EmptyGraph, GraphRagOptions
 from sparqlrag.services import Models, Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import sparql_term
-from sparqlrag.store.vocab import SPARQL_PREFIXES, SR_COOCCURS, Iris
+from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 from tests.llm_stub import Reply, stubbed_llm
 
 BASE = "http://kb.example/"
@@ -112,76 +111,6 @@ def test_the_questions_nearest_facts_seed_the_walk_and_are_traced(services: Serv
     answer = asyncio.run(rag(services).answer("default", question))
     traced = read_trace(services.store, IRIS, answer.trace.rsplit("/", 1)[1])
     assert traced is not None and any(s["fact"] and s["fact"]["subject"] == entity("Vistula") for s in traced["seeds"])
-
-
-def test_a_question_that_asks_several_things_has_clauses() -> None:
-    assert clauses("Where did the inventor of the Web invent it, and where is that?") == [
-        "Where did the inventor of the Web invent it",
-        "where is that?",
-    ]
-    assert clauses("Are Tom and Jerry from the same country?") == [] and clauses("Who directed Kismet?") == []
-    assert clauses("When was it built; who built it?") == ["When was it built", "who built it?"]
-
-
-def test_a_hub_reached_through_an_edge_is_damped_and_a_seed_is_not() -> None:
-    """A node whose edges in one direction fill triple_limit is a hub: what was fetched from it
-    is a sample, so a path through it weighs less. A seed is what the question names: never damped."""
-    seed, hub, rare = (NamedNode(f"http://kb.example/entity/{name}") for name in ("seed", "hub", "rare"))
-    p = NamedNode("http://kb.example/predicate/p")
-    films = [NamedNode(f"http://kb.example/entity/film-{i}") for i in range(3)]
-    found = [(Triple(film, p, node), node.value) for node in (hub, seed) for film in films] + [
-        (Triple(films[0], p, rare), rare.value)
-    ]
-    via = {
-        node.value: Edge(Triple(seed, p, node), ("seed", "p", node.value)) for node in (hub, rare)
-    }  # reached through an edge
-    weights = GraphRag._weights({seed.value: 0.9, hub.value: 0.8, rare.value: 0.7}, via, found, limit=3)
-    assert weights == {seed.value: 0.9, hub.value: pytest.approx(0.8 * HUB_DAMPING), rare.value: 0.7}
-    assert GraphRag._weights({hub.value: 0.8}, via, found, limit=4) == {hub.value: 0.8}  # under the limit: no hub
-
-
-def test_a_path_through_a_co_occurrence_is_judged_by_its_last_fact() -> None:
-    """A co-occurrence says two names appear together, not how they relate: it leads to an edge
-    without being part of its path's text; a real relation is."""
-    a, b, c = (NamedNode(f"http://kb.example/entity/{name}") for name in "abc")
-    related = NamedNode("http://kb.example/predicate/works-with")
-    edge = Edge(Triple(b, related, c), ("B", "works with", "C"))
-    edge.via = Edge(Triple(a, SR_COOCCURS, b), ("A", "co-occurs with", "B"))
-    assert edge.leading is None and edge.path_text == "B works with C"
-    edge.via = Edge(Triple(a, related, b), ("A", "works with", "B"))
-    assert edge.leading is edge.via and edge.path_text == "A works with B. B works with C"
-
-
-def test_the_members_of_the_best_paths_set_are_kept_beyond_the_edge_limit() -> None:
-    """An actor's films' genres: the best path is one genre of one film; its siblings (the same
-    relations from the same seed) are kept too, up to edge_limit more, while an equally worded
-    path from another seed, or a co-occurrence, makes no set."""
-    node = lambda name: NamedNode(f"http://kb.example/entity/{name}")  # noqa: E731
-    starred, genre = NamedNode("http://kb.example/predicate/starred"), NamedNode("http://kb.example/predicate/genre")
-
-    def path(seed: str, film: str, kind: str, score: float) -> Edge:
-        via = Edge(Triple(node(film), starred, node(seed)), (film, "starred", seed), anchor=node(seed).value)
-        return Edge(
-            Triple(node(film), genre, node(kind)), (film, "genre", kind), score=score, via=via, anchor=node(film).value
-        )
-
-    members = [path("cleese", f"film-{i}", f"genre-{i}", 0.9 - i / 100) for i in range(6)]
-    other_seed = path("palin", "film-9", "genre-9", 0.95)
-    scored = sorted([*members, other_seed], key=lambda e: -e.score)
-    assert scored[0] is other_seed and GraphRag._kept(scored, 2) == [
-        other_seed,
-        members[0],
-    ]  # the best path's set: itself
-    scored = sorted([members[0], other_seed, *members[1:]], key=lambda e: -e.score - (e is members[0]))
-    assert GraphRag._kept(scored, 2) == [members[0], other_seed, *members[1:3]]  # two more siblings: the limit again
-    assert GraphRag._kept(scored, 10) == scored  # under the limit: all
-    together = Edge(
-        Triple(node("a"), SR_COOCCURS, node("b")), ("a", "co-occurs with", "b"), score=1.0, anchor=node("a").value
-    )
-    alike = Edge(
-        Triple(node("a"), SR_COOCCURS, node("c")), ("a", "co-occurs with", "c"), score=0.5, anchor=node("a").value
-    )
-    assert GraphRag._kept([together, members[0], alike], 1) == [together]
 
 
 def test_limits_are_honoured(services: Services) -> None:

@@ -87,7 +87,8 @@ def test_hybrid_mode_fuses_document_rags_passages(client: httpx.Client) -> None:
     assert "event: sources" in text and '"title": "warsaw"' in text
 
 
-def test_graph_rag_errors_are_4xx(client: httpx.Client) -> None:
+def test_graph_rag_errors_are_4xx(client: httpx.Client, server: LiveServer) -> None:
+    before = server.dataset()  # a refused question writes no trace
     cases = [
         ({"question": "q"}, {"collection": "nope"}, 404, "collection_not_found"),
         ({"question": "Where was Marie Curie born?", "collection": "empty", "mode": "graph"}, {}, 409, "empty_graph"),
@@ -102,6 +103,7 @@ def test_graph_rag_errors_are_4xx(client: httpx.Client) -> None:
     for body, params, status, error in cases:
         response = client.post("/api/v1/graph-rag", json=body, params=params)
         assert (response.status_code, response.json()["error"]) == (status, error), (body, response.text)
+    assert server.dataset() == before
     assert "edge_limit" in client.post("/api/v1/graph-rag", json={"question": "q", "edge_limit": 0}).json()["detail"]
     nothing = client.post("/api/v1/graph-rag", json={"question": "Where was Marie Curie born?", "collection": "empty"})
     assert (

@@ -120,6 +120,7 @@ def test_document_rag(client: httpx.Client, server: LiveServer) -> None:
         "/api/v1/document-rag", json={"question": "Which river flows through Krakow?", "weights": [0, 1]}
     )
     assert weighted.status_code == 200 and weighted.json()["sources"][0]["title"] == "vistula"
+    before = server.dataset()  # a refused question writes no trace
     for bad in (
         {},
         {"question": ""},
@@ -131,6 +132,7 @@ def test_document_rag(client: httpx.Client, server: LiveServer) -> None:
     ):
         rejected = client.post("/api/v1/document-rag", json=bad)
         assert rejected.status_code == 400 and rejected.json()["error"] == "bad_request"
+    assert server.dataset() == before
 
 
 def test_document_rag_streams_server_sent_events(client: httpx.Client, server: LiveServer) -> None:
@@ -152,19 +154,26 @@ def test_document_rag_streams_server_sent_events(client: httpx.Client, server: L
     assert events[2][1]["trace"].startswith(server.settings.base_iri + "trace/default/")
 
 
+def finished(client: httpx.Client, href: str) -> tuple[dict, set[str]]:
+    """A background ingest's last status (ready or failed, within a minute), and every status seen on the way."""
+    seen: set[str] = set()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        status = client.get(href).json()
+        seen.add(status["status"])
+        if status["status"] in ("ready", "failed"):
+            break
+        time.sleep(0.05)
+    return status, seen
+
+
 def test_background_upload_answers_202_then_the_status_url_shows_it_ready(client: httpx.Client) -> None:
     text = "\n\n".join(f"Person{i} Smith was born in City{i}. City{i} is a town in Norway." for i in range(40))
     accepted = client.post("/api/v1/documents", json={"id": "towns", "text": text}, headers={"Prefer": "respond-async"})
     assert accepted.status_code == 202, accepted.text
     (item,) = accepted.json()["documents"]
     assert item["status"] == "queued" and accepted.headers["location"] == item["href"]
-    seen = set()
-    for _ in range(600):
-        status = client.get(item["href"]).json()
-        seen.add(status["status"])
-        if status["status"] == "ready":
-            break
-        time.sleep(0.05)
+    status, seen = finished(client, item["href"])
     assert status["status"] == "ready" and status["chunks"] >= 1 and seen <= {"queued", "processing", "ready"}
     again = client.post("/api/v1/documents?async=true", json={"id": "towns", "text": text})
     assert again.status_code == 202 and again.json()["documents"][0]["status"] == "unchanged"
@@ -181,6 +190,7 @@ def test_reingest_extracts_a_document_again(client: httpx.Client) -> None:
     assert (after["status"], after["chunks"], after["created"]) == ("ready", 1, before["created"])
     background = client.post("/api/v1/documents/again/reingest", headers={"Prefer": "respond-async"})
     assert background.status_code == 202 and background.json()["documents"][0]["status"] == "queued"
+    assert finished(client, background.json()["documents"][0]["href"])[0]["status"] == "ready"  # none left running
     missing = client.post("/api/v1/documents/never-uploaded/reingest")
     assert missing.status_code == 404 and missing.json()["error"] == "document_not_found"
 

@@ -83,11 +83,6 @@ def server(tmp_path_factory: pytest.TempPathFactory, stub: MessagesStub) -> Iter
     stop()
 
 
-def dataset(server: LiveServer) -> str:
-    with server.client() as client:
-        return client.get("/store", headers={"Accept": "application/n-quads"}).text
-
-
 def test_a_question_becomes_a_checked_query_with_results(server: LiveServer, stub: MessagesStub) -> None:
     query = (
         f"PREFIX org: <{ORG}>\nPREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\n"
@@ -119,17 +114,18 @@ def test_a_question_becomes_a_checked_query_with_results(server: LiveServer, stu
 def test_a_generated_update_or_unknown_predicate_is_refused_and_never_runs(
     server: LiveServer, stub: MessagesStub, reply: str, reason: str
 ) -> None:
-    before = dataset(server)
+    before = server.dataset()
     stub.script(Reply(reply))
     with server.client() as client:
         # a question of its own: answers are cached by prompt
         response = client.post("/api/v1/nl-query", json={"question": f"What does {reason} do?", "collection": "hr"})
     assert response.status_code == 422 and response.json()["error"] == "query_rejected"
     assert reason in response.json()["detail"] and response.json()["query"] in reply
-    assert dataset(server) == before
+    assert server.dataset() == before
 
 
 def test_bad_requests_are_4xx(server: LiveServer) -> None:
+    before = server.dataset()
     with server.client() as client:
         cases = [
             (client.post("/api/v1/nl-query", json={"question": ""}), 400, "bad_request"),
@@ -149,6 +145,7 @@ def test_bad_requests_are_4xx(server: LiveServer) -> None:
         ]
         for response, status, error in cases:
             assert (response.status_code, response.json()["error"]) == (status, error), response.text
+    assert server.dataset() == before
 
 
 def test_a_failing_model_is_a_502_that_says_why(server: LiveServer, stub: MessagesStub) -> None:

@@ -200,12 +200,11 @@ def test_a_graph_of_other_data_is_never_overwritten(ontologies: Ontologies, tmp_
 # -- over HTTP ----------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    # the base IRI is the server's own URL, so that an ontology IRI under it can be fetched
-    live, stop = start_server(
-        tmp_path_factory.mktemp("ontologies"), own_base_iri=True, max_ontology_bytes=2 * 1024 * 1024
-    )
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[LiveServer]:
+    """A server of the test's own (what one test loads, no other sees); its base IRI is its own
+    URL, so that an ontology IRI under it can be fetched."""
+    live, stop = start_server(tmp_path / "data", own_base_iri=True, max_ontology_bytes=2 * 1024 * 1024)
     yield live
     stop()
 
@@ -264,6 +263,8 @@ def test_an_ontology_iri_under_the_base_is_served_there(server: LiveServer) -> N
 
 def test_http_bad_inputs_are_4xx_and_change_nothing(server: LiveServer) -> None:
     with server.client() as client:
+        foaf = (ONTOLOGIES / "foaf.ttl").read_bytes()  # the name the conflict case tries to take
+        assert client.put("/api/v1/ontologies/foaf", content=foaf, headers={"Content-Type": "text/turtle"}).is_success
         before = client.get("/store", headers={"Accept": "application/n-quads"}).text
         cases = [
             (

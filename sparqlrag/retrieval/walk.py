@@ -15,6 +15,8 @@ from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.trace import Trace, TracedSeed, TracedSource, fact_json
 from sparqlrag.store import vocab
 
+# "hybrid" means what it means in Document RAG: the dense ranking (here lifted by the walk's
+# facts) fused with the keyword ranking by reciprocal rank; "graph" is that ranking alone.
 Mode = Literal["graph", "hybrid"]
 MODES: tuple[Mode, ...] = ("graph", "hybrid")
 

@@ -95,6 +95,7 @@ async def resource(request: Request) -> Response:
 
 async def data(request: Request) -> Response:
     """The description as RDF, in the syntax the extension names."""
+    authorize(request, "read")  # before the path is judged: without a token, every answer is 401
     path = _path(request, "/data/")
     for media, ext, fmt in DATA_FORMATS:
         if path.endswith("." + ext):

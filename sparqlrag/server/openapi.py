@@ -40,10 +40,13 @@ from sparqlrag.server.api_schemas import (
 
 PATHS: dict[str, dict[str, Any]] = {
     "/healthz": {
-        "get": operation(
-            "Liveness: the store answers",
-            responses={"200": json_response(json_object(["status"], status=STRING, version=STRING))},
-        )
+        "get": {
+            **operation(
+                "Liveness: the store answers (no token needed)",
+                responses={"200": json_response(json_object(["status"], status=STRING, version=STRING))},
+            ),
+            "security": [],
+        }
     },
     "/openapi.json": {
         "get": {**operation("This document", responses={"200": json_response(ANY_OBJECT)}), "security": []}

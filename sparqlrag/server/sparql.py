@@ -74,13 +74,13 @@ def _check_utf8_charset(content_type: str) -> None:
 
 async def sparql_endpoint(request: Request) -> Response:
     settings: Settings = request.app.state.settings
+    authorize(request, "read")  # every operation needs at least this, before its text is read; updates need "write"
     params = _url_params(request)
-    if request.method == "GET":
+    if request.method in ("GET", "HEAD"):
         if "update" in params:
             raise ApiError(405, "method_not_allowed", "SPARQL updates must be sent with POST", {"Allow": "POST"})
         operation = _operation(params)
         if operation is None:
-            authorize(request, "read")
             return service_description(request, settings)
         return await _execute(request, operation)
 
@@ -139,7 +139,6 @@ async def _execute(request: Request, operation: Operation) -> Response:
                 using_named_graphs=operation.graphs("using-named-graph-uri"),
             )
         return Response(status_code=204)
-    authorize(request, "read")
     has_dataset = "default-graph-uri" in operation.params or "named-graph-uri" in operation.params
     timeout = _timeout(operation, settings)
     with counted:

@@ -7,14 +7,14 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pyoxigraph import RdfFormat
 
-from sparqlrag.store import EmbeddedStore, StoreUnavailable, WorkerStore
+from sparqlrag.store import StoreUnavailable, WorkerStore
 from sparqlrag.store.base import QueryCrashed
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, seeded_worker
 from tests.security.conftest import READ, WRITE, snapshot, sparql, still_serving
 
 NESTED_QUERY = "SELECT * WHERE " + "{" * 10_000 + "}" * 10_000  # the probe's
@@ -65,13 +65,8 @@ def test_a_killing_update_fails_once_and_writes_nothing(hostile: LiveServer) -> 
 
 
 @pytest.fixture
-def worker(tmp_path: Path) -> WorkerStore:
-    seed = EmbeddedStore(tmp_path / "store")
-    lines = "".join(f'<http://e/s{i}> <http://e/p> "{i}" .\n' for i in range(2000))
-    (tmp_path / "seed.nt").write_text(lines)
-    seed.load(tmp_path / "seed.nt", RdfFormat.N_TRIPLES)
-    seed.close()
-    opened = WorkerStore(tmp_path / "store", threads=4)
+def worker(tmp_path: Path) -> Iterator[WorkerStore]:
+    opened = seeded_worker(tmp_path)
     yield opened
     opened.close()
 

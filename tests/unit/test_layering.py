@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1] / "sparqlrag"
+ROOT = Path(__file__).resolve().parents[2] / "sparqlrag"
 
 ALLOWED: dict[str, set[str]] = {
     "config": set(),
