@@ -232,7 +232,8 @@ def wait_for_rows(driver: object, expected: Callable[[list[str]], bool], timeout
 
 
 def labels_are(*labels: str) -> Callable[[list[str]], bool]:
-    return lambda texts: [text.split()[-1] for text in texts] == list(labels)
+    """Each row's last cell is the label, in order (a row still being drawn has no text yet: not yet)."""
+    return lambda texts: [(text.split() or [""])[-1] for text in texts] == list(labels)
 
 
 def test_yasgui_runs_a_select_and_shows_the_rows(browser: object, server: LiveServer) -> None:
