@@ -225,10 +225,19 @@ def wait_for_rows(driver: object, expected: Callable[[list[str]], bool], timeout
     from selenium.webdriver.support.ui import WebDriverWait
 
     def rows(d: object) -> list[str] | None:
-        texts = [row.text for row in d.find_elements(By.CSS_SELECTOR, ".yasr table.dataTable tbody tr")]  # type: ignore[attr-defined]
+        found = d.find_elements(By.CSS_SELECTOR, ".yasr table.dataTable tbody tr")  # type: ignore[attr-defined]
+        texts = [row.text for row in found if row.is_displayed()]  # the open tab's, not a hidden tab's
         return texts if texts and expected(texts) else None
 
     return WebDriverWait(driver, timeout, ignored_exceptions=[StaleElementReferenceException]).until(rows)  # type: ignore[arg-type]
+
+
+def fresh(driver: object, url: str) -> None:
+    """Opens `url` with no state left by an earlier test: YASGUI keeps its tabs, and their
+    queries and results, in the origin's localStorage."""
+    driver.get(url)  # type: ignore[attr-defined]
+    driver.execute_script("window.localStorage.clear(); window.sessionStorage.clear();")  # type: ignore[attr-defined]
+    driver.get(url)  # type: ignore[attr-defined]
 
 
 def labels_are(*labels: str) -> Callable[[list[str]], bool]:
@@ -240,7 +249,7 @@ def test_yasgui_runs_a_select_and_shows_the_rows(browser: object, server: LiveSe
     from selenium.webdriver.common.by import By
 
     driver = browser
-    driver.get(server.url + "/")  # type: ignore[attr-defined]
+    fresh(driver, server.url + "/")
     wait_for(driver, "#graphs li.collection")  # the collections listed beside the editor
     driver.find_element(By.LINK_TEXT, "knowledge").click()  # type: ignore[attr-defined]  # opens a query on that graph
     assert f"GRAPH <{server.settings.base_iri}graph/default>" in driver.execute_script(
@@ -269,7 +278,7 @@ def test_the_ask_page_shows_an_answer_its_sources_and_the_trace(browser: object,
     from selenium.webdriver.common.by import By
 
     driver = browser
-    driver.get(server.url + "/ask")  # type: ignore[attr-defined]
+    fresh(driver, server.url + "/ask")
     wait_for(driver, "#collection option")
     driver.find_element(By.ID, "question").send_keys(DEMO_QUESTION)  # type: ignore[attr-defined]
     driver.find_element(By.CSS_SELECTOR, "form.ask button").click()  # type: ignore[attr-defined]
@@ -295,7 +304,7 @@ def test_the_pages_run_under_their_content_security_policy(browser: object, serv
     """Nothing the pages need is blocked by the policy (which runs no inline script)."""
     driver = browser
     driver.get_log("browser")  # type: ignore[attr-defined]  # what earlier tests left
-    driver.get(server.url + "/")  # type: ignore[attr-defined]
+    fresh(driver, server.url + "/")
     wait_for(driver, "#graphs li.collection")
     driver.execute_script("window.yasgui.getTab().getYasqe().query();")  # type: ignore[attr-defined]
     wait_for(driver, ".yasr table tbody tr")
