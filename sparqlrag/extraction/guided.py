@@ -19,13 +19,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from sparqlrag.extraction.guidance import Guide, Guides, Ontology, Terms
 from sparqlrag.extraction.knowledge import Entity, Fact, Knowledge
 from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.library import librarian
 from sparqlrag.models.llm import ChatModel
 from sparqlrag.models.prompts import json_items, render
-from sparqlrag.ontology.owl import OntologyModel
-from sparqlrag.ontology.selection import ElementIndex, ElementIndexes, Selector, Subset, describe
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.vocab import Iris, local_name
@@ -36,7 +35,7 @@ IS_A = {"is a", "is an", "was a", "was an", "is the", "was the"}
 class _Resolver:
     """Maps what the LLM wrote (an IRI, a label, a local name; any case) to the ontology's IRIs."""
 
-    def __init__(self, model: OntologyModel) -> None:
+    def __init__(self, model: Terms) -> None:
         self.classes = self._keys({c.iri: (c.label, local_name(c.iri)) for c in model.classes.values()})
         self.properties = self._keys({p.iri: (p.label, local_name(p.iri)) for p in model.properties.values()})
 
@@ -59,7 +58,7 @@ class _Resolver:
         return self._find(self.properties, value)
 
 
-def conform(ontology_model: OntologyModel, ontology: str, answer: Any) -> Knowledge:
+def conform(ontology_model: Ontology, ontology: str, answer: Any) -> Knowledge:
     """The LLM's answer as knowledge that fits the ontology; everything else counted as rejected."""
     resolve = _Resolver(ontology_model)
     answer = answer if isinstance(answer, dict) else {}
@@ -122,9 +121,9 @@ class _Subsets:
 
     BATCH = 16
 
-    def __init__(self, ontology: str, index: ElementIndex, selector: Selector) -> None:
-        self.ontology, self.index, self.selector = ontology, index, selector
-        self._ready: dict[str, Subset] = {}
+    def __init__(self, ontology: str, guide: Guide[Any]) -> None:
+        self.ontology, self.guide = ontology, guide
+        self._ready: dict[str, Terms] = {}
         self._queued: dict[str, None] = {}  # an ordered set
         self._turn = asyncio.Lock()
 
@@ -134,11 +133,11 @@ class _Subsets:
             todo, self._queued = list(self._queued), {}
             for start in range(0, len(todo), self.BATCH):
                 batch = todo[start : start + self.BATCH]
-                self._ready.update(zip(batch, await off_loop(self.selector.select, self.index, batch)))
+                self._ready.update(zip(batch, await off_loop(self.guide.subsets, batch)))
 
-    def subset(self, text: str) -> Subset:
+    def subset(self, text: str) -> Terms:
         """The prepared subset of `text` (given up: each chunk is read once), or a fresh one."""
-        return self._ready.pop(text, None) or self.selector.select(self.index, [text])[0]
+        return self._ready.pop(text, None) or self.guide.subsets([text])[0]
 
 
 class GuidedExtractor(_Subsets):
@@ -150,20 +149,19 @@ class GuidedExtractor(_Subsets):
         self,
         llm: ChatModel,
         ontology: str,
-        index: ElementIndex,
-        selector: Selector,
+        guide: Guide[Any],
         prompts_dir: Path | None = None,
         max_tokens: int = 4096,
     ) -> None:
-        super().__init__(ontology, index, selector)
+        super().__init__(ontology, guide)
         self.llm, self.llm_name, self.prompts_dir, self.max_tokens = llm, llm.name, prompts_dir, max_tokens
 
     async def extract(self, text: str, document_id: str = "") -> Knowledge:
         subset = await off_loop(self.subset, text)
-        prompt = render("extract_with_ontology", self.prompts_dir, text=text, **describe(subset))
+        prompt = render("extract_with_ontology", self.prompts_dir, text=text, **self.guide.describe(subset))
         completion = await self.llm.complete(prompt, max_tokens=self.max_tokens)
         items = json_items(completion.text)
-        return conform(self.index.ontology_model, self.ontology, items[0] if items else None)
+        return conform(self.guide.ontology, self.ontology, items[0] if items else None)
 
 
 class TypedOfflineExtractor(_Subsets):
@@ -172,10 +170,8 @@ class TypedOfflineExtractor(_Subsets):
     name = "offline+ontology"
     llm_name = None
 
-    def __init__(
-        self, ontology: str, index: ElementIndex, selector: Selector, offline: OfflineExtractor | None = None
-    ) -> None:
-        super().__init__(ontology, index, selector)
+    def __init__(self, ontology: str, guide: Guide[Any], offline: OfflineExtractor | None = None) -> None:
+        super().__init__(ontology, guide)
         self.offline = offline or OfflineExtractor()
 
     async def extract(self, text: str, document_id: str = "") -> Knowledge:
@@ -230,19 +226,18 @@ class CollectionExtractors:
         self,
         store: QuadStore,
         base_iri: str,
-        indexes: ElementIndexes,
-        selector: Selector,
+        guides: Guides,
         llm: ChatModel | None,
         prompts_dir: Path | None = None,
     ) -> None:
-        self.store, self.base_iri, self.indexes, self.selector = store, base_iri, indexes, selector
+        self.store, self.base_iri, self.guides = store, base_iri, guides
         self.llm, self.prompts_dir = llm, prompts_dir
 
     async def __call__(self, collection: str) -> GuidedExtractor | TypedOfflineExtractor | None:
         name = await off_loop(librarian.collection_ontology, self.store, Iris(self.base_iri, collection))
         if name is None:
             return None
-        index = await off_loop(self.indexes.get, name)
+        guide = await off_loop(self.guides.get, name)
         if self.llm is not None:
-            return GuidedExtractor(self.llm, name, index, self.selector, self.prompts_dir)
-        return TypedOfflineExtractor(name, index, self.selector)
+            return GuidedExtractor(self.llm, name, guide, self.prompts_dir)
+        return TypedOfflineExtractor(name, guide)

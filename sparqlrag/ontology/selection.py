@@ -218,3 +218,31 @@ def describe(subset: Subset) -> dict[str, str]:
         "object_properties": "\n".join(lines("object")) or "(none)",
         "datatype_properties": "\n".join(lines("datatype")) or "(none)",
     }
+
+
+@dataclass(frozen=True)
+class Guide:
+    """One ontology as guided extraction reads it (extraction.guidance.Guide)."""
+
+    index: ElementIndex
+    selector: Selector
+
+    @property
+    def ontology(self) -> OntologyModel:
+        return self.index.ontology_model
+
+    def subsets(self, chunks: list[str]) -> list[Subset]:
+        return self.selector.select(self.index, chunks)
+
+    def describe(self, subset: Subset) -> dict[str, str]:
+        return describe(subset)
+
+
+class Guides:
+    """Every loaded ontology's guide (extraction.guidance.Guides), over the shared indexes."""
+
+    def __init__(self, indexes: ElementIndexes, selector: Selector) -> None:
+        self.indexes, self.selector = indexes, selector
+
+    def get(self, name: str) -> Guide:
+        return Guide(self.indexes.get(name), self.selector)

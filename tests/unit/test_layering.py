@@ -21,7 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "library": {"store"},
     "ontology": {"models", "store"},
     "retrieval": {"models", "store"},
-    "extraction": {"library", "ontology", "models", "store"},
+    "extraction": {"library", "models", "store"},
     "queries": {"retrieval", "library", "ontology", "models", "store"},
     "services": {"extraction", "retrieval", "queries", "library", "ontology", "models", "store", "config"},
     "server": {"services", "extraction", "retrieval", "queries", "library", "ontology", "models", "store", "config"},
