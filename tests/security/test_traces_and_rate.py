@@ -20,10 +20,11 @@ from tests.security.conftest import READ, WRITE, snapshot
 KEEP, RATE = 5, 4
 
 
-@pytest.fixture(scope="module")
-def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+@pytest.fixture
+def limited(tmp_path: Path) -> Iterator[LiveServer]:
+    """A server of the test's own: each token's allowance and the trace graph start fresh."""
     server, stop = start_server(
-        tmp_path_factory.mktemp("limited"), write_tokens=[WRITE], read_tokens=[READ], trace_keep=KEEP, answer_rate=RATE
+        tmp_path / "limited", write_tokens=[WRITE], read_tokens=[READ], trace_keep=KEEP, answer_rate=RATE
     )
     with server.client(WRITE) as client:
         response = client.post(
@@ -68,8 +69,8 @@ def test_answers_are_rate_limited_per_token(limited: LiveServer) -> None:
 
 
 def test_traces_are_kept_to_the_retention(limited: LiveServer) -> None:
-    for _ in range(RATE - 1):
-        assert ask(limited, WRITE) == 200  # with the test above: 2 x RATE answers, more than KEEP
+    answers = [ask(limited, token) for token in (READ, WRITE) for _ in range(RATE)]  # each token's allowance
+    assert answers == [200] * 2 * RATE and 2 * RATE > KEEP
     assert trace_graph_counts(limited) == (KEEP, 0)
 
 
