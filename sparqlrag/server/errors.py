@@ -41,6 +41,7 @@ STORE_ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     base.QueryTimeout: (503, "query_timeout"),
     base.StoreLocked: (503, "store_locked"),
     base.StoreUnavailable: (503, "store_unavailable"),
+    base.RemoteStoreFailed: (502, "store_failed"),
     base.StoreInternalError: (500, "internal_error"),
 }
 

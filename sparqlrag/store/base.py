@@ -72,6 +72,11 @@ class StoreUnavailable(StoreError):
     """The store process died or could not start."""
 
 
+class RemoteStoreFailed(StoreError):
+    """A remote store could not be reached, refused our credentials, or failed (a 502: the
+    message names the store, never repeats its answer)."""
+
+
 class StoreInternalError(StoreError):
     """An unexpected failure inside the store: a bug, reported as a 5xx. Its message is for
     the log; clients get a fixed text."""

@@ -12,8 +12,6 @@ from typing import Any, BinaryIO, Literal, TypeVar
 from pyoxigraph import (
     DefaultGraph,
     NamedNode,
-    QueryBoolean,
-    QuerySolutions,
     RdfFormat,
     Store,
     parse,
@@ -35,7 +33,7 @@ from sparqlrag.store.base import (
     StoreLocked,
     StoreUnavailable,
 )
-from sparqlrag.store.formats import GRAPH_FORMATS, RESULTS_FORMATS, negotiate, with_charset
+from sparqlrag.store.results import serialize_result
 from sparqlrag.store.sparql_text import apply_update_dataset, iri_ref
 from sparqlrag.store.xml_entities import check_entity_expansion
 
@@ -170,7 +168,7 @@ class EmbeddedStore:
         # Results stream: evaluation goes on while they are written. pyoxigraph's results must
         # be dropped on this thread, so no error leaves with a frame that still holds them.
         try:
-            return _serialize_result(result, accept)
+            return serialize_result(result, accept)
         except Exception as error:
             error.__traceback__ = None
             failure = error if isinstance(error, StoreError) else self._evaluation_error(error, sparql, "query")
@@ -363,29 +361,3 @@ def check_syntax(source: Source, format: RdfFormat, base_iri: str | None) -> Non
     finally:
         if not isinstance(source, Path):
             source.seek(0)
-
-
-def _serialize_result(result: object, accept: str | None) -> QueryResult:
-    if isinstance(result, (QueryBoolean, QuerySolutions)):
-        kind: Literal["boolean", "solutions"] = "boolean" if isinstance(result, QueryBoolean) else "solutions"
-        chosen = negotiate(accept, RESULTS_FORMATS)
-        if chosen is None:
-            raise NotAcceptable(
-                f"Accept: {accept} allows no SPARQL results format; ask for one of "
-                + ", ".join(sorted({m for m, _ in RESULTS_FORMATS}))
-            )
-        media_type, results_format = chosen
-        body = result.serialize(format=results_format) or b""
-        return QueryResult(kind, with_charset(media_type), body)
-    chosen_graph = negotiate(accept, GRAPH_FORMATS)
-    if chosen_graph is None:
-        raise NotAcceptable(
-            f"Accept: {accept} allows no RDF format for this CONSTRUCT/DESCRIBE result; ask for one of "
-            + ", ".join(sorted({m for m, _ in GRAPH_FORMATS}))
-        )
-    media_type, rdf_format = chosen_graph
-    try:
-        body = result.serialize(format=rdf_format)  # type: ignore[attr-defined]
-    except OSError as error:
-        raise NotAcceptable(f"cannot write this result as {rdf_format.name}: {error}") from error
-    return QueryResult("graph", with_charset(media_type), body)

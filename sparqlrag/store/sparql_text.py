@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pyoxigraph import Quad
+from pyoxigraph import DefaultGraph, Quad
 
 from sparqlrag.store.base import QuerySyntaxError, UpdateDatasetConflict
 
@@ -125,18 +125,20 @@ def sparql_term(term: object) -> str:
 
 
 def insert_data(quads: Iterable[Quad]) -> str:
-    """INSERT DATA for quads, grouped by graph (named graphs only), or "" when there are none."""
+    """INSERT DATA for quads, grouped by graph (the default graph's outside any GRAPH block), or
+    "" when there are none."""
     by_graph: dict[str, list[str]] = {}
     for quad in quads:
         line = f"{sparql_term(quad.subject)} {sparql_term(quad.predicate)} {sparql_term(quad.object)} ."
-        by_graph.setdefault(sparql_term(quad.graph_name), []).append(line)
+        graph = "" if isinstance(quad.graph_name, DefaultGraph) else sparql_term(quad.graph_name)
+        by_graph.setdefault(graph, []).append(line)
     if not by_graph:
         return ""
-    return (
-        "INSERT DATA {\n"
-        + "".join(f"GRAPH {graph} {{\n" + "\n".join(lines) + "\n}\n" for graph, lines in by_graph.items())
-        + "}"
-    )
+    blocks = [
+        "\n".join(lines) + "\n" if not graph else f"GRAPH {graph} {{\n" + "\n".join(lines) + "\n}\n"
+        for graph, lines in by_graph.items()
+    ]
+    return "INSERT DATA {\n" + "".join(blocks) + "}"
 
 
 def values(variable: str, terms: Iterable[object]) -> str:

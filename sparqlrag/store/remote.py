@@ -1,0 +1,329 @@
+"""A quad store at a SPARQL 1.1 endpoint the organisation already runs (Oxigraph server,
+Virtuoso, GraphDB, Jena...), spoken to over HTTP.
+
+Queries and updates go through the SPARQL 1.1 Protocol; graph and dataset writes through the
+Graph Store Protocol where the store has one (`gsp_url`), else as one `INSERT DATA` update.
+Data is parsed here first, so bad data is refused before anything is sent. Answers come back in
+one canonical format and are written again in the format the client asked for, so content
+negotiation is the embedded store's. One HTTP client serves every thread (connections are
+reused); a read that could not connect is sent again, a write never is. Errors name the store
+(scheme, host, port) and never repeat what it answered.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, BinaryIO, Literal
+from urllib.parse import urlsplit
+
+import httpx
+from pyoxigraph import (
+    DefaultGraph,
+    NamedNode,
+    Quad,
+    QueryBoolean,
+    QueryResultsFormat,
+    QuerySolutions,
+    RdfFormat,
+    Triple,
+    parse,
+    parse_query_results,
+    serialize,
+)
+
+from sparqlrag.store.base import (
+    DataSyntaxError,
+    Graph,
+    GraphNotFound,
+    NotAcceptable,
+    QueryResult,
+    QuerySyntaxError,
+    QueryTimeout,
+    RemoteStoreFailed,
+)
+from sparqlrag.store.results import serialize_result
+from sparqlrag.store.sparql_text import apply_update_dataset, insert_data, iri_ref
+
+READ_ATTEMPTS = 3  # a read that could not connect is sent twice more, after a short pause
+RESULTS_JSON = "application/sparql-results+json"
+NTRIPLES, NQUADS = "application/n-triples", "application/n-quads"
+READERS: dict[str, QueryResultsFormat | RdfFormat] = {
+    RESULTS_JSON: QueryResultsFormat.JSON,
+    "application/sparql-results+xml": QueryResultsFormat.XML,
+    "text/tab-separated-values": QueryResultsFormat.TSV,
+    NTRIPLES: RdfFormat.N_TRIPLES,
+    "text/turtle": RdfFormat.TURTLE,
+    "application/rdf+xml": RdfFormat.RDF_XML,
+}
+
+
+class _Triples:
+    """A CONSTRUCT or DESCRIBE answer read back, to be written as the client asks."""
+
+    def __init__(self, triples: list[Triple]) -> None:
+        self.triples = triples
+
+    def serialize(self, output: None = None, format: RdfFormat | None = None) -> bytes | None:
+        return serialize(self.triples, format=format or RdfFormat.N_TRIPLES)
+
+
+def store_name(url: str) -> str:
+    """What errors call a store: scheme, host and port; never credentials or path."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+
+
+class RemoteStore:
+    """QuadStore over HTTP. `union_parameter` is how the store is asked to read every graph as
+    the default one (Oxigraph: `union-default-graph`); None for a store whose default graph is
+    the union already (Virtuoso)."""
+
+    def __init__(
+        self,
+        query_url: str,
+        *,
+        update_url: str | None = None,
+        gsp_url: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        token: str | None = None,
+        timeout: float = 60.0,
+        union_parameter: str | None = "union-default-graph",
+    ) -> None:
+        self.query_url, self.update_url, self.gsp_url = query_url, update_url or query_url, gsp_url
+        self.name, self.timeout, self.union_parameter = store_name(query_url), timeout, union_parameter
+        auth = httpx.BasicAuth(username, password or "") if username else None
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._client = httpx.Client(auth=auth, headers=headers, timeout=timeout, follow_redirects=False)
+
+    def close(self) -> None:
+        self._client.close()
+
+    # -- the SPARQL Protocol ------------------------------------------------------------------
+
+    def query(
+        self,
+        sparql: str,
+        *,
+        accept: str | None = None,
+        base_iri: str | None = None,
+        default_graphs: list[Graph] | None = None,
+        named_graphs: list[str] | None = None,
+        union_default_graph: bool = False,
+        timeout: float | None = None,
+    ) -> QueryResult:
+        """The store's answer, written in the format `accept` prefers for the query's kind;
+        past `timeout` seconds (default: the store's), QueryTimeout."""
+        form: dict[str, str | list[str]] = {
+            "query": _with_base(sparql, base_iri),
+            "default-graph-uri": [g for g in default_graphs or [] if g is not None],
+            "named-graph-uri": list(named_graphs or []),
+        }
+        if union_default_graph and default_graphs is None and named_graphs is None and self.union_parameter:
+            form[self.union_parameter] = "true"
+        accepted = f"{RESULTS_JSON}, {NTRIPLES};q=0.9"
+        response = self._send("query", self.query_url, data=form, headers={"Accept": accepted}, timeout=timeout)
+        media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        reader = READERS.get(media_type)
+        if reader is None:
+            raise RemoteStoreFailed(f"the store at {self.name} answered in {media_type or 'no media type'}")
+        try:
+            if isinstance(reader, QueryResultsFormat):
+                return serialize_result(parse_query_results(response.content, reader), accept)
+            triples = [quad.triple for quad in parse(response.content, format=reader)]
+        except SyntaxError as error:
+            raise RemoteStoreFailed(
+                f"the store at {self.name} sent a {media_type} answer that does not parse"
+            ) from error
+        return serialize_result(_Triples(triples), accept)
+
+    def update(
+        self,
+        sparql: str,
+        *,
+        base_iri: str | None = None,
+        using_graphs: list[str] | None = None,
+        using_named_graphs: list[str] | None = None,
+    ) -> None:
+        text = apply_update_dataset(sparql, using_graphs or [], using_named_graphs or [])
+        self._send("update", self.update_url, data={"update": _with_base(text, base_iri)})
+
+    # -- graphs -------------------------------------------------------------------------------
+
+    def graph_exists(self, graph: Graph) -> bool:
+        return graph is None or bool(self._read(f"ASK {{ GRAPH {iri_ref(graph)} {{ ?s ?p ?o }} }}"))
+
+    def named_graphs(self) -> list[str]:
+        rows = self._read("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
+        return sorted(row["g"].value for row in rows)  # type: ignore[union-attr]
+
+    def serialize_graph(self, graph: Graph, format: RdfFormat, prefixes: dict[str, str] | None = None) -> bytes:
+        if not self.graph_exists(graph):
+            raise GraphNotFound(f"graph <{graph}> does not exist")
+        try:
+            return serialize(self._graph(graph), format=format, prefixes=prefixes) or b""
+        except OSError as error:
+            raise NotAcceptable(f"cannot write this graph as {format.name}: {error}") from error
+
+    def replace_graph(self, graph: Graph, source: Path | BinaryIO, format: RdfFormat, base_iri: str | None) -> bool:
+        """Replace a graph's content in one request; True if the graph existed before."""
+        existed = self.graph_exists(graph)
+        self._write(_in_graph(_parsed(source, format, base_iri), graph), graph, replace=True)
+        return existed
+
+    def add_to_graph(self, graph: Graph, source: Path | BinaryIO, format: RdfFormat, base_iri: str | None) -> bool:
+        existed = self.graph_exists(graph)
+        self._write(_in_graph(_parsed(source, format, base_iri), graph), graph, replace=False)
+        return existed
+
+    def add_quads(self, nquads: bytes) -> None:
+        self._write(_parsed(nquads, RdfFormat.N_QUADS, None), "all", replace=False)
+
+    def drop_graph(self, graph: Graph) -> None:
+        if graph is None:
+            self.update("CLEAR DEFAULT")
+        elif not self.graph_exists(graph):
+            raise GraphNotFound(f"graph <{graph}> does not exist")
+        else:
+            self.update(f"DROP GRAPH {iri_ref(graph)}")
+
+    # -- whole dataset ------------------------------------------------------------------------
+
+    def dump(self, target: Path | BinaryIO, format: RdfFormat, graph: Graph | Literal["all"] = "all") -> None:
+        if graph != "all":
+            data = self.serialize_graph(graph, format)
+        elif not format.supports_datasets:
+            raise NotAcceptable(f"{format.name} cannot hold named graphs; dump the dataset as TriG or N-Quads")
+        else:
+            quads = [Quad(t.subject, t.predicate, t.object, DefaultGraph()) for t in self._graph(None)]
+            for name in self.named_graphs():
+                quads += [Quad(t.subject, t.predicate, t.object, NamedNode(name)) for t in self._graph(name)]
+            data = serialize(quads, format=format) or b""
+        if isinstance(target, Path):
+            target.write_bytes(data)
+        else:
+            target.write(data)
+
+    def load(
+        self,
+        source: Path | BinaryIO,
+        format: RdfFormat,
+        *,
+        graph: Graph = None,
+        base_iri: str | None = None,
+        replace: bool = False,
+        bulk: bool = False,
+        checked: bool = True,
+    ) -> None:
+        """Parsed here (bad data sends nothing), then written in one request. `bulk` and
+        `checked` choose the embedded store's loader and change nothing here."""
+        quads = _parsed(source, format, base_iri)
+        if format.supports_datasets:
+            self._write(quads, "all", replace=replace)
+        else:
+            self._write(_in_graph(quads, graph), graph, replace=replace)
+
+    def count(self) -> int:
+        rows = self._read("SELECT (COUNT(*) AS ?n) WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } }")
+        return int(rows[0]["n"].value)  # type: ignore[index]
+
+    # -- requests -----------------------------------------------------------------------------
+
+    def _read(self, sparql: str) -> QueryBoolean | list[dict[str, Any]]:
+        """An ASK's answer, or a SELECT's rows (variable -> term) for this module's own queries."""
+        response = self._send("query", self.query_url, data={"query": sparql}, headers={"Accept": RESULTS_JSON})
+        result = parse_query_results(response.content, QueryResultsFormat.JSON)
+        if isinstance(result, QuerySolutions):
+            names = [variable.value for variable in result.variables]
+            return [{name: row[name] for name in names if row[name] is not None} for row in result]
+        return result
+
+    def _graph(self, graph: Graph) -> list[Triple]:
+        where = "?s ?p ?o" if graph is None else f"GRAPH {iri_ref(graph)} {{ ?s ?p ?o }}"
+        query = f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ {where} }}"
+        response = self._send("query", self.query_url, data={"query": query}, headers={"Accept": NTRIPLES})
+        return [quad.triple for quad in parse(response.content, format=RdfFormat.N_TRIPLES)]
+
+    def _write(self, quads: list[Quad], graph: Graph | Literal["all"], *, replace: bool) -> None:
+        """One request: the Graph Store Protocol's PUT (replace) or POST where there is one,
+        else CLEAR and INSERT DATA in one update."""
+        if self.gsp_url is not None:
+            params = {} if graph == "all" else {"default": ""} if graph is None else {"graph": graph}
+            body = (
+                serialize(
+                    quads if graph == "all" else [q.triple for q in quads],
+                    format=RdfFormat.N_QUADS if graph == "all" else RdfFormat.N_TRIPLES,
+                )
+                or b""
+            )
+            headers = {"Content-Type": NQUADS if graph == "all" else NTRIPLES}
+            self._send(
+                "write", self.gsp_url, method="PUT" if replace else "POST", params=params, content=body, headers=headers
+            )
+            return
+        target = "ALL" if graph == "all" else "DEFAULT" if graph is None else f"GRAPH {iri_ref(graph)}"
+        operations = [f"CLEAR SILENT {target}"] if replace else []
+        operations += [insert_data(quads)] if quads else []
+        if operations:
+            self.update(" ;\n".join(operations))
+
+    def _send(
+        self,
+        what: Literal["query", "update", "write"],
+        url: str,
+        *,
+        method: str = "POST",
+        timeout: float | None = None,
+        **request: Any,
+    ) -> httpx.Response:
+        attempts = READ_ATTEMPTS if what == "query" else 1
+        limit = timeout if timeout is not None else self.timeout
+        for attempt in range(1, attempts + 1):
+            try:
+                response = self._client.request(method, url, timeout=limit, **request)
+            except httpx.ConnectError as error:
+                if attempt < attempts:
+                    time.sleep(0.2 * attempt)
+                    continue
+                raise RemoteStoreFailed(f"cannot reach the store at {self.name}") from error
+            except httpx.TimeoutException as error:
+                if what == "query":
+                    raise QueryTimeout(f"the query ran past the {limit:g} s limit (store at {self.name})") from error
+                raise RemoteStoreFailed(
+                    f"the store at {self.name} did not answer the {what} within {limit:g} s; it may have applied it"
+                ) from error
+            except httpx.HTTPError as error:
+                raise RemoteStoreFailed(f"the connection to the store at {self.name} failed") from error
+            return self._checked(response, what)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _checked(self, response: httpx.Response, what: str) -> httpx.Response:
+        status = response.status_code
+        if status < 300:
+            return response
+        if status == 400:
+            raise QuerySyntaxError(f"the store at {self.name} refused the {what} as malformed (HTTP 400)")
+        if status in (401, 403):
+            raise RemoteStoreFailed(f"the store at {self.name} refused our credentials (HTTP {status})")
+        raise RemoteStoreFailed(f"the store at {self.name} failed the {what} (HTTP {status})")
+
+
+def _with_base(sparql: str, base_iri: str | None) -> str:
+    return f"BASE {iri_ref(base_iri)}\n{sparql}" if base_iri else sparql
+
+
+def _parsed(source: Path | BinaryIO | bytes, format: RdfFormat, base_iri: str | None) -> list[Quad]:
+    try:
+        if isinstance(source, Path):
+            return list(parse(path=str(source), format=format, base_iri=base_iri))
+        data = source if isinstance(source, bytes) else source.read()
+        return list(parse(data, format=format, base_iri=base_iri))
+    except SyntaxError as error:
+        raise DataSyntaxError(f"invalid {format.name} data: {error}") from error
+
+
+def _in_graph(quads: Iterable[Quad], graph: Graph) -> list[Quad]:
+    target = DefaultGraph() if graph is None else NamedNode(graph)
+    return [Quad(q.subject, q.predicate, q.object, target) for q in quads]

@@ -1,0 +1,155 @@
+"""The remote store against a real `oxigraph serve` (the `oxigraph` PyPI package): the same
+calls as the embedded store, the same answers, and clear errors when the store is down or slow."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from pyoxigraph import RdfFormat
+
+from sparqlrag.store import EmbeddedStore
+from sparqlrag.store.base import DataSyntaxError, GraphNotFound, QuerySyntaxError, QueryTimeout, RemoteStoreFailed
+from sparqlrag.store.remote import RemoteStore
+
+OXIGRAPH = shutil.which("oxigraph") or str(Path(sys.executable).parent / "oxigraph")
+TRIG = b"""@prefix ex: <http://example.org/> .
+ex:s ex:p "default" .
+ex:g { ex:s ex:p "named" . ex:r <http://www.w3.org/1999/02/22-rdf-syntax-ns#reifies> <<( ex:s ex:p "named" )>> . }
+"""
+SLOW_QUERY = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l }"
+
+
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def oxigraph(tmp_path: Path) -> Iterator[str]:
+    """`oxigraph serve` on a loopback port and a data folder of its own; its base URL."""
+    if not Path(OXIGRAPH).exists():
+        pytest.skip("the Oxigraph server is installed by `make install` (the oxigraph PyPI package)")
+    for _ in range(3):  # the port is found free, then bound by another process: it may be taken meanwhile
+        port = _port()
+        process = subprocess.Popen(
+            [OXIGRAPH, "serve", "--location", str(tmp_path / "oxigraph"), "--bind", f"127.0.0.1:{port}"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while process.poll() is None and time.monotonic() < deadline:
+            try:
+                httpx.get(url + "/query", params={"query": "ASK {}"}, timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        if process.poll() is None:
+            break
+    else:
+        pytest.fail("oxigraph serve did not start")
+    yield url
+    process.terminate()
+    process.wait(timeout=30)
+
+
+@pytest.fixture
+def remote(oxigraph: str) -> Iterator[RemoteStore]:
+    store = RemoteStore(oxigraph + "/query", update_url=oxigraph + "/update", gsp_url=oxigraph + "/store")
+    yield store
+    store.close()
+
+
+def test_it_answers_as_the_embedded_store_does(remote: RemoteStore, tmp_path: Path) -> None:
+    (tmp_path / "in.trig").write_bytes(TRIG)
+    embedded = EmbeddedStore(tmp_path / "embedded")
+    try:
+        for store in (remote, embedded):
+            store.load(tmp_path / "in.trig", RdfFormat.TRIG)
+            store.update(
+                'INSERT DATA { GRAPH <http://example.org/h> { <http://example.org/a> <http://example.org/b> "c" } }'
+            )
+        for query, accept in (
+            ("SELECT ?o WHERE { GRAPH ?g { ?s ?p ?o } } ORDER BY ?o", "text/csv"),
+            ("ASK { GRAPH <http://example.org/g> { ?r ?p <<( ?s ?q ?o )>> } }", "application/sparql-results+json"),
+            ("CONSTRUCT { ?s ?p ?o } WHERE { GRAPH <http://example.org/g> { ?s ?p ?o } }", "application/n-triples"),
+            ("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", "application/sparql-results+json"),
+        ):
+            mine, theirs = remote.query(query, accept=accept), embedded.query(query, accept=accept)
+            assert (mine.kind, mine.media_type) == (theirs.kind, theirs.media_type), query
+            assert sorted(mine.body.splitlines()) == sorted(theirs.body.splitlines()), query
+        union = "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"
+        assert (
+            json.loads(remote.query(union, union_default_graph=True).body)["results"]["bindings"][0]["n"]["value"]
+            == "4"
+        )
+        assert remote.named_graphs() == embedded.named_graphs() == ["http://example.org/g", "http://example.org/h"]
+        assert remote.count() == embedded.count() == 4
+        assert remote.graph_exists("http://example.org/g") and not remote.graph_exists("http://example.org/none")
+        assert remote.serialize_graph("http://example.org/h", RdfFormat.N_TRIPLES) == embedded.serialize_graph(
+            "http://example.org/h", RdfFormat.N_TRIPLES
+        )
+    finally:
+        embedded.close()
+
+
+def test_graph_writes_replace_add_drop_and_dump(remote: RemoteStore, tmp_path: Path) -> None:
+    graph = "http://example.org/g"
+    (tmp_path / "a.nt").write_text('<http://e/s> <http://e/p> "one" .\n')
+    (tmp_path / "b.nt").write_text('<http://e/s> <http://e/p> "two" .\n')
+    assert remote.replace_graph(graph, tmp_path / "a.nt", RdfFormat.N_TRIPLES, None) is False
+    assert remote.add_to_graph(graph, tmp_path / "b.nt", RdfFormat.N_TRIPLES, None) is True
+    assert remote.serialize_graph(graph, RdfFormat.N_TRIPLES).count(b"\n") == 2
+    assert remote.replace_graph(graph, tmp_path / "b.nt", RdfFormat.N_TRIPLES, None) is True
+    assert remote.serialize_graph(graph, RdfFormat.N_TRIPLES) == b'<http://e/s> <http://e/p> "two" .\n'
+    remote.add_quads(b"<http://e/x> <http://e/y> <http://e/z> <http://example.org/q> .\n")
+    remote.dump(tmp_path / "all.nq", RdfFormat.N_QUADS)
+    assert sorted((tmp_path / "all.nq").read_text().splitlines()) == [
+        '<http://e/s> <http://e/p> "two" <http://example.org/g> .',
+        "<http://e/x> <http://e/y> <http://e/z> <http://example.org/q> .",
+    ]
+    remote.drop_graph(graph)
+    assert remote.named_graphs() == ["http://example.org/q"]
+    with pytest.raises(GraphNotFound):
+        remote.drop_graph(graph)
+
+
+def test_bad_input_is_refused_before_anything_is_sent(remote: RemoteStore, tmp_path: Path) -> None:
+    (tmp_path / "bad.ttl").write_text("<http://e/s> <http://e/p> .")
+    with pytest.raises(DataSyntaxError):
+        remote.load(tmp_path / "bad.ttl", RdfFormat.TURTLE, graph="http://example.org/g")
+    with pytest.raises(DataSyntaxError):
+        remote.add_quads(b"not n-quads")
+    with pytest.raises(QuerySyntaxError) as refused:
+        remote.query("SELEC nothing")
+    assert remote.name in str(refused.value) and "SELEC" not in str(refused.value)  # its words are not ours to show
+    assert remote.count() == 0
+
+
+def test_a_store_that_is_down_or_slow_gets_clear_errors(oxigraph: str, tmp_path: Path) -> None:
+    down = RemoteStore(f"http://127.0.0.1:{_port()}/query", timeout=2)
+    with pytest.raises(RemoteStoreFailed, match="cannot reach the store at http://127.0.0.1:"):
+        down.query("ASK {}")
+    with pytest.raises(RemoteStoreFailed, match="cannot reach"):
+        down.update("CLEAR ALL")
+    down.close()
+    slow = RemoteStore(oxigraph + "/query", update_url=oxigraph + "/update", timeout=30)
+    try:
+        lines = "".join(f'<http://e/s{i}> <http://e/p> "{i}" .\n' for i in range(300))
+        (tmp_path / "seed.nt").write_text(lines)
+        slow.load(tmp_path / "seed.nt", RdfFormat.N_TRIPLES)
+        with pytest.raises(QueryTimeout, match="0.5 s limit"):
+            slow.query(SLOW_QUERY, timeout=0.5)
+        assert slow.query("ASK { ?s ?p ?o }").body  # the store still answers
+    finally:
+        slow.close()
