@@ -60,6 +60,17 @@ class Settings(BaseSettings):
     ingest_concurrency: int = 4
     entity_resolution: bool = True  # one node per thing (extraction/resolution.py); off: one node per spelling
     qdrant_url: str | None = None
+    # the system of record in a SPARQL store the organisation runs (store/remote.py); none: the
+    # embedded store in data_dir. Update and Graph Store URLs default to none: updates go to
+    # store_url, graph writes as INSERT DATA.
+    store_url: str | None = None
+    store_update_url: str | None = None
+    store_gsp_url: str | None = None
+    store_username: str | None = None
+    store_password: str | None = None
+    store_token: str | None = None
+    store_timeout: float = 60.0  # seconds a request to the store may take (queries: their own limit)
+    store_union_parameter: str | None = "union-default-graph"  # none: the store's default graph is the union
     # ontology subset selection: a sentence or phrase selects its top_k nearest elements at or above threshold
     ontology_threshold: float = 0.3
     ontology_top_k: int = 10

@@ -31,6 +31,7 @@ from sparqlrag.retrieval.graph_rag import GraphRag
 from sparqlrag.retrieval.trace import Retention, TraceLog
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.keyword_index import KeywordIndex
+from sparqlrag.store.remote import RemoteStore
 from sparqlrag.store.vector_index import VectorIndex
 
 
@@ -48,6 +49,21 @@ def build_llm(settings: Settings) -> ChatModel | None:
         raise ValueError('llm = "openai" needs llm_base_url (for example http://127.0.0.1:11434/v1 for Ollama)')
     return OpenAICompatibleModel(
         settings.llm_model, base_url=settings.llm_base_url, api_key=settings.llm_api_key, **common
+    )
+
+
+def remote_store(settings: Settings) -> RemoteStore:
+    """The store at `settings.store_url` (which must be set): the system of record is there."""
+    assert settings.store_url is not None
+    return RemoteStore(
+        settings.store_url,
+        update_url=settings.store_update_url,
+        gsp_url=settings.store_gsp_url,
+        username=settings.store_username,
+        password=settings.store_password,
+        token=settings.store_token,
+        timeout=settings.store_timeout,
+        union_parameter=settings.store_union_parameter,
     )
 
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -19,6 +20,7 @@ from pyoxigraph import RdfFormat
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.base import DataSyntaxError, GraphNotFound, QuerySyntaxError, QueryTimeout, RemoteStoreFailed
 from sparqlrag.store.remote import RemoteStore
+from tests.conftest import SPARQLRAG, LiveServer, start_server
 
 OXIGRAPH = shutil.which("oxigraph") or str(Path(sys.executable).parent / "oxigraph")
 TRIG = b"""@prefix ex: <http://example.org/> .
@@ -34,9 +36,15 @@ def _port() -> int:
         return int(sock.getsockname()[1])
 
 
+@dataclass
+class Oxigraph:
+    url: str
+    process: subprocess.Popen[bytes]
+
+
 @pytest.fixture
-def oxigraph(tmp_path: Path) -> Iterator[str]:
-    """`oxigraph serve` on a loopback port and a data folder of its own; its base URL."""
+def oxigraph(tmp_path: Path) -> Iterator[Oxigraph]:
+    """`oxigraph serve` on a loopback port and a data folder of its own."""
     if not Path(OXIGRAPH).exists():
         pytest.skip("the Oxigraph server is installed by `make install` (the oxigraph PyPI package)")
     for _ in range(3):  # the port is found free, then bound by another process: it may be taken meanwhile
@@ -58,14 +66,14 @@ def oxigraph(tmp_path: Path) -> Iterator[str]:
             break
     else:
         pytest.fail("oxigraph serve did not start")
-    yield url
+    yield Oxigraph(url, process)
     process.terminate()
     process.wait(timeout=30)
 
 
 @pytest.fixture
-def remote(oxigraph: str) -> Iterator[RemoteStore]:
-    store = RemoteStore(oxigraph + "/query", update_url=oxigraph + "/update", gsp_url=oxigraph + "/store")
+def remote(oxigraph: Oxigraph) -> Iterator[RemoteStore]:
+    store = RemoteStore(oxigraph.url + "/query", update_url=oxigraph.url + "/update", gsp_url=oxigraph.url + "/store")
     yield store
     store.close()
 
@@ -136,14 +144,14 @@ def test_bad_input_is_refused_before_anything_is_sent(remote: RemoteStore, tmp_p
     assert remote.count() == 0
 
 
-def test_a_store_that_is_down_or_slow_gets_clear_errors(oxigraph: str, tmp_path: Path) -> None:
+def test_a_store_that_is_down_or_slow_gets_clear_errors(oxigraph: Oxigraph, tmp_path: Path) -> None:
     down = RemoteStore(f"http://127.0.0.1:{_port()}/query", timeout=2)
     with pytest.raises(RemoteStoreFailed, match="cannot reach the store at http://127.0.0.1:"):
         down.query("ASK {}")
     with pytest.raises(RemoteStoreFailed, match="cannot reach"):
         down.update("CLEAR ALL")
     down.close()
-    slow = RemoteStore(oxigraph + "/query", update_url=oxigraph + "/update", timeout=30)
+    slow = RemoteStore(oxigraph.url + "/query", update_url=oxigraph.url + "/update", timeout=30)
     try:
         lines = "".join(f'<http://e/s{i}> <http://e/p> "{i}" .\n' for i in range(300))
         (tmp_path / "seed.nt").write_text(lines)
@@ -153,3 +161,84 @@ def test_a_store_that_is_down_or_slow_gets_clear_errors(oxigraph: str, tmp_path:
         assert slow.query("ASK { ?s ?p ?o }").body  # the store still answers
     finally:
         slow.close()
+
+
+QUESTION = "Where did the inventor of the World Wide Web invent it, and where is that?"
+CORPUS = Path(__file__).resolve().parents[1] / "sparqlrag" / "demo" / "corpus"
+
+
+def _answers(server: LiveServer) -> list[object]:
+    """Ingest three demo documents, ask both RAGs, forget one, ask again: what a user would see
+    (answers, source chunks, the facts the walk kept), without the trace IRIs (fresh each time)."""
+    seen: list[object] = []
+    with server.client() as client:
+        for path in sorted(CORPUS.glob("*.md"))[:3]:
+            response = client.post("/api/v1/documents", json={"id": path.stem, "text": path.read_text()})
+            assert response.status_code == 201, response.text
+        for _ in range(2):
+            graph = client.post("/api/v1/graph-rag", json={"question": QUESTION}).json()
+            document = client.post("/api/v1/document-rag", json={"question": QUESTION}).json()
+            seen += [
+                graph["answer"],
+                [s["chunk"] for s in graph["sources"]],
+                [(e["subject"], e["predicate"], e["object"]) for e in graph["edges"]],
+                document["answer"],
+                [s["chunk"] for s in document["sources"]],
+            ]
+            assert client.delete(f"/api/v1/documents/{sorted(CORPUS.glob('*.md'))[0].stem}").status_code in (204, 404)
+        traces = client.get("/api/v1/traces").json()["traces"]
+        seen.append(len(traces))
+    return seen
+
+
+def test_the_server_does_its_whole_job_on_oxigraph_serve(oxigraph: Oxigraph, tmp_path: Path) -> None:
+    base = "http://kb.example/"
+    remote, stop_remote = start_server(
+        tmp_path / "remote",
+        base_iri=base,
+        store_url=oxigraph.url + "/query",
+        store_update_url=oxigraph.url + "/update",
+        store_gsp_url=oxigraph.url + "/store",
+    )
+    embedded, stop_embedded = start_server(tmp_path / "embedded", base_iri=base)
+    try:
+        on_remote, on_embedded = _answers(remote), _answers(embedded)
+        assert on_remote == on_embedded
+        assert on_remote[1] and on_remote[2]  # sources and facts, not two empty answers
+        with httpx.Client() as client:  # it is all in the remote store
+            count = client.get(
+                oxigraph.url + "/query", params={"query": "SELECT (COUNT(*) AS ?n) { GRAPH ?g { ?s ?p ?o } }"}
+            )
+            assert int(count.json()["results"]["bindings"][0]["n"]["value"]) > 100
+    finally:
+        stop_remote()
+        stop_embedded()
+
+
+def test_the_command_line_works_on_a_remote_store(oxigraph: Oxigraph, tmp_path: Path) -> None:
+    (tmp_path / "in.trig").write_bytes(TRIG)
+    store = ["--store-url", oxigraph.url + "/query", "--store-update-url", oxigraph.url + "/update"]
+    run = [SPARQLRAG, "load", str(tmp_path / "in.trig"), "--data-dir", str(tmp_path / "d"), *store]
+    assert subprocess.run(run, capture_output=True, text=True, timeout=120).returncode == 0
+    query = [SPARQLRAG, "query", "SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }", "--format", "csv"]
+    counted = subprocess.run([*query, "--data-dir", str(tmp_path / "d"), *store], capture_output=True, text=True)
+    assert counted.stdout.split() == ["n", "2"], counted.stderr
+    down = [*query, "--data-dir", str(tmp_path / "d"), "--store-url", f"http://127.0.0.1:{_port()}/query"]
+    failed = subprocess.run(down, capture_output=True, text=True, timeout=120)
+    assert failed.returncode == 2 and "cannot reach the store at http://127.0.0.1:" in failed.stderr
+    assert "Traceback" not in failed.stderr
+
+
+def test_a_store_gone_down_is_a_502_naming_it(oxigraph: Oxigraph, tmp_path: Path) -> None:
+    server, stop = start_server(tmp_path / "data", store_url=oxigraph.url + "/query")
+    try:
+        oxigraph.process.kill()
+        oxigraph.process.wait(timeout=30)
+        with server.client() as client:
+            response = client.get("/sparql", params={"query": "ASK {}"})
+            listed = client.get("/api/v1/collections")
+        for failed in (response, listed):
+            assert failed.status_code == 502 and failed.json()["error"] == "store_failed", failed.text
+            assert "cannot reach the store at http://127.0.0.1:" in failed.json()["detail"]
+    finally:
+        stop()

@@ -10,6 +10,7 @@ from typing import BinaryIO
 from tqdm import tqdm
 
 from sparqlrag.cli.session import CliError, Session
+from sparqlrag.store.embedded import EmbeddedStore
 from sparqlrag.store.formats import FORMAT_NAMES, rdf_format_for_path
 
 
@@ -48,8 +49,9 @@ def load(session: Session, args: argparse.Namespace) -> None:
             path.open("rb") as file,
             tqdm(total=size, unit="B", unit_scale=True, desc=path.name, disable=size < 1_000_000) as bar,
         ):
-            session.store.load(
-                _ProgressReader(file, bar),
+            store = session.store  # the embedded store reads the file as it loads it: the bar follows
+            store.load(
+                _ProgressReader(file, bar) if isinstance(store, EmbeddedStore) else path,  # type: ignore[arg-type]
                 fmt,
                 graph=args.graph,
                 base_iri=settings.base_iri,

@@ -12,6 +12,7 @@ from sparqlrag.config import Settings, load_settings
 from sparqlrag.extraction.triples_import import PreExtracted, TriplesFormatError, read_triples
 from sparqlrag.models.embedder import ModelUnavailable
 from sparqlrag.models.llm import LLMError
+from sparqlrag.store.base import QuadStore
 from sparqlrag.store.data_dir import prepare_data_dir
 from sparqlrag.store.embedded import EmbeddedStore
 
@@ -33,6 +34,9 @@ def settings_of(args: argparse.Namespace) -> Settings:
             host=getattr(args, "host", None),
             port=getattr(args, "port", None),
             insecure=getattr(args, "insecure", None),
+            store_url=args.store_url,
+            store_update_url=args.store_update_url,
+            store_gsp_url=args.store_gsp_url,
         )
     except ValidationError as error:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
@@ -60,8 +64,13 @@ class Session:
         self.settings, self.args = settings, args
 
     @cached_property
-    def store(self) -> EmbeddedStore:
+    def store(self) -> QuadStore:
+        """The store at --store-url, or the embedded one in the data directory."""
         prepare_data_dir(self.settings.data_dir, self.settings.base_iri)
+        if self.settings.store_url:
+            from sparqlrag.services import remote_store  # seconds to import: only when it is needed
+
+            return remote_store(self.settings)
         return EmbeddedStore(self.settings.store_path, allow_remote=self.settings.allow_remote)
 
     @cached_property

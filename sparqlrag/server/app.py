@@ -25,7 +25,8 @@ from sparqlrag.server.rate_limit import AnswerRateLimit
 from sparqlrag.server.request_guard import RequestGuard
 from sparqlrag.server.security_headers import SecurityHeaders
 from sparqlrag.server.sparql import sparql_endpoint
-from sparqlrag.services import Models, Services
+from sparqlrag.services import Models, Services, remote_store
+from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.data_dir import prepare_data_dir, scratch_dir
 from sparqlrag.store.worker import WorkerStore
@@ -39,14 +40,18 @@ async def healthz(request: Request) -> Response:
 
 
 def create_app(settings: Settings, models: Models | None = None) -> Starlette:
-    """The app; it runs a WorkerStore on settings.data_dir for its lifetime. `models` are
-    loaded at startup when not given."""
+    """The app; it runs a WorkerStore on settings.data_dir for its lifetime, or speaks to the
+    store at settings.store_url. `models` are loaded at startup when not given."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         prepare_data_dir(settings.data_dir, settings.base_iri)
-        opened = await off_loop(
-            WorkerStore, settings.store_path, threads=settings.store_threads, allow_remote=settings.allow_remote
+        opened: QuadStore = (
+            remote_store(settings)
+            if settings.store_url
+            else await off_loop(
+                WorkerStore, settings.store_path, threads=settings.store_threads, allow_remote=settings.allow_remote
+            )
         )
         app.state.store = opened
         app.state.services = await off_loop(Services.open, settings, opened, None, models)
