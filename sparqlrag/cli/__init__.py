@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "documents": "sparqlrag.cli.documents:documents",
     "forget": "sparqlrag.cli.documents:forget",
     "index": "sparqlrag.cli.documents:index",
+    "reindex": "sparqlrag.cli.documents:reindex",
     "entities": "sparqlrag.cli.documents:entities",
     "collections": "sparqlrag.cli.collections:collections",
     "core": "sparqlrag.cli.collections:core",

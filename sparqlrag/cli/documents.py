@@ -84,6 +84,16 @@ def index(session: Session, args: argparse.Namespace) -> None:
     print(f"indexed {entities} entity vectors and {facts} fact vectors in collection {args.collection!r}")
 
 
+def reindex(session: Session, args: argparse.Namespace) -> None:
+    """The derived indexes rebuilt from what the store holds: the store is the system of record."""
+    services = session.services
+    names = [args.collection] if args.collection else [info.name for info in asyncio.run(services.collections.list())]
+    for name in names:
+        with _progress(f"reindexing {name}", "item") as progress:
+            written = asyncio.run(services.pipeline.indexer.reindex(name, on_progress=progress))
+        print(f"reindexed collection {name!r}: {written} vectors")
+
+
 def entities(session: Session, args: argparse.Namespace) -> None:
     """Prints the entity's aliases and merges (JSON) after the change."""
     curation = session.services.curation

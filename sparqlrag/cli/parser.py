@@ -117,6 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
     _common(index)
     index.add_argument("--collection", default="default")
 
+    reindex = commands.add_parser(
+        "reindex", help="rebuild the vector and keyword indexes from the store (after they were lost or moved)"
+    )
+    _common(reindex)
+    reindex.add_argument("--collection", help="one collection (default: every collection)")
+
     entities = commands.add_parser(
         "entities", help="correct entity resolution: join two things, split an alias off, list aliases"
     )

@@ -5,7 +5,7 @@ trusts only chunks the store knows."""
 from __future__ import annotations
 
 import numpy as np
-from pyoxigraph import NamedNode, Triple
+from pyoxigraph import Literal, NamedNode, Triple
 
 from sparqlrag.extraction.extractions import Extractions
 from sparqlrag.extraction.names import described
@@ -94,23 +94,26 @@ class Indexer:
         return len(texts)
 
     async def index_graph(
-        self, collection: str, *, batch: int = 5000, on_progress: Progress | None = None
+        self, collection: str, *, batch: int = 5000, on_progress: Progress | None = None, minted_only: bool = False
     ) -> tuple[int, int]:
         """Index what the collection's knowledge graph holds without vectors: its labelled
         entities (predicates, IRIs used as one, left out), then its walked facts. For a graph
         loaded with SPARQL or `sparqlrag load` rather than ingested, so that Graph RAG can ground
-        questions on it and score its facts. Returns how many entity and fact vectors were written."""
+        questions on it and score its facts. `minted_only`: only the entities ingest mints (under
+        the collection's id/ namespace), as ingest indexes them. Returns how many entity and fact
+        vectors were written."""
         iris = Iris(self.base_iri, collection)
         if not await off_loop(librarian.collection_exists, self.store, iris):
             raise librarian.UnknownCollection(collection)
         kg = sparql_term(iris.knowledge_graph)
+        minted = f" FILTER(STRSTARTS(STR(?e), {sparql_term(Literal(iris.entity('').value))}))" if minted_only else ""
         rows = await off_loop(
             select,
             self.store,
             vocab.SPARQL_PREFIXES
             + f"""
             SELECT ?e (SAMPLE(?l) AS ?label) (SAMPLE(?d) AS ?definition) WHERE {{ GRAPH {kg} {{
-              ?e rdfs:label ?l OPTIONAL {{ ?e skos:definition ?d }} FILTER(isIRI(?e))
+              ?e rdfs:label ?l OPTIONAL {{ ?e skos:definition ?d }} FILTER(isIRI(?e)){minted}
               FILTER NOT EXISTS {{ ?x ?e ?y }} }} }} GROUP BY ?e""",
         )
         facts = await off_loop(
@@ -132,6 +135,46 @@ class Indexer:
             if on_progress is not None:
                 on_progress(len(rows) + min(start + batch, len(facts)), total)
         return entities, fact_vectors
+
+    async def reindex(self, collection: str, *, batch: int = 256, on_progress: Progress | None = None) -> int:
+        """Rebuild the collection's derived indexes from the store alone, the system of record:
+        what they held is dropped; the chunks of its ready documents get their vectors and keyword
+        rows again, then its entities (labelled ones, and the alias IRIs its shared merges state,
+        as ingest indexes them) and its walked facts (index_graph). Returns the vectors written."""
+        iris = Iris(self.base_iri, collection)
+        if not await off_loop(librarian.collection_exists, self.store, iris):
+            raise librarian.UnknownCollection(collection)
+        await off_loop(self.vectors.drop, collection)
+        await off_loop(self.keywords.drop, collection)
+        src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
+        chunks = await off_loop(
+            select,
+            self.store,
+            vocab.SPARQL_PREFIXES
+            + f"""SELECT ?chunk ?text ?document WHERE {{ GRAPH {src} {{ ?chunk a sr:Chunk ; sr:text ?text ;
+              prov:wasDerivedFrom ?document . ?document sr:status "{vocab.READY}" }} }} ORDER BY ?chunk""",
+        )
+        aliases = await off_loop(
+            select,
+            self.store,
+            vocab.SPARQL_PREFIXES
+            + f"""SELECT ?alias (SAMPLE(?name) AS ?label) WHERE {{ GRAPH {kg} {{ ?alias owl:sameAs ?entity }}
+              GRAPH {src} {{ ?merge rdf:reifies <<( ?alias owl:sameAs ?entity )>> ; sr:alias ?name }} }}
+              GROUP BY ?alias""",
+        )
+        for start in range(0, len(chunks), batch):
+            rows = chunks[start : start + batch]
+            vectors = await off_loop(self.embedder.embed, [row["text"] for row in rows])
+            payloads = [{"document": row["document"], "text": row["text"]} for row in rows]
+            await off_loop(self.vectors.upsert, collection, "chunks", [row["chunk"] for row in rows], vectors, payloads)
+            await off_loop(self.keywords.add, collection, [(row["chunk"], row["text"]) for row in rows])
+            if on_progress is not None:
+                on_progress(start + len(rows), len(chunks))
+        written = len(chunks) + await self._entities(
+            collection, {row["alias"]: (row["label"], None) for row in aliases}
+        )
+        entities, facts = await self.index_graph(collection, on_progress=on_progress, minted_only=True)
+        return written + entities + facts
 
     async def forget(
         self, iris: Iris, chunks: list[str], entities: set[str], statements: list[str], merges: dict[str, str]
