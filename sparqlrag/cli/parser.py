@@ -64,6 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dump.add_argument("--graph", help="one graph IRI, or DEFAULT for the default graph")
     dump.add_argument("--output", "-o", type=Path, help="file to write (default stdout)")
+    dump.add_argument(
+        "--rdf11",
+        action="store_true",
+        help="write each fact reifier as RDF 1.1 reification (rdf:subject, rdf:predicate, rdf:object), for tools "
+        "that cannot read RDF 1.2 triple terms",
+    )
 
     ingest = commands.add_parser(
         "ingest", help="add or update documents (text, Markdown, HTML, PDF; folders are walked)"

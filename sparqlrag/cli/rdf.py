@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
+from pyoxigraph import RdfFormat
 from tqdm import tqdm
 
 from sparqlrag.cli.session import CliError, Session
 from sparqlrag.store.embedded import EmbeddedStore
 from sparqlrag.store.formats import FORMAT_NAMES, rdf_format_for_path
+from sparqlrag.store.reification import rewrite_as_rdf11
 
 
 def query(session: Session, args: argparse.Namespace) -> None:
@@ -64,10 +67,14 @@ def load(session: Session, args: argparse.Namespace) -> None:
 def dump(session: Session, args: argparse.Namespace) -> None:
     graph = "all" if args.graph is None else (None if args.graph == "DEFAULT" else args.graph)
     fmt = FORMAT_NAMES[args.format or ("trig" if graph == "all" else "turtle")]
-    if args.output:
-        session.store.dump(args.output, fmt, graph)  # type: ignore[arg-type]
-    else:
-        session.store.dump(sys.stdout.buffer, fmt, graph)  # type: ignore[arg-type]
+    target = args.output or sys.stdout.buffer
+    if not args.rdf11:
+        session.store.dump(target, fmt, graph)  # type: ignore[arg-type]
+        return
+    with tempfile.TemporaryDirectory() as folder:  # RDF 1.2 first, rewritten as it streams out
+        nquads = Path(folder) / "dump.nq"
+        session.store.dump(nquads, RdfFormat.N_QUADS, graph)
+        rewrite_as_rdf11(nquads, target, fmt)  # type: ignore[arg-type]
 
 
 def _text_argument(value: str) -> str:

@@ -34,6 +34,7 @@ from sparqlrag.store.formats import (
     rdf_format_for_path,
     with_charset,
 )
+from sparqlrag.store.reification import rewrite_as_rdf11
 from sparqlrag.store.sparql_text import iri_ref
 
 TRIPLE_FORMATS = [(m, f) for m, f in GRAPH_FORMATS if not f.supports_datasets]
@@ -99,6 +100,8 @@ async def _get_graph(request: Request, graph: Graph) -> Response:
             406, "not_acceptable", "a graph is available as " + ", ".join(sorted({m for m, _ in TRIPLE_FORMATS}))
         )
     media_type, fmt = chosen
+    if _rdf11(request):
+        return await _dump_file(request, media_type, fmt, graph)
     body = await off_loop(request.app.state.store.serialize_graph, graph, fmt)
     return Response(body, media_type=with_charset(media_type), headers={"Vary": "Accept"})
 
@@ -108,9 +111,32 @@ async def _get_dataset(request: Request) -> Response:
     if chosen is None:
         raise ApiError(406, "not_acceptable", "the dataset is available as application/trig or application/n-quads")
     media_type, fmt = chosen
+    return await _dump_file(request, media_type, fmt, ALL)
+
+
+def _rdf11(request: Request) -> bool:
+    """`?reification=rdf11`: reifiers written as RDF 1.1 reification (store/reification.py)."""
+    asked = request.query_params.get("reification", "rdf12")
+    if asked not in ("rdf11", "rdf12"):
+        raise ApiError(
+            400, "bad_request", f'reification is "rdf12" (triple terms, the default) or "rdf11", not {asked!r}'
+        )
+    return asked == "rdf11"
+
+
+async def _dump_file(request: Request, media_type: str, fmt: RdfFormat, graph: Graph | str) -> Response:
+    """The dataset or a graph written to a scratch file and sent from it (in RDF 1.1 form when asked)."""
     path = scratch_path(request, "dump")
     try:
-        await off_loop(request.app.state.store.dump, path, fmt, ALL)
+        if _rdf11(request):
+            nquads = scratch_path(request, "dump")
+            try:
+                await off_loop(request.app.state.store.dump, nquads, RdfFormat.N_QUADS, graph)
+                await off_loop(rewrite_as_rdf11, nquads, path, fmt)
+            finally:
+                nquads.unlink(missing_ok=True)
+        else:
+            await off_loop(request.app.state.store.dump, path, fmt, graph)
     except BaseException:
         path.unlink(missing_ok=True)
         raise

@@ -45,6 +45,8 @@ def term(namespace: str, local: str) -> NamedNode:
 
 RDF_TYPE = term(RDF, "type")
 RDF_REIFIES = term(RDF, "reifies")
+RDF_STATEMENT, RDF_SUBJECT = term(RDF, "Statement"), term(RDF, "subject")  # RDF 1.1 reification (reification.py)
+RDF_PREDICATE, RDF_OBJECT = term(RDF, "predicate"), term(RDF, "object")
 RDFS_LABEL = term(RDFS, "label")
 SKOS_DEFINITION = term(SKOS, "definition")
 SKOS_ALT_LABEL = term(SKOS, "altLabel")
