@@ -4,13 +4,8 @@ calls as the embedded store, the same answers, and clear errors when the store i
 from __future__ import annotations
 
 import json
-import shutil
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -21,8 +16,8 @@ from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.base import DataSyntaxError, GraphNotFound, QuerySyntaxError, QueryTimeout, RemoteStoreFailed
 from sparqlrag.store.remote import RemoteStore
 from tests.conftest import SPARQLRAG, LiveServer, start_server
+from tests.oxigraph_server import Oxigraph, free_port, start_oxigraph
 
-OXIGRAPH = shutil.which("oxigraph") or str(Path(sys.executable).parent / "oxigraph")
 TRIG = b"""@prefix ex: <http://example.org/> .
 ex:s ex:p "default" .
 ex:g { ex:s ex:p "named" . ex:r <http://www.w3.org/1999/02/22-rdf-syntax-ns#reifies> <<( ex:s ex:p "named" )>> . }
@@ -30,45 +25,12 @@ ex:g { ex:s ex:p "named" . ex:r <http://www.w3.org/1999/02/22-rdf-syntax-ns#reif
 SLOW_QUERY = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l }"
 
 
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class Oxigraph:
-    url: str
-    process: subprocess.Popen[bytes]
-
-
 @pytest.fixture
 def oxigraph(tmp_path: Path) -> Iterator[Oxigraph]:
     """`oxigraph serve` on a loopback port and a data folder of its own."""
-    if not Path(OXIGRAPH).exists():
-        pytest.skip("the Oxigraph server is installed by `make install` (the oxigraph PyPI package)")
-    for _ in range(3):  # the port is found free, then bound by another process: it may be taken meanwhile
-        port = _port()
-        process = subprocess.Popen(
-            [OXIGRAPH, "serve", "--location", str(tmp_path / "oxigraph"), "--bind", f"127.0.0.1:{port}"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while process.poll() is None and time.monotonic() < deadline:
-            try:
-                httpx.get(url + "/query", params={"query": "ASK {}"}, timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        if process.poll() is None:
-            break
-    else:
-        pytest.fail("oxigraph serve did not start")
-    yield Oxigraph(url, process)
-    process.terminate()
-    process.wait(timeout=30)
+    running = start_oxigraph(tmp_path / "oxigraph")
+    yield running
+    running.stop()
 
 
 @pytest.fixture
@@ -145,7 +107,7 @@ def test_bad_input_is_refused_before_anything_is_sent(remote: RemoteStore, tmp_p
 
 
 def test_a_store_that_is_down_or_slow_gets_clear_errors(oxigraph: Oxigraph, tmp_path: Path) -> None:
-    down = RemoteStore(f"http://127.0.0.1:{_port()}/query", timeout=2)
+    down = RemoteStore(f"http://127.0.0.1:{free_port()}/query", timeout=2)
     with pytest.raises(RemoteStoreFailed, match="cannot reach the store at http://127.0.0.1:"):
         down.query("ASK {}")
     with pytest.raises(RemoteStoreFailed, match="cannot reach"):
@@ -193,13 +155,7 @@ def _answers(server: LiveServer) -> list[object]:
 
 def test_the_server_does_its_whole_job_on_oxigraph_serve(oxigraph: Oxigraph, tmp_path: Path) -> None:
     base = "http://kb.example/"
-    remote, stop_remote = start_server(
-        tmp_path / "remote",
-        base_iri=base,
-        store_url=oxigraph.url + "/query",
-        store_update_url=oxigraph.url + "/update",
-        store_gsp_url=oxigraph.url + "/store",
-    )
+    remote, stop_remote = start_server(tmp_path / "remote", base_iri=base, **oxigraph.endpoints)
     embedded, stop_embedded = start_server(tmp_path / "embedded", base_iri=base)
     try:
         on_remote, on_embedded = _answers(remote), _answers(embedded)
@@ -223,7 +179,7 @@ def test_the_command_line_works_on_a_remote_store(oxigraph: Oxigraph, tmp_path: 
     query = [SPARQLRAG, "query", "SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }", "--format", "csv"]
     counted = subprocess.run([*query, "--data-dir", str(tmp_path / "d"), *store], capture_output=True, text=True)
     assert counted.stdout.split() == ["n", "2"], counted.stderr
-    down = [*query, "--data-dir", str(tmp_path / "d"), "--store-url", f"http://127.0.0.1:{_port()}/query"]
+    down = [*query, "--data-dir", str(tmp_path / "d"), "--store-url", f"http://127.0.0.1:{free_port()}/query"]
     failed = subprocess.run(down, capture_output=True, text=True, timeout=120)
     assert failed.returncode == 2 and "cannot reach the store at http://127.0.0.1:" in failed.stderr
     assert "Traceback" not in failed.stderr

@@ -5,10 +5,13 @@ One pytest case per manifest entry, each on an empty store (the manifests assume
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from rdflib import RDF, Graph, Namespace, URIRef
 
-from tests.conftest import SHARED, LiveServer
+from tests.conftest import SHARED, LiveServer, start_server
+from tests.oxigraph_server import start_oxigraph
 from tests.w3c import Case, load_cases, run_case
 
 SUITES = SHARED / "w3c" / "sparql" / "sparql11"
@@ -22,15 +25,35 @@ def test_the_suites_have_the_published_sizes() -> None:
     assert all(case.steps for case in PROTOCOL + GRAPH_STORE)
 
 
+@pytest.fixture(scope="module")
+def on_oxigraph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A server that keeps everything in a real `oxigraph serve` (store/remote.py)."""
+    oxigraph = start_oxigraph(tmp_path_factory.mktemp("oxigraph"))
+    server, stop = start_server(tmp_path_factory.mktemp("remote"), **oxigraph.endpoints)
+    yield server
+    stop()
+    oxigraph.stop()
+
+
+@pytest.fixture(params=["embedded", "oxigraph"])
+def server(request: pytest.FixtureRequest) -> LiveServer:
+    """Each case on an empty store: the server's own, then one on a remote store."""
+    chosen: LiveServer = request.getfixturevalue("live_server" if request.param == "embedded" else "on_oxigraph")
+    with chosen.client() as client:
+        response = client.post("/sparql", content="DROP ALL", headers={"Content-Type": "application/sparql-update"})
+        assert response.status_code == 204, response.text
+    return chosen
+
+
 @pytest.mark.parametrize("case", PROTOCOL, ids=[c.name for c in PROTOCOL])
-def test_protocol(case: Case, clean_server: LiveServer) -> None:
-    with clean_server.client() as client:
+def test_protocol(case: Case, server: LiveServer) -> None:
+    with server.client() as client:
         run_case(case, client)
 
 
 @pytest.mark.parametrize("case", GRAPH_STORE, ids=[c.name for c in GRAPH_STORE])
-def test_graph_store_protocol(case: Case, clean_server: LiveServer) -> None:
-    with clean_server.client() as client:
+def test_graph_store_protocol(case: Case, server: LiveServer) -> None:
+    with server.client() as client:
         run_case(case, client)
 
 
