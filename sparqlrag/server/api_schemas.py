@@ -62,11 +62,18 @@ def graph_store(what: str) -> dict[str, Any]:
         "201": {"description": "created"},
         "204": {"description": "done"},
     }
+    reification = {
+        "name": "reification",
+        "in": "query",
+        "schema": {"enum": ["rdf12", "rdf11"], "default": "rdf12"},
+        "description": "rdf11: each fact reifier as RDF 1.1 reification, for tools without triple terms",
+    }
     return {
         method: operation(
             f"Graph Store HTTP Protocol {method.upper()} {what}",
             scope="read" if method == "get" else "write",
             responses=responses,
+            parameters=[reification] if method == "get" else None,
         )
         for method in ("get", "put", "post", "delete")
     }
