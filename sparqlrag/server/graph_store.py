@@ -101,7 +101,7 @@ async def _get_graph(request: Request, graph: Graph) -> Response:
         )
     media_type, fmt = chosen
     if _rdf11(request):
-        return await _dump_file(request, media_type, fmt, graph)
+        return await _dump_file(request, media_type, fmt, graph, rdf11=True)
     body = await off_loop(request.app.state.store.serialize_graph, graph, fmt)
     return Response(body, media_type=with_charset(media_type), headers={"Vary": "Accept"})
 
@@ -111,7 +111,7 @@ async def _get_dataset(request: Request) -> Response:
     if chosen is None:
         raise ApiError(406, "not_acceptable", "the dataset is available as application/trig or application/n-quads")
     media_type, fmt = chosen
-    return await _dump_file(request, media_type, fmt, ALL)
+    return await _dump_file(request, media_type, fmt, ALL, rdf11=_rdf11(request))
 
 
 def _rdf11(request: Request) -> bool:
@@ -124,11 +124,11 @@ def _rdf11(request: Request) -> bool:
     return asked == "rdf11"
 
 
-async def _dump_file(request: Request, media_type: str, fmt: RdfFormat, graph: Graph | str) -> Response:
+async def _dump_file(request: Request, media_type: str, fmt: RdfFormat, graph: Graph | str, *, rdf11: bool) -> Response:
     """The dataset or a graph written to a scratch file and sent from it (in RDF 1.1 form when asked)."""
     path = scratch_path(request, "dump")
     try:
-        if _rdf11(request):
+        if rdf11:
             nquads = scratch_path(request, "dump")
             try:
                 await off_loop(request.app.state.store.dump, nquads, RdfFormat.N_QUADS, graph)

@@ -43,6 +43,7 @@ from sparqlrag.store.base import (
     QueryTimeout,
     RemoteStoreFailed,
 )
+from sparqlrag.store.formats import media_type_of
 from sparqlrag.store.results import serialize_result
 from sparqlrag.store.sparql_text import apply_update_dataset, insert_data, iri_ref
 
@@ -125,7 +126,7 @@ class RemoteStore:
             form[self.union_parameter] = "true"
         accepted = f"{RESULTS_JSON}, {NTRIPLES};q=0.9"
         response = self._send("query", self.query_url, data=form, headers={"Accept": accepted}, timeout=timeout)
-        media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        media_type = media_type_of(response.headers.get("content-type"))
         reader = READERS.get(media_type)
         if reader is None:
             raise RemoteStoreFailed(f"the store at {self.name} answered in {media_type or 'no media type'}")
