@@ -37,7 +37,15 @@ $(CHROMEDRIVER):
 	-if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  apt-get install -y -q chromium chromium-driver >/dev/null || (apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null); fi
 
-install: $(BIN)/sparqlrag $(OWLAPI) $(YASGUI) $(COMUNICA) $(CHROMEDRIVER)
+# Virtuoso Open Source, the RDF 1.1 store the remote-store tests keep everything in (tests/virtuoso_server.py
+# starts its own on loopback ports; the package's own service is not used)
+VIRTUOSO := /usr/bin/virtuoso-t
+$(VIRTUOSO):
+	-if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -q virtuoso-opensource >/dev/null || (apt-get update -q >/dev/null && apt-get install -y -q virtuoso-opensource >/dev/null); fi
+
+install: $(BIN)/sparqlrag $(OWLAPI) $(YASGUI) $(COMUNICA) $(CHROMEDRIVER) $(VIRTUOSO)
 
 demo: install
 	$(BIN)/sparqlrag demo

@@ -71,6 +71,8 @@ class Settings(BaseSettings):
     store_token: str | None = None
     store_timeout: float = 60.0  # seconds a request to the store may take (queries: their own limit)
     store_union_parameter: str | None = "union-default-graph"  # none: the store's default graph is the union
+    store_default_graph: str | None = None  # where the default graph is the union: the graph that stands for it
+    store_triple_terms: bool | None = None  # store keeps RDF 1.2 triple terms (false: RDF 1.1 reification; none: ask)
     # ontology subset selection: a sentence or phrase selects its top_k nearest elements at or above threshold
     ontology_threshold: float = 0.3
     ontology_top_k: int = 10
@@ -89,6 +91,12 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("store_union_parameter", "store_default_graph", "store_triple_terms", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: Any) -> Any:
+        """TOML and env vars have no null: an empty text (or "auto" for triple terms) is none."""
+        return None if isinstance(value, str) and value.strip().lower() in ("", "auto") else value
 
     @field_validator("hybrid_weights")
     @classmethod

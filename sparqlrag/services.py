@@ -64,6 +64,8 @@ def remote_store(settings: Settings) -> RemoteStore:
         token=settings.store_token,
         timeout=settings.store_timeout,
         union_parameter=settings.store_union_parameter,
+        default_graph=settings.store_default_graph,
+        triple_terms=settings.store_triple_terms,
     )
 
 

@@ -25,10 +25,18 @@ def free_port() -> int:
 
 
 @dataclass
-class Oxigraph:
+class StoreServer:
+    """A store server a test started: where it answers, and its process."""
+
     url: str
     process: subprocess.Popen[bytes]
 
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=60)
+
+
+class Oxigraph(StoreServer):
     @property
     def endpoints(self) -> dict[str, str]:
         """Settings that keep a sparqlrag server's everything in this store."""
@@ -37,10 +45,6 @@ class Oxigraph:
             "store_update_url": self.url + "/update",
             "store_gsp_url": self.url + "/store",
         }
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
 
 
 def start_oxigraph(folder: Path) -> Oxigraph:

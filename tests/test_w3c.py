@@ -12,6 +12,7 @@ from rdflib import RDF, Graph, Namespace, URIRef
 
 from tests.conftest import SHARED, LiveServer, start_server
 from tests.oxigraph_server import start_oxigraph
+from tests.virtuoso_server import start_virtuoso
 from tests.w3c import Case, load_cases, run_case
 
 SUITES = SHARED / "w3c" / "sparql" / "sparql11"
@@ -35,13 +36,38 @@ def on_oxigraph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     oxigraph.stop()
 
 
-@pytest.fixture(params=["embedded", "oxigraph"])
+@pytest.fixture(scope="module")
+def on_virtuoso(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, set[str]]]:
+    """A server that keeps everything in Virtuoso, with the graphs Virtuoso keeps for itself."""
+    virtuoso = start_virtuoso(tmp_path_factory.mktemp("virtuoso"))
+    server, stop = start_server(tmp_path_factory.mktemp("remote"), **virtuoso.endpoints)
+    yield server, _graphs(server)
+    stop()
+    virtuoso.stop()
+
+
+def _graphs(server: LiveServer) -> set[str]:
+    with server.client() as client:
+        rows = client.get("/sparql", params={"query": "SELECT DISTINCT ?g { GRAPH ?g { ?s ?p ?o } }"}).json()[
+            "results"
+        ]["bindings"]
+    return {row["g"]["value"] for row in rows}
+
+
+@pytest.fixture(params=["embedded", "oxigraph", "virtuoso"])
 def server(request: pytest.FixtureRequest) -> LiveServer:
-    """Each case on an empty store: the server's own, then one on a remote store."""
-    chosen: LiveServer = request.getfixturevalue("live_server" if request.param == "embedded" else "on_oxigraph")
+    """Each case on an empty store: the server's own, then on remote stores (on Virtuoso, every
+    graph but its own system graphs, which DROP ALL would take)."""
+    if request.param == "virtuoso":
+        chosen, system = request.getfixturevalue("on_virtuoso")
+        drops = [f"DROP SILENT GRAPH <{g}>" for g in sorted(_graphs(chosen) - system)]
+    else:
+        chosen = request.getfixturevalue("live_server" if request.param == "embedded" else "on_oxigraph")
+        drops = ["DROP ALL"]
     with chosen.client() as client:
-        response = client.post("/sparql", content="DROP ALL", headers={"Content-Type": "application/sparql-update"})
-        assert response.status_code == 204, response.text
+        for drop in drops:
+            response = client.post("/sparql", content=drop, headers={"Content-Type": "application/sparql-update"})
+            assert response.status_code == 204, response.text
     return chosen
 
 

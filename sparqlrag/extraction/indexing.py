@@ -190,8 +190,8 @@ class Indexer:
                 self.store,
                 vocab.SPARQL_PREFIXES
                 + f"""
-                SELECT ?st WHERE {{ {values("st", map(NamedNode, statements))}
-                  FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies ?fact }} }} }}""",
+                SELECT ?st WHERE {{ {values("st", map(NamedNode, statements))} FILTER NOT EXISTS {{
+                  GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies <<( ?s ?p ?o )>> }} }} }}""",
             )
             gone = {row["st"] for row in rows}
             await off_loop(self.facts.remove, iris, sorted(gone))

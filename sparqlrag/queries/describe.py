@@ -256,15 +256,14 @@ def describe_source(store: QuadStore, base_iri: str, iri: str) -> SourceDescript
             vocab.SPARQL_PREFIXES + f"SELECT ?t WHERE {{ GRAPH {src} {{ {sparql_term(document)} dcterms:title ?t }} }}",
         )
         facts = [
-            fact
+            Triple(row["s"], row["p"], row["o"])  # type: ignore[arg-type]
             for row in select_terms(
                 store,
                 vocab.SPARQL_PREFIXES
-                + f"""SELECT ?t WHERE {{ GRAPH {src} {{
-            ?st prov:wasDerivedFrom {sparql_term(node)} ; rdf:reifies ?t FILTER(PREDICATE(?t) != rdfs:label) }} }}
+                + f"""SELECT ?s ?p ?o WHERE {{ GRAPH {src} {{
+            ?st prov:wasDerivedFrom {sparql_term(node)} ; rdf:reifies <<( ?s ?p ?o )>> FILTER(?p != rdfs:label) }} }}
               LIMIT {FACT_LIMIT}""",
             )
-            if isinstance(fact := row["t"], Triple)
         ]
         named = {t for f in facts for t in (f.subject, f.predicate, f.object) if isinstance(t, NamedNode)}
         return SourceDescription(

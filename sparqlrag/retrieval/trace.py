@@ -228,16 +228,19 @@ class TraceLog:
         return int(rows[0]["n"])
 
     def _delete(self, iris: Iris, modifiers: str, condition: str = "") -> None:
-        """Delete the traces the subquery picks, with the blank nodes that hold their details."""
+        """Delete the traces the subquery picks, with the blank nodes that hold their details
+        (and, on a store of RDF 1.1 reification, the blank nodes that state their facts)."""
         graph = sparql_term(iris.trace_graph)
         self.store.update(
             vocab.SPARQL_PREFIXES
             + f"""
-            DELETE {{ GRAPH {graph} {{ ?trace ?p ?o . ?item ?ip ?io }} }}
+            DELETE {{ GRAPH {graph} {{ ?trace ?p ?o . ?item ?ip ?io . ?stated ?sp ?so }} }}
             WHERE {{
               {{ SELECT ?trace WHERE {{ GRAPH {graph} {{ ?trace a sr:Trace ; prov:startedAtTime ?started {condition}
                 }} }} {modifiers} }}
-              GRAPH {graph} {{ {{ ?trace ?p ?o }} UNION {{ ?trace ?link ?item FILTER(isBlank(?item)) ?item ?ip ?io }} }}
+              GRAPH {graph} {{ {{ ?trace ?p ?o }} UNION {{ ?trace ?link ?item FILTER(isBlank(?item)) ?item ?ip ?io }}
+                UNION {{ ?trace ?link ?item FILTER(isBlank(?item)) ?item ?ip ?stated FILTER(isBlank(?stated))
+                  ?stated ?sp ?so }} }}
             }}"""
         )
 
@@ -298,20 +301,22 @@ def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> dict[str, Any] | 
 
     seeds = items(
         "sr:seed",
-        "?item sr:entity ?entity ; sr:score ?score ; sr:concept ?concept OPTIONAL { ?item sr:fact ?fact }",
-        "?entity ?score ?concept ?fact",
+        "?item sr:entity ?entity ; sr:score ?score ; sr:concept ?concept "
+        "OPTIONAL { ?item sr:fact <<( ?fact_s ?fact_p ?fact_o )>> }",
+        "?entity ?score ?concept ?fact_s ?fact_p ?fact_o",
     )
     edges = items(
         "sr:selectedEdge",
-        "?item sr:fact ?fact ; sr:score ?score ; sr:hop ?hop ; sr:concept ?concept "
+        "?item sr:fact <<( ?fact_s ?fact_p ?fact_o )>> ; sr:score ?score ; sr:hop ?hop ; sr:concept ?concept "
         "OPTIONAL { ?item sr:statement ?statement } OPTIONAL { ?item sr:reasoning ?reasoning } OPTIONAL "
-        "{ ?item sr:via ?via }",
-        "?fact ?score ?hop ?concept ?statement ?reasoning ?via",
+        "{ ?item sr:via <<( ?via_s ?via_p ?via_o )>> }",
+        "?fact_s ?fact_p ?fact_o ?score ?hop ?concept ?statement ?reasoning ?via_s ?via_p ?via_o",
     )
     sources = items(
         "sr:source",
-        "?item sr:chunk ?chunk ; sr:rank ?rank ; sr:score ?score OPTIONAL { ?item sr:supports ?supports }",
-        "?chunk ?rank ?score ?supports",
+        "?item sr:chunk ?chunk ; sr:rank ?rank ; sr:score ?score "
+        "OPTIONAL { ?item sr:supports <<( ?supports_s ?supports_p ?supports_o )>> }",
+        "?chunk ?rank ?score ?supports_s ?supports_p ?supports_o",
     )
     steps = items("sr:step", "?item rdfs:label ?name ; sr:index ?index ; sr:durationMs ?ms", "?name ?index ?ms")
     return {
@@ -334,7 +339,7 @@ def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> dict[str, Any] | 
                     "entity": s["entity"].value,
                     "score": float(s["score"].value),
                     "concept": s["concept"].value,
-                    "fact": fact_json(s["fact"]) if "fact" in s else None,
+                    "fact": _fact_json(s, "fact"),
                 }
                 for s in seeds
             ),
@@ -347,7 +352,7 @@ def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> dict[str, Any] | 
                     "chunk": s["chunk"].value,
                     "rank": int(s["rank"].value),
                     "score": float(s["score"].value),
-                    "supports": fact_json(s["supports"]) if "supports" in s else None,
+                    "supports": _fact_json(s, "supports"),
                 }
                 for s in sources
             ),
@@ -369,11 +374,19 @@ def fact_json(fact: Triple) -> dict[str, Any]:
     }
 
 
+def _fact_json(row: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """The fact a row binds as `?{name}_s ?{name}_p ?{name}_o` (matched as `<<( )>>`, so that a
+    store of RDF 1.1 reification answers the same), or None."""
+    if f"{name}_s" not in row:
+        return None
+    return fact_json(Triple(row[f"{name}_s"], row[f"{name}_p"], row[f"{name}_o"]))
+
+
 def _edge_json(row: dict[str, Any]) -> dict[str, Any]:
     return {
-        **fact_json(row["fact"]),
+        **fact_json(Triple(row["fact_s"], row["fact_p"], row["fact_o"])),
         "score": float(row["score"].value),
-        "via": fact_json(row["via"]) if "via" in row else None,
+        "via": _fact_json(row, "via"),
         "hop": int(row["hop"].value),
         "concept": row["concept"].value,
         "statement": row["statement"].value if "statement" in row else None,

@@ -35,6 +35,7 @@ def canonicals(store: QuadStore, iris: Iris, entities: Iterable[str]) -> dict[st
         store,
         vocab.SPARQL_PREFIXES
         + f"""SELECT ?e (MIN(STR(?c)) AS ?canonical) WHERE {{ {values("e", map(NamedNode, asked))}
-        GRAPH {sparql_term(iris.knowledge_graph)} {{ {chain(iris, "?e", "?c")} }} }} GROUP BY ?e""",
-    )
+        GRAPH {sparql_term(iris.knowledge_graph)} {{ ?e owl:sameAs ?next . {chain(iris, "?next", "?c")} }} }}
+        GROUP BY ?e""",
+    )  # the chain starts at a node a triple binds: Virtuoso follows no path from a VALUES row
     return {row["e"]: row["canonical"] for row in rows if row.get("canonical") and row["canonical"] != row["e"]}

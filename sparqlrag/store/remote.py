@@ -8,18 +8,27 @@ one canonical format and are written again in the format the client asked for, s
 negotiation is the embedded store's. One HTTP client serves every thread (connections are
 reused); a read that could not connect is sent again, a write never is. Errors name the store
 (scheme, host, port) and never repeat what it answered.
+
+A store without RDF 1.2 triple terms (Virtuoso; probed on first use, or `triple_terms=False`)
+keeps provenance as RDF 1.1 reification: what is written is mapped on the way in, the
+`<<( s p o )>>` in queries and updates is rewritten (reification.py), and graphs read back for
+dumps and cores are mapped back, so the rest of the server never sees the difference.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 from urllib.parse import urlsplit
 
 import httpx
 from pyoxigraph import (
+    BlankNode,
     DefaultGraph,
     NamedNode,
     Quad,
@@ -44,10 +53,15 @@ from sparqlrag.store.base import (
     RemoteStoreFailed,
 )
 from sparqlrag.store.formats import media_type_of
+from sparqlrag.store.reification import as_rdf11, as_rdf12, sparql_as_rdf11
 from sparqlrag.store.results import serialize_result
-from sparqlrag.store.sparql_text import apply_update_dataset, insert_data, iri_ref
+from sparqlrag.store.sparql_text import apply_update_dataset, insert_data, iri_ref, query_form
 
+logger = logging.getLogger(__name__)
 READ_ATTEMPTS = 3  # a read that could not connect is sent twice more, after a short pause
+WRITE_BATCH = 5_000  # quads per INSERT DATA: stores limit an update's size (Virtuoso's SQL text)
+PROBE = "ASK { BIND(<<( <urn:sparqlrag:probe> <urn:sparqlrag:probe> <urn:sparqlrag:probe> )>> AS ?t) }"
+ASK_AS_ROW = "__ASK_RETVAL"  # Virtuoso 7.2 answers ASK with one row of this variable (1 or none)
 RESULTS_JSON = "application/sparql-results+json"
 NTRIPLES, NQUADS = "application/n-triples", "application/n-quads"
 READERS: dict[str, QueryResultsFormat | RdfFormat] = {
@@ -79,7 +93,10 @@ def store_name(url: str) -> str:
 class RemoteStore:
     """QuadStore over HTTP. `union_parameter` is how the store is asked to read every graph as
     the default one (Oxigraph: `union-default-graph`); None for a store whose default graph is
-    the union already (Virtuoso)."""
+    the union already (Virtuoso). `default_graph`: on such a store, the named graph that stands
+    for the default graph in graph reads and writes (the Graph Store Protocol's `?default`,
+    loads and dumps; SPARQL text goes to the store as it is). `triple_terms`: whether the store
+    keeps RDF 1.2 triple terms (None: ask it on first use)."""
 
     def __init__(
         self,
@@ -92,15 +109,35 @@ class RemoteStore:
         token: str | None = None,
         timeout: float = 60.0,
         union_parameter: str | None = "union-default-graph",
+        default_graph: str | None = None,
+        triple_terms: bool | None = None,
     ) -> None:
         self.query_url, self.update_url, self.gsp_url = query_url, update_url or query_url, gsp_url
         self.name, self.timeout, self.union_parameter = store_name(query_url), timeout, union_parameter
         auth = httpx.BasicAuth(username, password or "") if username else None
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._client = httpx.Client(auth=auth, headers=headers, timeout=timeout, follow_redirects=False)
+        self._triple_terms = triple_terms
+        self.default_graph = iri_ref(default_graph)[1:-1] if default_graph else None
 
     def close(self) -> None:
         self._client.close()
+
+    @property
+    def triple_terms(self) -> bool:
+        """Whether the store parses `<<( s p o )>>`: asked once (a store that is down is an
+        error, not an answer)."""
+        if self._triple_terms is None:
+            try:
+                self._send("query", self.query_url, data={"query": PROBE}, headers={"Accept": RESULTS_JSON})
+                self._triple_terms = True
+            except QuerySyntaxError:
+                self._triple_terms = False
+        return self._triple_terms
+
+    def _sparql(self, text: str, base_iri: str | None) -> str:
+        text = text if self.triple_terms else sparql_as_rdf11(text)
+        return f"BASE {iri_ref(base_iri)}\n{text}" if base_iri else text
 
     # -- the SPARQL Protocol ------------------------------------------------------------------
 
@@ -118,13 +155,15 @@ class RemoteStore:
         """The store's answer, written in the format `accept` prefers for the query's kind;
         past `timeout` seconds (default: the store's), QueryTimeout."""
         form: dict[str, str | list[str]] = {
-            "query": _with_base(sparql, base_iri),
+            "query": self._sparql(sparql, base_iri),
             "default-graph-uri": [g for g in default_graphs or [] if g is not None],
             "named-graph-uri": list(named_graphs or []),
         }
         if union_default_graph and default_graphs is None and named_graphs is None and self.union_parameter:
             form[self.union_parameter] = "true"
-        accepted = f"{RESULTS_JSON}, {NTRIPLES};q=0.9"
+        kind = query_form(sparql)  # ask for one kind: Virtuoso answers a CONSTRUCT as solutions if it may
+        graph_kind = kind in ("CONSTRUCT", "DESCRIBE")
+        accepted = NTRIPLES if graph_kind else RESULTS_JSON if kind else f"{RESULTS_JSON}, {NTRIPLES};q=0.9"
         response = self._send("query", self.query_url, data=form, headers={"Accept": accepted}, timeout=timeout)
         media_type = media_type_of(response.headers.get("content-type"))
         reader = READERS.get(media_type)
@@ -132,7 +171,7 @@ class RemoteStore:
             raise RemoteStoreFailed(f"the store at {self.name} answered in {media_type or 'no media type'}")
         try:
             if isinstance(reader, QueryResultsFormat):
-                return serialize_result(parse_query_results(response.content, reader), accept)
+                return serialize_result(_boolean_if_ask(_solutions(response.content, reader)), accept)
             triples = [quad.triple for quad in parse(response.content, format=reader)]
         except SyntaxError as error:
             raise RemoteStoreFailed(
@@ -149,7 +188,7 @@ class RemoteStore:
         using_named_graphs: list[str] | None = None,
     ) -> None:
         text = apply_update_dataset(sparql, using_graphs or [], using_named_graphs or [])
-        self._send("update", self.update_url, data={"update": _with_base(text, base_iri)})
+        self._send("update", self.update_url, data={"update": self._sparql(text, base_iri)})
 
     # -- graphs -------------------------------------------------------------------------------
 
@@ -158,7 +197,7 @@ class RemoteStore:
 
     def named_graphs(self) -> list[str]:
         rows = self._read("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
-        return sorted(row["g"].value for row in rows)  # type: ignore[union-attr]
+        return sorted(row["g"].value for row in rows if row["g"].value != self.default_graph)  # type: ignore[union-attr]
 
     def serialize_graph(self, graph: Graph, format: RdfFormat, prefixes: dict[str, str] | None = None) -> bytes:
         if not self.graph_exists(graph):
@@ -184,11 +223,12 @@ class RemoteStore:
 
     def drop_graph(self, graph: Graph) -> None:
         if graph is None:
-            self.update("CLEAR DEFAULT")
+            self.update(f"CLEAR SILENT GRAPH {iri_ref(self.default_graph)}" if self.default_graph else "CLEAR DEFAULT")
         elif not self.graph_exists(graph):
             raise GraphNotFound(f"graph <{graph}> does not exist")
         else:
-            self.update(f"DROP GRAPH {iri_ref(graph)}")
+            # SILENT: it exists (checked above), but Virtuoso refuses to DROP a graph never CREATEd
+            self.update(f"DROP SILENT GRAPH {iri_ref(graph)}")
 
     # -- whole dataset ------------------------------------------------------------------------
 
@@ -235,21 +275,29 @@ class RemoteStore:
     def _read(self, sparql: str) -> QueryBoolean | list[dict[str, Any]]:
         """An ASK's answer, or a SELECT's rows (variable -> term) for this module's own queries."""
         response = self._send("query", self.query_url, data={"query": sparql}, headers={"Accept": RESULTS_JSON})
-        result = parse_query_results(response.content, QueryResultsFormat.JSON)
+        result = _boolean_if_ask(_solutions(response.content, QueryResultsFormat.JSON))
         if isinstance(result, QuerySolutions):
             names = [variable.value for variable in result.variables]
             return [{name: row[name] for name in names if row[name] is not None} for row in result]
         return result
 
     def _graph(self, graph: Graph) -> list[Triple]:
+        graph = self.default_graph if graph is None else graph
         where = "?s ?p ?o" if graph is None else f"GRAPH {iri_ref(graph)} {{ ?s ?p ?o }}"
         query = f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ {where} }}"
         response = self._send("query", self.query_url, data={"query": query}, headers={"Accept": NTRIPLES})
-        return [quad.triple for quad in parse(response.content, format=RdfFormat.N_TRIPLES)]
+        triples = [quad.triple for quad in parse(response.content, format=RdfFormat.N_TRIPLES)]
+        return triples if self.triple_terms else as_rdf12(triples)
 
     def _write(self, quads: list[Quad], graph: Graph | Literal["all"], *, replace: bool) -> None:
-        """One request: the Graph Store Protocol's PUT (replace) or POST where there is one,
-        else CLEAR and INSERT DATA in one update."""
+        """The Graph Store Protocol's PUT (replace) or POST in one request where there is one;
+        else CLEAR and INSERT DATA, in updates of about WRITE_BATCH quads (so on such a store a
+        large write is not atomic: a failure midway leaves the batches before it)."""
+        if not self.triple_terms:
+            quads = list(as_rdf11(quads))
+        if self.default_graph:
+            graph = self.default_graph if graph is None else graph
+            quads = _in_default(quads, NamedNode(self.default_graph))
         if self.gsp_url is not None:
             params = {} if graph == "all" else {"default": ""} if graph is None else {"graph": graph}
             body = (
@@ -265,10 +313,11 @@ class RemoteStore:
             )
             return
         target = "ALL" if graph == "all" else "DEFAULT" if graph is None else f"GRAPH {iri_ref(graph)}"
-        operations = [f"CLEAR SILENT {target}"] if replace else []
-        operations += [insert_data(quads)] if quads else []
-        if operations:
-            self.update(" ;\n".join(operations))
+        for index, batch in enumerate(_batches(quads, WRITE_BATCH)):
+            operations = [f"CLEAR SILENT {target}"] if replace and index == 0 else []
+            operations += [_insert(batch)] if batch else []
+            if operations:
+                self.update(" ;\n".join(operations))
 
     def _send(
         self,
@@ -304,6 +353,9 @@ class RemoteStore:
         status = response.status_code
         if status < 300:
             return response
+        # for the operator only (a client's own syntax errors are routine): the store's words never reach a client
+        level = logging.INFO if status < 500 else logging.WARNING
+        logger.log(level, "the store at %s answered %s to a %s: %.500s", self.name, status, what, response.text)
         if status == 400:
             raise QuerySyntaxError(f"the store at {self.name} refused the {what} as malformed (HTTP 400)")
         if status in (401, 403):
@@ -311,8 +363,71 @@ class RemoteStore:
         raise RemoteStoreFailed(f"the store at {self.name} failed the {what} (HTTP {status})")
 
 
-def _with_base(sparql: str, base_iri: str | None) -> str:
-    return f"BASE {iri_ref(base_iri)}\n{sparql}" if base_iri else sparql
+def _solutions(content: bytes, format: QueryResultsFormat) -> QueryBoolean | QuerySolutions:
+    """Query results read, with blank node labels that are not valid ones (Virtuoso's
+    `nodeID://b1`, in JSON) made valid: a label is only a name within one answer."""
+    if format == QueryResultsFormat.JSON and b"nodeID://" in content:
+        answer = json.loads(content)
+        for row in answer.get("results", {}).get("bindings", []):
+            for value in row.values():
+                if value.get("type") == "bnode":
+                    value["value"] = re.sub(r"\W", "_", value["value"])
+        content = json.dumps(answer).encode()
+    return parse_query_results(content, format)
+
+
+def _boolean_if_ask(result: QueryBoolean | QuerySolutions) -> QueryBoolean | QuerySolutions:
+    """An ASK's answer as a boolean, also from a store that sends it as a row (ASK_AS_ROW)."""
+    if not isinstance(result, QuerySolutions) or [v.value for v in result.variables] != [ASK_AS_ROW]:
+        return result
+    truth = any(row[ASK_AS_ROW] is not None and row[ASK_AS_ROW].value != "0" for row in result)
+    answer = b'{"head": {}, "boolean": %s}' % (b"true" if truth else b"false")
+    return parse_query_results(answer, QueryResultsFormat.JSON)
+
+
+def _insert(quads: list[Quad]) -> str:
+    """INSERT DATA, or where there are blank nodes (which some stores, Virtuoso among them,
+    refuse in data) the same quads as the template of an `INSERT ... WHERE {}`."""
+    text = insert_data(quads)
+    if not any(isinstance(t, BlankNode) for q in quads for t in (q.subject, q.object)):
+        return text
+    return "INSERT" + text.removeprefix("INSERT DATA") + " WHERE {}"
+
+
+def _batches(quads: list[Quad], size: int) -> Iterator[list[Quad]]:
+    """`quads` in runs of about `size` (at least one, maybe empty), the quads sharing a blank
+    node in one run: a blank node's label holds only within one update."""
+    if len(quads) <= size:
+        yield quads
+        return
+    parent: dict[BlankNode, BlankNode] = {}
+
+    def root(node: BlankNode) -> BlankNode:
+        while parent.setdefault(node, node) != node:
+            node = parent[node]
+        return node
+
+    blanks = [[t for t in (q.subject, q.object, q.graph_name) if isinstance(t, BlankNode)] for q in quads]
+    for found in blanks:
+        for other in found[1:]:
+            parent[root(other)] = root(found[0])
+    batch: list[Quad] = []
+    linked: dict[BlankNode, list[Quad]] = {}
+    for quad, found in zip(quads, blanks, strict=True):
+        if found:
+            linked.setdefault(root(found[0]), []).append(quad)
+            continue
+        batch.append(quad)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    for group in linked.values():
+        batch += group
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def _parsed(source: Path | BinaryIO | bytes, format: RdfFormat, base_iri: str | None) -> list[Quad]:
@@ -323,6 +438,13 @@ def _parsed(source: Path | BinaryIO | bytes, format: RdfFormat, base_iri: str | 
         return list(parse(data, format=format, base_iri=base_iri))
     except SyntaxError as error:
         raise DataSyntaxError(f"invalid {format.name} data: {error}") from error
+
+
+def _in_default(quads: list[Quad], graph: NamedNode) -> list[Quad]:
+    """The default graph's quads moved into `graph`."""
+    return [
+        Quad(q.subject, q.predicate, q.object, graph) if isinstance(q.graph_name, DefaultGraph) else q for q in quads
+    ]
 
 
 def _in_graph(quads: Iterable[Quad], graph: Graph) -> list[Quad]:

@@ -39,25 +39,30 @@ _IRI_FORBIDDEN = re.compile(r'[<>"{}|^`\\\x00-\x20]')
 
 
 @dataclass(frozen=True)
-class _Token:
+class Token:
     kind: str
     text: str
     start: int
     depth: int
 
+    @property
+    def end(self) -> int:
+        return self.start + len(self.text)
 
-def _tokens(update: str) -> list[_Token]:
-    tokens, depth = [], 0
-    for match in _TOKEN.finditer(update):
+
+def tokens(text: str) -> list[Token]:
+    """The text's tokens, without white space and comments, each with its brace depth."""
+    found, depth = [], 0
+    for match in _TOKEN.finditer(text):
         kind = match.lastgroup or "other"
         if kind in ("ws", "comment"):
             continue
         if kind == "close":
             depth -= 1
-        tokens.append(_Token(kind, match.group(), match.start(), depth))
+        found.append(Token(kind, match.group(), match.start(), depth))
         if kind == "open":
             depth += 1
-    return tokens
+    return found
 
 
 def iri_ref(iri: str) -> str:
@@ -67,14 +72,23 @@ def iri_ref(iri: str) -> str:
     return f"<{iri}>"
 
 
-def _keyword(token: _Token) -> str:
+def _keyword(token: Token) -> str:
     return token.text.upper() if token.kind == "word" and token.depth == 0 else ""
 
 
-def _matching_close(tokens: list[_Token], open_index: int) -> int:
-    depth = tokens[open_index].depth
-    for index in range(open_index + 1, len(tokens)):
-        if tokens[index].kind == "close" and tokens[index].depth == depth:
+def query_form(query: str) -> str | None:
+    """SELECT, ASK, CONSTRUCT or DESCRIBE: the query's first keyword past its prologue (None if
+    there is none), so a store can be asked for results or for triples, not both."""
+    for token in tokens(query):
+        if _keyword(token) in ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE"):
+            return _keyword(token)
+    return None
+
+
+def _matching_close(found: list[Token], open_index: int) -> int:
+    depth = found[open_index].depth
+    for index in range(open_index + 1, len(found)):
+        if found[index].kind == "close" and found[index].depth == depth:
             return index
     raise QuerySyntaxError("unbalanced braces in update")
 
@@ -90,22 +104,22 @@ def apply_update_dataset(update: str, using_graphs: list[str], using_named_graph
     clause = " ".join(
         [f"USING {iri_ref(g)}" for g in using_graphs] + [f"USING NAMED {iri_ref(g)}" for g in using_named_graphs]
     )
-    tokens = _tokens(update)
-    for token in tokens:
+    found = tokens(update)
+    for token in found:
         if _keyword(token) in ("USING", "WITH"):
             raise UpdateDatasetConflict(
                 f"the update has its own {_keyword(token)} clause and the request also sets "
                 "using-graph-uri/using-named-graph-uri; use one or the other"
             )
     edits: list[tuple[int, int, str]] = []  # (start, end, replacement) on the original text
-    for index, token in enumerate(tokens):
+    for index, token in enumerate(found):
         if _keyword(token) != "WHERE":
             continue
-        previous = _keyword(tokens[index - 1]) if index else ""
-        if previous == "DELETE" and index + 1 < len(tokens) and tokens[index + 1].kind == "open":
+        previous = _keyword(found[index - 1]) if index else ""
+        if previous == "DELETE" and index + 1 < len(found) and found[index + 1].kind == "open":
             # DELETE WHERE { P } takes no USING; the equivalent DELETE { P } USING ... WHERE { P } does.
-            close = _matching_close(tokens, index + 1)
-            pattern = update[tokens[index + 1].start : tokens[close].start + 1]
+            close = _matching_close(found, index + 1)
+            pattern = update[found[index + 1].start : found[close].start + 1]
             edits.append((token.start, token.start + len("WHERE"), f"{pattern} {clause} WHERE"))
         else:
             edits.append((token.start, token.start, f"{clause} "))
