@@ -131,7 +131,11 @@ CORPUS = Path(__file__).resolve().parents[1] / "sparqlrag" / "demo" / "corpus"
 
 def _asked(client: httpx.Client) -> list[object]:
     """Both RAGs' answers to QUESTION in collection `lab`: the answer, the source chunks, the facts
-    the walk kept, and the graph answer's trace as read back (all but its timings)."""
+    the walk kept, and the graph answer's trace as read back (all but its timings); and the
+    linked data of a document and an entity (their facts, with provenance)."""
+    described = [
+        sorted(client.get(f"/data/{path}.nt").text.splitlines()) for path in ("doc/lab/cern", "id/lab/tim-berners-lee")
+    ]
     graph = client.post("/api/v1/graph-rag", json={"question": QUESTION, "collection": "lab"}).json()
     document = client.post("/api/v1/document-rag", json={"question": QUESTION, "collection": "lab"}).json()
     trace = client.get(f"/api/v1/traces/{graph['trace'].rsplit('/', 1)[1]}", params={"collection": "lab"}).json()
@@ -143,6 +147,7 @@ def _asked(client: httpx.Client) -> list[object]:
         [s["chunk"] for s in document["sources"]],
         {key: trace[key] for key in ("question", "mode", "answer", "seeds", "edges", "sources")},
         sorted(trace["concepts"]),  # a set in RDF: its order is the store's
+        described,
     ]
 
 
@@ -196,6 +201,7 @@ def test_the_server_does_its_whole_job_on_oxigraph_serve(
         on_remote, on_embedded = _answers(remote), _answers(embedded)
         assert on_remote == on_embedded
         assert on_remote[1] and on_remote[2] and on_remote[5]["edges"]  # sources, facts, a trace: not all empty
+        assert "wasDerivedFrom" in " ".join(on_remote[7][0])  # the document's page lists its facts' chunks
         with httpx.Client() as client:  # it is all in the remote store
             count = client.get(
                 oxigraph.url + "/query", params={"query": "SELECT (COUNT(*) AS ?n) { GRAPH ?g { ?s ?p ?o } }"}

@@ -267,7 +267,10 @@ class RemoteStore:
             self._write(_in_graph(quads, graph), graph, replace=replace)
 
     def count(self) -> int:
-        rows = self._read("SELECT (COUNT(*) AS ?n) WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } }")
+        """Quads in the store: where its default graph is the union of the others (no
+        `union_parameter`), the named graphs' alone."""
+        default = "{ ?s ?p ?o } UNION " if self.union_parameter else ""
+        rows = self._read(f"SELECT (COUNT(*) AS ?n) WHERE {{ {default}{{ GRAPH ?g {{ ?s ?p ?o }} }} }}")
         return int(rows[0]["n"].value)  # type: ignore[index]
 
     # -- requests -----------------------------------------------------------------------------
