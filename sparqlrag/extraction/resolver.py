@@ -20,7 +20,7 @@ from sparqlrag.store import vocab
 from sparqlrag.store.aliases import chain
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.select import select
-from sparqlrag.store.sparql_text import sparql_term, values
+from sparqlrag.store.sparql_text import slices, sparql_term, values
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import Iris
 
@@ -41,22 +41,22 @@ def known(store: QuadStore, iris: Iris, keys: set[str]) -> Known:
     the names a person kept apart (a curated owl:differentFrom)."""
     result = Known()
     src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
-    rows = (
-        select(
+    rows = [
+        row
+        for some in slices(sorted(keys))
+        for row in select(
             store,
             vocab.SPARQL_PREFIXES
             + f"""
         SELECT ?key ?e ?label ?canonical (SAMPLE(?name) AS ?canonical_label) (SAMPLE(?class) AS ?type) WHERE {{
-          {values("key", map(Literal, sorted(keys)))}
+          {values("key", map(Literal, some))}
           GRAPH {src} {{
             {{ ?st sr:key ?key ; rdf:reifies <<( ?e rdfs:label ?label )>> }}
             UNION {{ ?st sr:key ?key ; sr:alias ?label ; rdf:reifies <<( ?e owl:sameAs ?target )>> }} }}
           {_canonical(iris)}
         }} GROUP BY ?key ?e ?label ?canonical""",
         )
-        if keys
-        else []
-    )
+    ]
     for row in rows:
         candidate = Candidate(
             row["e"], row["label"], row["canonical"], row.get("canonical_label") or row["label"], row.get("type")
@@ -143,13 +143,17 @@ def similar(
 def _defining(store: QuadStore, iris: Iris, definitions: set[str]) -> dict[str, tuple[str, ...]]:
     """The chunks that state each definition (of whichever entity it now sits on: a merge may
     have moved it to the canonical IRI)."""
-    rows = select(
-        store,
-        vocab.SPARQL_PREFIXES
-        + f"""SELECT DISTINCT ?d ?chunk WHERE {{ {values("d", map(Literal, sorted(definitions)))}
+    rows = [
+        row
+        for some in slices(sorted(definitions))
+        for row in select(
+            store,
+            vocab.SPARQL_PREFIXES
+            + f"""SELECT DISTINCT ?d ?chunk WHERE {{ {values("d", map(Literal, some))}
         GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies <<( ?e skos:definition ?d )>> ; prov:wasDerivedFrom
           ?chunk }} }}""",
-    )
+        )
+    ]
     chunks: dict[str, list[str]] = {}
     for row in rows:
         chunks.setdefault(row["d"], []).append(row["chunk"])

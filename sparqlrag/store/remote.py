@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -117,7 +118,7 @@ class RemoteStore:
         auth = httpx.BasicAuth(username, password or "") if username else None
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._client = httpx.Client(auth=auth, headers=headers, timeout=timeout, follow_redirects=False)
-        self._triple_terms = triple_terms
+        self._triple_terms, self._probing = triple_terms, threading.Lock()
         self.default_graph = iri_ref(default_graph)[1:-1] if default_graph else None
 
     def close(self) -> None:
@@ -127,13 +128,14 @@ class RemoteStore:
     def triple_terms(self) -> bool:
         """Whether the store parses `<<( s p o )>>`: asked once (a store that is down is an
         error, not an answer)."""
-        if self._triple_terms is None:
-            try:
-                self._send("query", self.query_url, data={"query": PROBE}, headers={"Accept": RESULTS_JSON})
-                self._triple_terms = True
-            except QuerySyntaxError:
-                self._triple_terms = False
-        return self._triple_terms
+        with self._probing:  # threads that ask at once wait for one probe
+            if self._triple_terms is None:
+                try:
+                    self._send("query", self.query_url, data={"query": PROBE}, headers={"Accept": RESULTS_JSON})
+                    self._triple_terms = True
+                except QuerySyntaxError:
+                    self._triple_terms = False
+            return self._triple_terms
 
     def _sparql(self, text: str, base_iri: str | None) -> str:
         text = text if self.triple_terms else sparql_as_rdf11(text)

@@ -10,8 +10,9 @@ written as <...> so client text is never pasted unescaped.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from pyoxigraph import DefaultGraph, Quad
 
@@ -35,6 +36,7 @@ _TOKEN = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 
+T = TypeVar("T")
 _IRI_FORBIDDEN = re.compile(r'[<>"{}|^`\\\x00-\x20]')
 
 
@@ -153,6 +155,15 @@ def insert_data(quads: Iterable[Quad]) -> str:
         for graph, lines in by_graph.items()
     ]
     return "INSERT DATA {\n" + "".join(blocks) + "}"
+
+
+VALUES_BATCH = 2_000  # rows per VALUES block: Virtuoso refuses a query with ~13k (the keys of a big batch)
+
+
+def slices(items: Sequence[T], size: int = VALUES_BATCH) -> Iterator[Sequence[T]]:
+    """`items` in runs of `size`, for queries whose VALUES would otherwise grow with the input."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def values(variable: str, terms: Iterable[object]) -> str:
