@@ -12,32 +12,36 @@ from pyoxigraph import Literal, NamedNode, Quad
 from sparqlrag.extraction.provenance import ChunkRecord, DocumentRecord, document_quads
 from sparqlrag.extraction.resolution import JOINT_RULES
 from sparqlrag.store import vocab
-from sparqlrag.store.sparql_text import insert_data, sparql_term, values
+from sparqlrag.store.sparql_text import insert_data, slices, sparql_term, values
 from sparqlrag.store.vocab import Iris
 
 
 def removal(iris: Iris, chunks: list[str], statements: list[str]) -> str:
     """Drop the chunks' derivations, and all of those of a merge that needs all its evidence
-    (JOINT_RULES); then statements left with none take their fact along."""
+    (JOINT_RULES); then statements left with none take their fact along. One request, its
+    VALUES in runs of VALUES_BATCH (a big document's statements would pass a store's limit)."""
     if not chunks:
         return ""
     src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
-    chunk_values = values("chunk", map(NamedNode, chunks))
-    ops = [
-        f"DELETE {{ GRAPH {src} {{ ?st prov:wasDerivedFrom ?chunk }} }} WHERE {{ {chunk_values} GRAPH {src} {{ "
-        f"?st prov:wasDerivedFrom ?chunk }} }}",
-        f"DELETE {{ GRAPH {src} {{ ?chunk ?p ?o . ?activity ?q ?r }} }} WHERE {{ {chunk_values} GRAPH {src} {{ "
-        f"{{ ?chunk ?p ?o }} UNION {{ ?activity prov:used ?chunk ; ?q ?r }} }} }}",
-    ]
-    if statements:  # (a fact a person's decision also reifies stays: curation.py)
+    ops = []
+    for some in slices(chunks):
+        chunk_values = values("chunk", map(NamedNode, some))
+        ops += [
+            f"DELETE {{ GRAPH {src} {{ ?st prov:wasDerivedFrom ?chunk }} }} WHERE {{ {chunk_values} GRAPH {src} {{ "
+            f"?st prov:wasDerivedFrom ?chunk }} }}",
+            f"DELETE {{ GRAPH {src} {{ ?chunk ?p ?o . ?activity ?q ?r }} }} WHERE {{ {chunk_values} GRAPH {src} {{ "
+            f"{{ ?chunk ?p ?o }} UNION {{ ?activity prov:used ?chunk ; ?q ?r }} }} }}",
+        ]
+    for some in slices(statements):  # (a fact a person's decision also reifies stays: curation.py)
         ops.append(
             f"DELETE {{ GRAPH {src} {{ ?st prov:wasDerivedFrom ?any }} }} WHERE {{ "
-            f"{values('st', map(NamedNode, statements))} "
+            f"{values('st', map(NamedNode, some))} "
             f"{values('rule', map(Literal, JOINT_RULES))} GRAPH {src} {{ ?st sr:rule ?rule ; prov:wasDerivedFrom "
             f"?any }} }}"
         )
+    for some in slices(statements):  # once every derivation that goes is gone
         orphans = (
-            f"{values('st', map(NamedNode, statements))} GRAPH {src} {{ ?st rdf:reifies <<( ?s ?p ?o )>> "
+            f"{values('st', map(NamedNode, some))} GRAPH {src} {{ ?st rdf:reifies <<( ?s ?p ?o )>> "
             f"FILTER NOT EXISTS {{ ?st prov:wasDerivedFrom ?any }} }}"
         )
         ops += [

@@ -14,7 +14,7 @@ from pyoxigraph import Literal, NamedNode, RdfFormat, Triple, parse
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.select import select
-from sparqlrag.store.sparql_text import sparql_term, values
+from sparqlrag.store.sparql_text import slices, sparql_term, values
 from sparqlrag.store.vocab import Iris, local_name
 
 # predicates that describe the schema or names, not the world: never walked
@@ -39,17 +39,16 @@ def walked_filter(variable: str = "?p") -> str:
 def labels_of(
     store: QuadStore, iris: Iris, triples: Iterable[Triple], known: dict[str, str] | None = None
 ) -> dict[str, str]:
-    """A label for every term of the triples: rdfs:label in the knowledge graph (one query for
-    the IRIs `known` does not name), else vocab.ttl's for an sr: term, else the IRI's last
-    segment; a literal is its own label."""
+    """A label for every term of the triples: rdfs:label in the knowledge graph (one query per
+    VALUES_BATCH of the IRIs `known` does not name), else vocab.ttl's for an sr: term, else the
+    IRI's last segment; a literal is its own label."""
     triples = list(triples)
     labels = {term.value: term.value for t in triples for term in t if isinstance(term, Literal)}
     nodes = {term.value for t in triples for term in t if isinstance(term, NamedNode)}
     vocabulary = vocab.vocabulary_labels()
     labels.update({node: vocabulary.get(node) or local_name(node) for node in nodes})
     labels.update({node: label for node, label in (known or {}).items() if node in nodes})
-    asked = sorted(nodes - set(known or {}))
-    if asked:
+    for asked in slices(sorted(nodes - set(known or {}))):
         rows = select(
             store,
             vocab.SPARQL_PREFIXES

@@ -8,7 +8,7 @@ from sparqlrag.store import (
     QuerySyntaxError,
     UpdateDatasetConflict,
 )
-from sparqlrag.store.sparql_text import apply_update_dataset
+from sparqlrag.store.sparql_text import apply_update_dataset, query_form, slices
 
 
 def test_update_dataset_lexer_reads_escaped_iris_and_names() -> None:
@@ -34,3 +34,19 @@ def test_update_dataset_is_written_as_using_clauses() -> None:
         apply_update_dataset("WITH <http://g> DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }", ["http://d"], [])
     with pytest.raises(QuerySyntaxError):
         apply_update_dataset("DELETE WHERE { ?s ?p ?o }", ["http://d> } ; DROP ALL ; INSERT DATA { <http://x"], [])
+
+
+def test_the_query_form_is_the_first_keyword_past_the_prologue() -> None:
+    assert query_form("PREFIX select: <http://s/> BASE <http://b/> # ASK\n CONSTRUCT { ?s ?p ?o } WHERE {}") == (
+        "CONSTRUCT"
+    )
+    assert query_form("describe <http://e/x>") == "DESCRIBE"
+    assert query_form('SELECT ("ASK" AS ?x) {}') == "SELECT" and query_form("ask {}") == "ASK"
+    assert query_form("not a query") is None
+
+
+def test_slices_cover_every_item_once_in_order() -> None:
+    items = list(range(4_500))
+    runs = list(slices(items))
+    assert [len(run) for run in runs] == [2_000, 2_000, 500] and [i for run in runs for i in run] == items
+    assert list(slices([])) == []

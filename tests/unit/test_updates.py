@@ -7,6 +7,7 @@ from pyoxigraph import Literal, NamedNode, Quad, Store, Triple
 from sparqlrag.extraction.provenance import ChunkRecord
 from sparqlrag.extraction.updates import placement, removal
 from sparqlrag.store import vocab
+from sparqlrag.store.sparql_text import VALUES_BATCH
 from sparqlrag.store.vocab import Iris
 
 IRIS = Iris("http://kb.example/")
@@ -54,3 +55,15 @@ def test_placement_moves_kept_chunks_to_their_new_offsets() -> None:
     offsets = {q.subject: int(q.object.value) for q in store.quads_for_pattern(None, vocab.SR_OFFSET, None, SRC)}
     indexes = {q.subject: int(q.object.value) for q in store.quads_for_pattern(None, vocab.SR_INDEX, None, SRC)}
     assert offsets == {A: 25, B: 10} and indexes == {A: 1, B: 1}
+
+
+def test_a_big_documents_removal_runs_in_slices_and_removes_it_all() -> None:
+    """More statements than one VALUES block holds (a store's limit): every one still goes."""
+    store = Store()
+    statements = [supported(store, fact(f"e{i}"), A).value for i in range(VALUES_BATCH + 7)]
+    update = removal(IRIS, [A.value], statements)
+    assert update.count("VALUES ?st") == 6  # three operations, two slices each
+    store.update(vocab.SPARQL_PREFIXES + update)
+    assert not list(store.quads_for_pattern(None, None, None, KG)) and not list(
+        store.quads_for_pattern(None, None, None, SRC)
+    )
