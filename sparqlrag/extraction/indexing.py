@@ -19,8 +19,8 @@ from sparqlrag.store.calls import off_loop
 from sparqlrag.store.fact_index import FactIndex
 from sparqlrag.store.facts import walked_filter
 from sparqlrag.store.keyword_index import KeywordIndex
-from sparqlrag.store.select import lexical, select, select_terms
-from sparqlrag.store.sparql_text import sparql_term, values
+from sparqlrag.store.select import lexical, select, select_terms, select_values
+from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vector_index import Facet, VectorIndex
 from sparqlrag.store.vocab import Iris
 
@@ -186,12 +186,16 @@ class Indexer:
         gone: set[str] = set()
         if statements:
             rows = await off_loop(
-                select,
+                select_values,
                 self.store,
-                vocab.SPARQL_PREFIXES
-                + f"""
-                SELECT ?st WHERE {{ {values("st", map(NamedNode, statements))} FILTER NOT EXISTS {{
-                  GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies <<( ?s ?p ?o )>> }} }} }}""",
+                "st",
+                map(NamedNode, statements),
+                lambda asked: (
+                    vocab.SPARQL_PREFIXES
+                    + f"""
+                SELECT ?st WHERE {{ {asked} FILTER NOT EXISTS {{
+                  GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies <<( ?s ?p ?o )>> }} }} }}"""
+                ),
             )
             gone = {row["st"] for row in rows}
             await off_loop(self.facts.remove, iris, sorted(gone))
@@ -202,13 +206,17 @@ class Indexer:
             await off_loop(self.extractions.discard, iris.collection, chunks)
         if entities:
             rows = await off_loop(
-                select,
+                select_values,
                 self.store,
-                vocab.SPARQL_PREFIXES
-                + f"""
-                SELECT ?entity WHERE {{ {values("entity", map(NamedNode, sorted(entities)))}
+                "entity",
+                map(NamedNode, sorted(entities)),
+                lambda asked: (
+                    vocab.SPARQL_PREFIXES
+                    + f"""
+                SELECT ?entity WHERE {{ {asked}
                   FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.knowledge_graph)} {{ ?entity rdfs:label|owl:sameAs
-                    ?kept }} }} }}""",
+                    ?kept }} }} }}"""
+                ),
             )
             await off_loop(self.vectors.delete, iris.collection, "entities", [row["entity"] for row in rows])
             return lost, {row["entity"] for row in rows}

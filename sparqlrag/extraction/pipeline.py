@@ -48,8 +48,8 @@ from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.keyword_index import KeywordIndex
-from sparqlrag.store.select import select
-from sparqlrag.store.sparql_text import insert_data, sparql_term, values
+from sparqlrag.store.select import select_values
+from sparqlrag.store.sparql_text import insert_data, sparql_term
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import Iris
 
@@ -412,13 +412,17 @@ class Pipeline:
         if not chunks:
             return [], set()
         rows = await off_loop(
-            select,
+            select_values,
             self.store,
-            vocab.SPARQL_PREFIXES
-            + f"""
-            SELECT DISTINCT ?st ?s ?o WHERE {{ {values("chunk", map(NamedNode, chunks))}
+            "chunk",
+            map(NamedNode, chunks),
+            lambda asked: (
+                vocab.SPARQL_PREFIXES
+                + f"""
+            SELECT DISTINCT ?st ?s ?o WHERE {{ {asked}
               GRAPH {sparql_term(iris.source_graph)} {{ ?st prov:wasDerivedFrom ?chunk ; rdf:reifies <<( ?s ?p ?o )>>
-                }} }}""",
+                }} }}"""
+            ),
         )
         prefix = iris.entity("").value
         entities = {term for row in rows for term in (row["s"], row["o"]) if term.startswith(prefix)}

@@ -19,8 +19,8 @@ from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab
 from sparqlrag.store.aliases import chain
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.select import select
-from sparqlrag.store.sparql_text import slices, sparql_term, values
+from sparqlrag.store.select import select, select_values
+from sparqlrag.store.sparql_text import sparql_term, values
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import Iris
 
@@ -41,22 +41,22 @@ def known(store: QuadStore, iris: Iris, keys: set[str]) -> Known:
     the names a person kept apart (a curated owl:differentFrom)."""
     result = Known()
     src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
-    rows = [
-        row
-        for some in slices(sorted(keys))
-        for row in select(
-            store,
+    rows = select_values(
+        store,
+        "key",
+        map(Literal, sorted(keys)),
+        lambda keyed: (
             vocab.SPARQL_PREFIXES
             + f"""
         SELECT ?key ?e ?label ?canonical (SAMPLE(?name) AS ?canonical_label) (SAMPLE(?class) AS ?type) WHERE {{
-          {values("key", map(Literal, some))}
+          {keyed}
           GRAPH {src} {{
             {{ ?st sr:key ?key ; rdf:reifies <<( ?e rdfs:label ?label )>> }}
             UNION {{ ?st sr:key ?key ; sr:alias ?label ; rdf:reifies <<( ?e owl:sameAs ?target )>> }} }}
           {_canonical(iris)}
-        }} GROUP BY ?key ?e ?label ?canonical""",
-        )
-    ]
+        }} GROUP BY ?key ?e ?label ?canonical"""
+        ),
+    )
     for row in rows:
         candidate = Candidate(
             row["e"], row["label"], row["canonical"], row.get("canonical_label") or row["label"], row.get("type")
@@ -143,17 +143,17 @@ def similar(
 def _defining(store: QuadStore, iris: Iris, definitions: set[str]) -> dict[str, tuple[str, ...]]:
     """The chunks that state each definition (of whichever entity it now sits on: a merge may
     have moved it to the canonical IRI)."""
-    rows = [
-        row
-        for some in slices(sorted(definitions))
-        for row in select(
-            store,
+    rows = select_values(
+        store,
+        "d",
+        map(Literal, sorted(definitions)),
+        lambda defined: (
             vocab.SPARQL_PREFIXES
-            + f"""SELECT DISTINCT ?d ?chunk WHERE {{ {values("d", map(Literal, some))}
+            + f"""SELECT DISTINCT ?d ?chunk WHERE {{ {defined}
         GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies <<( ?e skos:definition ?d )>> ; prov:wasDerivedFrom
-          ?chunk }} }}""",
-        )
-    ]
+          ?chunk }} }}"""
+        ),
+    )
     chunks: dict[str, list[str]] = {}
     for row in rows:
         chunks.setdefault(row["d"], []).append(row["chunk"])
@@ -164,12 +164,16 @@ def shared_merges_of(store: QuadStore, iris: Iris, chunks: list[str]) -> dict[st
     """The shared merges derived from `chunks`: reifier IRI -> the alias's key."""
     if not chunks:
         return {}
-    rows = select(
+    rows = select_values(
         store,
-        vocab.SPARQL_PREFIXES
-        + f"""SELECT DISTINCT ?st ?key WHERE {{ {values("chunk", map(NamedNode, chunks))}
+        "chunk",
+        map(NamedNode, chunks),
+        lambda asked: (
+            vocab.SPARQL_PREFIXES
+            + f"""SELECT DISTINCT ?st ?key WHERE {{ {asked}
         GRAPH {sparql_term(iris.source_graph)} {{ ?st prov:wasDerivedFrom ?chunk ; sr:key ?key ;
-          rdf:reifies <<( ?a owl:sameAs ?b )>> }} }}""",
+          rdf:reifies <<( ?a owl:sameAs ?b )>> }} }}"""
+        ),
     )
     return {row["st"]: row["key"] for row in rows}
 
@@ -197,14 +201,18 @@ def documents_using(store: QuadStore, iris: Iris, aliases: set[str]) -> set[str]
     if not aliases:
         return set()
     src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
-    rows = select(
+    rows = select_values(
         store,
-        vocab.SPARQL_PREFIXES
-        + f"""SELECT DISTINCT ?doc WHERE {{ {values("alias", map(NamedNode, sorted(aliases)))}
+        "alias",
+        map(NamedNode, sorted(aliases)),
+        lambda asked: (
+            vocab.SPARQL_PREFIXES
+            + f"""SELECT DISTINCT ?doc WHERE {{ {asked}
         GRAPH {kg} {{ {{ ?alias ?p ?o BIND(?alias AS ?s) }} UNION {{ ?s ?p ?alias BIND(?alias AS ?o) }} }}
         FILTER(?p != owl:sameAs)
         GRAPH {src} {{ ?st rdf:reifies <<( ?s ?p ?o )>> ; prov:wasDerivedFrom ?chunk . ?chunk prov:wasDerivedFrom
-          ?doc }} }}""",
+          ?doc }} }}"""
+        ),
     )
     return {document_id(iris, row["doc"]) for row in rows}
 

@@ -13,8 +13,8 @@ from pyoxigraph import Literal, NamedNode, RdfFormat, Triple, parse
 
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.select import select
-from sparqlrag.store.sparql_text import slices, sparql_term, values
+from sparqlrag.store.select import select_values
+from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vocab import Iris, local_name
 
 # predicates that describe the schema or names, not the world: never walked
@@ -48,15 +48,17 @@ def labels_of(
     vocabulary = vocab.vocabulary_labels()
     labels.update({node: vocabulary.get(node) or local_name(node) for node in nodes})
     labels.update({node: label for node, label in (known or {}).items() if node in nodes})
-    for asked in slices(sorted(nodes - set(known or {}))):
-        rows = select(
-            store,
+    rows = select_values(
+        store,
+        "x",
+        map(NamedNode, sorted(nodes - set(known or {}))),
+        lambda asked: (
             vocab.SPARQL_PREFIXES
-            + f"""SELECT ?x ?label WHERE {{
-            {values("x", map(NamedNode, asked))} GRAPH {sparql_term(iris.knowledge_graph)} {{ ?x rdfs:label ?label }}
-              }}""",
-        )
-        labels.update({row["x"]: row["label"] for row in rows})
+            + f"""SELECT ?x ?label WHERE {{ {asked} GRAPH {sparql_term(iris.knowledge_graph)} {{ ?x rdfs:label ?label }}
+              }}"""
+        ),
+    )
+    labels.update({row["x"]: row["label"] for row in rows})
     return labels
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pyoxigraph import BlankNode, Literal, NamedNode, Triple
 
 from sparqlrag.store.base import QuadStore
+from sparqlrag.store.sparql_text import slices, values
 
 Term = NamedNode | BlankNode | Literal | Triple
 
@@ -27,6 +29,14 @@ def _bindings(store: QuadStore, sparql: str) -> list[dict[str, dict[str, Any]]]:
 def select(store: QuadStore, sparql: str) -> list[dict[str, str]]:
     """Rows of a SELECT, each value as its lexical form or IRI."""
     return [{name: value["value"] for name, value in row.items()} for row in _bindings(store, sparql)]
+
+
+def select_values(
+    store: QuadStore, variable: str, terms: Iterable[object], query: Callable[[str], str]
+) -> list[dict[str, str]]:
+    """Rows of `query(VALUES block)` for every term, asked VALUES_BATCH terms at a time (a store
+    limits a query's VALUES: Virtuoso near 4,000): for queries whose rows each depend on one term."""
+    return [row for some in slices(list(terms)) for row in select(store, query(values(variable, some)))]
 
 
 def select_terms(store: QuadStore, sparql: str) -> list[dict[str, Term]]:
