@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from openapi_schema_validator import OAS31Validator
 from openapi_spec_validator import validate
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.routing import Route
@@ -46,6 +47,16 @@ def test_openapi_describes_every_route_and_is_valid(client: httpx.Client, server
         ]["edge_limit"]["default"]
         == 25
     )  # the walk's options come from GraphRagOptions
+
+
+def test_collections_answer_as_their_schema_says(client: httpx.Client) -> None:
+    """schemathesis found `created: null` (the `default` collection's) breaking the schema (issue 18)."""
+    document = client.get("/openapi.json").json()
+    listing = document["paths"]["/api/v1/collections"]["get"]["responses"]["200"]["content"]["application/json"]
+    listed = client.get("/api/v1/collections").json()
+    OAS31Validator(listing["schema"]).validate(listed)
+    assert {c["name"]: c["created"] for c in listed["collections"]}["default"] is None
+    assert "emptied" in document["paths"]["/api/v1/collections/{name}"]["delete"]["summary"]
 
 
 def sample(text: str, name: str, **labels: str) -> float:

@@ -120,7 +120,7 @@ COLLECTION = json_object(
     ["name", "iri", "documents", "chunks", "facts"],
     name=STRING,
     iri=STRING,
-    created=STRING,
+    created={"type": ["string", "null"], "description": "when it was created; null for `default`, which always exists"},
     documents=INTEGER,
     chunks=INTEGER,
     facts=INTEGER,

@@ -207,9 +207,10 @@ PATHS: dict[str, dict[str, Any]] = {
         "parameters": [path_parameter("name", "the collection")],
         "get": operation("One collection with its counts", responses={"200": json_response(COLLECTION)}),
         "delete": operation(
-            "Delete a collection: graphs, vectors, keyword rows, documents",
+            "Delete a collection: graphs, vectors, keyword rows, documents. `default` always exists: "
+            "it is emptied and stays (listed with no documents)",
             scope="write",
-            responses={"204": {"description": "deleted"}},
+            responses={"204": {"description": "deleted (`default`: emptied)"}},
         ),
     },
     "/api/v1/collections/{name}/core": {

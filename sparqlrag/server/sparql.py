@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
+from pyoxigraph import NamedNode
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -30,7 +31,14 @@ class Operation:
     params: dict[str, list[str]]
 
     def graphs(self, name: str) -> list[str]:
-        return self.params.get(name, [])
+        """The graphs a dataset parameter names, each an absolute IRI (else 400)."""
+        found = self.params.get(name, [])
+        for iri in found:
+            try:
+                NamedNode(iri)
+            except ValueError:
+                raise ApiError(400, "syntax_error", f"{name}: not a valid absolute IRI: {iri[:200]!r}") from None
+        return found
 
 
 def _single(params: dict[str, list[str]], name: str) -> str | None:
