@@ -59,6 +59,18 @@ def test_collections_answer_as_their_schema_says(client: httpx.Client) -> None:
     assert "emptied" in document["paths"]["/api/v1/collections/{name}"]["delete"]["summary"]
 
 
+def test_a_405_names_every_method_of_its_path(client: httpx.Client) -> None:
+    """Routes share a path, one per method: the Allow of a 405 listed only the first's (issue 18)."""
+    for method, path, allowed in (
+        ("PATCH", "/api/v1/documents", "GET, HEAD, POST"),
+        ("PUT", "/api/v1/collections/default", "DELETE, GET, HEAD"),
+        ("DELETE", "/api/v1/ontologies", "GET, HEAD, POST"),
+    ):
+        refused = client.request(method, path)
+        assert refused.status_code == 405 and refused.headers["allow"] == allowed, (method, path, refused.headers)
+        assert refused.json()["error"] == "method_not_allowed"
+
+
 def sample(text: str, name: str, **labels: str) -> float:
     """The value of one sample of the Prometheus text (0 when absent), read by prometheus_client's parser."""
     for family in text_string_to_metric_families(text):

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from sparqlrag.retrieval.question import MAX_QUESTION_CHARS
 from sparqlrag.retrieval.walk import GraphRagOptions
+from sparqlrag.store.formats import GRAPH_FORMATS
+from sparqlrag.store.vocab import NAME_PATTERN
 
 JSON = "application/json"
 ERROR = {"$ref": "#/components/schemas/Error"}
@@ -21,10 +24,14 @@ def json_object(required: list[str], **properties: dict[str, Any]) -> dict[str, 
 
 STRING, INTEGER, NUMBER, BOOLEAN = {"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"}
 ANY_OBJECT = {"type": "object"}
+NAME = {"type": "string", "pattern": f"^{NAME_PATTERN}$", "description": "1-64 of a-z, 0-9, '-', '_'"}
+TEXT = {"type": "string", "minLength": 1}
+IRI = {"type": "string", "format": "uri", "description": "an absolute IRI"}
+QUESTION_TEXT = {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS, "pattern": r"\S"}
 COLLECTION_QUERY = {
     "name": "collection",
     "in": "query",
-    "schema": {**STRING, "default": "default"},
+    "schema": {**NAME, "default": "default"},
     "description": "the collection",
 }
 
@@ -51,8 +58,8 @@ def operation(
     return described
 
 
-def path_parameter(name: str, description: str) -> dict[str, Any]:
-    return {"name": name, "in": "path", "required": True, "schema": STRING, "description": description}
+def path_parameter(name: str, description: str, schema: dict[str, Any] = STRING) -> dict[str, Any]:
+    return {"name": name, "in": "path", "required": True, "schema": schema, "description": description}
 
 
 def graph_store(what: str) -> dict[str, Any]:
@@ -68,11 +75,14 @@ def graph_store(what: str) -> dict[str, Any]:
         "schema": {"enum": ["rdf12", "rdf11"], "default": "rdf12"},
         "description": "rdf11: each fact reifier as RDF 1.1 reification, for tools without triple terms",
     }
+    json_ld = {"type": ["object", "array"]}
+    rdf = {media: {"schema": json_ld if "json" in media else STRING} for media, _ in GRAPH_FORMATS}
     return {
         method: operation(
             f"Graph Store HTTP Protocol {method.upper()} {what}",
             scope="read" if method == "get" else "write",
             responses=responses,
+            body=rdf if method in ("put", "post") else None,
             parameters=[reification] if method == "get" else None,
         )
         for method in ("get", "put", "post", "delete")
@@ -105,14 +115,17 @@ ENTITY_ALIASES = json_object(
     kept_apart={"type": "array", "items": STRING},
 )
 QUESTION = json_object(
-    ["question"], question=STRING, collection=STRING, stream={**BOOLEAN, "description": "answer as server-sent events"}
+    ["question"],
+    question=QUESTION_TEXT,
+    collection={**NAME, "default": "default"},
+    stream={**BOOLEAN, "description": "answer as server-sent events"},
 )
 ANSWER = json_object(
     ["answer", "sources", "trace"],
     question=STRING,
     answer=STRING,
     trace={**STRING, "description": "the trace IRI"},
-    model=STRING,
+    model={"type": ["string", "null"], "description": "the LLM that wrote the answer; null when none did"},
     usage=ANY_OBJECT,
     sources={"type": "array", "items": {"$ref": "#/components/schemas/Source"}},
 )
@@ -147,7 +160,10 @@ RDF_BODY = {
     )
 }
 ZIP = {"application/zip": {"schema": {"type": "string", "format": "binary"}}}
-SSE = {"text/event-stream": {"schema": STRING}}
+SSE = {  # each event as schemathesis and browsers read it: its name and its JSON text
+    "text/event-stream": {"schema": json_object(["data"], event=STRING, data=STRING)}
+}
+QUERY_TIMEOUT = json_response(ERROR, "query_timeout: the query ran past its time limit and was stopped")
 WALK_OPTIONS = {
     **{
         name: {

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Match, Route
 
 from sparqlrag.library.librarian import CollectionBusy, UnknownCollection
 from sparqlrag.models.llm import LLMError
@@ -86,7 +87,20 @@ async def llm_error_handler(request: Request, exc: Exception) -> Response:
 async def http_exception_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     error = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-    return error_response(exc.status_code, error, str(exc.detail), exc.headers)
+    headers = exc.headers
+    if exc.status_code == 405:  # every method of the path: routing names only the first route's
+        headers = {**(headers or {}), "Allow": ", ".join(_allowed(request))}
+    return error_response(exc.status_code, error, str(exc.detail), headers)
+
+
+def _allowed(request: Request) -> list[str]:
+    """The methods some route of the app answers on this request's path (several routes may
+    share a path, one per method)."""
+    methods: set[str] = set()
+    for route in request.app.routes:
+        if isinstance(route, Route) and route.matches(request.scope)[0] != Match.NONE:
+            methods |= route.methods or set()
+    return sorted(methods)
 
 
 async def unexpected_error_handler(request: Request, exc: Exception) -> Response:

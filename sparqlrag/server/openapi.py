@@ -20,15 +20,21 @@ from sparqlrag.server.api_schemas import (
     COLLECTION,
     COLLECTION_QUERY,
     ENTITY_ALIASES,
+    ERROR,
     INTEGER,
+    IRI,
     JSON,
+    NAME,
     NAME_OR_IRI,
     NUMBER,
     ONTOLOGY,
+    QUERY_TIMEOUT,
     QUESTION,
+    QUESTION_TEXT,
     RDF_BODY,
     SSE,
     STRING,
+    TEXT,
     WALK_OPTIONS,
     ZIP,
     graph_store,
@@ -37,6 +43,7 @@ from sparqlrag.server.api_schemas import (
     operation,
     path_parameter,
 )
+from sparqlrag.server.sparql import MIN_TIMEOUT
 
 PATHS: dict[str, dict[str, Any]] = {
     "/healthz": {
@@ -61,25 +68,35 @@ PATHS: dict[str, dict[str, Any]] = {
         "get": operation(
             "SPARQL 1.1 Protocol query (?query=), or the service description",
             parameters=[
-                {"name": "query", "in": "query", "schema": STRING},
-                {"name": "default-graph-uri", "in": "query", "schema": STRING},
-                {"name": "named-graph-uri", "in": "query", "schema": STRING},
-                {"name": "timeout", "in": "query", "schema": NUMBER},
+                {"name": "query", "in": "query", "schema": TEXT},
+                {"name": "default-graph-uri", "in": "query", "schema": IRI},
+                {"name": "named-graph-uri", "in": "query", "schema": IRI},
+                {
+                    "name": "timeout",
+                    "in": "query",
+                    "schema": {**NUMBER, "minimum": MIN_TIMEOUT},
+                    "description": "seconds, at most the server's max_query_timeout (300 by default)",
+                },
             ],
             responses={
                 "200": {
                     "description": "results by Accept: SPARQL JSON/XML/CSV/TSV, or an RDF syntax for CONSTRUCT/DESCRIBE"
-                }
+                },
+                "503": QUERY_TIMEOUT,
             },
         ),
         "post": operation(
             "SPARQL 1.1 Protocol query or update (form, or a direct query/update body); updates need `write`",
             body={
-                "application/x-www-form-urlencoded": {"schema": json_object([], query=STRING, update=STRING)},
-                "application/sparql-query": {"schema": STRING},
-                "application/sparql-update": {"schema": STRING},
+                "application/x-www-form-urlencoded": {"schema": json_object([], query=TEXT, update=TEXT)},
+                "application/sparql-query": {"schema": TEXT},
+                "application/sparql-update": {"schema": TEXT},
             },
-            responses={"200": {"description": "query results"}, "204": {"description": "the update was applied"}},
+            responses={
+                "200": {"description": "query results"},
+                "204": {"description": "the update was applied"},
+                "503": QUERY_TIMEOUT,
+            },
         ),
     },
     "/store": graph_store("(?default, ?graph=IRI, or the whole dataset)"),
@@ -163,10 +180,16 @@ PATHS: dict[str, dict[str, Any]] = {
                         "properties": {
                             **QUESTION["properties"],
                             "mode": {"enum": ["vector", "keyword", "hybrid"]},
-                            "k": INTEGER,
+                            "k": {**INTEGER, "minimum": 1, "maximum": 100, "default": 5},
                             "rerank": BOOLEAN,
-                            "mmr": NUMBER,
-                            "weights": {"type": "array", "items": NUMBER},
+                            "mmr": {"type": ["number", "null"], "description": "MMR's lambda; null: no MMR"},
+                            "weights": {
+                                "type": ["array", "null"],
+                                "items": {**NUMBER, "minimum": 0},
+                                "minItems": 2,
+                                "maxItems": 2,
+                                "description": "[vector, keyword], not both zero",
+                            },
                         },
                     }
                 }
@@ -177,7 +200,10 @@ PATHS: dict[str, dict[str, Any]] = {
     "/api/v1/traces": {
         "get": operation(
             "The latest answers' traces",
-            parameters=[COLLECTION_QUERY, {"name": "limit", "in": "query", "schema": INTEGER}],
+            parameters=[
+                COLLECTION_QUERY,
+                {"name": "limit", "in": "query", "schema": {**INTEGER, "minimum": 1, "maximum": 1000, "default": 50}},
+            ],
             responses={"200": json_response(json_object(["traces"], traces={"type": "array", "items": ANY_OBJECT}))},
         )
     },
@@ -199,12 +225,12 @@ PATHS: dict[str, dict[str, Any]] = {
         "post": operation(
             "Create a collection, optionally extracting with a loaded ontology",
             scope="write",
-            body={JSON: {"schema": json_object(["name"], name=STRING, ontology=STRING)}},
+            body={JSON: {"schema": json_object(["name"], name=NAME, ontology={**NAME, "type": ["string", "null"]})}},
             responses={"201": json_response(COLLECTION)},
         ),
     },
     "/api/v1/collections/{name}": {
-        "parameters": [path_parameter("name", "the collection")],
+        "parameters": [path_parameter("name", "the collection", NAME)],
         "get": operation("One collection with its counts", responses={"200": json_response(COLLECTION)}),
         "delete": operation(
             "Delete a collection: graphs, vectors, keyword rows, documents. `default` always exists: "
@@ -214,7 +240,7 @@ PATHS: dict[str, dict[str, Any]] = {
         ),
     },
     "/api/v1/collections/{name}/core": {
-        "parameters": [path_parameter("name", "the collection")],
+        "parameters": [path_parameter("name", "the collection", NAME)],
         "get": operation(
             "Export the collection as a knowledge core (zip: TriG graphs, vectors, manifest)",
             responses={"200": {"description": "the core", "content": ZIP}},
@@ -238,7 +264,7 @@ PATHS: dict[str, dict[str, Any]] = {
         ),
     },
     "/api/v1/collections/{name}/entities/aliases": {
-        "parameters": [path_parameter("name", "the collection")],
+        "parameters": [path_parameter("name", "the collection", NAME)],
         "get": operation(
             "An entity's aliases, the merges that joined them (rule, score, evidence documents), the names kept apart",
             parameters=[
@@ -254,7 +280,7 @@ PATHS: dict[str, dict[str, Any]] = {
         ),
     },
     "/api/v1/collections/{name}/entities/merge": {
-        "parameters": [path_parameter("name", "the collection")],
+        "parameters": [path_parameter("name", "the collection", NAME)],
         "post": operation(
             "A person's merge: `other` is `entity` (its IRI becomes an alias, its facts move)",
             scope="write",
@@ -263,7 +289,7 @@ PATHS: dict[str, dict[str, Any]] = {
         ),
     },
     "/api/v1/collections/{name}/entities/split": {
-        "parameters": [path_parameter("name", "the collection")],
+        "parameters": [path_parameter("name", "the collection", NAME)],
         "post": operation(
             "A person's split: `alias` names something else than `entity`, from now on",
             scope="write",
@@ -274,13 +300,14 @@ PATHS: dict[str, dict[str, Any]] = {
     "/api/v1/nl-query": {
         "post": operation(
             "A question written as a checked SPARQL query over an ontology, and its results",
-            body={JSON: {"schema": json_object(["question"], question=STRING, collection=STRING, ontology=STRING)}},
+            body={JSON: {"schema": json_object(["question"], question=QUESTION_TEXT, collection=NAME, ontology=NAME)}},
             responses={
                 "200": json_response(
                     json_object(
                         ["query", "results"], question=STRING, ontology=STRING, query=STRING, form=STRING, results={}
                     )
-                )
+                ),
+                "501": json_response(ERROR, "no LLM is configured to write the query (`llm` setting)"),
             },
         )
     },
@@ -304,7 +331,7 @@ PATHS: dict[str, dict[str, Any]] = {
         ),
     },
     "/api/v1/ontologies/{name}": {
-        "parameters": [path_parameter("name", "the ontology's name")],
+        "parameters": [path_parameter("name", "the ontology's name", NAME)],
         "get": operation(
             "The ontology as RDF/XML (default), Turtle, N-Triples or JSON-LD by Accept",
             responses={"200": {"description": "RDF", "content": RDF_BODY}},
@@ -334,14 +361,14 @@ PATHS: dict[str, dict[str, Any]] = {
         for kind, what in (("id", "an entity"), ("rel", "a relation"), ("doc", "a document or chunk"))
     },
     "/trace/{collection}/{id}": {
-        "parameters": [path_parameter("collection", "the collection"), path_parameter("id", "the trace id")],
+        "parameters": [path_parameter("collection", "the collection", NAME), path_parameter("id", "the trace id")],
         "get": operation(
             "A trace's IRI: 303 to its page (HTML) or its JSON, by Accept",
             responses={"303": {"description": "See Other: /page/trace/... or /api/v1/traces/..."}},
         ),
     },
     "/page/trace/{collection}/{id}": {
-        "parameters": [path_parameter("collection", "the collection"), path_parameter("id", "the trace id")],
+        "parameters": [path_parameter("collection", "the collection", NAME), path_parameter("id", "the trace id")],
         "get": operation(
             "A trace's page: the question, answer, seeds, facts and sources", responses={"200": {"description": "HTML"}}
         ),

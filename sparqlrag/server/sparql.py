@@ -20,6 +20,7 @@ from sparqlrag.store.formats import charset_of, media_type_of
 FORM = "application/x-www-form-urlencoded"
 QUERY_MEDIA_TYPE = "application/sparql-query"
 UPDATE_MEDIA_TYPE = "application/sparql-update"
+MIN_TIMEOUT = 0.1  # seconds: less is no limit a query could meet (the fuzzer asked for 5e-324)
 
 
 @dataclass
@@ -89,6 +90,8 @@ async def sparql_endpoint(request: Request) -> Response:
             raise ApiError(405, "method_not_allowed", "SPARQL updates must be sent with POST", {"Allow": "POST"})
         operation = _operation(params)
         if operation is None:
+            if "default-graph-uri" in params or "named-graph-uri" in params:
+                raise ApiError(400, "bad_request", "default-graph-uri and named-graph-uri go with a query")
             return service_description(request, settings)
         return await _execute(request, operation)
 
@@ -127,8 +130,10 @@ def _timeout(operation: Operation, settings: Settings) -> float:
         value = float(requested)
     except ValueError:
         raise ApiError(400, "bad_request", f"timeout must be a number of seconds, not {requested!r}") from None
-    if not 0 < value <= settings.max_query_timeout:
-        raise ApiError(400, "bad_request", f"timeout must be between 0 and {settings.max_query_timeout:g} seconds")
+    if not MIN_TIMEOUT <= value <= settings.max_query_timeout:
+        raise ApiError(
+            400, "bad_request", f"timeout must be between {MIN_TIMEOUT:g} and {settings.max_query_timeout:g} seconds"
+        )
     return value
 
 

@@ -9,6 +9,8 @@ from typing import Any
 
 from starlette.responses import StreamingResponse
 
+from sparqlrag.server.errors import ApiError
+
 log = logging.getLogger("sparqlrag.server")
 
 
@@ -28,4 +30,8 @@ def sse(events: AsyncIterator[tuple[str, dict[str, Any]]]) -> StreamingResponse:
 
 
 def wants_stream(body: dict[str, Any], accept: str) -> bool:
-    return bool(body.get("stream")) or "text/event-stream" in accept
+    """Whether to answer as server-sent events: `"stream": true`, or an Accept that asks for them."""
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise ApiError(400, "bad_request", "stream is true or false")
+    return stream or "text/event-stream" in accept

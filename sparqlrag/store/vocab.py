@@ -122,7 +122,8 @@ SR_ALIAS = term(SR, "alias")
 # sr:status values of a document
 QUEUED, PROCESSING, READY, FAILED = "queued", "processing", "ready", "failed"
 
-_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+NAME_PATTERN = "[a-z0-9][a-z0-9_-]{0,63}"  # a collection's or ontology's name (also in the OpenAPI document)
+_NAME = re.compile(NAME_PATTERN)
 
 
 class InvalidName(ValueError):
