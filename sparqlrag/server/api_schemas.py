@@ -7,7 +7,7 @@ from typing import Any
 
 from sparqlrag.retrieval.question import MAX_QUESTION_CHARS
 from sparqlrag.retrieval.walk import GraphRagOptions
-from sparqlrag.store.formats import GRAPH_FORMATS
+from sparqlrag.store.formats import DATASET_FORMATS, TRIPLE_FORMATS
 from sparqlrag.store.vocab import NAME_PATTERN
 
 JSON = "application/json"
@@ -62,8 +62,9 @@ def path_parameter(name: str, description: str, schema: dict[str, Any] = STRING)
     return {"name": name, "in": "path", "required": True, "schema": schema, "description": description}
 
 
-def graph_store(what: str) -> dict[str, Any]:
-    """The Graph Store Protocol's four methods on one kind of path."""
+def graph_store(what: str, dataset: bool) -> dict[str, Any]:
+    """The Graph Store Protocol's four methods on one kind of path; `dataset`: the path is
+    `/store`, which also names the default graph (?default), a graph (?graph=) or every graph."""
     responses = {
         "200": {"description": "RDF by Accept"},
         "201": {"description": "created"},
@@ -75,15 +76,19 @@ def graph_store(what: str) -> dict[str, Any]:
         "schema": {"enum": ["rdf12", "rdf11"], "default": "rdf12"},
         "description": "rdf11: each fact reifier as RDF 1.1 reification, for tools without triple terms",
     }
-    json_ld = {"type": ["object", "array"]}
-    rdf = {media: {"schema": json_ld if "json" in media else STRING} for media, _ in GRAPH_FORMATS}
+    naming: list[dict[str, Any]] = [
+        {"name": "graph", "in": "query", "schema": IRI, "description": "the graph (else: the whole dataset)"},
+        {"name": "default", "in": "query", "schema": {"type": "string", "maxLength": 0}, "allowEmptyValue": True},
+    ]
+    uploads = TRIPLE_FORMATS + (DATASET_FORMATS if dataset else [])  # quads only for the whole dataset
+    rdf = {media: {"schema": STRING} for media, _ in uploads}
     return {
         method: operation(
             f"Graph Store HTTP Protocol {method.upper()} {what}",
             scope="read" if method == "get" else "write",
             responses=responses,
             body=rdf if method in ("put", "post") else None,
-            parameters=[reification] if method == "get" else None,
+            parameters=([reification] if method == "get" else []) + (naming if dataset else []) or None,
         )
         for method in ("get", "put", "post", "delete")
     }

@@ -28,6 +28,7 @@ from sparqlrag.store.embedded import check_syntax
 from sparqlrag.store.formats import (
     DATASET_FORMATS,
     GRAPH_FORMATS,
+    TRIPLE_FORMATS,
     media_type_of,
     negotiate,
     rdf_format_for,
@@ -37,7 +38,6 @@ from sparqlrag.store.formats import (
 from sparqlrag.store.reification import rewrite_as_rdf11
 from sparqlrag.store.sparql_text import iri_ref
 
-TRIPLE_FORMATS = [(m, f) for m, f in GRAPH_FORMATS if not f.supports_datasets]
 ALL = "all"  # the whole dataset, as opposed to one graph
 
 
@@ -78,11 +78,11 @@ def _upload_format(content_type: str | None, allowed: list[tuple[str, RdfFormat]
 
 async def graph_store(request: Request) -> Response:
     settings: Settings = request.app.state.settings
+    reading = request.method in ("GET", "HEAD")
+    authorize(request, "read" if reading else "write")  # before the request is judged: without a token, 401
     target = _target(request, settings)
-    if request.method in ("GET", "HEAD"):
-        authorize(request, "read")
+    if reading:
         return await (_get_dataset(request) if target == ALL else _get_graph(request, target))
-    authorize(request, "write")
     if request.method == "DELETE":
         if target == ALL:
             raise ApiError(400, "bad_request", "DELETE needs a graph: ?graph=IRI, ?default or a graph path")

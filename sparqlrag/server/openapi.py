@@ -99,10 +99,10 @@ PATHS: dict[str, dict[str, Any]] = {
             },
         ),
     },
-    "/store": graph_store("(?default, ?graph=IRI, or the whole dataset)"),
+    "/store": graph_store("(?default, ?graph=IRI, or the whole dataset)", dataset=True),
     "/store/{path}": {
         "parameters": [path_parameter("path", "names the graph {base}store/{path} directly")],
-        **graph_store("of a directly named graph"),
+        **graph_store("of a directly named graph", dataset=False),
     },
     "/api/v1/documents": {
         "get": operation(

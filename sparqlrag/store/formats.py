@@ -38,6 +38,7 @@ DATASET_FORMATS: list[tuple[str, RdfFormat]] = [
     ("application/trig", RdfFormat.TRIG),
     ("application/n-quads", RdfFormat.N_QUADS),
 ]
+TRIPLE_FORMATS = [(m, f) for m, f in GRAPH_FORMATS if not f.supports_datasets]  # what one graph is uploaded as
 
 RDF_EXTENSIONS = frozenset({"ttl", "trig", "nt", "nq", "rdf", "owl", "xml", "jsonld", "n3"})
 
