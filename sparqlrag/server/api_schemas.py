@@ -78,7 +78,13 @@ def graph_store(what: str, dataset: bool) -> dict[str, Any]:
     }
     naming: list[dict[str, Any]] = [
         {"name": "graph", "in": "query", "schema": IRI, "description": "the graph (else: the whole dataset)"},
-        {"name": "default", "in": "query", "schema": {"type": "string", "maxLength": 0}, "allowEmptyValue": True},
+        {
+            "name": "default",
+            "in": "query",
+            "schema": STRING,
+            "allowEmptyValue": True,
+            "description": "present (any value, usually none): the default graph",
+        },
     ]
     uploads = TRIPLE_FORMATS + (DATASET_FORMATS if dataset else [])  # quads only for the whole dataset
     rdf = {media: {"schema": STRING} for media, _ in uploads}
