@@ -42,6 +42,7 @@ class MessagesStub:
     requests: list[dict] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
+    refuse_text: str | None = None  # a request whose body holds this text is refused (400), whatever is scripted
     _queue: list[Reply] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -58,6 +59,8 @@ class MessagesStub:
     def _next(self, body: dict) -> Reply:
         with self._lock:
             self.requests.append(body)
+            if self.refuse_text is not None and self.refuse_text in json.dumps(body):
+                return Reply(status=400, error_type="invalid_request_error")
             return self._queue.pop(0) if self._queue else self.default
 
     async def _enter(self, reply: Reply) -> None:

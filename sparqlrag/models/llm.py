@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import random
 import sqlite3
 from abc import ABC, abstractmethod
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+log = logging.getLogger("sparqlrag.models")
 
 
 @dataclass(frozen=True)
@@ -171,7 +174,10 @@ class ChatModel(ABC):
         return float(self.backoff * (2**attempt) * (0.5 + random.random()))
 
     def _final(self, error: Exception) -> LLMError:
-        return error if isinstance(error, LLMError) else LLMError(f"{self.name} failed: {error}")
+        if isinstance(error, LLMError):
+            return error
+        log.warning("%s failed: %s", self.name, error)  # the upstream's words, for the operator only
+        return LLMError(f"{self.name} failed: {_described(error)}")
 
     @abstractmethod
     async def _request(self, prompt: str, system: str | None, max_tokens: int, temperature: float) -> Completion: ...
@@ -240,7 +246,7 @@ class AnthropicModel(ChatModel):
     def _classify(self, error: Exception) -> Retryable | None:
         a = self._anthropic
         if isinstance(error, (a.AuthenticationError, a.PermissionDeniedError)):
-            raise LLMAuthError(f"Anthropic refused the API key ({error.status_code}): {error.message}") from error
+            raise LLMAuthError(f"Anthropic refused the API key (HTTP {error.status_code})") from error
         if isinstance(error, a.RateLimitError):
             return Retryable(error, _retry_after(error.response.headers))
         if isinstance(error, a.APIStatusError):
@@ -286,9 +292,7 @@ class OpenAICompatibleModel(ChatModel):
             data = response.json()
             text = data["choices"][0]["message"]["content"] or ""
         except (ValueError, KeyError, IndexError, TypeError) as error:
-            raise LLMError(
-                f"{self.name} answered something that is not a chat completion: {response.text[:200]}"
-            ) from error
+            raise LLMError(f"{self.name} answered something that is not a chat completion") from error
         usage = data.get("usage") or {}
         return Completion(
             text, data.get("model", self.model), usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
@@ -305,7 +309,7 @@ class OpenAICompatibleModel(ChatModel):
                 try:
                     delta = json.loads(payload)["choices"][0].get("delta", {}).get("content")
                 except (ValueError, KeyError, IndexError) as error:
-                    raise LLMError(f"{self.name} sent a malformed stream event: {payload[:200]}") from error
+                    raise LLMError(f"{self.name} sent a malformed stream event") from error
                 if delta:
                     yield delta
 
@@ -320,3 +324,11 @@ class OpenAICompatibleModel(ChatModel):
         if isinstance(error, httpx.TransportError):
             return Retryable(error)
         return None
+
+
+def _described(error: Exception) -> str:
+    """A failure in our words: its HTTP status, or its kind. What the upstream said is never
+    passed on to a client (it may hold anything, its own request ids and hints among them)."""
+    response = getattr(error, "response", None)
+    status = getattr(error, "status_code", None) or getattr(response, "status_code", None)
+    return f"HTTP {status}" if isinstance(status, int) else f"{type(error).__name__} (no answer)"

@@ -1,0 +1,80 @@
+"""Failure paths forced for real (issue 18): the LLM behind extraction refuses mid-ingest. What
+the client sees, what the store keeps, and that nothing is left to resume."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import LiveServer, start_server
+from tests.llm_stub import MessagesStub, Reply, serve_stub
+
+EXTRACTED = Reply(  # one answer for both prompts: each reads the keys it asks for
+    '[{"entity": "Warsaw", "definition": "The capital of Poland.", "subject": "Warsaw", "predicate": "capital of",'
+    ' "object": "Poland", "object-entity": true}]'
+)
+REFUSED = Reply(status=400, error_type="invalid_request_error")  # not retried: the call fails at once
+
+
+@pytest.fixture
+def stubbed(tmp_path: Path) -> Iterator[tuple[LiveServer, MessagesStub]]:
+    stub, stop_stub = serve_stub()
+    stub.default = EXTRACTED
+    server, stop = start_server(
+        tmp_path / "data", llm="anthropic", llm_base_url=stub.url, llm_api_key="sk-test", extractor="llm"
+    )
+    yield server, stub
+    stop()
+    stop_stub()
+
+
+def _facts(server: LiveServer) -> int:
+    with server.client() as client:
+        query = "SELECT (COUNT(*) AS ?n) WHERE { GRAPH <http://localhost:7878/graph/default> { ?s ?p ?o } }"
+        rows = client.get("/sparql", params={"query": query}).json()["results"]["bindings"]
+    return int(rows[0]["n"]["value"])
+
+
+def test_an_llm_that_refuses_mid_ingest_fails_the_document_and_keeps_the_last_version(
+    stubbed: tuple[LiveServer, MessagesStub],
+) -> None:
+    server, stub = stubbed
+    with server.client() as client:
+        first = client.post("/api/v1/documents", json={"id": "warsaw", "text": "Warsaw is the capital of Poland."})
+        assert first.status_code == 201, first.text
+        kept = _facts(server)
+        assert kept > 0
+        stub.default = REFUSED
+        again = client.post(
+            "/api/v1/documents", json={"id": "warsaw", "text": "Warsaw is the capital of Poland, on the Vistula."}
+        )
+        assert again.status_code == 502 and again.json()["error"] == "model_failed", again.text
+        assert "HTTP 400" in again.text and "invalid_request_error" not in again.text  # ours, not the LLM's words
+        document = client.get("/api/v1/documents/warsaw").json()
+        assert document["status"] == "failed"
+        assert _facts(server) == kept  # the version before is what the store holds
+        assert not list((server.settings.data_dir / "pending").glob("*.json"))  # not resumed at every start
+        stub.default = EXTRACTED
+        retried = client.post(
+            "/api/v1/documents", json={"id": "warsaw", "text": "Warsaw is the capital of Poland, on the Vistula."}
+        )
+        assert retried.status_code == 201 and client.get("/api/v1/documents/warsaw").json()["status"] == "ready"
+
+
+def test_in_a_batch_the_document_the_llm_refuses_fails_alone(stubbed: tuple[LiveServer, MessagesStub]) -> None:
+    server, stub = stubbed
+    stub.refuse_text = "Krakow"
+    files = [
+        ("file", ("warsaw.txt", b"Warsaw is the capital of Poland.", "text/plain")),
+        ("file", ("krakow.txt", b"Krakow was the capital of Poland.", "text/plain")),
+    ]
+    with server.client() as client:
+        response = client.post("/api/v1/documents", files=files)
+        statuses = {d["id"]: d["status"] for d in client.get("/api/v1/documents").json()["documents"]}
+    assert response.status_code == 201 and statuses == {"warsaw.txt": "ready", "krakow.txt": "failed"}
+    failed = next(d for d in response.json()["documents"] if d["id"] == "krakow.txt")
+    assert failed["status"] == "failed" and "HTTP 400" in failed["error"]
+    assert "invalid_request_error" not in response.text  # the LLM's own answer is never passed on
+    assert _facts(server) > 0 and not list((server.settings.data_dir / "pending").glob("*.json"))
