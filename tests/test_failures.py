@@ -3,6 +3,7 @@ the client sees, what the store keeps, and that nothing is left to resume."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -78,3 +79,34 @@ def test_in_a_batch_the_document_the_llm_refuses_fails_alone(stubbed: tuple[Live
     assert failed["status"] == "failed" and "HTTP 400" in failed["error"]
     assert "invalid_request_error" not in response.text  # the LLM's own answer is never passed on
     assert _facts(server) > 0 and not list((server.settings.data_dir / "pending").glob("*.json"))
+
+
+def test_a_collection_being_ingested_is_busy_and_a_document_being_ingested_is_deleted_after(
+    stubbed: tuple[LiveServer, MessagesStub],
+) -> None:
+    """While an ingest waits on the LLM: deleting its collection is a 409 that changes nothing;
+    deleting its document waits for the ingest, then removes all of it."""
+    server, stub = stubbed
+    stub.default = Reply(EXTRACTED.text, delay=2.0)
+    with server.client() as client:
+        assert client.post("/api/v1/collections", json={"name": "lab"}).status_code == 201
+        queued = client.post(
+            "/api/v1/documents",
+            params={"collection": "lab", "async": "true"},
+            json={"id": "warsaw", "text": "Warsaw is the capital of Poland."},
+        )
+        assert queued.status_code == 202, queued.text
+        deadline = time.monotonic() + 60
+        while stub.in_flight == 0 and time.monotonic() < deadline:  # the extraction has reached the LLM
+            time.sleep(0.01)
+        assert stub.in_flight > 0
+        before = server.dataset()
+        busy = client.delete("/api/v1/collections/lab")
+        assert busy.status_code == 409 and busy.json()["error"] == "collection_busy", busy.text
+        assert server.dataset() == before
+        deleted = client.delete("/api/v1/documents/warsaw", params={"collection": "lab"})
+        assert deleted.status_code == 204, deleted.text
+        assert client.get("/api/v1/documents/warsaw", params={"collection": "lab"}).status_code == 404
+        query = "ASK { GRAPH <http://localhost:7878/graph/lab> { ?s ?p ?o } }"
+        assert client.get("/sparql", params={"query": query}).json()["boolean"] is False  # no fact of it is left
+    assert not list((server.settings.data_dir / "pending").glob("*.json"))
