@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -97,6 +98,21 @@ class Settings(BaseSettings):
     def _empty_is_none(cls, value: Any) -> Any:
         """TOML and env vars have no null: an empty text (or "auto" for triple terms) is none."""
         return None if isinstance(value, str) and value.strip().lower() in ("", "auto") else value
+
+    @field_validator("store_url", "store_update_url", "store_gsp_url")
+    @classmethod
+    def _store_endpoint(cls, value: str | None) -> str | None:
+        """The one kind of address the server will contact for its store: an http(s) URL with a host."""
+        if value is not None and not re.fullmatch(r"https?://[^/?#\s]+(?:[/?#]\S*)?", value):
+            raise ValueError(f"must be an http(s) URL with a host, got {value[:200]!r}")
+        return value
+
+    @field_validator("store_default_graph")
+    @classmethod
+    def _absolute_iri(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*:[^\s<>\"{}|^`\\]+", value):
+            raise ValueError(f"must be an absolute IRI, got {value[:200]!r}")
+        return value
 
     @field_validator("hybrid_weights")
     @classmethod

@@ -228,6 +228,12 @@ def test_the_command_line_works_on_a_remote_store(oxigraph: Oxigraph, tmp_path: 
     failed = subprocess.run(down, capture_output=True, text=True, timeout=120)
     assert failed.returncode == 2 and "cannot reach the store at http://127.0.0.1:" in failed.stderr
     assert "Traceback" not in failed.stderr
+    for bad in ("file:///etc/passwd", "ftp://127.0.0.1/q", "localhost:7879/query"):  # never a file, never guessed
+        refused = subprocess.run(
+            [*query, "--data-dir", str(tmp_path / "d"), "--store-url", bad], capture_output=True, text=True
+        )
+        assert refused.returncode == 2 and "store_url" in refused.stderr and "http(s) URL" in refused.stderr, bad
+        assert "Traceback" not in refused.stderr
 
 
 def test_a_store_gone_down_is_a_502_naming_it(oxigraph: Oxigraph, tmp_path: Path) -> None:

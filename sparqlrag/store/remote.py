@@ -128,6 +128,8 @@ class RemoteStore:
     def triple_terms(self) -> bool:
         """Whether the store parses `<<( s p o )>>`: asked once (a store that is down is an
         error, not an answer)."""
+        if self._triple_terms is not None:
+            return self._triple_terms
         with self._probing:  # threads that ask at once wait for one probe
             if self._triple_terms is None:
                 try:
@@ -210,7 +212,7 @@ class RemoteStore:
             raise NotAcceptable(f"cannot write this graph as {format.name}: {error}") from error
 
     def replace_graph(self, graph: Graph, source: Path | BinaryIO, format: RdfFormat, base_iri: str | None) -> bool:
-        """Replace a graph's content in one request; True if the graph existed before."""
+        """Replace a graph's content (see `_write` for how many requests); True if it existed before."""
         existed = self.graph_exists(graph)
         self._write(_in_graph(_parsed(source, format, base_iri), graph), graph, replace=True)
         return existed
@@ -260,8 +262,8 @@ class RemoteStore:
         bulk: bool = False,
         checked: bool = True,
     ) -> None:
-        """Parsed here (bad data sends nothing), then written in one request. `bulk` and
-        `checked` choose the embedded store's loader and change nothing here."""
+        """Parsed here (bad data sends nothing), then written (`_write`). `bulk` and `checked`
+        choose the embedded store's loader and change nothing here."""
         quads = _parsed(source, format, base_iri)
         if format.supports_datasets:
             self._write(quads, "all", replace=replace)

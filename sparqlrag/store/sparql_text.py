@@ -54,17 +54,20 @@ class Token:
 
 def tokens(text: str) -> list[Token]:
     """The text's tokens, without white space and comments, each with its brace depth."""
-    found, depth = [], 0
+    return list(_scan(text))
+
+
+def _scan(text: str) -> Iterator[Token]:
+    depth = 0
     for match in _TOKEN.finditer(text):
         kind = match.lastgroup or "other"
         if kind in ("ws", "comment"):
             continue
         if kind == "close":
             depth -= 1
-        found.append(Token(kind, match.group(), match.start(), depth))
+        yield Token(kind, match.group(), match.start(), depth)
         if kind == "open":
             depth += 1
-    return found
 
 
 def iri_ref(iri: str) -> str:
@@ -80,8 +83,9 @@ def _keyword(token: Token) -> str:
 
 def query_form(query: str) -> str | None:
     """SELECT, ASK, CONSTRUCT or DESCRIBE: the query's first keyword past its prologue (None if
-    there is none), so a store can be asked for results or for triples, not both."""
-    for token in tokens(query):
+    there is none), so a store can be asked for results or for triples, not both. Reads only as
+    far as that keyword: every query sent to a remote store passes here."""
+    for token in _scan(query):
         if _keyword(token) in ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE"):
             return _keyword(token)
     return None
