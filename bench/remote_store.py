@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import shutil
 import sys
 import tempfile
 import time
@@ -137,7 +136,8 @@ async def run(kind: str, dataset: Path, models: Models, rebuild: bool) -> dict[s
         services.close()
         store.close()
         if rebuild:  # the derived indexes lost: only the store is left
-            shutil.rmtree(work / "data" / "qdrant")
+            for lost in (work / "data").glob("vectors.sqlite*"):
+                lost.unlink()
             (work / "data" / "keywords.sqlite").unlink()
             services, store = open_services(kind, work, extra, models, extractor)
             started = time.monotonic()

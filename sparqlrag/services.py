@@ -6,6 +6,7 @@ WorkerStore. Models load once here and are shared.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from datetime import timedelta
@@ -31,8 +32,12 @@ from sparqlrag.retrieval.graph_rag import GraphRag
 from sparqlrag.retrieval.trace import Retention, TraceLog
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.keyword_index import KeywordIndex
+from sparqlrag.store.local_vectors import LocalVectors
+from sparqlrag.store.qdrant_vectors import QdrantVectors
 from sparqlrag.store.remote import RemoteStore
 from sparqlrag.store.vector_index import VectorIndex
+
+log = logging.getLogger(__name__)
 
 
 def build_llm(settings: Settings) -> ChatModel | None:
@@ -67,6 +72,18 @@ def remote_store(settings: Settings) -> RemoteStore:
         default_graph=settings.store_default_graph,
         triple_terms=settings.store_triple_terms,
     )
+
+
+def vector_index(settings: Settings, dim: int) -> VectorIndex:
+    """The Qdrant server at `qdrant_url`, else the data directory's own file; a data directory
+    from before that file has its points moved in from the old local Qdrant folder, once."""
+    if settings.qdrant_url:
+        return QdrantVectors(dim, url=settings.qdrant_url)
+    local = LocalVectors(dim, settings.data_dir / "vectors.sqlite")
+    if (old := settings.data_dir / "qdrant").is_dir():
+        log.warning("moving the vector indexes out of %s (once) ...", old)
+        log.warning("moved %d vectors; %s.migrated may be deleted", local.adopt_qdrant_folder(old), old)
+    return local
 
 
 @dataclass
@@ -115,7 +132,7 @@ class Services:
         """Everything on `store`; `extractor` replaces the configured one (e.g. pre-extracted triples)."""
         models = models or Models.load(settings)
         embedder, llm = models.embedder, models.llm
-        vectors = VectorIndex(embedder.dim, path=settings.data_dir / "qdrant", url=settings.qdrant_url)
+        vectors = vector_index(settings, embedder.dim)
         keywords = KeywordIndex(settings.data_dir / "keywords.sqlite")
         ontologies = Ontologies(store, settings.base_iri)
         selector = Selector(embedder, settings.ontology_threshold, settings.ontology_top_k)

@@ -1,10 +1,12 @@
 """Run as a child process by test_crash.py: ingest one long document, and stall part-way so
-that the test's kill always lands in the middle of the ingest."""
+that the test's kill always lands in the middle of the ingest: during extraction, or (with
+`--after-indexing`) once its index rows are written and before its commit."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from functools import partial
 from pathlib import Path
 
 from sparqlrag.config import Settings
@@ -41,7 +43,16 @@ def long_text() -> str:
     return "\n\n".join(f"Person{i} Smith was born in City{i}. City{i} is a town in Country{i % 7}." for i in range(60))
 
 
+async def stall_before_commit(stalled: Path, *_: object) -> None:
+    stalled.touch()
+    await asyncio.Event().wait()
+
+
 if __name__ == "__main__":
     data_dir = Path(sys.argv[1])
-    services = build(data_dir, StallingExtractor(data_dir / "stalled"))
+    if "--after-indexing" in sys.argv:
+        services = build(data_dir, OfflineExtractor())
+        services.pipeline._commit = partial(stall_before_commit, data_dir / "stalled")  # type: ignore[method-assign]
+    else:
+        services = build(data_dir, StallingExtractor(data_dir / "stalled"))
     asyncio.run(services.pipeline.ingest("default", "long", long_text().encode()))

@@ -23,18 +23,23 @@ from tests.ingest_child import build, long_text
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_kill_during_ingest_then_recover(tmp_path: Path) -> None:
-    data, reference = tmp_path / "killed", tmp_path / "uninterrupted"
-    data.mkdir(), reference.mkdir()
-    child = subprocess.Popen([sys.executable, "-m", "tests.ingest_child", str(data)], cwd=ROOT)
+def killed_child(data: Path, *options: str) -> None:
+    """tests/ingest_child.py run on `data`, killed with SIGKILL once it has stalled."""
+    child = subprocess.Popen([sys.executable, "-m", "tests.ingest_child", str(data), *options], cwd=ROOT)
     deadline = time.monotonic() + 60
-    while not (data / "stalled").exists():  # the child has read some chunks and is waiting for the kill
+    while not (data / "stalled").exists():  # the child is waiting for the kill
         assert child.poll() is None, "the child ended before it stalled"
         assert time.monotonic() < deadline, "the child did not stall within a minute"
         time.sleep(0.02)
     assert any((data / "pending").glob("*.json"))  # the marker recovery works from
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
+
+
+def test_kill_during_ingest_then_recover(tmp_path: Path) -> None:
+    data, reference = tmp_path / "killed", tmp_path / "uninterrupted"
+    data.mkdir(), reference.mkdir()
+    killed_child(data)
 
     services = build(data, OfflineExtractor())
     pipeline = services.pipeline
@@ -93,6 +98,30 @@ def test_a_marker_that_cannot_be_replayed_is_dropped(tmp_path: Path) -> None:
             "the library holds no copy of document 'lost' in collection 'default'",
         ]
         assert not any(pipeline.library.pending_dir.glob("*")) and asyncio.run(pipeline.recover()) == []
+    finally:
+        services.close()
+        services.store.close()
+
+
+def test_index_rows_of_an_ingest_killed_before_its_commit_are_swept_before_it_resumes(tmp_path: Path) -> None:
+    killed_child(tmp_path, "--after-indexing")
+    services = build(tmp_path, OfflineExtractor())
+    pipeline = services.pipeline
+    chunks = len(split(long_text(), pipeline.chunk_size, pipeline.chunk_overlap))
+    try:
+        (info,) = librarian.documents(pipeline.store, Iris(pipeline.base_iri))
+        assert info.chunks == 0 and _knowledge(services) == (set(), set())  # nothing committed
+        assert pipeline.vectors.count("default", "chunks") == chunks  # but indexed
+        assert pipeline.vectors.count("default", "entities") > 0 and pipeline.keywords.count("default") == chunks
+        asyncio.run(pipeline.sweep_crashed())
+        assert [pipeline.vectors.count("default", kind) for kind in ("chunks", "entities", "facts")] == [0, 0, 0]
+        assert pipeline.keywords.count("default") == 0
+        (result,) = asyncio.run(pipeline.recover())
+        assert not isinstance(result, Exception) and result.status == "ready"
+        assert pipeline.vectors.count("default", "chunks") == chunks and pipeline.keywords.count("default") == chunks
+        assert pipeline.vectors.count("default", "entities") > 0 and pipeline.vectors.count("default", "facts") > 0
+        asyncio.run(pipeline.sweep_crashed())  # no marker left: nothing to look at
+        assert pipeline.vectors.count("default", "chunks") == chunks
     finally:
         services.close()
         services.store.close()

@@ -16,8 +16,8 @@ from sparqlrag.retrieval.document_rag import DocumentRag
 from sparqlrag.retrieval.trace import Retention, TraceLog
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.keyword_index import KeywordIndex
+from sparqlrag.store.local_vectors import LocalVectors
 from sparqlrag.store.select import select
-from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 from tests.llm_stub import Reply, stubbed_llm
 
@@ -40,7 +40,7 @@ def rag(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocumentRag]:
     embedder = Embedder(models_dir=root / "models")
     store, vectors, keywords = (
         EmbeddedStore(root / "store"),
-        VectorIndex(embedder.dim, path=root / "qdrant"),
+        LocalVectors(embedder.dim, root / "vectors.sqlite"),
         KeywordIndex(root / "kw.sqlite"),
     )
     pipeline = Pipeline(

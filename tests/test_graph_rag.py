@@ -1,5 +1,5 @@
 """Graph RAG on real parts: documents ingested by the offline pipeline into pyoxigraph on disk,
-Qdrant local and the packaged MiniLM; the LLM path through the real `anthropic` client and the stub."""
+local vectors and the packaged MiniLM; the LLM path through the real `anthropic` client and the stub."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-"""The vector index (qdrant-client local mode on disk) and the keyword index (SQLite FTS5 BM25)."""
+"""The vector indexes (local: SQLite and matrices; Qdrant: qdrant-client, against its in-process
+stand-in for a server) and the keyword index (SQLite FTS5 BM25)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +11,8 @@ import pytest
 
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store.keyword_index import KeywordIndex
+from sparqlrag.store.local_vectors import LocalVectors
+from sparqlrag.store.qdrant_vectors import QdrantVectors
 from sparqlrag.store.shortlist import Shortlist
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import InvalidName
@@ -20,8 +24,19 @@ PASSAGES = {
 }
 
 
-def test_vector_index_on_disk(tmp_path: Path, embedder: Embedder) -> None:
-    index = VectorIndex(embedder.dim, path=tmp_path / "qdrant")
+@pytest.fixture(params=["local", "qdrant"])
+def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorIndex]:
+    """Each backend, empty, for the behaviour both must share."""
+    opened: VectorIndex = (
+        LocalVectors(384, tmp_path / "vectors.sqlite")
+        if request.param == "local"
+        else QdrantVectors(384, location=":memory:")
+    )
+    yield opened
+    opened.close()
+
+
+def test_a_vector_index_writes_searches_and_deletes(index: VectorIndex, embedder: Embedder) -> None:
     iris = list(PASSAGES)
     index.upsert(
         "default", "chunks", iris, embedder.embed(list(PASSAGES.values())), [{"text": t} for t in PASSAGES.values()]
@@ -33,12 +48,58 @@ def test_vector_index_on_disk(tmp_path: Path, embedder: Embedder) -> None:
     assert index.count("default", "chunks") == 3  # same IRI, same point
     index.delete("default", "chunks", iris[:2])
     assert index.count("default", "chunks") == 1 and index.count("other", "chunks") == 1
+    index.drop("default")
+    assert index.count("default", "chunks") == 0 and index.search("default", "chunks", np.ones(384), 3) == []
+    assert index.count("other", "chunks") == 1
+
+
+def test_a_local_index_is_kept_on_disk(tmp_path: Path, embedder: Embedder) -> None:
+    index = LocalVectors(embedder.dim, tmp_path / "vectors.sqlite")
+    iris = list(PASSAGES)
+    index.upsert("default", "chunks", iris, embedder.embed(list(PASSAGES.values())), [{}, {}, {}])
+    index.delete("default", "chunks", iris[:1])
     index.close()
-    reopened = VectorIndex(embedder.dim, path=tmp_path / "qdrant")
-    assert reopened.count("default", "chunks") == 1
-    reopened.drop("default")
-    assert reopened.count("default", "chunks") == 0 and reopened.search("default", "chunks", np.ones(384), 3) == []
+    reopened = LocalVectors(embedder.dim, tmp_path / "vectors.sqlite")
+    assert reopened.count("default", "chunks") == 2
+    hits = reopened.search("default", "chunks", embedder.embed_one("Where was Marie Curie born?"), limit=3)
+    assert {h.iri for h in hits} == set(iris[1:])
+    reopened.upsert("default", "chunks", iris[:1], embedder.embed([PASSAGES[iris[0]]]), [{"text": "back"}])
+    hits = reopened.search("default", "chunks", embedder.embed_one("Where was Marie Curie born?"), limit=1)
+    assert hits[0].iri == iris[0] and hits[0].payload == {"text": "back", "iri": iris[0]}
     reopened.close()
+
+
+def test_a_data_directory_from_before_has_its_local_qdrant_points_moved_in_once(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    from qdrant_client import QdrantClient, models
+
+    from sparqlrag.config import Settings
+    from sparqlrag.services import vector_index
+    from sparqlrag.store.vector_index import point_id
+
+    old = QdrantClient(path=str(tmp_path / "qdrant"))  # what qdrant-client's local mode wrote
+    old.create_collection("c__chunks", vectors_config=models.VectorParams(size=384, distance=models.Distance.COSINE))
+    iris = list(PASSAGES)
+    vectors = embedder.embed(list(PASSAGES.values()))
+    old.upsert(
+        "c__chunks",
+        [
+            models.PointStruct(id=point_id(iri), vector=(2 * vector).tolist(), payload={"iri": iri, "text": text})
+            for iri, vector, text in zip(iris, vectors, PASSAGES.values())
+        ],
+    )
+    old.close()
+    index = vector_index(Settings(data_dir=tmp_path), embedder.dim)
+    assert not (tmp_path / "qdrant").exists() and (tmp_path / "qdrant.migrated").is_dir()
+    assert index.count("c", "chunks") == 3 and index.existing("c", "chunks", iris) == set(iris)
+    (hit,) = index.search("c", "chunks", embedder.embed_one("Which tower is in Paris?"), 1)
+    assert hit.iri == iris[1] and hit.payload["text"] == PASSAGES[iris[1]]
+    assert abs(float(np.linalg.norm(index.vectors_of("c", "chunks", iris[:1])[iris[0]])) - 1) < 1e-5  # stored unit
+    index.close()
+    again = vector_index(Settings(data_dir=tmp_path), embedder.dim)  # nothing left to move
+    assert again.count("c", "chunks") == 3
+    again.close()
 
 
 def test_keyword_index_bm25(tmp_path: Path) -> None:
@@ -58,9 +119,8 @@ def test_keyword_index_bm25(tmp_path: Path) -> None:
 
 
 def test_an_entity_has_a_label_point_and_a_definition_point_but_is_found_once(
-    tmp_path: Path, embedder: Embedder
+    index: VectorIndex, embedder: Embedder
 ) -> None:
-    index = VectorIndex(embedder.dim, path=tmp_path / "qdrant")
     iris = ["http://x/curie", "http://x/bohr"]
     index.upsert("c", "entities", iris, embedder.embed(["Marie Curie", "Niels Bohr"]), [{}, {}])
     index.upsert(
@@ -75,11 +135,9 @@ def test_an_entity_has_a_label_point_and_a_definition_point_but_is_found_once(
         index.count("c", "entities") == 1
         and [h.iri for h in index.search("c", "entities", embedder.embed_one("x"), 5)] == iris[1:]
     )
-    index.close()
 
 
-def test_local_search_sees_every_write_after_the_first_search(tmp_path: Path, embedder: Embedder) -> None:
-    index = VectorIndex(embedder.dim, path=tmp_path / "qdrant")
+def test_search_sees_every_write_after_the_first_search(index: VectorIndex, embedder: Embedder) -> None:
     index.upsert("c", "chunks", ["http://x/a"], embedder.embed(["bread and flour"]), [{}])
     query = embedder.embed_one("a river in Poland")
     assert [h.iri for h in index.search("c", "chunks", query, 5)] == ["http://x/a"]  # loads the matrix
@@ -97,13 +155,11 @@ def test_local_search_sees_every_write_after_the_first_search(tmp_path: Path, em
         list(stored) == ["http://x/a"]
         and float(stored["http://x/a"] @ embedder.embed_one("Krakow lies on the Vistula in Poland")) > 0.99
     )
-    index.close()
 
 
-def test_search_many_answers_each_query_as_search_does(tmp_path: Path, embedder: Embedder) -> None:
+def test_search_many_answers_each_query_as_search_does(index: VectorIndex, embedder: Embedder) -> None:
     texts = ["bread and flour", "the Vistula flows through Warsaw", "a violin sonata", "Marie Curie studied radium"]
     queries = embedder.embed(["baking", "rivers of Poland", "chamber music"])
-    index = VectorIndex(embedder.dim, path=tmp_path / "qdrant")
     index.upsert("c", "chunks", [f"http://x/{i}" for i in range(4)], embedder.embed(texts), [{}] * 4)
     many = index.search_many("c", "chunks", queries, 2)
     singles = [index.search("c", "chunks", query, 2) for query in queries]
@@ -112,7 +168,6 @@ def test_search_many_answers_each_query_as_search_does(tmp_path: Path, embedder:
     ]
     assert [hits[0].iri for hits in many] == ["http://x/0", "http://x/1", "http://x/2"]
     assert index.search_many("nothing", "chunks", queries, 2) == [[], [], []]
-    index.close()
 
 
 def _unit_rows(rng: np.random.Generator, count: int) -> np.ndarray:
@@ -138,8 +193,8 @@ def test_a_big_local_collection_is_searched_through_its_shortlist_and_stays_curr
     rng = np.random.default_rng(11)
     rows = _unit_rows(rng, 2500)
     iris = [f"http://x/{i}" for i in range(len(rows))]
-    exact = VectorIndex(384, path=tmp_path / "exact")
-    shortlisted = VectorIndex(384, path=tmp_path / "shortlisted", shortlist_rows=2000)
+    exact = LocalVectors(384, tmp_path / "exact.sqlite")
+    shortlisted = LocalVectors(384, tmp_path / "shortlisted.sqlite", shortlist_rows=2000)
     for index in (exact, shortlisted):
         index.upsert("c", "facts", iris, rows, [{}] * len(rows))
     queries = rows[:100] + 0.05 * _unit_rows(rng, 100)

@@ -1,4 +1,4 @@
-"""The ingest pipeline's lifecycle on real parts: pyoxigraph on disk, Qdrant local, FTS5, the offline
+"""The ingest pipeline's lifecycle on real parts: pyoxigraph on disk, local vectors, FTS5, the offline
 embedder and extractor."""
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ from sparqlrag.library.collections import Collections
 from sparqlrag.library.librarian import CollectionBusy, UnknownCollection
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import EmbeddedStore
+from sparqlrag.store.base import StoreUnavailable
 from sparqlrag.store.facts import parse_fact, walked_filter
 from sparqlrag.store.keyword_index import KeywordIndex
+from sparqlrag.store.local_vectors import LocalVectors
 from sparqlrag.store.select import select, select_terms
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
@@ -82,7 +84,7 @@ class PipelineParts:
 @pytest.fixture
 def parts(tmp_path: Path, embedder: Embedder) -> Iterator[PipelineParts]:
     store = EmbeddedStore(tmp_path / "store")
-    vectors = VectorIndex(embedder.dim, path=tmp_path / "qdrant")
+    vectors = LocalVectors(embedder.dim, tmp_path / "vectors.sqlite")
     keywords = KeywordIndex(tmp_path / "keywords.sqlite")
     extractor = CountingExtractor()
     pipeline = Pipeline(
@@ -348,3 +350,32 @@ def test_collections_isolate_and_delete_with_full_cascade(parts: PipelineParts) 
     assert not {g for g in graphs if "/other" in g}
     assert parts.vectors.count("default", "chunks") == 1
     assert librarian.documents(parts.store, parts.iris)[0].id == "same-id"
+
+
+def test_a_failed_commit_takes_back_its_index_rows_and_keeps_the_version_before(
+    parts: PipelineParts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parts.ingest("curie", "\n\n".join(PARAGRAPHS[:2]))
+    before = {kind: parts.vectors.iris("default", kind) for kind in ("chunks", "entities", "facts")}
+    keywords, facts, dataset = parts.keywords.iris("default"), parts.facts(), parts.snapshot()
+    update = parts.store.update
+
+    def commit_fails(text: str) -> None:  # the store goes away as the commit is sent
+        if "reifies" in text:  # the commit: the only update that writes facts
+            raise StoreUnavailable("the store process ended")
+        update(text)
+
+    monkeypatch.setattr(parts.store, "update", commit_fails)
+    with pytest.raises(StoreUnavailable):
+        parts.ingest("curie", "\n\n".join(PARAGRAPHS) + "\n\nIrene Joliot-Curie was born in Paris.")
+    monkeypatch.setattr(parts.store, "update", update)
+    assert {kind: parts.vectors.iris("default", kind) for kind in before} == before  # written, then taken back
+    assert parts.keywords.iris("default") == keywords and parts.facts() == facts
+    record = f"<{parts.iris.document('curie').value}> ".encode()
+    assert [line for line in parts.snapshot() if not line.startswith(record)] == [
+        line for line in dataset if not line.startswith(record)
+    ]  # only the document's record changed: the new version's hash, and "failed"
+    (info,) = librarian.documents(parts.store, parts.iris)
+    assert info.status == "failed" and info.chunks == 2
+    assert parts.ingest("curie", "\n\n".join(PARAGRAPHS)).status == "ready"  # a retry reuses its extractions
+    assert len(parts.vectors.iris("default", "chunks")) == 3

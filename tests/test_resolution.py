@@ -1,4 +1,4 @@
-"""Entity resolution on real parts (pyoxigraph on disk, Qdrant local, the offline extractor and
+"""Entity resolution on real parts (pyoxigraph on disk, local vectors, the offline extractor and
 embedder): one node per thing, every alias kept, each merge explained in SPARQL and undone when
 its evidence goes."""
 

@@ -4,7 +4,6 @@ alone, as ingest built them, and `sparqlrag dump --rdf11` hands it to tools with
 from __future__ import annotations
 
 import asyncio
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -66,7 +65,8 @@ def test_reindex_after_the_vector_folder_is_lost_restores_every_index(tmp_path: 
     settings = ingested(data)
     built = indexes(settings)
     assert len(built["chunks"]) >= 5 and len(built["entities"]) > 20 and len(built["facts"]) > 20  # type: ignore[arg-type]
-    shutil.rmtree(data / "qdrant")
+    for lost in data.glob("vectors.sqlite*"):
+        lost.unlink()
     (data / "keywords.sqlite").unlink()
     run = [SPARQLRAG, "reindex", "--data-dir", str(data), "--base-iri", "http://kb.example/"]
     done = subprocess.run(run, capture_output=True, text=True, timeout=300)

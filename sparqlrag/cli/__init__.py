@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pkgutil import resolve_name
 from typing import cast
 
+from sparqlrag.cli.memory import bound_malloc_arenas
 from sparqlrag.cli.parser import build_parser
 from sparqlrag.cli.session import CliError, Session, settings_of
 from sparqlrag.library.librarian import CollectionBusy, UnknownCollection
@@ -69,6 +70,7 @@ def run(argv: list[str] | None = None) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Runs a command; a user's error is one line on stderr and exit status 2, never a traceback."""
+    bound_malloc_arenas()
     try:
         run(argv)
     except USER_ERRORS as error:

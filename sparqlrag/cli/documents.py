@@ -9,7 +9,9 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
+from itertools import chain, islice
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
@@ -22,6 +24,8 @@ from sparqlrag.library.librarian import UnknownCollection
 from sparqlrag.services import Services
 from sparqlrag.store.vocab import Iris
 
+INGEST_BATCH = 256  # documents a pipeline call: enough for its batched embedding, few enough to hold
+
 
 def ingest(session: Session, args: argparse.Namespace) -> None:
     ingest_paths(session.services, args.collection, args.paths)
@@ -29,8 +33,11 @@ def ingest(session: Session, args: argparse.Namespace) -> None:
 
 def ingest_paths(services: Services, collection: str, paths: list[Path]) -> None:
     """Finishes what a stopped run left, then ingests the files, folders and JSONL corpora,
-    one line per document; CliError when any failed."""
+    one line per document; CliError when any failed. Everything is checked before the first
+    write (ids, JSONL lines); documents are then read and ingested INGEST_BATCH at a time, so
+    memory does not grow with the corpus."""
     pipeline = services.pipeline
+    asyncio.run(pipeline.sweep_crashed())
     for result in asyncio.run(pipeline.recover()):
         print(
             f"recovered  {result}" if isinstance(result, Exception) else f"recovered  {result.document}",
@@ -38,14 +45,29 @@ def ingest_paths(services: Services, collection: str, paths: list[Path]) -> None
         )
     corpora = [p for p in paths if p.suffix == ".jsonl" and p.is_file()]
     files = [p for p in paths if p not in corpora]
-    sources = [s for corpus in corpora for s in _jsonl_documents(corpus)]
-    if files or not sources:
-        sources += [
-            Source(document_id, path.read_bytes(), filename=path.name) for document_id, path in _document_files(files)
-        ]
-    with _progress("extracting", "chunk") as progress:
-        results = asyncio.run(pipeline.ingest_many(collection, sources, on_progress=progress))
-    _report(sources, results)
+    ids = [document_id for corpus in corpora for document_id in _jsonl_ids(corpus)]
+    named = _document_files(files) if files or not ids else []
+    ids += [document_id for document_id, _ in named]
+    if len(set(ids)) != len(ids):
+        raise CliError("two documents would get the same id; ingest them separately")
+    sources = chain((s for corpus in corpora for s in _jsonl_documents(corpus)), _read(named))
+
+    async def run(progress: Callable[[int, int], None]) -> int:
+        done = failed = 0
+        while batch := list(islice(sources, INGEST_BATCH)):
+
+            def within(chunks: int, of: int, before: int = done, size: int = len(batch)) -> None:
+                progress(before + size * chunks // max(of, 1), len(ids))
+
+            failed += _report(batch, await pipeline.ingest_many(collection, batch, on_progress=within))
+            done += len(batch)
+            progress(done, len(ids))
+        return failed
+
+    with _progress("ingesting", "document") as progress:
+        failed = asyncio.run(run(progress))
+    if failed:
+        raise CliError(f"{failed} of {len(ids)} documents failed")
 
 
 def reingest(session: Session, args: argparse.Namespace) -> None:
@@ -54,7 +76,8 @@ def reingest(session: Session, args: argparse.Namespace) -> None:
         sources = [asyncio.run(pipeline.kept_source(args.collection, document_id)) for document_id in args.documents]
     except LookupError as error:
         raise CliError(str(error)) from None
-    _report(sources, asyncio.run(pipeline.ingest_many(args.collection, sources, force=True)))
+    if failed := _report(sources, asyncio.run(pipeline.ingest_many(args.collection, sources, force=True))):
+        raise CliError(f"{failed} of {len(sources)} documents failed")
 
 
 def documents(session: Session, args: argparse.Namespace) -> None:
@@ -121,26 +144,36 @@ def _progress(description: str, unit: str) -> Iterator[Callable[[int, int], None
         yield update
 
 
-def _jsonl_documents(path: Path) -> list[Source]:
-    """A corpus file of {"id", "title", "text"} lines, one document a line."""
-    sources = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-            sources.append(
-                Source(
-                    str(item["id"]),
-                    f"{item.get('title', '')}\n\n{item['text']}".strip().encode(),
-                    "text/plain",
-                    path.name,
-                    item.get("title"),
-                )
-            )
-        except (ValueError, KeyError, TypeError) as error:
-            raise CliError(f'{path}, line {number}: expected {{"id", "title", "text"}} ({error})') from None
-    return sources
+def _jsonl_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """A corpus file's {"id", "title", "text"} lines (numbered), read one at a time."""
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+                if not isinstance(item, dict) or not isinstance(item.get("text"), str) or "id" not in item:
+                    raise ValueError("not an object with an id and a text")
+            except ValueError as error:
+                raise CliError(f'{path}, line {number}: expected {{"id", "title", "text"}} ({error})') from None
+            yield number, item
+
+
+def _jsonl_ids(path: Path) -> list[str]:
+    return [str(item["id"]) for _, item in _jsonl_lines(path)]
+
+
+def _jsonl_documents(path: Path) -> Iterator[Source]:
+    """A corpus file, one document a line."""
+    for _, item in _jsonl_lines(path):
+        title = item.get("title")
+        text = f"{title or ''}\n\n{item['text']}".strip()
+        yield Source(str(item["id"]), text.encode(), "text/plain", path.name, title)
+
+
+def _read(named: list[tuple[str, Path]]) -> Iterator[Source]:
+    for document_id, path in named:
+        yield Source(document_id, path.read_bytes(), filename=path.name)
 
 
 def _document_files(paths: list[Path]) -> list[tuple[str, Path]]:
@@ -161,8 +194,8 @@ def _document_files(paths: list[Path]) -> list[tuple[str, Path]]:
     return found
 
 
-def _report(sources: list[Source], results: list[IngestResult | Exception]) -> None:
-    """One line per document; CliError when any failed."""
+def _report(sources: list[Source], results: list[IngestResult | Exception]) -> int:
+    """One line per document; returns how many failed."""
     failed = 0
     for source, result in zip(sources, results):
         if isinstance(result, Exception):
@@ -175,5 +208,4 @@ def _report(sources: list[Source], results: list[IngestResult | Exception]) -> N
                 f"ready      {source.document_id}: {result.chunks_added} chunks added, {result.chunks_removed} "
                 f"removed, {result.chunks_kept} kept, {result.facts} facts"
             )
-    if failed:
-        raise CliError(f"{failed} of {len(sources)} documents failed")
+    return failed

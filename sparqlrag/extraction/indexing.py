@@ -4,6 +4,8 @@ trusts only chunks the store knows."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 from pyoxigraph import Literal, NamedNode, Triple
 
@@ -24,6 +26,19 @@ from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vector_index import Facet, VectorIndex
 from sparqlrag.store.vocab import Iris
 
+CHUNKS = "GRAPH %s { ?c a sr:Chunk }"  # (of a collection's source graph)
+NAMED = "GRAPH %s { ?e rdfs:label|owl:sameAs ?x }"  # what has an entity vector (in its knowledge graph)
+
+
+@dataclass
+class Indexed:
+    """What an `index` call wrote, or was about to: what to take back if the store never
+    holds it (the commit failed, or the process was killed before it)."""
+
+    chunks: list[str] = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)
+    facts: list[Triple] = field(default_factory=list)
+
 
 class Indexer:
     def __init__(
@@ -40,14 +55,16 @@ class Indexer:
         self.facts = FactIndex(store, vectors, embedder.embed)
         self.extractions, self.base_iri = extractions, base_iri
 
-    async def index(self, iris: Iris, chunks: list[ChunkRecord], plans: list[Plan]) -> None:
+    async def index(self, iris: Iris, chunks: list[ChunkRecord], plans: list[Plan], indexed: Indexed) -> None:
         """Chunk vectors and keyword rows; vectors of the entities those chunks name that the
         index does not hold yet (an entity's IRI comes from its name, so a known one is unchanged):
         one of its label, and one of its label with its definition when it has one; one of each
         alias IRI a shared merge states, with the alias's name (a question that says "W3C"
         grounds there, and the walk goes on from the canonical IRI); and vectors of the facts
-        they state that the fact index does not hold yet."""
+        they state that the fact index does not hold yet. `indexed` records each write before
+        it is made (see take_back)."""
         collection = iris.collection
+        indexed.chunks += [c.iri.value for c in chunks]
         if chunks:
             # a chunk's IRI names its text, so a vector held already is the right one (documents written again)
             embedded = await off_loop(self.vectors.existing, collection, "chunks", [c.iri.value for c in chunks])
@@ -68,6 +85,8 @@ class Indexer:
         entities = iris.entity("").value
         named = {iri: (label, definitions.get(iri)) for iri, label in labels.items() if iri.startswith(entities)}
         named |= {m.alias_iri: (m.alias, None) for plan in plans for m in plan.resolution.merges if m.shared}
+        indexed.entities += named
+        indexed.facts += triples
         await self._entities(collection, named)
         await off_loop(self.facts.add, iris, triples, labels)
 
@@ -131,7 +150,7 @@ class Indexer:
                 on_progress(min(start + batch, len(rows)), total)
         for start in range(0, len(facts), batch):
             triples = [Triple(row["s"], row["p"], row["o"]) for row in facts[start : start + batch]]  # type: ignore[arg-type]
-            fact_vectors += await off_loop(self.facts.add, iris, triples)
+            fact_vectors += len(await off_loop(self.facts.add, iris, triples))
             if on_progress is not None:
                 on_progress(len(rows) + min(start + batch, len(facts)), total)
         return entities, fact_vectors
@@ -175,6 +194,62 @@ class Indexer:
         )
         entities, facts = await self.index_graph(collection, on_progress=on_progress, minted_only=True)
         return written + entities + facts
+
+    async def take_back(self, iris: Iris, indexed: Indexed) -> int:
+        """Remove the rows `indexed` recorded whose subject the store does not hold: chunks it
+        has not, entities its knowledge graph does not name, facts it does not state. Kept
+        extractions stay (a retry reuses them). Returns how many IRIs lost their rows."""
+        src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
+        chunks = set(indexed.chunks) - await self._held("c", indexed.chunks, CHUNKS % src)
+        named = await self._held("e", indexed.entities, NAMED % kg)
+        statements = sorted({iris.statement(t).value for t in indexed.facts})  # a fact's reifier is its statement
+        reified = await self._held("r", statements, f"GRAPH {src} {{ ?r rdf:reifies ?t }}")
+        entities, facts = set(indexed.entities) - named, set(statements) - reified
+        await self._drop(iris.collection, chunks, entities, facts)
+        return len(chunks) + len(entities) + len(facts)
+
+    async def sweep(self, collection: str) -> int:
+        """Remove every index row of the collection whose subject the store does not hold: what a
+        process killed between indexing and its commit left. Run before anything else writes
+        (server start, CLI ingest): a batch indexed but not yet committed would look the same.
+        Returns how many IRIs lost their rows."""
+        iris = Iris(self.base_iri, collection)
+        src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
+        indexed_chunks = await off_loop(self.vectors.iris, collection, "chunks")
+        indexed_chunks |= await off_loop(self.keywords.iris, collection)
+        chunks = await self._held("c", None, CHUNKS % src)
+        named = await self._held("e", None, NAMED % kg)
+        facts = await off_loop(
+            select_terms, self.store, f"SELECT ?s ?p ?o WHERE {{ GRAPH {kg} {{ ?s ?p ?o }} FILTER({walked_filter()}) }}"
+        )
+        stated = {iris.statement(Triple(r["s"], r["p"], r["o"])).value for r in facts}  # type: ignore[arg-type]
+        gone = (
+            indexed_chunks - chunks,
+            await off_loop(self.vectors.iris, collection, "entities") - named,
+            await off_loop(self.vectors.iris, collection, "facts") - stated,
+        )
+        await self._drop(collection, *gone)
+        return sum(len(part) for part in gone)
+
+    async def _drop(self, collection: str, chunks: set[str], entities: set[str], facts: set[str]) -> None:
+        if chunks:
+            await off_loop(self.vectors.delete, collection, "chunks", sorted(chunks))
+            await off_loop(self.keywords.delete, collection, sorted(chunks))
+        if entities:
+            await off_loop(self.vectors.delete, collection, "entities", sorted(entities))
+        if facts:
+            await off_loop(self.vectors.delete, collection, "facts", sorted(facts))
+
+    async def _held(self, variable: str, terms: list[str] | None, pattern: str) -> set[str]:
+        """The IRIs (of `terms`, or all) that the SPARQL `pattern`, naming ?`variable`, matches."""
+        query = vocab.SPARQL_PREFIXES + f"SELECT DISTINCT ?{variable} WHERE {{ %s {pattern} }}"
+        if terms is None:
+            rows = await off_loop(select, self.store, query % "")
+        else:
+            rows = await off_loop(
+                select_values, self.store, variable, map(NamedNode, terms), lambda asked: query % asked
+            )
+        return {row[variable] for row in rows}
 
     async def forget(
         self, iris: Iris, chunks: list[str], entities: set[str], statements: list[str], merges: dict[str, str]

@@ -29,7 +29,7 @@ from sparqlrag.extraction.batch_resolution import resolve_batch
 from sparqlrag.extraction.chunker import split
 from sparqlrag.extraction.decoders import Decoded
 from sparqlrag.extraction.extractions import Extractions
-from sparqlrag.extraction.indexing import Indexer
+from sparqlrag.extraction.indexing import Indexed, Indexer
 from sparqlrag.extraction.knowledge import Extractor, Knowledge
 from sparqlrag.extraction.plans import ChunkProgress, IngestResult, IngestStats, Plan, Progress, Source, decode_and_hash
 from sparqlrag.extraction.provenance import (
@@ -212,15 +212,16 @@ class Pipeline:
                 raise outcome  # cancellation: markers stay, recover() resumes
             else:
                 results[index] = outcome
+        indexed, lost = Indexed(), False
         try:
             if self.resolution:
                 await resolve_batch(self.store, self.vectors, self.embedder, iris, [plan for _, plan in plans])
             chunks = [c for _, plan in plans for c in plan.added]
-            await self.indexer.index(iris, chunks, [plan for _, plan in plans])
+            await self.indexer.index(iris, chunks, [plan for _, plan in plans], indexed)
         except Exception as error:
             for index, plan in plans:
                 results[index] = await self._failed(plan, error)
-            plans = []
+            plans, lost = [], bool(plans)
         committed = []
         for index, plan in plans:
             try:
@@ -228,7 +229,20 @@ class Pipeline:
                 committed.append(plan)
             except Exception as error:
                 results[index] = await self._failed(plan, error)
+                lost = True
+        if lost:
+            await self._take_back(iris, indexed)
         return [result if result is not None else RuntimeError("not ingested") for result in results], committed
+
+    async def _take_back(self, iris: Iris, indexed: Indexed) -> None:
+        """Index rows of documents that failed after indexing: the store does not hold them."""
+        try:
+            removed = await self.indexer.take_back(iris, indexed)
+        except Exception as error:  # the store is down too: a start's sweep finds them
+            log.warning("index rows of failed documents in %r stay until the next start: %s", iris.collection, error)
+            return
+        if removed:
+            log.info("removed the index rows of %d IRIs that failed documents left in %r", removed, iris.collection)
 
     async def _batch(self, collection: str, sources: list[Source]) -> tuple[Iris, list[str]]:
         """The collection's IRIs and the documents' ids, once the batch is known to be valid."""
@@ -458,6 +472,20 @@ class Pipeline:
         Raises LookupError for a document the library does not hold."""
         upload, data = await off_loop(self.library.load, collection, document_id)
         return Source(document_id, data, upload.media_type, upload.filename, upload.title)
+
+    async def sweep_crashed(self) -> None:
+        """Index rows a killed process wrote without committing, in each collection a pending
+        marker names: removed before anything else writes (see Indexer.sweep)."""
+        collections = set()
+        for marker in self.library.markers():
+            try:
+                collections.add(self.library.pending(marker).collection)
+            except (OSError, ValueError, TypeError):
+                continue  # recover() reports it
+        for collection in sorted(collections):
+            if await off_loop(librarian.collection_exists, self.store, Iris(self.base_iri, collection)):
+                if removed := await self.indexer.sweep(collection):
+                    log.warning("removed index rows of %d IRIs a stopped process left in %r", removed, collection)
 
     async def recover(self) -> list[IngestResult | Exception]:
         """Finish the ingests a previous process did not (it was killed): ingest them again.

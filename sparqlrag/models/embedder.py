@@ -75,7 +75,13 @@ class Embedder:
 
         self.model_name = model
         self.batch_size = batch_size
-        kwargs: dict[str, Any] = {"cache_dir": str(models_dir / "fastembed"), "threads": threads}
+        kwargs: dict[str, Any] = {
+            "cache_dir": str(models_dir / "fastembed"),
+            "threads": threads,
+            # ONNX Runtime's arena keeps the largest batch's buffers: 650 MB more RSS for ~20%
+            # faster passages (bench/RESULTS.md, scale.py); a server's memory should follow its data
+            "enable_cpu_mem_arena": False,
+        }
         if model == DEFAULT_MODEL:
             kwargs["specific_model_path"] = str(offline_minilm_dir(models_dir))
         elif offline:

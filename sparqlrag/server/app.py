@@ -55,7 +55,9 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
         )
         app.state.store = opened
         app.state.services = await off_loop(Services.open, settings, opened, None, models)
-        # ingests a killed process left unfinished resume in the background; the server is up meanwhile
+        # index rows a killed process left go before anything writes; its unfinished ingests then
+        # resume in the background, with the server up meanwhile
+        await app.state.services.pipeline.sweep_crashed()
         resuming = asyncio.create_task(app.state.services.pipeline.recover())
         try:
             yield

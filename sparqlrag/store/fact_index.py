@@ -37,19 +37,19 @@ class FactIndex:
     def __init__(self, store: QuadStore, vectors: VectorIndex, embed: Embed) -> None:
         self.store, self.vectors, self.embed = store, vectors, embed
 
-    def add(self, iris: Iris, triples: Iterable[Triple], labels: dict[str, str] | None = None) -> int:
+    def add(self, iris: Iris, triples: Iterable[Triple], labels: dict[str, str] | None = None) -> list[Triple]:
         """Vectors for the walked facts among `triples` that have none yet; `labels` may name
-        terms the store does not label yet (a batch being written). Returns how many were written."""
+        terms the store does not label yet (a batch being written). Returns the facts written."""
         facts = {iris.statement(t).value: t for t in triples if walked(t)}
         known = self.vectors.existing(iris.collection, "facts", list(facts))
         new = {statement: t for statement, t in facts.items() if statement not in known}
         if not new:
-            return 0
+            return []
         labels = labels_of(self.store, iris, new.values(), labels)
         matrix = self.compute(iris, list(new.values()), labels)
         payloads = [{"fact": fact_ntriples(t), "text": fact_text(t, labels)} for t in new.values()]
         self.vectors.upsert(iris.collection, "facts", list(new), matrix, payloads)
-        return len(new)
+        return list(new.values())
 
     def compute(self, iris: Iris, triples: list[Triple], labels: dict[str, str]) -> np.ndarray:
         """The facts' vectors, unit length: co-occurrences from their entities' vectors, the

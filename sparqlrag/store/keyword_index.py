@@ -67,6 +67,11 @@ class KeywordIndex:
             table = self._ensure(collection)
             self._db.executemany(f"DELETE FROM {table} WHERE iri = ?", [(iri,) for iri in iris])
 
+    def iris(self, collection: str) -> set[str]:
+        """Every IRI with a row."""
+        with self._lock:
+            return {row[0] for row in self._db.execute(f"SELECT iri FROM {self._ensure(collection)}")}
+
     def search(self, collection: str, query: str, limit: int) -> list[KeywordHit]:
         words = [w for w in _WORDS.findall(query.lower()) if w not in STOPWORDS] or _WORDS.findall(query.lower())
         if not words:
