@@ -1,7 +1,8 @@
 """Crash loop: `sparqlrag serve` killed with SIGKILL at random moments under a mixed load, and
 what must hold after every restart.
 
-    .venv/bin/python bench/torture.py [--cycles 20] [--seconds 4] [--clients 8] [--seed 1] [--markdown]
+    .venv/bin/python bench/torture.py [--cycles 20] [--seconds 4] [--clients 8]
+                                      [--load-seconds 120] [--load-clients 16] [--passages 2500] [--seed 1] [--markdown]
 
 Every cycle starts the server on the same data directory, waits until recovery has finished
 (no document queued or processing), checks the invariants, then runs `--clients` threads of
@@ -18,8 +19,13 @@ reifier derives from a chunk that exists; the chunk vectors and keyword rows are
 chunks, one to one; every entity and fact vector names something the store holds; every
 acknowledged SPARQL update is there, and none is half there.
 
-Prints cycles survived / run, invariant violations, acknowledged writes lost, 5xx responses,
-requests served, p50 / p99 per route and the server's peak RSS; the last line is one JSON object.
+Then sustained load: a fresh server takes `--passages` passages (MuSiQue-100 and 2Wiki-101),
+then `--load-clients` threads of the same mix for `--load-seconds` with no kill, RSS sampled
+(the highest of each quarter), and the invariants after.
+
+Prints, for each part: invariant violations, acknowledged writes lost, 5xx responses, requests
+served, p50 / p99 per route and the server's peak RSS (and cycles survived / run); the last
+line is one JSON object.
 """
 
 from __future__ import annotations
@@ -275,32 +281,38 @@ def final_check(data: Path, load: Load) -> dict[str, Any]:
     return {"violations": found, "core exported": core.status_code, "core imported": imported.status_code}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cycles", type=int, default=20)
-    parser.add_argument("--seconds", type=float, default=4, help="longest load before a kill, in seconds")
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--markdown", action="store_true", help="append the table to bench/RESULTS.md")
-    args = parser.parse_args()
-    texts = [f"{p['title']}. {p['text']}" for p in read_jsonl(SHARED / "musique100" / "corpus.jsonl")]
-    load = Load(texts, random.Random(args.seed))
-    totals: Counter[str] = Counter()
-    peak = 0.0
-    with tempfile.TemporaryDirectory(prefix="torture-") as work:
-        data = Path(work) / "data"
-        for number in range(args.cycles):
-            result = cycle(data, load, args.seconds, args.clients, kill_worker=number % 3 == 2)
-            totals.update(result["violations"])
-            peak = max(peak, result["peak_mb"])
-            broken = {k: v for k, v in result["violations"].items() if v}
-            print(f"cycle {number + 1}: {broken or 'every invariant holds'}", file=sys.stderr, flush=True)
-        final = final_check(data, load)
-    totals.update(final["violations"])
+def sustained(data: Path, load: Load, passages: list[dict[str, Any]], seconds: float, clients: int) -> dict[str, Any]:
+    """`passages` uploaded, then `clients` threads of mixed load for `seconds` with no kill: RSS
+    sampled throughout (the highest of each quarter), and the invariants after."""
+    with server(data, BASE) as (client, process):
+        for start in range(0, len(passages), 128):
+            files = [
+                ("file", (p["id"], f"{p['title']}. {p['text']}".encode(), "text/plain"))
+                for p in passages[start : start + 128]
+            ]
+            client.post("/api/v1/documents", files=files).raise_for_status()
+        sampler = RssSampler(process.pid, every=0.5)
+        quarters = []
+        stop = threading.Event()
+        threads = [threading.Thread(target=run_load, args=(client, load, stop)) for _ in range(clients)]
+        for thread in threads:
+            thread.start()
+        for _ in range(4):
+            sampler.peak = 0.0
+            time.sleep(seconds / 4)
+            quarters.append(sampler.peak)
+        stop.set()
+        for thread in threads:
+            thread.join()
+        sampler.stop()
+        found = violations(client, data, load)
+    return {"violations": found, "rss_mb_by_quarter": quarters, "peak_mb": max(quarters)}
+
+
+def summary(load: Load, totals: Counter[str], peak: float) -> dict[str, Any]:
+    """The figures of one part: violations, writes lost, 5xx, requests, latency per route."""
     errors = {f"{route} {status}": n for (route, status), n in load.statuses.items() if status >= 500}
-    report = {
-        "cycles": args.cycles,
-        "cycles survived": args.cycles if final["core imported"] == 201 else args.cycles - 1,
+    return {
         "violations": dict(totals),
         "invariant violations": sum(v for k, v in totals.items() if k != "acknowledged updates lost"),
         "acknowledged writes lost": totals["acknowledged updates lost"],
@@ -308,7 +320,6 @@ def main() -> None:
         "5xx": sum(errors.values()),
         "5xx by route": errors,
         "requests": sum(load.statuses.values()),
-        "core": {k: v for k, v in final.items() if k != "violations"},
         "peak_rss_mb": peak,
         "routes": {
             route: {
@@ -319,19 +330,72 @@ def main() -> None:
             for route, times in sorted(load.timings.items())
         },
     }
+
+
+def section(title: str, figures: dict[str, Any]) -> list[str]:
     rows = [
-        [route, str(r["requests"]), f"{r['p50_ms']:.0f}", f"{r['p99_ms']:.0f}"] for route, r in report["routes"].items()
+        [route, str(r["requests"]), f"{r['p50_ms']:.0f}", f"{r['p99_ms']:.0f}"]
+        for route, r in figures["routes"].items()
     ]
-    table = "\n".join(
-        [
-            f"\n### Crash loop: {report['cycles survived']}/{args.cycles} cycles survived, "
-            f"{report['invariant violations']} invariant violations, {report['acknowledged writes lost']} of "
-            f"{report['acknowledged writes']} acknowledged writes lost, {report['5xx']} 5xx of {report['requests']} "
-            f"requests, peak RSS {peak:.0f} MB\n",
-            *markdown_table(["route", "requests", "p50 ms", "p99 ms"], rows),
-        ]
-    )
-    publish("torture.py", table, report, args.markdown)
+    return [
+        f"\n### {title}: {figures['invariant violations']} invariant violations, {figures['acknowledged writes lost']} "
+        f"of {figures['acknowledged writes']} acknowledged writes lost, {figures['5xx']} 5xx of {figures['requests']} "
+        f"requests, peak RSS {figures['peak_rss_mb']:.0f} MB\n",
+        *markdown_table(["route", "requests", "p50 ms", "p99 ms"], rows),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cycles", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=4, help="longest load before a kill, in seconds")
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--load-seconds", type=float, default=120, help="sustained load, in seconds (0: none)")
+    parser.add_argument("--load-clients", type=int, default=16)
+    parser.add_argument("--passages", type=int, default=2500, help="passages in the collection under sustained load")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--markdown", action="store_true", help="append the tables to bench/RESULTS.md")
+    args = parser.parse_args()
+    corpus = read_jsonl(SHARED / "musique100" / "corpus.jsonl") + read_jsonl(SHARED / "2wiki101" / "corpus.jsonl")
+    texts = [f"{p['title']}. {p['text']}" for p in corpus]
+    report: dict[str, Any] = {}
+    lines: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="torture-") as work:
+        if args.cycles:
+            load, totals, peak = Load(texts, random.Random(args.seed)), Counter[str](), 0.0
+            data = Path(work) / "data"
+            for number in range(args.cycles):
+                result = cycle(data, load, args.seconds, args.clients, kill_worker=number % 3 == 2)
+                totals.update(result["violations"])
+                peak = max(peak, result["peak_mb"])
+                broken = {k: v for k, v in result["violations"].items() if v}
+                print(f"cycle {number + 1}: {broken or 'every invariant holds'}", file=sys.stderr, flush=True)
+            final = final_check(data, load)
+            totals.update(final["violations"])
+            survived = args.cycles if final["core imported"] == 201 else args.cycles - 1
+            report["crash loop"] = summary(load, totals, peak) | {
+                "cycles": args.cycles,
+                "cycles survived": survived,
+                "core": {k: v for k, v in final.items() if k != "violations"},
+            }
+            lines += section(f"Crash loop, {survived}/{args.cycles} cycles survived", report["crash loop"])
+        if args.load_seconds:
+            load = Load(texts, random.Random(args.seed))
+            passages = corpus[: args.passages]
+            result = sustained(Path(work) / "load", load, passages, args.load_seconds, args.load_clients)
+            report["sustained load"] = summary(load, Counter(result["violations"]), result["peak_mb"]) | {
+                "seconds": args.load_seconds,
+                "clients": args.load_clients,
+                "passages": len(passages),
+                "rss_mb_by_quarter": result["rss_mb_by_quarter"],
+            }
+            quarters = " / ".join(f"{mb:.0f}" for mb in result["rss_mb_by_quarter"])
+            lines += section(
+                f"Sustained load, {args.load_clients} clients for {args.load_seconds:.0f} s on {len(passages)} "
+                f"passages (RSS by quarter {quarters} MB)",
+                report["sustained load"],
+            )
+    publish("torture.py", "\n".join(lines), report, args.markdown)
 
 
 if __name__ == "__main__":
