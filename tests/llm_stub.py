@@ -31,6 +31,7 @@ class Reply:
     error_type: str = ""
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    fail_after: int | None = None  # streamed: this many text pieces, then Anthropic's "overloaded" error event
     input_tokens: int = 11
     output_tokens: int = 7
 
@@ -120,7 +121,11 @@ class MessagesStub:
             "content_block_start",
             {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
         )
-        for piece in _pieces(reply.text):
+        for number, piece in enumerate(_pieces(reply.text)):
+            if number == reply.fail_after:
+                error = {"type": "overloaded_error", "message": "Overloaded at /internal/host-7"}
+                yield event("error", {"type": "error", "error": error})
+                return
             yield event(
                 "content_block_delta",
                 {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},

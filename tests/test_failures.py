@@ -1,12 +1,16 @@
-"""Failure paths forced for real (issue 18): the LLM behind extraction refuses mid-ingest. What
-the client sees, what the store keeps, and that nothing is left to resume."""
+"""Failure paths forced for real (issue 18): the LLM behind extraction refuses mid-ingest, or
+fails in the middle of a streamed answer; an error nobody planned for. What the client sees,
+what the store keeps, and that nothing is left to resume."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from tests.conftest import LiveServer, start_server
@@ -110,3 +114,58 @@ def test_a_collection_being_ingested_is_busy_and_a_document_being_ingested_is_de
         query = "ASK { GRAPH <http://localhost:7878/graph/lab> { ?s ?p ?o } }"
         assert client.get("/sparql", params={"query": query}).json()["boolean"] is False  # no fact of it is left
     assert not list((server.settings.data_dir / "pending").glob("*.json"))
+
+
+def _events(client: httpx.Client, question: str) -> list[tuple[str, dict[str, Any]]]:
+    with client.stream("POST", "/api/v1/graph-rag", json={"question": question, "stream": True}) as response:
+        assert response.status_code == 200
+        blocks = response.read().decode().strip().split("\n\n")
+    return [
+        (name.removeprefix("event: "), json.loads(data.removeprefix("data: ")))
+        for name, data in (block.split("\n", 1) for block in blocks)
+    ]
+
+
+def _traces(client: httpx.Client) -> int:
+    return len(client.get("/api/v1/traces").json()["traces"])
+
+
+def test_an_llm_failing_mid_answer_ends_the_stream_with_an_error_and_writes_no_trace(
+    stubbed: tuple[LiveServer, MessagesStub],
+) -> None:
+    server, stub = stubbed
+    with server.client() as client:
+        assert client.post("/api/v1/documents", json={"id": "w", "text": "Warsaw is the capital of Poland."}).is_success
+        traces = _traces(client)
+        stub.default = Reply("Warsaw is the capital of Poland, on the Vistula river.", fail_after=3)
+        events = _events(client, "What is Warsaw the capital of?")
+        names = [name for name, _ in events]
+        assert names.count("token") == 3 and names[-1] == "error" and "done" not in names and "sources" not in names
+        error = events[-1][1]
+        assert error["error"] == "model_failed" and "/internal/host-7" not in json.dumps(error)
+        assert _traces(client) == traces  # no half trace
+        stub.default = Reply("Warsaw is the capital of Poland.")
+        assert _events(client, "What is Warsaw the capital of?")[-1][0] == "done" and _traces(client) == traces + 1
+
+
+def test_an_unplanned_error_is_a_500_without_its_text_plain_or_streamed(
+    stubbed: tuple[LiveServer, MessagesStub], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, _ = stubbed
+    secret = "walk failed at /srv/secret/graph.py line 12"
+
+    async def broken(*_: object, **__: object) -> None:
+        raise RuntimeError(secret)
+
+    monkeypatch.setattr(server.app.state.services.graph_rag, "_ground", broken)  # the walk's second stage
+    with server.client() as client:
+        plain = client.post("/api/v1/graph-rag", json={"question": "Where is Warsaw?"})
+        assert plain.status_code == 500 and plain.json() == {
+            "error": "internal_error",
+            "detail": "unexpected server error; see the server log",
+        }
+        streamed = _events(client, "Where is Warsaw?")
+        assert [name for name, _ in streamed] == ["concepts", "error"]
+        assert streamed[-1][1] == {"error": "internal_error", "detail": "unexpected server error; see the server log"}
+        for text in (plain.text, json.dumps(streamed)):
+            assert "secret" not in text and "Traceback" not in text

@@ -17,7 +17,7 @@ from starlette.staticfiles import StaticFiles
 from sparqlrag import __version__
 from sparqlrag.config import Settings
 from sparqlrag.server import answers, collections, documents, entities, linked_data, nl_query, ontologies, pages
-from sparqlrag.server.errors import EXCEPTION_HANDLERS
+from sparqlrag.server.errors import EXCEPTION_HANDLERS, UnexpectedErrors
 from sparqlrag.server.graph_store import graph_store
 from sparqlrag.server.metrics import Metrics, MetricsMiddleware, metrics_endpoint
 from sparqlrag.server.openapi import openapi
@@ -122,6 +122,7 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
                 allow_headers=["*"],
                 expose_headers=["Location", "Content-Type"],
             ),
+            Middleware(UnexpectedErrors),
         ],
         exception_handlers={**EXCEPTION_HANDLERS, 404: ontologies.published_or_not_found},
         lifespan=lifespan,

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, Route
+from starlette.types import Message, Receive, Scope, Send
 
 from sparqlrag.library.librarian import CollectionBusy, UnknownCollection
 from sparqlrag.models.llm import LLMError
 from sparqlrag.retrieval.walk import EmptyGraph
+from sparqlrag.server.middleware import HttpMiddleware
 from sparqlrag.store import base
 
 log = logging.getLogger("sparqlrag.server")
@@ -51,37 +53,37 @@ def error_response(status: int, error: str, detail: str, headers: Mapping[str, s
     return JSONResponse({"error": error, "detail": detail}, status_code=status, headers=headers)
 
 
-async def api_error_handler(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, ApiError)
-    return error_response(exc.status, exc.error, exc.detail, exc.headers)
-
-
 INTERNAL = "unexpected server error; see the server log"
 
 
-async def store_error_handler(request: Request, exc: Exception) -> Response:
-    """The store's messages are written for clients, but for an internal error's (the log's)."""
-    status, error = STORE_ERROR_STATUS.get(type(exc), (500, "internal_error"))
-    if status >= 500:
-        log.error("%s %s failed: %s", request.method, request.url.path, exc)
-    return error_response(status, error, INTERNAL if error == "internal_error" else str(exc))
+def described(exc: Exception) -> tuple[int, str, str]:
+    """(status, code, detail) for an error a client may see: the message of errors written for
+    clients, a fixed one for the rest (their text goes to the log)."""
+    if isinstance(exc, ApiError):
+        return exc.status, exc.error, exc.detail
+    if isinstance(exc, base.StoreError):  # the store's messages are for clients, but an internal error's
+        status, error = STORE_ERROR_STATUS.get(type(exc), (500, "internal_error"))
+        return status, error, INTERNAL if error == "internal_error" else str(exc)
+    if isinstance(exc, LLMError):  # the model behind an answer failed (quota, auth, overload): say which
+        return 502, "model_failed", str(exc)
+    for kind, status, error in CLIENT_ERRORS:
+        if isinstance(exc, kind):
+            return status, error, str(exc)
+    return 500, "internal_error", INTERNAL
 
 
-async def unknown_collection_handler(request: Request, exc: Exception) -> Response:
-    return error_response(404, "collection_not_found", str(exc))
+CLIENT_ERRORS: list[tuple[type[Exception], int, str]] = [
+    (UnknownCollection, 404, "collection_not_found"),
+    (CollectionBusy, 409, "collection_busy"),
+    (EmptyGraph, 409, "empty_graph"),
+]
 
 
-async def collection_busy_handler(request: Request, exc: Exception) -> Response:
-    return error_response(409, "collection_busy", str(exc))
-
-
-async def empty_graph_handler(request: Request, exc: Exception) -> Response:
-    return error_response(409, "empty_graph", str(exc))
-
-
-async def llm_error_handler(request: Request, exc: Exception) -> Response:
-    """The model behind an answer failed (quota, auth, overload after retries): say which."""
-    return error_response(502, "model_failed", str(exc))
+async def described_error_handler(request: Request, exc: Exception) -> Response:
+    status, error, detail = described(exc)
+    if status >= 500 and not isinstance(exc, LLMError):
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    return error_response(status, error, detail, exc.headers if isinstance(exc, ApiError) else None)
 
 
 async def http_exception_handler(request: Request, exc: Exception) -> Response:
@@ -103,18 +105,30 @@ def _allowed(request: Request) -> list[str]:
     return sorted(methods)
 
 
-async def unexpected_error_handler(request: Request, exc: Exception) -> Response:
-    log.exception("unexpected error on %s %s", request.method, request.url.path)
-    return error_response(500, "internal_error", INTERNAL)
+class UnexpectedErrors(HttpMiddleware):
+    """The last handler, innermost of the middleware: an error nothing else handles is a 500
+    with a fixed message, its traceback in the log. (Starlette's own handler for `Exception`
+    raises it again after answering, and uvicorn then drops the connection: clients saw a reset.)"""
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception:
+            if started:  # half an answer is out: only dropping the connection tells the client
+                raise
+            log.exception("%s %s failed", scope["method"], scope["path"])
+            await error_response(500, "internal_error", INTERNAL)(scope, receive, send)
 
 
-EXCEPTION_HANDLERS = {
-    ApiError: api_error_handler,
-    base.StoreError: store_error_handler,
-    UnknownCollection: unknown_collection_handler,
-    CollectionBusy: collection_busy_handler,
-    EmptyGraph: empty_graph_handler,
-    LLMError: llm_error_handler,
+HANDLED: tuple[type[Exception], ...] = (ApiError, base.StoreError, LLMError, *(kind for kind, _, _ in CLIENT_ERRORS))
+EXCEPTION_HANDLERS: dict[type[Exception], Callable[[Request, Exception], Awaitable[Response]]] = {
+    **dict.fromkeys(HANDLED, described_error_handler),
     HTTPException: http_exception_handler,
-    Exception: unexpected_error_handler,
 }

@@ -15,7 +15,7 @@ from sparqlrag.ontology.owl import OntologyError
 from sparqlrag.ontology.registry import LoadResult, Ontologies, OntologyConflict, UnknownOntology
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import bounded, read_body
-from sparqlrag.server.errors import ApiError, api_error_handler, http_exception_handler
+from sparqlrag.server.errors import ApiError, described_error_handler, http_exception_handler
 from sparqlrag.store.formats import media_type_of, negotiate, with_charset
 from sparqlrag.store.vocab import InvalidName
 
@@ -130,7 +130,7 @@ async def published_or_not_found(request: Request, exc: Exception) -> Response:
             if info is not None:
                 return await _serve(request, info.name)
         except ApiError as error:
-            return await api_error_handler(request, error)
+            return await described_error_handler(request, error)
     return await http_exception_handler(request, exc)
 
 

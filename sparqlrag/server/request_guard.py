@@ -16,17 +16,15 @@ from urllib.parse import parse_qsl
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sparqlrag.server.errors import ApiError, error_response
+from sparqlrag.server.middleware import HttpMiddleware
 
 
-class RequestGuard:
+class RequestGuard(HttpMiddleware):
     def __init__(self, app: ASGIApp, body_timeout: float) -> None:
-        self.app = app
+        super().__init__(app)
         self.body_timeout = body_timeout
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         query = scope.get("query_string", b"")
         try:
             if b"%" in query:  # only percent-escapes are decoded as UTF-8

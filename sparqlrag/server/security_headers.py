@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from sparqlrag.server.middleware import HttpMiddleware
+
 
 def content_security_policy(script_origins: list[str]) -> str:
     scripts = " ".join(["'self'", *script_origins])
@@ -19,19 +21,16 @@ def content_security_policy(script_origins: list[str]) -> str:
     ).replace("  ", " ")
 
 
-class SecurityHeaders:
+class SecurityHeaders(HttpMiddleware):
     def __init__(self, app: ASGIApp, script_origins: list[str]) -> None:
-        self.app = app
+        super().__init__(app)
         self.headers = [
             (b"content-security-policy", content_security_policy(script_origins).encode()),
             (b"x-content-type-options", b"nosniff"),
             (b"referrer-policy", b"same-origin"),
         ]
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -9,7 +9,7 @@ from typing import Any
 
 from starlette.responses import StreamingResponse
 
-from sparqlrag.server.errors import ApiError
+from sparqlrag.server.errors import ApiError, described
 
 log = logging.getLogger("sparqlrag.server")
 
@@ -22,7 +22,8 @@ async def _events(events: AsyncIterator[tuple[str, dict[str, Any]]]) -> AsyncIte
             yield f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
     except Exception as error:
         log.exception("answer stream failed")
-        yield f"event: error\ndata: {json.dumps({'error': 'answer_failed', 'detail': str(error)})}\n\n".encode()
+        _, code, detail = described(error)  # never the exception's own text unless written for clients
+        yield f"event: error\ndata: {json.dumps({'error': code, 'detail': detail})}\n\n".encode()
 
 
 def sse(events: AsyncIterator[tuple[str, dict[str, Any]]]) -> StreamingResponse:
