@@ -45,7 +45,7 @@ from sparqlrag.library.librarian import CollectionBusy
 from sparqlrag.library.locks import Locks
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab
-from sparqlrag.store.base import QuadStore
+from sparqlrag.store.base import QuadStore, StoreError
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.select import select_values
@@ -414,8 +414,14 @@ class Pipeline:
         return IngestResult(plan.record.iri.value, librarian.READY, added, removed, kept, facts)
 
     async def _failed(self, plan: Plan, error: Exception) -> Exception:
-        """Mark the document failed; a reported failure is not retried at every start."""
-        await self._update(librarian.status_update(plan.iris, plan.record.iri, librarian.FAILED))
+        """Mark the document failed; a reported failure is not retried at every start. When
+        the store cannot take even that (it is down, its disk is full), the marker stays and
+        the next start resumes the document; the error returned is still the first one."""
+        try:
+            await self._update(librarian.status_update(plan.iris, plan.record.iri, librarian.FAILED))
+        except StoreError as unrecorded:
+            log.warning("%s stays pending (its failure could not be recorded: %s)", plan.record.iri.value, unrecorded)
+            return error
         plan.marker.unlink(missing_ok=True)
         return error
 

@@ -22,13 +22,12 @@ from starlette.responses import JSONResponse, Response
 from sparqlrag.extraction.decoders import DecodeError
 from sparqlrag.extraction.plans import IngestResult, Source
 from sparqlrag.library import librarian
-from sparqlrag.models.llm import LLMError
 from sparqlrag.retrieval.document_rag import MODES, passage_json
 from sparqlrag.retrieval.question import QuestionTooLong, check_question
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import read_body
 from sparqlrag.server.collections import collection_of
-from sparqlrag.server.errors import ApiError
+from sparqlrag.server.errors import ApiError, described
 from sparqlrag.server.rate_limit import limit_answers
 from sparqlrag.server.streams import sse, wants_stream
 from sparqlrag.services import Services
@@ -94,10 +93,16 @@ def _status_url(collection: str, document_id: str) -> str:
     return f"/api/v1/documents/{quote(document_id, safe='')}?collection={collection}"
 
 
+def _failure(error: Exception) -> tuple[int, str, str]:
+    """Why a document failed, as a client may read it."""
+    return (400, "bad_document", str(error)) if isinstance(error, DecodeError) else described(error)
+
+
 def _result(collection: str, result: IngestResult | Exception, source: Source) -> dict[str, Any]:
     href = _status_url(collection, source.document_id)
     if isinstance(result, Exception):
-        return {"id": source.document_id, "status": "failed", "error": str(result), "href": href}
+        _, code, detail = _failure(result)
+        return {"id": source.document_id, "status": "failed", "error": detail, "code": code, "href": href}
     return {"id": source.document_id, **asdict(result), "href": href}
 
 
@@ -134,15 +139,8 @@ async def _ingest(request: Request, collection: str, sources: list[Source], *, f
     items = [_result(collection, r, s) for r, s in zip(results, sources)]
     failures = [r for r in results if isinstance(r, Exception)]
     if failures and len(failures) == len(results):
-        first = failures[0]
-        status, code = (
-            (400, "bad_document")
-            if isinstance(first, DecodeError)
-            else (502, "model_failed")
-            if isinstance(first, LLMError)
-            else (500, "ingest_failed")
-        )
-        raise ApiError(status, code, str(first) if len(items) == 1 else f"no document could be ingested: {first}")
+        status, code, detail = _failure(failures[0])
+        raise ApiError(status, code, detail if len(items) == 1 else f"no document could be ingested: {detail}")
     changed = any(not isinstance(r, Exception) and r.status == "ready" for r in results)
     return JSONResponse({"documents": items}, status_code=201 if changed else 200)
 

@@ -44,6 +44,7 @@ STORE_ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     base.QueryTimeout: (503, "query_timeout"),
     base.StoreLocked: (503, "store_locked"),
     base.StoreUnavailable: (503, "store_unavailable"),
+    base.StorageFull: (507, "insufficient_storage"),
     base.RemoteStoreFailed: (502, "store_failed"),
     base.StoreInternalError: (500, "internal_error"),
 }
@@ -61,6 +62,8 @@ def described(exc: Exception) -> tuple[int, str, str]:
     clients, a fixed one for the rest (their text goes to the log)."""
     if isinstance(exc, ApiError):
         return exc.status, exc.error, exc.detail
+    if base.disk_full(exc):  # the store's, or an index's (SQLite), or a file's
+        return 507, "insufficient_storage", base.DISK_FULL
     if isinstance(exc, base.StoreError):  # the store's messages are for clients, but an internal error's
         status, error = STORE_ERROR_STATUS.get(type(exc), (500, "internal_error"))
         return status, error, INTERNAL if error == "internal_error" else str(exc)

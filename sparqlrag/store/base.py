@@ -7,6 +7,8 @@ pyoxigraph objects, so the same calls work in-process, across a process boundary
 
 from __future__ import annotations
 
+import errno
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -70,6 +72,26 @@ class StoreLocked(StoreError):
 
 class StoreUnavailable(StoreError):
     """The store process died or could not start."""
+
+
+class StorageFull(StoreError):
+    """The disk holding the data directory is full: the write was not applied."""
+
+
+DISK_FULL = (
+    "the disk holding the server's data is full: nothing of this request was written; "
+    "the server goes on once space is freed"
+)
+
+
+def disk_full(error: BaseException) -> bool:
+    """An error saying the disk is full, whichever layer raised it: the OS (ENOSPC), SQLite
+    (the indexes), or RocksDB (whose IO errors reach Python with its message only)."""
+    if isinstance(error, StorageFull) or (isinstance(error, OSError) and error.errno == errno.ENOSPC):
+        return True
+    return isinstance(error, (OSError, sqlite3.OperationalError)) and any(
+        words in str(error) for words in ("No space left on device", "database or disk is full")
+    )
 
 
 class RemoteStoreFailed(StoreError):

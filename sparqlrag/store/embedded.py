@@ -19,6 +19,7 @@ from pyoxigraph import (
 
 from sparqlrag.store import sandbox
 from sparqlrag.store.base import (
+    DISK_FULL,
     DataSyntaxError,
     Graph,
     GraphNotFound,
@@ -28,10 +29,12 @@ from sparqlrag.store.base import (
     QuerySyntaxError,
     RemoteAccessRefused,
     RemoteSourceFailed,
+    StorageFull,
     StoreError,
     StoreInternalError,
     StoreLocked,
     StoreUnavailable,
+    disk_full,
 )
 from sparqlrag.store.results import serialize_result
 from sparqlrag.store.sparql_text import apply_update_dataset, iri_ref
@@ -94,6 +97,8 @@ class EmbeddedStore:
                     f"the store at {path} is in use by another process (is `sparqlrag serve` running "
                     "on this data directory?); stop it, or use its HTTP endpoints"
                 ) from error
+            if disk_full(error):
+                raise StorageFull(DISK_FULL) from error
             raise StoreUnavailable(f"cannot open the store at {path}: {error}") from error
 
     def close(self) -> None:
@@ -131,6 +136,8 @@ class EmbeddedStore:
             return RemoteSourceFailed(
                 f"the {what} failed while it read a SERVICE or LOAD source; the source's answer is not shown"
             )
+        if disk_full(error):
+            return StorageFull(DISK_FULL)
         if isinstance(error, OSError):
             return StoreInternalError(f"{what} failed in the store: {error}")
         return QueryEvaluationError(f"{what} evaluation failed: {error}")

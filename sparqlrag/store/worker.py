@@ -29,12 +29,14 @@ import itertools
 import logging
 import os
 import pickle
+import shutil
 import socket
 import struct
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -45,7 +47,16 @@ from typing import Any, cast
 from pyoxigraph import RdfFormat
 
 from sparqlrag.store import crash_report, sandbox
-from sparqlrag.store.base import QueryCrashed, QueryTimeout, StoreError, StoreInternalError, StoreUnavailable
+from sparqlrag.store.base import (
+    DISK_FULL,
+    QueryCrashed,
+    QueryTimeout,
+    StorageFull,
+    StoreError,
+    StoreInternalError,
+    StoreUnavailable,
+    disk_full,
+)
 
 log = logging.getLogger("sparqlrag.store")
 _FRAME = struct.Struct(">Q")
@@ -63,6 +74,8 @@ READ_METHODS = frozenset({"query", "graph_exists", "named_graphs", "serialize_gr
 WRITE_METHODS = frozenset({"update", "replace_graph", "add_to_graph", "add_quads", "drop_graph", "load", "optimize"})
 SPARQL_METHODS = frozenset({"query", "update"})
 MAX_POISONED = 1024
+RETRY_START = 5.0  # seconds between tries to start the store process again after one failed
+MIN_FREE_BYTES = 32 << 20  # free space a write needs after the disk was found full (a new WAL and MANIFEST)
 CRASHED = (
     "this operation stopped the store process (it nests or chains too deeply to evaluate, or needs more "
     "memory than the server has); it was not run again, and the same text is refused until the server restarts"
@@ -130,8 +143,11 @@ def _serve(fd: int, path: Path, threads: int, allow_remote: bool, table_fd: int,
                 reply = (request_id, True, getattr(store, method)(*args, **kwargs))
         except StoreError as error:
             reply = (request_id, False, error)
-        except Exception as error:  # a bug: report it rather than leave the caller waiting
-            reply = (request_id, False, StoreInternalError(f"{type(error).__name__}: {error}"))
+        except Exception as error:  # a full disk, or a bug: report it rather than leave the caller waiting
+            failure = (
+                StorageFull(DISK_FULL) if disk_full(error) else StoreInternalError(f"{type(error).__name__}: {error}")
+            )
+            reply = (request_id, False, failure)
         try:
             _send(sock, lock, reply)
         except OSError:
@@ -204,7 +220,9 @@ class WorkerStore:
         self._writes_running = 0
         self._killing = False  # a kill is due: new writes wait for the next child
         self._closed = False
-        self._failure: StoreUnavailable | None = None  # set when a restart failed: calls fail fast
+        self._failure: StoreError | None = None  # set when a restart failed: calls fail fast with it
+        self._failed_at = 0.0  # when the last start failed: one more is tried RETRY_START later
+        self._full = False  # a write found the disk full: the next write needs a fresh child
         self._poisoned: OrderedDict[bytes, None] = OrderedDict()  # texts that killed the store
         self._table_file = tempfile.TemporaryFile()
         self._table = crash_report.RunningTable(self._table_file, threads)
@@ -259,6 +277,9 @@ class WorkerStore:
                     call.future.set_result(value)
                 else:
                     call.future.set_exception(value)
+            if isinstance(value, StorageFull):
+                with self._state:
+                    self._full = True
         self._after_exit(worker)
 
     def _after_exit(self, worker: _Worker) -> None:
@@ -295,7 +316,12 @@ class WorkerStore:
                 self.restarts += 1
             except StoreError as error:
                 log.error("the store process could not restart: %s", error)
-                self._failure = StoreUnavailable("the store process could not restart; see the server log")
+                self._failure = (
+                    error
+                    if isinstance(error, StorageFull)
+                    else StoreUnavailable("the store process could not restart; see the server log")
+                )
+                self._failed_at = time.monotonic()
                 for call in orphans.values():
                     call.future.set_exception(self._failure)
                 self._state.notify_all()
@@ -345,9 +371,12 @@ class WorkerStore:
         if self._poisoned and _poison_key(method, args) in self._poisoned:  # unlocked: a restart may hold the lock
             raise QueryCrashed(CRASHED)
         with self._state:
+            if call.is_write and self._full:
+                self._reopen_after_full()
             while (self._worker is None or (call.is_write and self._killing)) and not self._closed:
                 if self._failure is not None:
-                    raise self._failure
+                    self._start_again()
+                    continue
                 self._state.wait()  # the child is restarting; writes also wait while a kill is due
             if self._closed or self._worker is None:
                 raise StoreUnavailable("the store is closed")
@@ -360,6 +389,37 @@ class WorkerStore:
         except OSError:
             pass  # the child just died: once restarted, _after_exit resends this call (or fails a write)
         return request_id, call.future
+
+    def _reopen_after_full(self) -> None:
+        """RocksDB refuses every write after one failed for want of space, until it is opened
+        again; reads go on. So a write after that fails at once while the disk has less than
+        MIN_FREE_BYTES free, and otherwise stops the child: _after_exit starts another, which
+        this write waits for. The caller holds the lock."""
+        if shutil.disk_usage(self.path).free < MIN_FREE_BYTES:
+            raise StorageFull(DISK_FULL)
+        worker, self._full = self._worker, False
+        if worker is not None and not worker.stopped:
+            log.warning("space was freed on the store's disk; restarting the store process")
+            worker.stopped, self._killing = True, True
+            worker.process.kill()
+
+    def _start_again(self) -> None:
+        """After a failed restart (a full disk, say), try once more every RETRY_START seconds;
+        calls meanwhile fail fast. The caller holds the lock."""
+        assert self._failure is not None
+        if time.monotonic() - self._failed_at < RETRY_START:
+            raise self._failure
+        try:
+            self._worker = self._start()
+        except StoreError as error:
+            log.error("the store process still cannot start: %s", error)
+            self._failed_at = time.monotonic()
+            if isinstance(error, StorageFull):
+                self._failure = error
+            raise self._failure from None
+        self._failure = None
+        self.restarts += 1
+        self._state.notify_all()
 
     def _timed_out(self, request_id: int, timeout: float) -> QueryTimeout:
         self._stop_overdue(request_id)
