@@ -219,6 +219,13 @@ class Services:
             Curation(pipeline),
         )
 
+    async def repair(self) -> None:
+        """Put right what a killed process left, before anything else writes: core imports it
+        left half written are undone, index rows of its unfinished ingests and forgets swept.
+        (Its unfinished ingests then resume with pipeline.recover().)"""
+        await self.cores.undo_interrupted()
+        await self.pipeline.sweep_crashed()
+
     def close(self) -> None:
         self.vectors.close()
         self.keywords.close()

@@ -1,11 +1,15 @@
-"""Run as a child process by test_crash.py: ingest one long document, and stall part-way so
-that the test's kill always lands in the middle of the ingest: during extraction, or (with
-`--after-indexing`) once its index rows are written and before its commit."""
+"""Run as a child process by test_crash.py: a write of several steps that stalls part-way, so
+that the test's kill always lands in its middle. By default an ingest of one long document,
+stalled during extraction; `--after-indexing`: once its index rows are written, before its
+commit; `--forget`: the document ingested, then forgotten, stalled once the store has dropped
+it and before its index rows go; `--import CORE`: a knowledge core imported, stalled once its
+quads and vectors are written, before its keyword rows."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from functools import partial
 from pathlib import Path
 
@@ -43,16 +47,32 @@ def long_text() -> str:
     return "\n\n".join(f"Person{i} Smith was born in City{i}. City{i} is a town in Country{i % 7}." for i in range(60))
 
 
-async def stall_before_commit(stalled: Path, *_: object) -> None:
+async def stall(stalled: Path, *_: object) -> None:
     stalled.touch()
     await asyncio.Event().wait()
 
 
+def stall_in_thread(stalled: Path, *_: object) -> None:
+    stalled.touch()
+    time.sleep(3600)
+
+
 if __name__ == "__main__":
     data_dir = Path(sys.argv[1])
-    if "--after-indexing" in sys.argv:
+    stalled = data_dir / "stalled"
+    if "--import" in sys.argv:
         services = build(data_dir, OfflineExtractor())
-        services.pipeline._commit = partial(stall_before_commit, data_dir / "stalled")  # type: ignore[method-assign]
+        services.collections.keywords.add = partial(stall_in_thread, stalled)  # type: ignore[method-assign]
+        asyncio.run(services.cores.import_(Path(sys.argv[sys.argv.index("--import") + 1])))
+    elif "--forget" in sys.argv:
+        services = build(data_dir, OfflineExtractor())
+        asyncio.run(services.pipeline.ingest("default", "long", long_text().encode()))
+        services.pipeline.indexer.forget = partial(stall, stalled)  # type: ignore[method-assign]
+        asyncio.run(services.pipeline.forget("default", "long"))
     else:
-        services = build(data_dir, StallingExtractor(data_dir / "stalled"))
-    asyncio.run(services.pipeline.ingest("default", "long", long_text().encode()))
+        if "--after-indexing" in sys.argv:
+            services = build(data_dir, OfflineExtractor())
+            services.pipeline._commit = partial(stall, stalled)  # type: ignore[method-assign]
+        else:
+            services = build(data_dir, StallingExtractor(stalled))
+        asyncio.run(services.pipeline.ingest("default", "long", long_text().encode()))

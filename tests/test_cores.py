@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import sqlite3
 import subprocess
 import zipfile
 from collections.abc import Iterator
@@ -262,6 +263,34 @@ def test_damaged_and_mismatched_cores_are_refused_with_nothing_imported(
         asyncio.run(services.cores.import_(path))
         with pytest.raises(CoreMismatch, match="has data already"):
             asyncio.run(services.cores.import_(path))  # a second import would merge two pasts
+    finally:
+        close(services)
+
+
+def test_an_import_that_fails_part_way_is_undone(
+    core: Exported, models: Models, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last write of an import (the keyword rows) fails as on a full disk: the quads and
+    vectors already written go, the collection is as it was, and the import can be run again."""
+    services = open_services(tmp_path / "data", models, extractor=NoExtraction())
+    written: list[int] = []
+
+    def full_disk(*_: object) -> None:
+        written.extend((services.store.count(), services.vectors.count("default", "chunks")))
+        raise sqlite3.OperationalError("database or disk is full")
+
+    try:
+        before = services.store.count(), asyncio.run(services.collections.get("default"))
+        with monkeypatch.context() as patch:
+            patch.setattr(services.collections.keywords, "add", full_disk)
+            with pytest.raises(sqlite3.OperationalError):
+                asyncio.run(services.cores.import_(core.path))
+        assert written[0] > before[0] and written[1] == core.manifest["counts"]["chunks"]  # what the undo undid
+        assert (services.store.count(), asyncio.run(services.collections.get("default"))) == before
+        assert services.vectors.count("default", "chunks") == 0 == services.vectors.count("default", "entities")
+        assert services.keywords.iris("default") == set()
+        asyncio.run(services.cores.import_(core.path))
+        assert graph_quads(services, Iris(BASE)) == core.quads
     finally:
         close(services)
 

@@ -23,15 +23,16 @@ from tests.ingest_child import build, long_text
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def killed_child(data: Path, *options: str) -> None:
-    """tests/ingest_child.py run on `data`, killed with SIGKILL once it has stalled."""
+def killed_child(data: Path, *options: str, marker: str = "*.json") -> None:
+    """tests/ingest_child.py run on `data`, killed with SIGKILL once it has stalled, leaving
+    a `marker` in the pending folder."""
     child = subprocess.Popen([sys.executable, "-m", "tests.ingest_child", str(data), *options], cwd=ROOT)
     deadline = time.monotonic() + 60
     while not (data / "stalled").exists():  # the child is waiting for the kill
         assert child.poll() is None, "the child ended before it stalled"
         assert time.monotonic() < deadline, "the child did not stall within a minute"
         time.sleep(0.02)
-    assert any((data / "pending").glob("*.json"))  # the marker recovery works from
+    assert any((data / "pending").glob(marker))  # the marker recovery works from
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
 
@@ -122,6 +123,81 @@ def test_index_rows_of_an_ingest_killed_before_its_commit_are_swept_before_it_re
         assert pipeline.vectors.count("default", "entities") > 0 and pipeline.vectors.count("default", "facts") > 0
         asyncio.run(pipeline.sweep_crashed())  # no marker left: nothing to look at
         assert pipeline.vectors.count("default", "chunks") == chunks
+    finally:
+        services.close()
+        services.store.close()
+
+
+def test_a_pending_document_whose_collection_is_gone_is_dropped_with_its_copy(tmp_path: Path) -> None:
+    """Deleting a collection takes its pending markers along; a collection that disappeared some
+    other way (its graphs dropped over SPARQL while the server was down) is not created again."""
+    services = build(tmp_path, OfflineExtractor())
+    pipeline, library = services.pipeline, services.pipeline.library
+    try:
+        for name in ("deleted", "dropped"):
+            asyncio.run(services.collections.create(name))
+            library.save(Upload(name, "doc", None, None, None), long_text().encode())  # what a killed ingest leaves
+        assert len(library.markers()) == 2
+        assert asyncio.run(services.collections.delete("deleted"))
+        assert [library.pending(m).collection for m in library.markers()] == ["dropped"]
+        dropped = Iris(pipeline.base_iri, "dropped")
+        services.store.update(f"DROP GRAPH <{dropped.source_graph.value}>")
+        asyncio.run(pipeline.sweep_crashed())
+        assert any((library.library_dir / "dropped").iterdir())
+        (result,) = asyncio.run(pipeline.recover())
+        assert isinstance(result, librarian.UnknownCollection)
+        assert library.markers() == [] and not (library.library_dir / "dropped").exists()
+        assert not librarian.collection_exists(services.store, dropped)
+    finally:
+        services.close()
+        services.store.close()
+
+
+def _index_rows(services: Services) -> dict[str, int]:
+    vectors = services.pipeline.vectors
+    kinds = {kind: vectors.count("default", kind) for kind in ("chunks", "entities", "facts")}
+    return kinds | {"keywords": services.keywords.count("default")}
+
+
+def test_a_forget_killed_part_way_is_swept_at_the_next_start(tmp_path: Path) -> None:
+    """Killed once the store has dropped the document and before its index rows went: the next
+    start removes them (a mark in pending/writes names the collection)."""
+    killed_child(tmp_path, "--forget", marker="writes/forget-*.json")
+    services = build(tmp_path, OfflineExtractor())
+    try:
+        assert librarian.documents(services.store, Iris(services.settings.base_iri)) == []
+        assert _index_rows(services)["chunks"] > 0  # what the kill left behind
+        asyncio.run(services.repair())
+        assert _index_rows(services) == {"chunks": 0, "entities": 0, "facts": 0, "keywords": 0}
+        assert _knowledge(services) == (set(), set()) and services.pipeline.library.begun("forget") == []
+    finally:
+        services.close()
+        services.store.close()
+
+
+def test_a_core_import_killed_part_way_is_undone_at_the_next_start(tmp_path: Path) -> None:
+    """Killed once the core's quads and vectors are written, before its keyword rows: the next
+    start undoes the import, and it can be run again."""
+    (tmp_path / "source").mkdir()
+    source = build(tmp_path / "source", OfflineExtractor())
+    try:
+        asyncio.run(source.pipeline.ingest("default", "long", long_text().encode()))
+        asyncio.run(source.cores.export("default", tmp_path / "long.core.zip"))
+        exported, rows = _knowledge(source), _index_rows(source)
+    finally:
+        source.close()
+        source.store.close()
+    data = tmp_path / "imported"
+    data.mkdir()
+    killed_child(data, "--import", str(tmp_path / "long.core.zip"), marker="writes/import-*.json")
+    services = build(data, OfflineExtractor())
+    try:
+        assert services.store.count() > 0 and _index_rows(services)["chunks"] > 0  # half an import
+        asyncio.run(services.repair())
+        assert services.store.count() == 0
+        assert _index_rows(services) == {"chunks": 0, "entities": 0, "facts": 0, "keywords": 0}
+        asyncio.run(services.cores.import_(tmp_path / "long.core.zip"))
+        assert _knowledge(services) == exported and _index_rows(services) == rows
     finally:
         services.close()
         services.store.close()

@@ -200,6 +200,28 @@ def test_second_opener_gets_a_clear_error(tmp_path: Path) -> None:
     EmbeddedStore(tmp_path / "store").close()
 
 
+def test_memtables_are_flushed_as_writes_add_up(store: EmbeddedStore, tmp_path: Path) -> None:
+    """Without periodic flushes RocksDB's memtables held every write, and RSS grew with the corpus."""
+    assert store.path is not None
+
+    def tables() -> int:
+        return len(list(store.path.glob("*.sst")))  # type: ignore[union-attr]
+
+    before, written, batch = tables(), 0, 0
+    while written < embedded.FLUSH_AFTER_BYTES // 2:
+        data = "".join(f'<http://e/{batch}/{k}> <http://p> "{k} lorem ipsum" <http://g> .\n' for k in range(500))
+        store.add_quads(data.encode())
+        written, batch = written + len(data), batch + 1
+    assert tables() == before  # below the threshold the writes stay in memory
+    while written < embedded.FLUSH_AFTER_BYTES + 1:
+        objects = " , ".join(f'"{k} dolor sit amet"' for k in range(400))
+        store.update(f"INSERT DATA {{ <http://e/u{batch}> <http://p> {objects} }}")
+        written, batch = written + len(objects), batch + 1
+    assert tables() > before
+    asked = store.query("ASK { GRAPH <http://g> { <http://e/0/499> <http://p> ?o } }", accept="application/json")
+    assert json.loads(asked.body)["boolean"] is True
+
+
 def test_base_iri_is_pinned(tmp_path: Path) -> None:
     prepare_data_dir(tmp_path, "http://kb.example/")
     prepare_data_dir(tmp_path, "http://kb.example/")

@@ -32,12 +32,11 @@ def ingest(session: Session, args: argparse.Namespace) -> None:
 
 
 def ingest_paths(services: Services, collection: str, paths: list[Path]) -> None:
-    """Finishes what a stopped run left, then ingests the files, folders and JSONL corpora,
-    one line per document; CliError when any failed. Everything is checked before the first
-    write (ids, JSONL lines); documents are then read and ingested INGEST_BATCH at a time, so
-    memory does not grow with the corpus."""
+    """Finishes the ingests a stopped run left (the session repaired the rest), then ingests the
+    files, folders and JSONL corpora, one line per document; CliError when any failed.
+    Everything is checked before the first write (ids, JSONL lines); documents are then read and
+    ingested INGEST_BATCH at a time, so memory does not grow with the corpus."""
     pipeline = services.pipeline
-    asyncio.run(pipeline.sweep_crashed())
     for result in asyncio.run(pipeline.recover()):
         print(
             f"recovered  {result}" if isinstance(result, Exception) else f"recovered  {result.document}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -77,7 +78,9 @@ class Session:
     def services(self) -> Services:
         from sparqlrag.services import Services
 
-        return Services.open(self.settings, self.store, _pre_extracted(self.args), load_models(self.settings))
+        services = Services.open(self.settings, self.store, _pre_extracted(self.args), load_models(self.settings))
+        asyncio.run(services.repair())  # what a killed server or command left, before this one writes
+        return services
 
     def close(self) -> None:
         """Closes what was opened, the services before the store they use."""

@@ -462,12 +462,14 @@ class Pipeline:
             statements, named = await self._statements_of(iris, chunks)
             merges = await off_loop(resolver.shared_merges_of, self.store, iris, chunks)
             src = sparql_term(iris.source_graph)
+            mark = await off_loop(self.library.begin, "forget", collection)  # killed before the end: swept
             await self._update(
                 removal(iris, chunks, statements),
                 f"DELETE WHERE {{ GRAPH {src} {{ {sparql_term(doc)} ?p ?o }} }}",
             )
             lost, unnamed = await self.indexer.forget(iris, chunks, named, statements, merges)
             await off_loop(self.library.discard, collection, document_id)
+            mark.unlink()
             affected = await off_loop(resolver.documents_naming, self.store, iris, lost, unnamed)
         await self.resolve_again(collection, affected)
         return True
@@ -480,22 +482,28 @@ class Pipeline:
         return Source(document_id, data, upload.media_type, upload.filename, upload.title)
 
     async def sweep_crashed(self) -> None:
-        """Index rows a killed process wrote without committing, in each collection a pending
-        marker names: removed before anything else writes (see Indexer.sweep)."""
+        """Index rows a killed process left, in each collection a pending marker or a forget's
+        mark names: rows written for an ingest it did not commit, rows of what it forgot.
+        Removed before anything else writes (see Indexer.sweep)."""
         collections = set()
         for marker in self.library.markers():
             try:
                 collections.add(self.library.pending(marker).collection)
             except (OSError, ValueError, TypeError):
                 continue  # recover() reports it
+        forgets = await off_loop(self.library.begun, "forget")
+        collections |= {details["collection"] for _, details in forgets}
         for collection in sorted(collections):
             if await off_loop(librarian.collection_exists, self.store, Iris(self.base_iri, collection)):
                 if removed := await self.indexer.sweep(collection):
                     log.warning("removed index rows of %d IRIs a stopped process left in %r", removed, collection)
+        for mark, _ in forgets:
+            mark.unlink(missing_ok=True)
 
     async def recover(self) -> list[IngestResult | Exception]:
         """Finish the ingests a previous process did not (it was killed): ingest them again.
-        A marker that cannot be replayed is reported once and dropped."""
+        A marker that cannot be replayed is reported once and dropped; one whose collection is
+        gone takes that collection's library copies with it."""
         results: list[IngestResult | Exception] = []
         for marker in self.library.markers():
             try:
@@ -514,5 +522,7 @@ class Pipeline:
             except Exception as error:
                 log.warning("could not resume the ingest saved in %s: %s", marker, error)
                 marker.unlink(missing_ok=True)
+                if isinstance(error, librarian.UnknownCollection):  # deleted while the marker waited
+                    await off_loop(self.library.discard_collection, pending.collection)
                 results.append(error)
         return results

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 import re
 import zipfile
 from collections.abc import Callable, Sequence
@@ -39,6 +40,8 @@ from sparqlrag.store.calls import off_loop
 from sparqlrag.store.facts import fact_ntriples, parse_fact
 from sparqlrag.store.vector_index import FACETS, Kind
 from sparqlrag.store.vocab import InvalidName, Iris, check_collection
+
+log = logging.getLogger(__name__)
 
 
 class Named(Protocol):
@@ -184,11 +187,16 @@ class Cores:
             quads = core.quads if old_base == self.base_iri else _rebase(core.quads, old_base, iris)
             if existing is not None:  # keep its registration, not the core's (one creation time)
                 quads = [q for q in quads if q.subject != iris.collection_iri]
+            registered = await off_loop(librarian.is_registered, self.store, iris)
+            library = self.collections.library
+            mark = await off_loop(library.begin, "import", name, registered=registered, ontology=ontology)
             try:
                 await off_loop(self._write, iris, quads, core, old_base)
             except BaseException:
-                await off_loop(self._undo, iris, existing is not None, ontology)
+                await off_loop(self._undo, iris, registered, ontology)
+                mark.unlink(missing_ok=True)  # (the undo's drop takes the collection's marks too)
                 raise
+            mark.unlink()  # (a killed process leaves it: undo_interrupted)
         return ImportResult(
             name,
             len(quads),
@@ -215,10 +223,24 @@ class Cores:
             if kind == "chunks":  # the keyword index is the chunks' text
                 self.collections.keywords.add(iris.collection, [(p["iri"], p["text"]) for p in payloads])
 
-    def _undo(self, iris: Iris, existed: bool, ontology: str | None) -> None:
+    async def undo_interrupted(self) -> list[str]:
+        """Undo the imports a killed process left half written (their marks say what the
+        collection was before); run at start, before anything writes. Returns their collections."""
+        undone = []
+        for mark, details in await off_loop(self.collections.library.begun, "import"):
+            name = details["collection"]
+            await off_loop(
+                self._undo, Iris(self.base_iri, name), bool(details.get("registered")), details.get("ontology")
+            )
+            mark.unlink(missing_ok=True)
+            log.warning("undid the import of a core into %r that a stopped process left unfinished", name)
+            undone.append(name)
+        return undone
+
+    def _undo(self, iris: Iris, registered: bool, ontology: str | None) -> None:
         """The collection as it was: nothing, or registered and empty."""
         self.collections.drop_sync(iris)
-        if existed:
+        if registered:
             self.store.update(vocab.SPARQL_PREFIXES + librarian.register_collection(iris, ontology))
 
 

@@ -4,6 +4,7 @@ markers of ingests not finished yet, which the next start resumes.
     {work_dir}/library/{collection}/{sha1(document id)}.bin   the bytes
     {work_dir}/library/{collection}/{sha1(document id)}.json  the Upload (how to decode them)
     {work_dir}/pending/{sha1(collection/document id)}.json    the Upload of an unfinished ingest
+    {work_dir}/pending/writes/{what}-{uuid}.json              a write of several steps under way
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,7 @@ class Upload:
 class Library:
     def __init__(self, work_dir: Path) -> None:
         self.library_dir, self.pending_dir = work_dir / "library", work_dir / "pending"
+        self.writes_dir = self.pending_dir / "writes"
 
     def _entry(self, collection: str, document_id: str) -> Path:
         return self.library_dir / collection / hashlib.sha1(document_id.encode()).hexdigest()
@@ -63,14 +67,41 @@ class Library:
             path.unlink(missing_ok=True)
 
     def discard_collection(self, collection: str) -> None:
-        """The library and pending markers of a deleted collection."""
+        """The library, pending markers and write marks of a deleted collection."""
         shutil.rmtree(self.library_dir / collection, ignore_errors=True)
-        for marker in self.markers():
+        marks = sorted(self.writes_dir.glob("*.json")) if self.writes_dir.is_dir() else []
+        for marker in self.markers() + marks:
             try:
                 if json.loads(marker.read_text()).get("collection") == collection:
                     marker.unlink(missing_ok=True)
-            except (OSError, ValueError):
+            except (OSError, ValueError, AttributeError):
                 continue
+
+    def begin(self, what: str, collection: str, **details: object) -> Path:
+        """Mark a write of several steps begun (the store, then the indexes): the caller unlinks
+        the mark once every step is done. A process killed part-way leaves it, and the next start
+        repairs the collection (Pipeline.sweep_crashed, Cores.undo_interrupted)."""
+        mark = self.writes_dir / f"{what}-{uuid.uuid4().hex}.json"
+        mark.parent.mkdir(parents=True, exist_ok=True)
+        written = mark.with_suffix(".tmp")
+        written.write_text(json.dumps({"collection": collection, **details}))
+        written.rename(mark)  # whole or absent: a mark never lacks its details
+        return mark
+
+    def begun(self, what: str) -> list[tuple[Path, dict[str, Any]]]:
+        """The marks of `what` left by a killed process, with their details. One that cannot be
+        read names nothing to repair, and goes."""
+        found = []
+        for mark in sorted(self.writes_dir.glob(f"{what}-*.json")) if self.writes_dir.is_dir() else []:
+            try:
+                details = json.loads(mark.read_text())
+                if isinstance(details, dict) and isinstance(details.get("collection"), str):
+                    found.append((mark, details))
+                    continue
+            except (OSError, ValueError):
+                pass
+            mark.unlink(missing_ok=True)
+        return found
 
     def markers(self) -> list[Path]:
         """The pending markers, in a stable order."""

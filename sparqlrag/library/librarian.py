@@ -53,8 +53,11 @@ class CollectionInfo:
 
 def collection_exists(store: QuadStore, iris: Iris) -> bool:
     """Cheaper than collection_info: no counting."""
-    if iris.collection == DEFAULT_COLLECTION:
-        return True
+    return iris.collection == DEFAULT_COLLECTION or is_registered(store, iris)
+
+
+def is_registered(store: QuadStore, iris: Iris) -> bool:
+    """Whether the collection's registration is stored (`default` exists without one)."""
     found = select(
         store,
         f"""SELECT ?c WHERE {{ GRAPH {sparql_term(iris.source_graph)} {{

@@ -55,9 +55,9 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
         )
         app.state.store = opened
         app.state.services = await off_loop(Services.open, settings, opened, None, models)
-        # index rows a killed process left go before anything writes; its unfinished ingests then
-        # resume in the background, with the server up meanwhile
-        await app.state.services.pipeline.sweep_crashed()
+        # what a killed process left is put right before anything writes; its unfinished ingests
+        # then resume in the background, with the server up meanwhile
+        await app.state.services.repair()
         resuming = asyncio.create_task(app.state.services.pipeline.recover())
         try:
             yield

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 import uuid
 from collections.abc import Callable
@@ -42,6 +43,12 @@ from sparqlrag.store.xml_entities import check_entity_expansion
 
 Source = Path | BinaryIO
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+# RocksDB keeps every write in memtables (one per column family, about a dozen) until they
+# fill, so a long ingest grew RSS by about 0.9 KB a quad; flushing after this much written text
+# keeps it flat and costs nothing measurable (bench/RESULTS.md, issue 18, memory).
+FLUSH_AFTER_BYTES = 4 * 2**20
+DROP_COST = 2**16  # a graph's removal writes tombstones its request text does not show
 REMOTE_REFUSED = (
     "SERVICE and LOAD would make the server fetch a URL, and remote access is off "
     "(set SPARQLRAG_ALLOW_REMOTE=true to allow it)"
@@ -89,6 +96,7 @@ class EmbeddedStore:
         self.path = path
         self.allow_remote = allow_remote
         self.write_lock = threading.RLock()  # writes hold it; the worker takes it to know a write has begun
+        self._unflushed = 0  # bytes of written text since the memtables were last flushed
         try:
             self._store = Store(str(path)) if path is not None else Store()
         except OSError as error:
@@ -195,6 +203,7 @@ class EmbeddedStore:
         """Run an update atomically (pyoxigraph applies the whole request or nothing)."""
         text = apply_update_dataset(sparql, using_graphs or [], using_named_graphs or [])
         self._sparql(self._apply, text, base_iri)
+        self._wrote(len(text))
 
     def _apply(self, sparql: str, base_iri: str | None) -> None:
         try:
@@ -241,6 +250,7 @@ class EmbeddedStore:
         self._store.update(f"MOVE SILENT GRAPH <{scratch.value}> TO {target}")
         if graph is not None:
             self._store.add_graph(NamedNode(graph))
+        self._wrote(_size(source))
         return existed
 
     @_exclusive
@@ -255,6 +265,7 @@ class EmbeddedStore:
             raise _data_error(error, format, source) from error
         if graph is not None:
             self._store.add_graph(NamedNode(graph))
+        self._wrote(_size(source))
         return existed
 
     @_exclusive
@@ -264,6 +275,7 @@ class EmbeddedStore:
             self._store.load(input=nquads, format=RdfFormat.N_QUADS)
         except SyntaxError as error:
             raise DataSyntaxError(f"invalid N-Quads data: {error}") from error
+        self._wrote(len(nquads))
 
     @_exclusive
     def drop_graph(self, graph: Graph) -> None:
@@ -274,6 +286,20 @@ class EmbeddedStore:
             raise GraphNotFound(f"graph <{graph}> does not exist")
         else:
             self._store.remove_graph(NamedNode(graph))
+        self._wrote(DROP_COST)
+
+    def _wrote(self, size: int) -> None:
+        """Count a committed write; flush the memtables once enough has been written. A failed
+        flush loses nothing (the write is in RocksDB's log), so it is only logged and retried."""
+        self._unflushed += size
+        if self._unflushed < FLUSH_AFTER_BYTES:
+            return
+        try:
+            self._store.flush()
+        except OSError as error:
+            log.warning("could not flush the store's memtables (%s); will try again", error)
+            return
+        self._unflushed = 0
 
     # -- whole dataset ------------------------------------------------------------------------
 
@@ -337,6 +363,7 @@ class EmbeddedStore:
             raise _data_error(error, format, source) from error
         if graph is not None and not format.supports_datasets:
             self._store.add_graph(NamedNode(graph))
+        self._wrote(_size(source))
 
     def _is_empty(self) -> bool:
         no_quads = next(iter(self._store.quads_for_pattern(None, None, None, None)), None) is None
@@ -348,6 +375,16 @@ class EmbeddedStore:
     @_exclusive
     def optimize(self) -> None:
         self._store.optimize()
+
+
+def _size(source: Source) -> int:
+    """Bytes in a source about to be read, or the rest of a stream already read (its position)."""
+    if isinstance(source, Path):
+        return source.stat().st_size
+    try:
+        return source.tell()
+    except (AttributeError, OSError, ValueError):  # a reader that cannot tell (a progress wrapper)
+        return FLUSH_AFTER_BYTES  # unknown: flush after it
 
 
 def _data_error(error: SyntaxError, format: RdfFormat, source: Source) -> DataSyntaxError:
