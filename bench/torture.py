@@ -23,9 +23,14 @@ Then sustained load: a fresh server takes `--passages` passages (MuSiQue-100 and
 then `--load-clients` threads of the same mix for `--load-seconds` with no kill, RSS sampled
 (the highest of each quarter), and the invariants after.
 
+Then API fuzzing: schemathesis over the server's `/openapi.json` on that same data, every check
+it has (bench/schemathesis.toml says where one is relaxed, and why), `--fuzz-examples` cases an
+operation, stateful sequences included, once with a write token and once with a read token.
+
 Prints, for each part: invariant violations, acknowledged writes lost, 5xx responses, requests
-served, p50 / p99 per route and the server's peak RSS (and cycles survived / run); the last
-line is one JSON object.
+served, p50 / p99 per route and the server's peak RSS (and cycles survived / run; for fuzzing,
+the cases run, failures by check and whether the server still answers); the last line is one
+JSON object.
 """
 
 from __future__ import annotations
@@ -33,9 +38,12 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
+import shutil
 import signal
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -309,6 +317,51 @@ def sustained(data: Path, load: Load, passages: list[dict[str, Any]], seconds: f
     return {"violations": found, "rss_mb_by_quarter": quarters, "peak_mb": max(quarters)}
 
 
+SCHEMATHESIS = shutil.which("schemathesis") or str(Path(sys.executable).with_name("schemathesis"))
+TOKENS = {"write": "torture-write-token", "read": "torture-read-token"}
+
+
+def fuzz(data: Path, examples: int, seed: int) -> dict[str, Any]:
+    """schemathesis, with each token, against a server on `data`: cases run, failures by code."""
+    env = {"SPARQLRAG_WRITE_TOKENS": TOKENS["write"], "SPARQLRAG_READ_TOKENS": TOKENS["read"]}
+    figures: dict[str, Any] = {}
+    with server(data, BASE, env | {"SPARQLRAG_ANSWER_RATE": "0"}) as (client, _):
+        for scope, token in TOKENS.items():
+            run = subprocess.run(
+                [
+                    SCHEMATHESIS,
+                    "--config-file",
+                    str(ROOT / "bench" / "schemathesis.toml"),
+                    "run",
+                    f"{client.base_url}/openapi.json",
+                    "--max-examples",
+                    str(examples),
+                    "--seed",
+                    str(seed),
+                    "--generation-database",
+                    "none",
+                    "--header",
+                    f"Authorization: Bearer {token}",
+                    "--no-color",
+                ],
+                capture_output=True,
+                text=True,
+                cwd=data.parent,
+            )
+            failures = {code: int(n) for code, n in re.findall(r"❌ (ST\d+) [^:\n]+: (\d+)", run.stdout)}
+            generated = re.search(r"(\d+) generated", run.stdout)
+            figures[scope] = {
+                "cases": int(generated.group(1)) if generated else 0,
+                "failures": failures,
+                "5xx": failures.get("ST101", 0),
+                "exit": run.returncode,
+                "alive": client.get("/healthz").status_code == 200,
+            }
+            if run.returncode:
+                print(run.stdout[-6000:], file=sys.stderr)
+    return figures
+
+
 def summary(load: Load, totals: Counter[str], peak: float) -> dict[str, Any]:
     """The figures of one part: violations, writes lost, 5xx, requests, latency per route."""
     errors = {f"{route} {status}": n for (route, status), n in load.statuses.items() if status >= 500}
@@ -353,6 +406,7 @@ def main() -> None:
     parser.add_argument("--load-seconds", type=float, default=120, help="sustained load, in seconds (0: none)")
     parser.add_argument("--load-clients", type=int, default=16)
     parser.add_argument("--passages", type=int, default=2500, help="passages in the collection under sustained load")
+    parser.add_argument("--fuzz-examples", type=int, default=20, help="schemathesis cases an operation (0: no fuzzing)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--markdown", action="store_true", help="append the tables to bench/RESULTS.md")
     args = parser.parse_args()
@@ -395,6 +449,23 @@ def main() -> None:
                 f"passages (RSS by quarter {quarters} MB)",
                 report["sustained load"],
             )
+        if args.fuzz_examples:
+            data = Path(work) / ("load" if args.load_seconds else "fuzz")
+            report["fuzzing"] = fuzz(data, args.fuzz_examples, args.seed)
+            rows = [
+                [
+                    scope,
+                    str(f["cases"]),
+                    str(f["5xx"]),
+                    ", ".join(f"{c}: {n}" for c, n in f["failures"].items()) or "none",
+                ]
+                + ["yes" if f["alive"] else "NO"]
+                for scope, f in report["fuzzing"].items()
+            ]
+            lines += [
+                f"\n### API fuzzing: schemathesis, every check, {args.fuzz_examples} cases an operation\n",
+                *markdown_table(["token", "cases", "5xx", "failures", "alive after"], rows),
+            ]
     publish("torture.py", "\n".join(lines), report, args.markdown)
 
 

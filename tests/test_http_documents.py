@@ -212,6 +212,13 @@ def test_collections_api(client: httpx.Client, server: LiveServer) -> None:
     rag = client.post("/api/v1/document-rag", json={"question": "Where was Bohr born?", "collection": "papers", "k": 3})
     assert [s["title"] for s in rag.json()["sources"]] == ["bohr"]
     assert client.delete("/api/v1/collections/papers").status_code == 204
+    emptied = client.delete("/api/v1/collections/default")  # it always exists: emptied, and it says so
+    assert emptied.status_code == 200 and emptied.json() == {
+        "collection": "default",
+        "emptied": True,
+        "detail": "the default collection always exists: it was emptied, and stays",
+    }
+    assert client.get("/api/v1/collections/default").json()["documents"] == 0
     graphs = client.get("/sparql", params={"query": "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }"}).json()
     assert not [b for b in graphs["results"]["bindings"] if "/papers" in b["g"]["value"]]
     for method, path, kwargs, status, error in [

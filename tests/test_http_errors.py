@@ -163,7 +163,17 @@ BAD_REQUESTS = [
         None,
         400,
         "bad_request",
-        "go with a query",
+        "default-graph-uri goes with a query",
+    ),
+    (  # schemathesis: ignored (the service description answered) while the schema says it is >= 0.1
+        "timeout-without-a-query",
+        "GET",
+        "/sparql?timeout=-0.9",
+        {},
+        None,
+        400,
+        "bad_request",
+        "timeout goes with a query",
     ),
     (  # schemathesis: a stream that is not a boolean was taken as false (issue 18)
         "stream-not-boolean",
@@ -174,6 +184,66 @@ BAD_REQUESTS = [
         400,
         "bad_request",
         "stream is true or false",
+    ),
+    (  # schemathesis: an empty collection name was taken for `default` (issue 18)
+        "empty-collection-name",
+        "POST",
+        "/api/v1/graph-rag",
+        {"Content-Type": "application/json"},
+        '{"question": "Where is Warsaw?", "collection": ""}',
+        400,
+        "bad_collection",
+        "collection names are",
+    ),
+    (  # schemathesis: a collection name that is no string was read as one (issue 18)
+        "collection-not-a-string",
+        "POST",
+        "/api/v1/graph-rag",
+        {"Content-Type": "application/json"},
+        '{"question": "Where is Warsaw?", "collection": 0}',
+        400,
+        "bad_collection",
+        "a collection's name is a string",
+    ),
+    (  # schemathesis: false was taken for MMR's lambda 0 (issue 18)
+        "mmr-not-a-number",
+        "POST",
+        "/api/v1/document-rag",
+        {"Content-Type": "application/json"},
+        '{"question": "Where is Warsaw?", "mmr": false}',
+        400,
+        "bad_request",
+        "mmr is a number",
+    ),
+    (
+        "k-as-text",
+        "POST",
+        "/api/v1/document-rag",
+        {"Content-Type": "application/json"},
+        '{"question": "Where is Warsaw?", "k": "5"}',
+        400,
+        "bad_request",
+        "k is an integer from 1 to 100",
+    ),
+    (
+        "rerank-not-boolean",
+        "POST",
+        "/api/v1/document-rag",
+        {"Content-Type": "application/json"},
+        '{"question": "Where is Warsaw?", "rerank": "yes"}',
+        400,
+        "bad_request",
+        "rerank is true or false",
+    ),
+    (  # the schema says so now: "not": {"items": {"maximum": 0}}
+        "weights-both-zero",
+        "POST",
+        "/api/v1/document-rag",
+        {"Content-Type": "application/json"},
+        '{"question": "Where is Warsaw?", "weights": [0, 0.0]}',
+        400,
+        "bad_request",
+        "not both zero",
     ),
     (  # schemathesis found this one a 500 (issue 18)
         "empty-dataset-iris",
@@ -427,3 +497,11 @@ def test_direct_graph_path_that_is_no_iri_is_refused(seeded: httpx.Client, small
     assert head.startswith(b"HTTP/1.1 400")
     assert b"not a valid absolute IRI" in body
     assert snapshot(seeded) == before
+
+
+def test_a_whole_number_written_with_a_fraction_is_an_integer(seeded: httpx.Client) -> None:
+    """JSON Schema's "integer" takes 70.0; so does the server (schemathesis found it refused)."""
+    body = {"question": "Where is Warsaw?", "triple_limit": 70.0, "k": 3.0}
+    assert seeded.post("/api/v1/graph-rag", json=body).status_code == 200
+    refused = seeded.post("/api/v1/graph-rag", json=body | {"k": 3.5})
+    assert refused.status_code == 400 and "k must be an integer from 1 to 100, got 3.5" in refused.json()["detail"]

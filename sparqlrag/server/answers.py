@@ -13,7 +13,7 @@ from sparqlrag.retrieval.question import QuestionTooLong, check_question
 from sparqlrag.retrieval.trace import list_traces, read_trace
 from sparqlrag.retrieval.walk import MODES, GraphRagOptions
 from sparqlrag.server.auth import authorize
-from sparqlrag.server.bodies import read_body
+from sparqlrag.server.bodies import integral, read_body
 from sparqlrag.server.collections import collection_of
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.pages import render
@@ -41,7 +41,7 @@ async def graph_rag(request: Request) -> Response:
         if not isinstance(body, dict):
             raise TypeError("the body must be a JSON object")
         question = check_question(body.get("question"))
-        options = GraphRagOptions(**{name: body[name] for name in GraphRagOptions.names() if name in body})
+        options = GraphRagOptions(**{name: integral(body[name]) for name in GraphRagOptions.names() if name in body})
         unknown = set(body) - set(GraphRagOptions.names()) - {"question", "collection", "stream", "mode"}
         if unknown:
             raise ValueError(f"unknown fields: {', '.join(sorted(unknown))}")

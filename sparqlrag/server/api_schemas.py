@@ -26,6 +26,7 @@ STRING, INTEGER, NUMBER, BOOLEAN = {"type": "string"}, {"type": "integer"}, {"ty
 ANY_OBJECT = {"type": "object"}
 NAME = {"type": "string", "pattern": f"^{NAME_PATTERN}$", "description": "1-64 of a-z, 0-9, '-', '_'"}
 TEXT = {"type": "string", "minLength": 1}
+UPDATE = {"type": "string", "description": "a SPARQL update; an empty one is valid, and does nothing"}
 IRI = {"type": "string", "format": "uri", "description": "an absolute IRI"}
 QUESTION_TEXT = {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS, "pattern": r"\S"}
 COLLECTION_QUERY = {

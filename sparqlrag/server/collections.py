@@ -12,13 +12,15 @@ from starlette.responses import FileResponse, JSONResponse, Response
 
 from sparqlrag.library.collections import Collections
 from sparqlrag.library.cores import MEDIA_TYPE, CoreInvalid, CoreMismatch
-from sparqlrag.library.librarian import UnknownCollection
+from sparqlrag.library.librarian import DEFAULT_COLLECTION, UnknownCollection
 from sparqlrag.ontology.registry import UnknownOntology
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import read_body, scratch_path, spool_body
 from sparqlrag.server.errors import ApiError
 from sparqlrag.services import Services
 from sparqlrag.store.vocab import InvalidName, check_collection
+
+EMPTIED = "the default collection always exists: it was emptied, and stays"
 
 
 def _collections(request: Request) -> Collections:
@@ -27,16 +29,22 @@ def _collections(request: Request) -> Collections:
 
 
 async def collection_of(request: Request, body: dict | None = None) -> str:
-    """The collection a request names (`default` if none): 400 for a bad name, 404 for an unknown one."""
-    name = _name((body or {}).get("collection") or request.query_params.get("collection", "default"))
+    """The collection a request names (`default` if none): 400 for a bad name (an empty one too),
+    404 for an unknown one."""
+    if body is not None and "collection" in body:
+        name = _name(body["collection"])
+    else:
+        name = _name(request.query_params.get("collection", "default"))
     if not await _collections(request).exists(name):
         raise UnknownCollection(name)
     return name
 
 
 def _name(name: object) -> str:
+    if not isinstance(name, str):
+        raise ApiError(400, "bad_collection", f"a collection's name is a string, not {name!r}")
     try:
-        return check_collection(str(name))
+        return check_collection(name)
     except InvalidName as error:
         raise ApiError(400, "bad_collection", str(error)) from None
 
@@ -84,11 +92,14 @@ async def get_collection(request: Request) -> Response:
 
 
 async def delete_collection(request: Request) -> Response:
-    """Everything of the collection goes: graphs, vectors, keyword rows, kept documents."""
+    """Everything of the collection goes: graphs, vectors, keyword rows, kept documents.
+    `default` always exists, so it is emptied and stays: a 200 that says so, not a 204."""
     authorize(request, "write")
     name = collection_name(request)
     if not await _collections(request).delete(name):
         raise UnknownCollection(name)
+    if name == DEFAULT_COLLECTION:
+        return JSONResponse({"collection": name, "emptied": True, "detail": EMPTIED})
     return Response(status_code=204)
 
 

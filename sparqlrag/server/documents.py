@@ -25,7 +25,7 @@ from sparqlrag.library import librarian
 from sparqlrag.retrieval.document_rag import MODES, passage_json
 from sparqlrag.retrieval.question import QuestionTooLong, check_question
 from sparqlrag.server.auth import authorize
-from sparqlrag.server.bodies import read_body
+from sparqlrag.server.bodies import integral, read_body
 from sparqlrag.server.collections import collection_of
 from sparqlrag.server.errors import ApiError, described
 from sparqlrag.server.rate_limit import limit_answers
@@ -175,25 +175,31 @@ async def delete_document(request: Request) -> Response:
     return Response(status_code=204)
 
 
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 async def document_rag(request: Request) -> Response:
     authorize(request, "read")
     limit_answers(request)
     try:
         body = json.loads(await read_body(request, request.app.state.settings.max_sparql_bytes))
         question = check_question(body["question"])
-        mode, k = body.get("mode", "hybrid"), int(body.get("k", 5))
-        if mode not in MODES or not 1 <= k <= 100:
-            raise ValueError(f"mode is one of {', '.join(MODES)} and k is 1-100")
+        mode, k, rerank = body.get("mode", "hybrid"), integral(body.get("k", 5)), body.get("rerank", False)
+        if mode not in MODES or not _is_number(k) or not isinstance(k, int) or not 1 <= k <= 100:
+            raise ValueError(f"mode is one of {', '.join(MODES)} and k is an integer from 1 to 100")
+        if not isinstance(rerank, bool):
+            raise ValueError("rerank is true or false")
         mmr, weights = body.get("mmr"), body.get("weights")
+        if mmr is not None and not _is_number(mmr):
+            raise ValueError("mmr is a number (MMR's lambda) or null")
         if weights is not None:
+            if not isinstance(weights, list) or len(weights) != 2 or not all(_is_number(w) for w in weights):
+                raise ValueError("weights are [vector, keyword], two numbers")
             weights = (float(weights[0]), float(weights[1]))
-            if len(body["weights"]) != 2 or min(weights) < 0 or sum(weights) <= 0:
+            if min(weights) < 0 or sum(weights) <= 0:
                 raise ValueError("weights are [vector, keyword], two non-negative numbers, not both zero")
-        options = {
-            "rerank": bool(body.get("rerank", False)),
-            "mmr_lambda": None if mmr is None else float(mmr),
-            "weights": weights,
-        }
+        options = {"rerank": rerank, "mmr_lambda": None if mmr is None else float(mmr), "weights": weights}
     except QuestionTooLong as error:
         raise ApiError(400, "question_too_long", str(error)) from None
     except (ValueError, KeyError, TypeError, IndexError) as error:

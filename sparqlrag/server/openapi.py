@@ -35,6 +35,7 @@ from sparqlrag.server.api_schemas import (
     SSE,
     STRING,
     TEXT,
+    UPDATE,
     WALK_OPTIONS,
     ZIP,
     graph_store,
@@ -45,6 +46,11 @@ from sparqlrag.server.api_schemas import (
 )
 from sparqlrag.server.sparql import MIN_TIMEOUT
 
+INGESTED = {
+    "200": json_response(ANY_OBJECT, "nothing changed: every document was there already as sent"),
+    "201": json_response(ANY_OBJECT, "ingested"),
+    "202": json_response(ANY_OBJECT, "queued (Prefer: respond-async)"),
+}
 PATHS: dict[str, dict[str, Any]] = {
     "/healthz": {
         "get": {
@@ -88,9 +94,11 @@ PATHS: dict[str, dict[str, Any]] = {
         "post": operation(
             "SPARQL 1.1 Protocol query or update (form, or a direct query/update body); updates need `write`",
             body={
-                "application/x-www-form-urlencoded": {"schema": json_object([], query=TEXT, update=TEXT)},
+                "application/x-www-form-urlencoded": {
+                    "schema": {**json_object([], query=TEXT, update=UPDATE), "not": {"required": ["query", "update"]}}
+                },
                 "application/sparql-query": {"schema": TEXT},
-                "application/sparql-update": {"schema": TEXT},
+                "application/sparql-update": {"schema": UPDATE},
             },
             responses={
                 "200": {"description": "query results"},
@@ -122,7 +130,7 @@ PATHS: dict[str, dict[str, Any]] = {
                 "multipart/form-data": {"schema": json_object([], file={"type": "string", "format": "binary"})},
                 "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
             },
-            responses={"201": json_response(ANY_OBJECT, "ingested"), "202": json_response(ANY_OBJECT, "queued")},
+            responses=INGESTED,
         ),
     },
     "/api/v1/documents/{id}": {
@@ -145,7 +153,7 @@ PATHS: dict[str, dict[str, Any]] = {
             "Extract a kept document again",
             scope="write",
             parameters=[COLLECTION_QUERY],
-            responses={"200": json_response(ANY_OBJECT)},
+            responses=INGESTED,
         ),
     },
     "/api/v1/graph-rag": {
@@ -155,6 +163,7 @@ PATHS: dict[str, dict[str, Any]] = {
                 JSON: {
                     "schema": {
                         **QUESTION,
+                        "additionalProperties": False,
                         "properties": {
                             **QUESTION["properties"],
                             **WALK_OPTIONS,
@@ -188,6 +197,7 @@ PATHS: dict[str, dict[str, Any]] = {
                                 "items": {**NUMBER, "minimum": 0},
                                 "minItems": 2,
                                 "maxItems": 2,
+                                "not": {"items": {"maximum": 0}},  # not both zero
                                 "description": "[vector, keyword], not both zero",
                             },
                         },
@@ -236,7 +246,13 @@ PATHS: dict[str, dict[str, Any]] = {
             "Delete a collection: graphs, vectors, keyword rows, documents. `default` always exists: "
             "it is emptied and stays (listed with no documents)",
             scope="write",
-            responses={"204": {"description": "deleted (`default`: emptied)"}},
+            responses={
+                "200": json_response(
+                    json_object(["collection", "emptied", "detail"], collection=NAME, emptied=BOOLEAN, detail=STRING),
+                    "`default` emptied; it stays",
+                ),
+                "204": {"description": "deleted"},
+            },
         ),
     },
     "/api/v1/collections/{name}/core": {

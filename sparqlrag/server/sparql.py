@@ -90,8 +90,9 @@ async def sparql_endpoint(request: Request) -> Response:
             raise ApiError(405, "method_not_allowed", "SPARQL updates must be sent with POST", {"Allow": "POST"})
         operation = _operation(params)
         if operation is None:
-            if "default-graph-uri" in params or "named-graph-uri" in params:
-                raise ApiError(400, "bad_request", "default-graph-uri and named-graph-uri go with a query")
+            if given := [name for name in ("default-graph-uri", "named-graph-uri", "timeout") if name in params]:
+                verb = "go" if len(given) > 1 else "goes"
+                raise ApiError(400, "bad_request", f"{' and '.join(given)} {verb} with a query")
             return service_description(request, settings)
         return await _execute(request, operation)
 
