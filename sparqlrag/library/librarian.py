@@ -148,14 +148,16 @@ class DocumentInfo:
 
 def documents(store: QuadStore, iris: Iris, document: NamedNode | None = None) -> list[DocumentInfo]:
     """Every document of the collection (or just `document`), oldest first."""
+    # (VALUES inside the GRAPH block: outside it, Oxigraph read every document, then joined;
+    # one document's lookup took 110 ms at 4,000 documents, and 0.2 ms inside)
     only = f"VALUES ?doc {{ {sparql_term(document)} }}" if document is not None else ""
     rows = select(
         store,
         vocab.SPARQL_PREFIXES
         + f"""
         SELECT ?doc ?title ?source ?format ?sha ?status ?progress ?created (COUNT(?chunk) AS ?chunks) WHERE {{
-          {only}
           GRAPH {sparql_term(iris.source_graph)} {{
+            {only}
             ?doc a sr:Document ; dcterms:title ?title ; dcterms:source ?source ; dcterms:format ?format ;
                  sr:sha256 ?sha ; sr:status ?status ; dcterms:created ?created .
             OPTIONAL {{ ?doc sr:progress ?progress }}
