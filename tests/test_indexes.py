@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from sparqlrag.models.embedder import Embedder
+from sparqlrag.store import local_vectors
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.local_vectors import LocalVectors
 from sparqlrag.store.qdrant_vectors import QdrantVectors
@@ -168,6 +169,28 @@ def test_search_many_answers_each_query_as_search_does(index: VectorIndex, embed
     ]
     assert [hits[0].iri for hits in many] == ["http://x/0", "http://x/1", "http://x/2"]
     assert index.search_many("nothing", "chunks", queries, 2) == [[], [], []]
+
+
+def test_queries_are_scored_a_few_at_a_time_with_the_same_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many queries at once (a batch's entity names) scored in slices bounded by SCORE_BYTES:
+    all at once, their scores against a big collection took hundreds of MB for a moment."""
+    rng = np.random.default_rng(7)
+    rows, queries = _unit_rows(rng, 500), _unit_rows(rng, 40)
+    index = LocalVectors(384, tmp_path / "vectors.sqlite")
+    try:
+        index.upsert("c", "entities", [f"http://x/{i}" for i in range(500)], rows, [{}] * 500)
+        whole = index.search_many("c", "entities", queries, 5)
+        monkeypatch.setattr(local_vectors, "SCORE_BYTES", 4 * 500 * 3)  # three queries a slice
+        sliced = index.search_many("c", "entities", queries, 5)
+    finally:
+        index.close()
+    assert [[(h.iri, round(h.score, 5)) for h in hits] for hits in sliced] == [
+        [(h.iri, round(h.score, 5)) for h in hits]
+        for hits in whole  # (BLAS may round the last bit differently)
+    ]
+    assert len(whole) == 40 and all(len(hits) == 5 for hits in whole)
 
 
 def _unit_rows(rng: np.random.Generator, count: int) -> np.ndarray:
