@@ -27,12 +27,10 @@ from sparqlrag.store.vocab import Iris
 NEIGHBOURS = 5  # entity-index neighbours of a person's name searched for its other forms
 
 
-def _canonical(iris: Iris, bound: str = "") -> str:
+def _canonical(iris: Iris) -> str:
     """A pattern binding ?canonical to the canonical IRI of ?e (a named entity or an alias),
-    with that one's label (?name) and class (?class) when it has them. `bound`, a VALUES block
-    for ?e, goes inside: joined from outside, Oxigraph would read every entity first (the
-    OPTIONALs keep the binding out)."""
-    return f"""GRAPH {sparql_term(iris.knowledge_graph)} {{ {bound} ?e rdfs:label|owl:sameAs ?asserted .
+    with that one's label (?name) and class (?class) when it has them."""
+    return f"""GRAPH {sparql_term(iris.knowledge_graph)} {{ ?e rdfs:label|owl:sameAs ?asserted .
         {chain(iris, "?e", "?canonical")} OPTIONAL {{ ?canonical rdfs:label ?name }} OPTIONAL {{ ?canonical a ?class
           }} }}"""
 
@@ -115,7 +113,7 @@ def similar(
             store,
             vocab.SPARQL_PREFIXES
             + f"""SELECT ?e ?canonical (SAMPLE(?name) AS ?canonical_label) (SAMPLE(?class) AS ?type)
-            WHERE {{ {_canonical(iris, values("e", map(NamedNode, sorted(found))))} }} GROUP BY ?e ?canonical""",
+            WHERE {{ {values("e", map(NamedNode, sorted(found)))} {_canonical(iris)} }} GROUP BY ?e ?canonical""",
         )
         defining = _defining(store, iris, {definition for _, definition in found.values() if definition})
         held = {

@@ -14,10 +14,8 @@ from sparqlrag.store.vocab import Iris
 
 def fact_sources(store: QuadStore, iris: Iris, facts: list[Triple]) -> list[dict[str, Term]]:
     """Rows (s, p, o, st, sentence?, chunk): each fact's reifier, evidence sentence and chunks of
-    ready documents. One query; the facts are bound inside the graph's block, before the
-    triple-term pattern, so each is looked up, not scanned for (bound outside it, the OPTIONAL
-    kept the binding out, and Oxigraph read every reifier). No chunk texts: callers fetch those
-    for the few they show."""
+    ready documents. One query; the facts are bound before the triple-term pattern, so each is
+    looked up, not scanned for. No chunk texts: callers fetch those for the few they show."""
     if not facts:
         return []
     rows = " ".join(f"({sparql_term(t.subject)} {sparql_term(t.predicate)} {sparql_term(t.object)})" for t in facts)
@@ -25,8 +23,8 @@ def fact_sources(store: QuadStore, iris: Iris, facts: list[Triple]) -> list[dict
         store,
         vocab.SPARQL_PREFIXES
         + f"""
-        SELECT ?s ?p ?o ?st ?sentence ?chunk WHERE {{ GRAPH {sparql_term(iris.source_graph)} {{
-            VALUES (?s ?p ?o) {{ {rows} }}
+        SELECT ?s ?p ?o ?st ?sentence ?chunk WHERE {{ VALUES (?s ?p ?o) {{ {rows} }}
+          GRAPH {sparql_term(iris.source_graph)} {{
             ?st rdf:reifies <<( ?s ?p ?o )>> ; prov:wasDerivedFrom ?chunk . OPTIONAL {{ ?st sr:sentence ?sentence }}
             ?chunk prov:wasDerivedFrom ?doc . ?doc sr:status "{vocab.READY}" }} }}""",
     )
