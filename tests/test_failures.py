@@ -169,3 +169,40 @@ def test_an_unplanned_error_is_a_500_without_its_text_plain_or_streamed(
         assert streamed[-1][1] == {"error": "internal_error", "detail": "unexpected server error; see the server log"}
         for text in (plain.text, json.dumps(streamed)):
             assert "secret" not in text and "Traceback" not in text
+
+
+def test_an_ingest_running_at_shutdown_keeps_its_marker_and_resumes_at_the_next_start(tmp_path: Path) -> None:
+    """An orderly stop cancels background ingests but keeps their pending markers; the next
+    start finishes them, with the server answering meanwhile."""
+    stub, stop_stub = serve_stub()
+    stub.default = Reply(EXTRACTED.text, delay=60)  # the extraction is under way at the stop
+    settings: dict[str, Any] = {"llm": "anthropic", "llm_base_url": stub.url, "llm_api_key": "sk-test"}
+    settings["extractor"] = "llm"
+    try:
+        server, stop = start_server(tmp_path / "data", **settings)
+        with server.client() as client:
+            queued = client.post(
+                "/api/v1/documents",
+                json={"id": "warsaw", "text": "Warsaw is the capital of Poland."},
+                headers={"Prefer": "respond-async"},
+            )
+            assert queued.status_code == 202, queued.text
+            deadline = time.monotonic() + 30
+            while not stub.requests:
+                assert time.monotonic() < deadline, "the extraction never reached the LLM"
+                time.sleep(0.05)
+        stop()
+        assert len(list((tmp_path / "data" / "pending").glob("*.json"))) == 1
+        stub.default = EXTRACTED
+        server, stop = start_server(tmp_path / "data", **settings)
+        try:
+            with server.client() as client:
+                deadline = time.monotonic() + 60
+                while (status := client.get("/api/v1/documents/warsaw").json()["status"]) != "ready":
+                    assert time.monotonic() < deadline and status != "failed", status
+                    time.sleep(0.1)
+            assert _facts(server) > 0 and not any((tmp_path / "data" / "pending").glob("*.json"))
+        finally:
+            stop()
+    finally:
+        stop_stub()
