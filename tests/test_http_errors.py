@@ -505,3 +505,11 @@ def test_a_whole_number_written_with_a_fraction_is_an_integer(seeded: httpx.Clie
     assert seeded.post("/api/v1/graph-rag", json=body).status_code == 200
     refused = seeded.post("/api/v1/graph-rag", json=body | {"k": 3.5})
     assert refused.status_code == 400 and "k must be an integer from 1 to 100, got 3.5" in refused.json()["detail"]
+
+
+def test_an_empty_update_is_valid_sparql_and_changes_nothing(seeded: httpx.Client) -> None:
+    """SPARQL 1.1's grammar allows an update with no operation; the schema now says so too."""
+    before = snapshot(seeded)
+    assert seeded.post("/sparql", content="", headers=UPDATE).status_code == 204
+    assert seeded.post("/sparql", data={"update": ""}).status_code == 204
+    assert snapshot(seeded) == before

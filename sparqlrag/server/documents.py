@@ -186,7 +186,7 @@ async def document_rag(request: Request) -> Response:
         body = json.loads(await read_body(request, request.app.state.settings.max_sparql_bytes))
         question = check_question(body["question"])
         mode, k, rerank = body.get("mode", "hybrid"), integral(body.get("k", 5)), body.get("rerank", False)
-        if mode not in MODES or not _is_number(k) or not isinstance(k, int) or not 1 <= k <= 100:
+        if mode not in MODES or isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 100:
             raise ValueError(f"mode is one of {', '.join(MODES)} and k is an integer from 1 to 100")
         if not isinstance(rerank, bool):
             raise ValueError("rerank is true or false")
