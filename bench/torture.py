@@ -8,20 +8,22 @@ Every cycle starts the server on the same data directory, waits until recovery h
 (no document queued or processing), checks the invariants, then runs `--clients` threads of
 mixed requests for a random part of `--seconds`: document uploads (waited for, and
 `Prefer: respond-async`), forgets, SPARQL updates (each acknowledged one recorded), SPARQL reads,
-Graph RAG and Document RAG questions, the document list and linked-data pages. Then it kills the
-server's whole process group; every third cycle it kills the store worker alone first, and the
-load goes on through the worker's restart.
+Graph RAG and Document RAG questions, the document list and linked-data pages, and a second
+collection deleted and imported again from its knowledge core. Then it kills the server's whole
+process group; every third cycle it kills the store worker alone first, and the load goes on
+through the worker's restart.
 
 The invariants, in SPARQL and against the index files (SQLite, read beside the running server):
-every document `ready`; every fact of the knowledge graph has a reifier; every reifier reifies a
-fact of the graph (but a one-document merge's, which nobody asserts); every extracted fact's
-reifier derives from a chunk that exists; the chunk vectors and keyword rows are the store's
-chunks, one to one; every entity and fact vector names something the store holds; every
-acknowledged SPARQL update is there, and none is half there.
+every document `ready`; in each collection, every fact of the knowledge graph has a reifier;
+every reifier reifies a fact of the graph (but a one-document merge's, which nobody asserts);
+every extracted fact's reifier derives from a chunk that exists; the chunk vectors and keyword
+rows are the store's chunks, one to one; every entity and fact vector names something the store
+holds; the imported collection is absent, empty or the whole core; every acknowledged SPARQL
+update is there, and none is half there.
 
-Then sustained load: a fresh server takes `--passages` passages (MuSiQue-100 and 2Wiki-101),
-then `--load-clients` threads of the same mix for `--load-seconds` with no kill, RSS sampled
-(the highest of each quarter), and the invariants after.
+Then sustained load: a fresh server takes `--passages` passages (MuSiQue-100 and 2Wiki-101) and
+the second collection, then `--load-clients` threads of the same mix for `--load-seconds` with no
+kill, RSS sampled (the highest of each quarter), and the invariants after.
 
 Then API fuzzing: schemathesis over the server's `/openapi.json` on that same data, every check
 it has (bench/schemathesis.toml says where one is relaxed, and why), `--fuzz-examples` cases an
@@ -64,7 +66,7 @@ from report import markdown_table, publish  # noqa: E402
 from shared_data import SHARED, read_jsonl  # noqa: E402
 
 BASE = "http://torture.example/"
-KG, SRC = f"<{BASE}graph/default>", f"<{BASE}graph/default/source>"
+COPY = "copy"  # the collection deleted and imported again from its core
 WRITES = "<urn:torture:writes>"
 PREFIXES = (
     "PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> PREFIX prov: <http://www.w3.org/ns/prov#> "
@@ -85,6 +87,8 @@ class Load:
     statuses: Counter[tuple[str, int]] = field(default_factory=Counter)
     acknowledged: set[int] = field(default_factory=set)
     next_id: int = 0
+    core: bytes = b""  # COPY's knowledge core, and its counts
+    core_counts: tuple[int, int, int] = (0, 0, 0)
 
     def ticket(self) -> int:
         with self.lock:
@@ -127,6 +131,12 @@ def update(client: httpx.Client, load: Load) -> None:
             load.acknowledged.add(number)
 
 
+def reimport(client: httpx.Client, load: Load) -> None:
+    load.call("DELETE collections", lambda: client.delete(f"/api/v1/collections/{COPY}"))
+    headers = {"Content-Type": "application/zip"}
+    load.call("POST core", lambda: client.post(f"/api/v1/collections/{COPY}/core", content=load.core, headers=headers))
+
+
 def read(client: httpx.Client, load: Load) -> None:
     query = load.rng.choice(
         [
@@ -158,6 +168,7 @@ OPERATIONS: list[tuple[Callable[[httpx.Client, Load], None], int]] = [
     (read, 3),
     (ask, 2),
     (browse, 1),
+    (reimport, 1),
 ]
 
 
@@ -196,33 +207,50 @@ def index_rows(data: Path, query: str) -> set[str]:
 def violations(client: httpx.Client, data: Path, load: Load) -> dict[str, int]:
     """How many things break each invariant (all zero when the data directory is sound)."""
     documents = wait_for_recovery(client)
-    found = {"documents not ready": sum(d["status"] != "ready" for d in documents)}
+    found = Counter({"documents not ready": sum(d["status"] != "ready" for d in documents)})
+    for name in ("default", COPY):
+        found.update(collection_violations(client, data, name))
+    copy = client.get(f"/api/v1/collections/{COPY}")
+    counts = (0, 0, 0) if copy.status_code == 404 else tuple(copy.json()[k] for k in ("documents", "chunks", "facts"))
+    found["collection imported in part"] = int(counts not in ((0, 0, 0), load.core_counts))
+    written = select(client, f"SELECT ?w ?p WHERE {{ GRAPH {WRITES} {{ ?w ?p ?o }} }}")
+    halves = Counter(row["w"] for row in written)
+    found["half-applied updates"] = sum(count != 2 for count in halves.values())
+    with load.lock:
+        found["acknowledged updates lost"] = len({f"urn:t:{n}" for n in load.acknowledged} - set(halves))
+    return dict(found)
+
+
+def collection_violations(client: httpx.Client, data: Path, name: str) -> dict[str, int]:
+    """The invariants of one collection's graphs and index rows."""
+    kg, src = f"<{BASE}graph/{name}>", f"<{BASE}graph/{name}/source>"
+    found = {}
     found["facts without a reifier"] = len(
         select(
             client,
-            f"SELECT ?s ?p ?o WHERE {{ GRAPH {KG} {{ ?s ?p ?o }} FILTER NOT EXISTS {{ GRAPH {SRC} {{ "
+            f"SELECT ?s ?p ?o WHERE {{ GRAPH {kg} {{ ?s ?p ?o }} FILTER NOT EXISTS {{ GRAPH {src} {{ "
             "?r rdf:reifies <<( ?s ?p ?o )>> } } }",
         )
     )
     found["reifiers of no fact"] = len(
         select(
             client,
-            f"SELECT ?r WHERE {{ GRAPH {SRC} {{ ?r rdf:reifies <<( ?s ?p ?o )>> }} "
-            f"FILTER NOT EXISTS {{ GRAPH {KG} {{ ?s ?p ?o }} }} "
+            f"SELECT ?r WHERE {{ GRAPH {src} {{ ?r rdf:reifies <<( ?s ?p ?o )>> }} "
+            f"FILTER NOT EXISTS {{ GRAPH {kg} {{ ?s ?p ?o }} }} "
             # a merge that holds in one document only reifies a triple nobody asserts (provenance.py)
-            f"FILTER(?p != owl:sameAs || EXISTS {{ GRAPH {SRC} {{ ?r sr:key ?k }} }}) }}",
+            f"FILTER(?p != owl:sameAs || EXISTS {{ GRAPH {src} {{ ?r sr:key ?k }} }}) }}",
         )
     )
     found["extracted facts without a chunk"] = len(
         select(
             client,
-            f"SELECT ?r WHERE {{ GRAPH {SRC} {{ ?r rdf:reifies <<( ?s ?p ?o )>> }} FILTER(?p != owl:sameAs) "
-            f"FILTER NOT EXISTS {{ GRAPH {SRC} {{ ?r prov:wasDerivedFrom ?c . ?c a sr:Chunk }} }} }}",
+            f"SELECT ?r WHERE {{ GRAPH {src} {{ ?r rdf:reifies <<( ?s ?p ?o )>> }} FILTER(?p != owl:sameAs) "
+            f"FILTER NOT EXISTS {{ GRAPH {src} {{ ?r prov:wasDerivedFrom ?c . ?c a sr:Chunk }} }} }}",
         )
     )
-    chunks = {row["c"] for row in select(client, f"SELECT ?c WHERE {{ GRAPH {SRC} {{ ?c a sr:Chunk }} }}")}
-    vectors = index_rows(data / "vectors.sqlite", "SELECT iri FROM points WHERE name = 'default__chunks'")
-    keywords = index_rows(data / "keywords.sqlite", 'SELECT iri FROM "chunks_default"')
+    chunks = {row["c"] for row in select(client, f"SELECT ?c WHERE {{ GRAPH {src} {{ ?c a sr:Chunk }} }}")}
+    vectors = index_rows(data / "vectors.sqlite", f"SELECT iri FROM points WHERE name = '{name}__chunks'")
+    keywords = index_rows(data / "keywords.sqlite", f'SELECT iri FROM "chunks_{name}"')
     found["chunks without a vector"] = len(chunks - vectors)
     found["chunk vectors of no chunk"] = len(vectors - chunks)
     found["chunks without keyword rows"] = len(chunks - keywords)
@@ -231,20 +259,28 @@ def violations(client: httpx.Client, data: Path, load: Load) -> dict[str, int]:
         row["e"]
         for row in select(
             client,
-            f"SELECT DISTINCT ?e WHERE {{ GRAPH {KG} {{ {{ ?e rdfs:label ?l }} UNION {{ ?e owl:sameAs ?x }} }} }}",
+            f"SELECT DISTINCT ?e WHERE {{ GRAPH {kg} {{ {{ ?e rdfs:label ?l }} UNION {{ ?e owl:sameAs ?x }} }} }}",
         )
     }
-    entities = index_rows(data / "vectors.sqlite", "SELECT iri FROM points WHERE name = 'default__entities'")
+    entities = index_rows(data / "vectors.sqlite", f"SELECT iri FROM points WHERE name = '{name}__entities'")
     found["entity vectors of nothing named"] = len(entities - named)
-    reifiers = {row["r"] for row in select(client, f"SELECT ?r WHERE {{ GRAPH {SRC} {{ ?r rdf:reifies ?t }} }}")}
-    facts = index_rows(data / "vectors.sqlite", "SELECT iri FROM points WHERE name = 'default__facts'")
+    reifiers = {row["r"] for row in select(client, f"SELECT ?r WHERE {{ GRAPH {src} {{ ?r rdf:reifies ?t }} }}")}
+    facts = index_rows(data / "vectors.sqlite", f"SELECT iri FROM points WHERE name = '{name}__facts'")
     found["fact vectors of no fact"] = len(facts - reifiers)
-    written = select(client, f"SELECT ?w ?p WHERE {{ GRAPH {WRITES} {{ ?w ?p ?o }} }}")
-    halves = Counter(row["w"] for row in written)
-    found["half-applied updates"] = sum(count != 2 for count in halves.values())
-    with load.lock:
-        found["acknowledged updates lost"] = len({f"urn:t:{n}" for n in load.acknowledged} - set(halves))
     return found
+
+
+def seed_copy(data: Path, load: Load) -> None:
+    """COPY created with a few passages, and its knowledge core kept for `reimport`."""
+    with server(data, BASE) as (client, _):
+        client.post("/api/v1/collections", json={"name": COPY}).raise_for_status()
+        files = [("file", (f"c{i}", text.encode(), "text/plain")) for i, text in enumerate(load.texts[:8])]
+        client.post(f"/api/v1/documents?collection={COPY}", files=files).raise_for_status()
+        core = client.get(f"/api/v1/collections/{COPY}/core")
+        core.raise_for_status()
+        load.core = core.content
+        info = client.get(f"/api/v1/collections/{COPY}").json()
+        load.core_counts = (info["documents"], info["chunks"], info["facts"])
 
 
 def worker_pids(server_pid: int) -> list[int]:
@@ -418,6 +454,7 @@ def main() -> None:
         if args.cycles:
             load, totals, peak = Load(texts, random.Random(args.seed)), Counter[str](), 0.0
             data = Path(work) / "data"
+            seed_copy(data, load)
             for number in range(args.cycles):
                 result = cycle(data, load, args.seconds, args.clients, kill_worker=number % 3 == 2)
                 totals.update(result["violations"])
@@ -436,6 +473,7 @@ def main() -> None:
         if args.load_seconds:
             load = Load(texts, random.Random(args.seed))
             passages = corpus[: args.passages]
+            seed_copy(Path(work) / "load", load)
             result = sustained(Path(work) / "load", load, passages, args.load_seconds, args.load_clients)
             report["sustained load"] = summary(load, Counter(result["violations"]), result["peak_mb"]) | {
                 "seconds": args.load_seconds,

@@ -220,9 +220,11 @@ class Services:
         )
 
     async def repair(self) -> None:
-        """Put right what a killed process left, before anything else writes: core imports it
-        left half written are undone, index rows of its unfinished ingests and forgets swept.
-        (Its unfinished ingests then resume with pipeline.recover().)"""
+        """Put right what a killed process left, before anything else writes: collection deletes
+        it left part-way are finished, core imports it left half written undone, index rows of its
+        unfinished ingests and forgets swept. (Its unfinished ingests then resume with
+        pipeline.recover().)"""
+        await self.collections.finish_drops()
         await self.cores.undo_interrupted()
         await self.pipeline.sweep_crashed()
 

@@ -3,7 +3,8 @@ that the test's kill always lands in its middle. By default an ingest of one lon
 stalled during extraction; `--after-indexing`: once its index rows are written, before its
 commit; `--forget`: the document ingested, then forgotten, stalled once the store has dropped
 it and before its index rows go; `--import CORE`: a knowledge core imported, stalled once its
-quads and vectors are written, before its keyword rows."""
+quads and vectors are written, before its keyword rows; `--drop`: collection `gone` filled, then
+deleted, stalled once its graphs and vectors are dropped and before its keyword rows."""
 
 from __future__ import annotations
 
@@ -64,6 +65,12 @@ if __name__ == "__main__":
         services = build(data_dir, OfflineExtractor())
         services.collections.keywords.add = partial(stall_in_thread, stalled)  # type: ignore[method-assign]
         asyncio.run(services.cores.import_(Path(sys.argv[sys.argv.index("--import") + 1])))
+    elif "--drop" in sys.argv:
+        services = build(data_dir, OfflineExtractor())
+        asyncio.run(services.collections.create("gone"))
+        asyncio.run(services.pipeline.ingest("gone", "long", long_text().encode()))
+        services.collections.keywords.drop = partial(stall_in_thread, stalled)  # type: ignore[method-assign]
+        asyncio.run(services.collections.delete("gone"))
     elif "--forget" in sys.argv:
         services = build(data_dir, OfflineExtractor())
         asyncio.run(services.pipeline.ingest("default", "long", long_text().encode()))

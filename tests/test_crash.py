@@ -153,10 +153,10 @@ def test_a_pending_document_whose_collection_is_gone_is_dropped_with_its_copy(tm
         services.store.close()
 
 
-def _index_rows(services: Services) -> dict[str, int]:
+def _index_rows(services: Services, collection: str = "default") -> dict[str, int]:
     vectors = services.pipeline.vectors
-    kinds = {kind: vectors.count("default", kind) for kind in ("chunks", "entities", "facts")}
-    return kinds | {"keywords": services.keywords.count("default")}
+    kinds = {kind: vectors.count(collection, kind) for kind in ("chunks", "entities", "facts")}
+    return kinds | {"keywords": services.keywords.count(collection)}
 
 
 def test_a_forget_killed_part_way_is_swept_at_the_next_start(tmp_path: Path) -> None:
@@ -198,6 +198,25 @@ def test_a_core_import_killed_part_way_is_undone_at_the_next_start(tmp_path: Pat
         assert _index_rows(services) == {"chunks": 0, "entities": 0, "facts": 0, "keywords": 0}
         asyncio.run(services.cores.import_(tmp_path / "long.core.zip"))
         assert _knowledge(services) == exported and _index_rows(services) == rows
+    finally:
+        services.close()
+        services.store.close()
+
+
+def test_a_collection_delete_killed_part_way_is_finished_at_the_next_start(tmp_path: Path) -> None:
+    """Killed once the collection's graphs and vectors are dropped, before its keyword rows: the
+    next start drops the rest, so a collection created again under the name holds only its own."""
+    killed_child(tmp_path, "--drop", marker="writes/drop-*.json")
+    services = build(tmp_path, OfflineExtractor())
+    try:
+        assert not asyncio.run(services.collections.exists("gone"))
+        assert _index_rows(services, "gone")["keywords"] > 0  # what the kill left behind
+        asyncio.run(services.repair())
+        assert _index_rows(services, "gone") == {"chunks": 0, "entities": 0, "facts": 0, "keywords": 0}
+        assert services.pipeline.library.begun("drop") == []
+        asyncio.run(services.collections.create("gone"))
+        asyncio.run(services.pipeline.ingest("gone", "short", b"Ada Lovelace was born in London."))
+        assert _index_rows(services, "gone")["keywords"] == 1
     finally:
         services.close()
         services.store.close()

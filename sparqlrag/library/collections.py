@@ -7,6 +7,8 @@ added to a collection that was never created (`default` always exists).
 
 from __future__ import annotations
 
+import logging
+
 from sparqlrag.library import librarian
 from sparqlrag.library.files import Library
 from sparqlrag.library.librarian import CollectionInfo
@@ -18,6 +20,8 @@ from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import Iris
+
+log = logging.getLogger(__name__)
 
 
 class Collections:
@@ -64,9 +68,19 @@ class Collections:
 
     def drop_sync(self, iris: Iris) -> None:
         """Everything of a collection gone (graphs, vectors, keyword rows, library), its
-        registration with it; the caller holds the collection closed."""
+        registration with it; the caller holds the collection closed. A process killed part-way
+        leaves a mark, and the next start drops the rest (finish_drops)."""
+        mark = self.library.begin("drop", iris.collection)
         graphs = (iris.knowledge_graph, iris.source_graph, iris.trace_graph)
         self.store.update(" ;\n".join(f"DROP SILENT GRAPH {sparql_term(g)}" for g in graphs))
         self.vectors.drop(iris.collection)
         self.keywords.drop(iris.collection)
-        self.library.discard_collection(iris.collection)
+        self.library.discard_collection(iris.collection)  # (the mark with the rest)
+        mark.unlink(missing_ok=True)
+
+    async def finish_drops(self) -> None:
+        """Finish the deletes a killed process left part-way (its graphs gone but not its vectors,
+        say); run at start, before anything writes."""
+        for _, details in await off_loop(self.library.begun, "drop"):
+            await off_loop(self.drop_sync, Iris(self.base_iri, details["collection"]))
+            log.warning("finished deleting collection %r, which a stopped process left part-way", details["collection"])

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-BATCH_CHARACTERS = 16_000
+BATCH_CHARACTERS = 2_000
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json", "special_tokens_map.json", "vocab.txt")
 
 
@@ -127,9 +127,11 @@ class Embedder:
         return np.stack([cached[key] for key in keys]).astype(np.float32, copy=False)
 
     def _batches(self, items: list[tuple[bytes, str]]) -> Iterator[list[tuple[bytes, str]]]:
-        """Up to batch_size texts, and up to BATCH_CHARACTERS of text: long passages go in small
-        batches (measured: 8-16 passages of 2,000 characters run 15-20% faster than 64), labels
-        in big ones (the per-call overhead dominates for them)."""
+        """Up to batch_size texts, and up to BATCH_CHARACTERS of text: passages go one to a few at
+        a time, labels in big batches (the per-call overhead dominates for them). Without ONNX
+        Runtime's arena a big batch of passages is both slower and a spike of RSS: 2,000 passages
+        of 2Wiki ran 120/s at 2,000 characters, 51/s at 16,000, with peaks of +121 MB and +862 MB
+        (bench/RESULTS.md)."""
         batch: list[tuple[bytes, str]] = []
         size = 0
         for item in items:
