@@ -66,22 +66,28 @@ class RssSampler:
         self._thread.join()
 
 
+def server_log(data: Path) -> Path:
+    return data.with_name(data.name + ".log")
+
+
 @contextmanager
 def server(
     data: Path, base_iri: str, env: dict[str, str] | None = None
 ) -> Iterator[tuple[httpx.Client, subprocess.Popen[bytes]]]:
-    """`sparqlrag serve` on a free loopback port, until the block ends (SIGTERM: an orderly stop)."""
+    """`sparqlrag serve` on a free loopback port, until the block ends (SIGTERM: an orderly stop).
+    Its log goes to `<data>.log` beside the data directory (appended: one file over restarts)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     command = [SPARQLRAG, "serve", "--data-dir", str(data), "--base-iri", base_iri, "--port", str(port)]
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-        start_new_session=True,
-    )
+    with server_log(data).open("ab") as log:
+        process = subprocess.Popen(
+            command,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,
+        )
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=600)
     try:
         deadline = time.monotonic() + 120

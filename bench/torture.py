@@ -61,7 +61,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from processes import RssSampler, server  # noqa: E402
+from processes import RssSampler, server, server_log  # noqa: E402
 from report import markdown_table, publish  # noqa: E402
 from shared_data import SHARED, read_jsonl  # noqa: E402
 
@@ -184,7 +184,11 @@ def wait_for_recovery(client: httpx.Client, timeout: float = 300) -> list[dict[s
     deadline = time.monotonic() + timeout
     while True:
         documents = client.get("/api/v1/documents").json()["documents"]
-        if all(d["status"] not in ("queued", "processing") for d in documents) or time.monotonic() > deadline:
+        unfinished = [f"{d['id']} {d['status']}" for d in documents if d["status"] in ("queued", "processing")]
+        if not unfinished:
+            return documents
+        if time.monotonic() > deadline:
+            print(f"still unfinished after {timeout:.0f} s: {', '.join(unfinished)}", file=sys.stderr)
             return documents
         time.sleep(0.5)
 
@@ -308,6 +312,8 @@ def cycle(data: Path, load: Load, seconds: float, clients: int, kill_worker: boo
         for thread in threads:
             thread.join()
         sampler.stop()
+    if any(found.values()):  # what the server said, for whoever reads the failure
+        print(*server_log(data).read_text(errors="replace").splitlines()[-40:], sep="\n", file=sys.stderr)
     return {"violations": found, "peak_mb": sampler.peak}
 
 
