@@ -11,10 +11,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from sparqlrag.extraction.chunker import split
 from sparqlrag.extraction.offline import OfflineExtractor
+from sparqlrag.extraction.plans import Source
 from sparqlrag.library import librarian
-from sparqlrag.library.files import Upload
+from sparqlrag.library.files import Upload, write_whole
 from sparqlrag.services import Services
 from sparqlrag.store.select import select
 from sparqlrag.store.vocab import Iris
@@ -99,6 +102,42 @@ def test_a_marker_that_cannot_be_replayed_is_dropped(tmp_path: Path) -> None:
             "the library holds no copy of document 'lost' in collection 'default'",
         ]
         assert not any(pipeline.library.pending_dir.glob("*")) and asyncio.run(pipeline.recover()) == []
+    finally:
+        services.close()
+        services.store.close()
+
+
+def test_a_library_write_cut_short_leaves_the_file_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A marker (or kept copy) is whole or as before: the torture loop found a marker left empty
+    by a kill mid-write, which recovery could not read. Cut short here by a full disk at the end."""
+    target = tmp_path / "marker.json"
+    write_whole(target, b'{"round": 1}')
+
+    def disk_full(self: Path, target: Path) -> Path:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "replace", disk_full)
+    with pytest.raises(OSError):
+        write_whole(target, b'{"round": 2}')
+    assert target.read_bytes() == b'{"round": 1}' and [p.name for p in tmp_path.iterdir()] == ["marker.json"]
+
+
+def test_a_queued_document_whose_ingest_cannot_be_resumed_is_failed_not_queued_for_ever(tmp_path: Path) -> None:
+    """Accepted in the background and never run (the process ended), then its marker cannot be
+    replayed (the library copy is gone; a torn marker did the same before markers were written
+    whole): recovery records it `failed`, so a client waiting for `ready` is not left waiting."""
+    services = build(tmp_path, OfflineExtractor())
+    pipeline = services.pipeline
+    iris = Iris(services.settings.base_iri)
+    try:
+        asyncio.run(pipeline.submit("default", [Source("late", b"Ada Lovelace was born in London.")]))
+        assert [d.status for d in librarian.documents(services.store, iris)] == ["queued"]
+        for copy in (pipeline.library.library_dir / "default").glob("*.bin"):
+            copy.unlink()
+        (error,) = asyncio.run(pipeline.recover())
+        assert "holds no copy of document 'late'" in str(error)
+        assert [d.status for d in librarian.documents(services.store, iris)] == ["failed"]
+        assert pipeline.library.markers() == []
     finally:
         services.close()
         services.store.close()

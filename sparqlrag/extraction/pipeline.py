@@ -45,7 +45,7 @@ from sparqlrag.library.librarian import CollectionBusy
 from sparqlrag.library.locks import Locks
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab
-from sparqlrag.store.base import QuadStore, StoreError
+from sparqlrag.store.base import QuadStore, StorageFull, StoreError, StoreUnavailable
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.select import select_values
@@ -502,12 +502,19 @@ class Pipeline:
 
     async def recover(self) -> list[IngestResult | Exception]:
         """Finish the ingests a previous process did not (it was killed): ingest them again.
-        A marker that cannot be replayed is reported once and dropped; one whose collection is
-        gone takes that collection's library copies with it."""
+        A marker that cannot be replayed is reported once and dropped, its document `failed`;
+        one whose collection is gone takes that collection's library copies with it; one the
+        store cannot take now (down, disk full) stays for the next start."""
         results: list[IngestResult | Exception] = []
         for marker in self.library.markers():
             try:
                 pending = self.library.pending(marker)
+            except (OSError, ValueError, TypeError) as error:
+                log.warning("could not read the pending ingest %s: %s", marker, error)
+                marker.unlink(missing_ok=True)
+                results.append(error)
+                continue
+            try:
                 upload, data = await off_loop(self.library.load, pending.collection, pending.document_id)
                 results.append(
                     await self.ingest(
@@ -519,10 +526,30 @@ class Pipeline:
                         title=upload.title,
                     )
                 )
+            except (StoreUnavailable, StorageFull) as error:  # the marker stays for the next start
+                log.warning("could not resume the ingest saved in %s yet: %s", marker, error)
+                results.append(error)
+                continue
             except Exception as error:
                 log.warning("could not resume the ingest saved in %s: %s", marker, error)
                 marker.unlink(missing_ok=True)
                 if isinstance(error, librarian.UnknownCollection):  # deleted while the marker waited
                     await off_loop(self.library.discard_collection, pending.collection)
+                else:
+                    await self._given_up(pending.collection, pending.document_id)
                 results.append(error)
         return results
+
+    async def _given_up(self, collection: str, document_id: str) -> None:
+        """A document whose ingest will not be resumed is `failed`, not `queued` for ever (a
+        re-upload or `reingest` starts it again)."""
+        iris = Iris(self.base_iri, collection)
+        document = iris.document(document_id)
+        recorded = await off_loop(librarian.documents, self.store, iris, document)
+        if recorded and recorded[0].status in (librarian.QUEUED, librarian.PROCESSING):
+            try:
+                await self._update(librarian.status_update(iris, document, librarian.FAILED))
+            except StoreError as error:
+                log.warning(
+                    "%s stays %s (its failure could not be recorded: %s)", document.value, recorded[0].status, error
+                )

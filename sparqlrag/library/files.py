@@ -44,11 +44,11 @@ class Library:
         """Keep the bytes, then mark the ingest pending; returns the marker (unlinked when done)."""
         entry = self._entry(upload.collection, upload.document_id)
         entry.parent.mkdir(parents=True, exist_ok=True)
-        entry.with_suffix(".bin").write_bytes(data)
-        entry.with_suffix(".json").write_text(json.dumps(asdict(upload)))
+        write_whole(entry.with_suffix(".bin"), data)
+        write_whole(entry.with_suffix(".json"), json.dumps(asdict(upload)).encode())
         marker = self._marker(upload.collection, upload.document_id)
         marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text(json.dumps(asdict(upload)))  # written last: a marker always has its bytes
+        write_whole(marker, json.dumps(asdict(upload)).encode())  # written last: a marker always has its bytes
         return marker
 
     def load(self, collection: str, document_id: str) -> tuple[Upload, bytes]:
@@ -83,9 +83,7 @@ class Library:
         repairs the collection (Pipeline.sweep_crashed, Cores.undo_interrupted)."""
         mark = self.writes_dir / f"{what}-{uuid.uuid4().hex}.json"
         mark.parent.mkdir(parents=True, exist_ok=True)
-        written = mark.with_suffix(".tmp")
-        written.write_text(json.dumps({"collection": collection, **details}))
-        written.rename(mark)  # whole or absent: a mark never lacks its details
+        write_whole(mark, json.dumps({"collection": collection, **details}).encode())
         return mark
 
     def begun(self, what: str) -> list[tuple[Path, dict[str, Any]]]:
@@ -111,3 +109,15 @@ class Library:
     def pending(marker: Path) -> Upload:
         """What a marker says is unfinished. Raises OSError, ValueError, TypeError when it is damaged."""
         return Upload(**json.loads(marker.read_text()))
+
+
+def write_whole(path: Path, data: bytes) -> None:
+    """`path` holds `data` whole, or what it held before: a process killed mid-write (or a full
+    disk) leaves no truncated marker or copy, only a stray temporary file."""
+    written = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        written.write_bytes(data)
+        written.replace(path)
+    except BaseException:
+        written.unlink(missing_ok=True)
+        raise
