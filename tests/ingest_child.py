@@ -19,6 +19,7 @@ from sparqlrag.extraction.knowledge import Knowledge
 from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore
+from sparqlrag.store.base import QuadStore
 
 BASE = "http://kb.example/"
 STALL_AFTER = 10  # chunks read before the extractor stalls (of 60)
@@ -39,9 +40,9 @@ class StallingExtractor(OfflineExtractor):
         return await super().extract(text, document_id)
 
 
-def build(data_dir: Path, extractor: OfflineExtractor) -> Services:
+def build(data_dir: Path, extractor: OfflineExtractor, store: QuadStore | None = None) -> Services:
     settings = Settings(data_dir=data_dir, base_iri=BASE, chunk_size=200, chunk_overlap=0, ingest_concurrency=1)
-    return Services.open(settings, EmbeddedStore(data_dir / "store"), extractor)
+    return Services.open(settings, store or EmbeddedStore(data_dir / "store"), extractor)
 
 
 def long_text() -> str:

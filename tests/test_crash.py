@@ -19,6 +19,8 @@ from sparqlrag.extraction.plans import Source
 from sparqlrag.library import librarian
 from sparqlrag.library.files import Upload, write_whole
 from sparqlrag.services import Services
+from sparqlrag.store import StoreUnavailable, WorkerStore
+from sparqlrag.store import worker as worker_module
 from sparqlrag.store.select import select
 from sparqlrag.store.vocab import Iris
 from tests.ingest_child import build, long_text
@@ -141,6 +143,35 @@ def test_a_queued_document_whose_ingest_cannot_be_resumed_is_failed_not_queued_f
     finally:
         services.close()
         services.store.close()
+
+
+def test_a_pending_ingest_the_store_cannot_take_yet_stays_for_the_next_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recovery while the store worker cannot be started again: the marker stays (the document
+    is not given up), and the next recovery, with the store back, finishes it."""
+    monkeypatch.setattr(worker_module, "RETRY_START", 0.2)
+    store = WorkerStore(tmp_path / "store")
+    services = build(tmp_path, OfflineExtractor(), store)
+    try:
+        asyncio.run(services.pipeline.submit("default", [Source("late", b"Ada Lovelace was born in London.")]))
+        store_dir, aside = tmp_path / "store", tmp_path / "store.aside"
+        store_dir.rename(aside)  # the running worker keeps its open files
+        store_dir.write_text("not a store")  # and a new one cannot open this
+        os.kill(store._worker.process.pid, signal.SIGKILL)  # type: ignore[union-attr]
+        with store._state:
+            assert store._state.wait_for(lambda: store._failure is not None, timeout=60)
+        (error,) = asyncio.run(services.pipeline.recover())
+        assert isinstance(error, StoreUnavailable) and len(services.pipeline.library.markers()) == 1
+        store_dir.unlink()
+        aside.rename(store_dir)
+        time.sleep(0.3)
+        (result,) = asyncio.run(services.pipeline.recover())
+        assert not isinstance(result, Exception) and result.status == "ready"
+        assert services.pipeline.library.markers() == []
+    finally:
+        services.close()
+        store.close()
 
 
 def test_index_rows_of_an_ingest_killed_before_its_commit_are_swept_before_it_resumes(tmp_path: Path) -> None:
