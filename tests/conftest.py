@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,6 +137,23 @@ def seeded_worker(folder: Path, predicates: int = 1) -> WorkerStore:
     seed.load(folder / "seed.nt", RdfFormat.N_TRIPLES)
     seed.close()
     return WorkerStore(folder / "store", threads=4)
+
+
+@contextmanager
+def unstartable(worker: WorkerStore, store_dir: Path) -> Iterator[None]:
+    """The store worker killed, and its store unopenable until the block ends: the running child
+    kept its open files, and a new one cannot open what is there now."""
+    aside = store_dir.with_name(store_dir.name + ".aside")
+    store_dir.rename(aside)
+    store_dir.write_text("not a store")
+    os.kill(worker._worker.process.pid, signal.SIGKILL)  # type: ignore[union-attr]
+    with worker._state:
+        assert worker._state.wait_for(lambda: worker._failure is not None, timeout=60)
+    try:
+        yield
+    finally:
+        store_dir.unlink()
+        aside.rename(store_dir)
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ from sparqlrag.store import StoreUnavailable, WorkerStore
 from sparqlrag.store import worker as worker_module
 from sparqlrag.store.select import select
 from sparqlrag.store.vocab import Iris
+from tests.conftest import unstartable
 from tests.ingest_child import build, long_text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,16 +156,9 @@ def test_a_pending_ingest_the_store_cannot_take_yet_stays_for_the_next_start(
     services = build(tmp_path, OfflineExtractor(), store)
     try:
         asyncio.run(services.pipeline.submit("default", [Source("late", b"Ada Lovelace was born in London.")]))
-        store_dir, aside = tmp_path / "store", tmp_path / "store.aside"
-        store_dir.rename(aside)  # the running worker keeps its open files
-        store_dir.write_text("not a store")  # and a new one cannot open this
-        os.kill(store._worker.process.pid, signal.SIGKILL)  # type: ignore[union-attr]
-        with store._state:
-            assert store._state.wait_for(lambda: store._failure is not None, timeout=60)
-        (error,) = asyncio.run(services.pipeline.recover())
-        assert isinstance(error, StoreUnavailable) and len(services.pipeline.library.markers()) == 1
-        store_dir.unlink()
-        aside.rename(store_dir)
+        with unstartable(store, tmp_path / "store"):
+            (error,) = asyncio.run(services.pipeline.recover())
+            assert isinstance(error, StoreUnavailable) and len(services.pipeline.library.markers()) == 1
         time.sleep(0.3)
         (result,) = asyncio.run(services.pipeline.recover())
         assert not isinstance(result, Exception) and result.status == "ready"

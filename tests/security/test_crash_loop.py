@@ -15,7 +15,7 @@ import pytest
 from sparqlrag.store import StoreUnavailable, WorkerStore
 from sparqlrag.store import worker as worker_module
 from sparqlrag.store.base import QueryCrashed
-from tests.conftest import LiveServer, seeded_worker
+from tests.conftest import LiveServer, seeded_worker, unstartable
 from tests.security.conftest import READ, WRITE, snapshot, sparql, still_serving
 
 NESTED_QUERY = "SELECT * WHERE " + "{" * 10_000 + "}" * 10_000  # the probe's
@@ -133,17 +133,10 @@ def test_a_failed_restart_fails_calls_fast_and_is_tried_again(
     """While the store cannot be opened every call fails at once (a 503 over HTTP) instead of
     waiting; once it can, the next call after RETRY_START starts it and is served."""
     monkeypatch.setattr(worker_module, "RETRY_START", 0.5)
-    store_dir, aside = tmp_path / "store", tmp_path / "store.aside"
-    store_dir.rename(aside)  # the running child keeps its open files
-    store_dir.write_text("not a store")  # and a new one cannot open this
-    os.kill(worker._worker.process.pid, signal.SIGKILL)  # type: ignore[union-attr]
-    with worker._state:
-        assert worker._state.wait_for(lambda: worker._failure is not None, timeout=60)
-    for call in (worker.count, lambda: worker.update("INSERT DATA { <http://late> <http://p> 1 }")):
-        with pytest.raises(StoreUnavailable, match="could not restart"):
-            call()
-    store_dir.unlink()
-    aside.rename(store_dir)
+    with unstartable(worker, tmp_path / "store"):
+        for call in (worker.count, lambda: worker.update("INSERT DATA { <http://late> <http://p> 1 }")):
+            with pytest.raises(StoreUnavailable, match="could not restart"):
+                call()
     time.sleep(0.6)
     assert worker.count() == 2000  # started again, with nothing of the refused write
     assert worker.restarts == 1
