@@ -161,6 +161,42 @@ def test_a_core_imported_under_another_base_iri_moves_every_iri(core: Exported, 
         close(services)
 
 
+def test_a_core_imported_under_another_name_moves_every_iri_and_comes_back_whole(
+    core: Exported, models: Models, tmp_path: Path
+) -> None:
+    """`default`'s core imported as `papers`: every graph, document, entity, reifier and trace
+    IRI of the collection moves to the new name, the collection answers as the source did, and
+    its own core imported back as `default` elsewhere is the original, quad for quad."""
+    services = open_services(tmp_path / "a", models, extractor=NoExtraction())
+    papers = Iris(BASE, "papers")
+    try:
+        result = asyncio.run(services.cores.import_(core.path, into="papers"))
+        assert (result.collection, result.renamed_from, result.rebased_from) == ("papers", "default", None)
+        quads = graph_quads(services, papers)
+        assert len(quads) > 100 and graph_quads(services, Iris(BASE)) == []
+        old = [f"{BASE}{segment}/default" for segment in ("graph", "collection", "id", "stmt", "doc", "trace")]
+        assert not any(o in term for quad in quads for term in quad for o in old)  # nothing left under the old name
+        info = asyncio.run(services.collections.get("papers"))
+        assert info is not None and (info.name, info.documents, info.chunks) == ("papers", 5, 5)
+        asyncio.run(services.cores.export("papers", tmp_path / "papers.zip"))  # (before an answer adds a trace)
+        got = asyncio.run(services.graph_rag.answer("papers", QUESTION))
+        want = answer(core.source)
+        assert got.answer == want[0] and [p.chunk for p in got.passages] == [
+            c.replace(f"{BASE}doc/default/", f"{BASE}doc/papers/") for c in want[1]
+        ]
+        _, payloads = services.vectors.points("papers", "facts")
+        assert len(payloads) == core.manifest["counts"]["facts"]
+        assert all(p["iri"] == papers.statement(parse_fact(p["fact"])).value for p in payloads)
+    finally:
+        close(services)
+    back = open_services(tmp_path / "b", models, extractor=NoExtraction())
+    try:
+        assert asyncio.run(back.cores.import_(tmp_path / "papers.zip", into="default")).renamed_from == "papers"
+        assert graph_quads(back, Iris(BASE)) == core.quads
+    finally:
+        close(back)
+
+
 def rewritten(path: Path, target: Path, member: str, change: object, checksum: bool = False) -> Path:
     """A copy of the core with one member replaced (bytes), or the manifest changed (a dict to
     merge); `checksum`: the manifest names the new member's checksum, as a forger would."""
@@ -258,8 +294,6 @@ def test_damaged_and_mismatched_cores_are_refused_with_nothing_imported(
             patch.setattr(cores, "MAX_UNPACKED_BYTES", 1000)
             with pytest.raises(CoreInvalid, match="unpacks to .* bytes, over the 1000 byte limit"):
                 asyncio.run(services.cores.import_(path))
-        with pytest.raises(CoreMismatch, match="holds collection 'default', not 'papers'"):
-            asyncio.run(services.cores.import_(path, into="papers"))
         asyncio.run(services.cores.import_(path))
         with pytest.raises(CoreMismatch, match="has data already"):
             asyncio.run(services.cores.import_(path))  # a second import would merge two pasts
@@ -305,9 +339,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 def test_cores_over_http(server: LiveServer, client: httpx.Client, core: Exported) -> None:
     path = core.path
     assert client.post("/api/v1/collections", json={"name": "lab"}).status_code == 201
+    renamed = client.post("/api/v1/collections/lab/core", content=path.read_bytes())  # the core holds `default`
+    assert renamed.status_code == 201 and renamed.json()["renamed_from"] == "default", renamed.text
+    assert client.get("/api/v1/collections/lab").json()["chunks"] == 5
     before = server.dataset()
-    refused = client.post("/api/v1/collections/lab/core", content=path.read_bytes())
-    assert refused.status_code == 409 and refused.json()["error"] == "core_mismatch"  # the core holds `default`
     bad = client.post("/api/v1/collections/default/core", content=b"not a core")
     assert bad.status_code == 400 and bad.json()["error"] == "invalid_core" and "not a zip file" in bad.json()["detail"]
     assert server.dataset() == before
@@ -334,6 +369,10 @@ def test_core_export_and_import_on_the_command_line(core: Exported, tmp_path: Pa
     assert done.returncode == 0 and "imported default: " in done.stdout, done.stderr
     again = subprocess.run(run, capture_output=True, text=True, timeout=300)
     assert again.returncode == 2 and "has data already" in again.stderr and "Traceback" not in again.stderr
+    renamed = subprocess.run([*run, "--collection", "lab"], capture_output=True, text=True, timeout=300)
+    assert renamed.returncode == 0 and "imported lab: " in renamed.stdout and "(exported as default)" in renamed.stdout
+    bad = subprocess.run([*run, "--collection", "Lab Two"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "collection names are" in bad.stderr and "Traceback" not in bad.stderr
     options = ["--data-dir", str(tmp_path / "d"), "--base-iri", BASE]
     export_to = [SPARQLRAG, "core", "export", "default"]
     export = subprocess.run(

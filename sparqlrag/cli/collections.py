@@ -9,6 +9,7 @@ from pathlib import Path
 from sparqlrag.cli.session import CliError, Session
 from sparqlrag.library.cores import CoreInvalid, CoreMismatch
 from sparqlrag.library.librarian import UnknownCollection
+from sparqlrag.store.vocab import check_collection
 
 
 def collections(session: Session, args: argparse.Namespace) -> None:
@@ -35,7 +36,7 @@ def core(session: Session, args: argparse.Namespace) -> None:
         if args.action == "export":
             _export(session, args.collection, args.file or Path(f"{args.collection}.core.zip"))
         else:
-            _import(session, args.file)
+            _import(session, args.file, args.collection)
     except (CoreInvalid, CoreMismatch) as error:
         raise CliError(str(error)) from None
 
@@ -52,11 +53,14 @@ def _export(session: Session, collection: str, target: Path) -> None:
     )
 
 
-def _import(session: Session, file: Path) -> None:
+def _import(session: Session, file: Path, into: str | None) -> None:
     if not file.is_file():
         raise CliError(f"{file}: no such file")
-    result = asyncio.run(session.services.cores.import_(file))
+    if into is not None:
+        check_collection(into)
+    result = asyncio.run(session.services.cores.import_(file, into))
     moved = f" (IRIs moved from {result.rebased_from})" if result.rebased_from else ""
+    moved += f" (exported as {result.renamed_from})" if result.renamed_from else ""
     print(
         f"imported {result.collection}: {result.quads} quads, {result.chunks} chunk vectors, {result.entities} "
         f"entity vectors{moved}"

@@ -177,6 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common(importing)
     importing.add_argument("file", type=Path)
+    importing.add_argument(
+        "--collection", help="import it under this name (default: the collection it was exported from)"
+    )
 
     ontology = commands.add_parser("ontology", help="load, list, show or remove OWL ontologies")
     actions = ontology.add_subparsers(dest="action", required=True)

@@ -9,8 +9,9 @@ A core is a zip file, open to any tool:
   matrix, and one JSON payload per row with its IRI and facet).
 
 Keyword rows are rebuilt from the chunk payloads' text (no model needed). Importing under
-another base IRI moves every IRI under the old base to the new one, and renames each fact's
-reifier after its moved fact (a reifier's name is a hash of the fact). Everything is checked
+another base IRI or collection name moves every IRI under the old base (and the old
+collection's segment) to the new one, and renames each fact's reifier after its moved fact (a
+reifier's name is a hash of the fact). Everything is checked
 before anything is written, and a failed write is undone, so a refused core leaves the
 server as it was.
 """
@@ -82,6 +83,7 @@ class ImportResult:
     chunks: int
     entities: int
     rebased_from: str | None  # the base IRI the core was exported under, when it differed
+    renamed_from: str | None = None  # the collection it was exported from, when it differed
 
 
 def _sha256(data: bytes) -> str:
@@ -152,12 +154,11 @@ class Cores:
     # -- import -----------------------------------------------------------------------------
 
     async def import_(self, source: Path, into: str | None = None) -> ImportResult:
-        """Import the core at `source` into the collection it was exported from (which must
-        then be `into`, when given). Raises CoreInvalid, CoreMismatch, CollectionBusy."""
+        """Import the core at `source` into collection `into` (default: the one it was exported
+        from). Raises CoreInvalid, CoreMismatch, CollectionBusy."""
         core = await off_loop(_read, source)
-        name = core.manifest["collection"]
-        if into is not None and into != name:
-            raise CoreMismatch(f"the core holds collection {name!r}, not {into!r}; import it as {name!r}")
+        exported = Iris(core.manifest["base_iri"], core.manifest["collection"])
+        name = exported.collection if into is None else into
         if (
             core.manifest["embedding_model"] != self.embedding_model
             or core.manifest["dim"] != self.collections.vectors.dim
@@ -183,15 +184,18 @@ class Cores:
                 raise CoreMismatch(
                     f"collection {name!r} exists here with ontology {existing.ontology!r}, the core's uses {ontology!r}"
                 )
-            old_base = core.manifest["base_iri"]
-            quads = core.quads if old_base == self.base_iri else _rebase(core.quads, old_base, iris)
-            if existing is not None:  # keep its registration, not the core's (one creation time)
+            quads = core.quads if exported == iris else _rebase(core.quads, exported, iris)
+            if existing is not None or exported.collection != name:
+                # keep the collection's registration (one creation time), or make one under the
+                # new name (the core's is labelled with the old)
                 quads = [q for q in quads if q.subject != iris.collection_iri]
+                if existing is None:
+                    quads += librarian.collection_quads(iris, ontology)
             registered = await off_loop(librarian.is_registered, self.store, iris)
             library = self.collections.library
             mark = await off_loop(library.begin, "import", name, registered=registered, ontology=ontology)
             try:
-                await off_loop(self._write, iris, quads, core, old_base)
+                await off_loop(self._write, iris, quads, core, exported)
             except BaseException:
                 await off_loop(self._undo, iris, registered, ontology)
                 mark.unlink(missing_ok=True)  # (the undo's drop takes the collection's marks too)
@@ -202,16 +206,17 @@ class Cores:
             len(quads),
             len(core.payloads["chunks"]),
             len(core.payloads["entities"]),
-            old_base if old_base != self.base_iri else None,
+            exported.base if exported.base != self.base_iri else None,
+            exported.collection if exported.collection != name else None,
         )
 
     async def _ontology_loaded(self, name: str) -> bool:
         return name in {info.name for info in await self.ontologies.list()}
 
-    def _write(self, iris: Iris, quads: list[Quad], core: _Core, old_base: str) -> None:
+    def _write(self, iris: Iris, quads: list[Quad], core: _Core, exported: Iris) -> None:
         self.store.add_quads(serialize(quads, format=RdfFormat.N_QUADS) or b"")
         for kind in KINDS:
-            payloads = [_moved_payload(p, old_base, iris) for p in core.payloads[kind]]
+            payloads = [_moved_payload(p, exported, iris) for p in core.payloads[kind]]
             for facet in FACETS:
                 rows = [i for i, p in enumerate(payloads) if p.get("facet", "") == facet]
                 if rows:
@@ -389,12 +394,27 @@ def _vectors(core: zipfile.ZipFile, name: str, rows: int, dim: int) -> np.ndarra
     return np.frombuffer(data, dtype="<f4").reshape(rows, dim)
 
 
-def _mover(old_base: str, new_base: str) -> Callable[[Any], Any]:
-    """A term with every IRI under `old_base` (triple terms included) moved under `new_base`."""
+COLLECTION_SEGMENTS = ("graph", "collection", "id", "stmt", "doc", "trace")  # {base}{segment}/{collection}...
+
+
+def _mover(old: Iris, new: Iris) -> Callable[[Any], Any]:
+    """A term with every IRI of the `old` collection (triple terms included) moved to the `new`:
+    `{base}{segment}/{collection}...` to the new base and name, any other IRI under the old base
+    to the new base."""
+    moves = [
+        (f"{old.base}{segment}/{old.collection}", f"{new.base}{segment}/{new.collection}")
+        for segment in COLLECTION_SEGMENTS
+    ]
+
+    def moved_iri(value: str) -> str:
+        for before, after in moves:
+            if value == before or value.startswith(before + "/"):
+                return after + value[len(before) :]
+        return new.base + value[len(old.base) :] if value.startswith(old.base) else value
 
     def moved(term: Any) -> Any:
-        if isinstance(term, NamedNode) and term.value.startswith(old_base):
-            return NamedNode(new_base + term.value[len(old_base) :])
+        if isinstance(term, NamedNode):
+            return NamedNode(moved_iri(term.value))
         if isinstance(term, Triple):
             return Triple(moved(term.subject), moved(term.predicate), moved(term.object))
         return term
@@ -402,10 +422,10 @@ def _mover(old_base: str, new_base: str) -> Callable[[Any], Any]:
     return moved
 
 
-def _rebase(quads: list[Quad], old_base: str, iris: Iris) -> list[Quad]:
-    """The quads with every IRI under `old_base` moved under `iris.base`; each reifier renamed
-    after its moved fact, wherever it is named (provenance and traces)."""
-    moved = _mover(old_base, iris.base)
+def _rebase(quads: list[Quad], old: Iris, iris: Iris) -> list[Quad]:
+    """The quads with every IRI of the `old` collection moved to `iris` (see _mover); each
+    reifier renamed after its moved fact, wherever it is named (provenance and traces)."""
+    moved = _mover(old, iris)
     quads = [Quad(moved(q.subject), moved(q.predicate), moved(q.object), moved(q.graph_name)) for q in quads]
     renamed: dict[object, NamedNode] = {
         q.subject: iris.statement(q.object)
@@ -418,18 +438,17 @@ def _rebase(quads: list[Quad], old_base: str, iris: Iris) -> list[Quad]:
     ]
 
 
-def _moved_payload(payload: dict[str, Any], old_base: str, iris: Iris) -> dict[str, Any]:
-    """A vector payload with its IRIs (the point's, a chunk's document) under the new base; a
+def _moved_payload(payload: dict[str, Any], old: Iris, iris: Iris) -> dict[str, Any]:
+    """A vector payload with its IRIs (the point's, a chunk's document) moved to `iris`; a
     fact's point is its moved fact's, named by that fact's reifier."""
-    if old_base == iris.base:
+    if old == iris:
         return payload
+    move = _mover(old, iris)
     moved = {
-        key: iris.base + value[len(old_base) :]
-        if key in ("iri", "document") and isinstance(value, str) and value.startswith(old_base)
-        else value
+        key: move(NamedNode(value)).value if key in ("iri", "document") and isinstance(value, str) else value
         for key, value in payload.items()
     }
     if isinstance(payload.get("fact"), str):
-        fact = _mover(old_base, iris.base)(parse_fact(payload["fact"]))
+        fact = move(parse_fact(payload["fact"]))
         moved |= {"fact": fact_ntriples(fact), "iri": iris.statement(fact).value}
     return moved

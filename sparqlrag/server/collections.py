@@ -119,8 +119,9 @@ async def export_core(request: Request) -> Response:
 
 
 async def import_core(request: Request) -> Response:
-    """A knowledge core as the body, imported into the collection it holds (which the URL
-    names): 201; 400 when it is not a sound core, 409 when this server cannot take it."""
+    """A knowledge core as the body, imported into the collection the URL names (its IRIs
+    moved there when it was exported from another): 201; 400 when it is not a sound core, 409
+    when this server cannot take it."""
     authorize(request, "write")
     name = _name(request.path_params["name"])
     settings = request.app.state.settings

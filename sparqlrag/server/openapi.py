@@ -262,7 +262,8 @@ PATHS: dict[str, dict[str, Any]] = {
             responses={"200": {"description": "the core", "content": ZIP}},
         ),
         "post": operation(
-            "Import a knowledge core into this (new or empty) collection, with no extraction",
+            "Import a knowledge core into this (new or empty) collection, with no extraction; a core exported "
+            "from another collection or base IRI has its IRIs moved to this one",
             scope="write",
             body=ZIP,
             responses={
@@ -274,6 +275,7 @@ PATHS: dict[str, dict[str, Any]] = {
                         chunks=INTEGER,
                         entities=INTEGER,
                         rebased_from={"type": ["string", "null"]},
+                        renamed_from={"type": ["string", "null"]},
                     )
                 )
             },
