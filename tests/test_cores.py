@@ -362,6 +362,33 @@ def test_cores_over_http(server: LiveServer, client: httpx.Client, core: Exporte
     assert server.dataset() == before
 
 
+def test_hostile_imports_under_another_name_are_refused_with_the_store_unchanged(
+    server: LiveServer, client: httpx.Client, core: Exported, tmp_path: Path
+) -> None:
+    """A core posted to a collection other than its own: a bad name is a 400 before the body is
+    read, a collection with data a 409, and a core with quads outside its collection's graphs
+    stays refused (400) under the new name; each leaves the store as it was."""
+    assert client.post("/api/v1/collections/taken/core", content=core.path.read_bytes()).status_code == 201
+    forged = rewritten(
+        core.path,
+        tmp_path / "forged.zip",
+        "graphs.trig",
+        f"<{BASE}graph/taken> {{ <{BASE}id/taken/x> <{BASE}rel/p> <{BASE}id/taken/y> . }}".encode(),
+        checksum=True,
+    )
+    before = server.dataset()
+    for path, posted, status, error, detail in [
+        ("/api/v1/collections/Bad%20Name/core", core.path, 400, "bad_collection", "collection names are"),
+        ("/api/v1/collections/taken/core", core.path, 409, "core_mismatch", "has data already"),
+        ("/api/v1/collections/fresh/core", forged, 400, "invalid_core", "outside collection"),
+    ]:
+        refused = client.post(path, content=posted.read_bytes())
+        assert refused.status_code == status and refused.json()["error"] == error, refused.text
+        assert detail in refused.json()["detail"] and "Traceback" not in refused.text
+        assert server.dataset() == before
+    assert client.get("/api/v1/collections/fresh").status_code == 404
+
+
 def test_core_export_and_import_on_the_command_line(core: Exported, tmp_path: Path) -> None:
     path = core.path
     run = [SPARQLRAG, "core", "import", str(path), "--data-dir", str(tmp_path / "d"), "--base-iri", BASE]

@@ -9,7 +9,6 @@ from pathlib import Path
 from sparqlrag.cli.session import CliError, Session
 from sparqlrag.library.cores import CoreInvalid, CoreMismatch
 from sparqlrag.library.librarian import UnknownCollection
-from sparqlrag.store.vocab import check_collection
 
 
 def collections(session: Session, args: argparse.Namespace) -> None:
@@ -56,8 +55,6 @@ def _export(session: Session, collection: str, target: Path) -> None:
 def _import(session: Session, file: Path, into: str | None) -> None:
     if not file.is_file():
         raise CliError(f"{file}: no such file")
-    if into is not None:
-        check_collection(into)
     result = asyncio.run(session.services.cores.import_(file, into))
     moved = f" (IRIs moved from {result.rebased_from})" if result.rebased_from else ""
     moved += f" (exported as {result.renamed_from})" if result.renamed_from else ""

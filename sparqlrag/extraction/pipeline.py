@@ -417,13 +417,18 @@ class Pipeline:
         """Mark the document failed; a reported failure is not retried at every start. When
         the store cannot take even that (it is down, its disk is full), the marker stays and
         the next start resumes the document; the error returned is still the first one."""
-        try:
-            await self._update(librarian.status_update(plan.iris, plan.record.iri, librarian.FAILED))
-        except StoreError as unrecorded:
-            log.warning("%s stays pending (its failure could not be recorded: %s)", plan.record.iri.value, unrecorded)
-            return error
-        plan.marker.unlink(missing_ok=True)
+        if await self._record_failed(plan.iris, plan.record.iri):
+            plan.marker.unlink(missing_ok=True)
         return error
+
+    async def _record_failed(self, iris: Iris, document: NamedNode) -> bool:
+        """The document's status `failed`; False (and logged) when the store cannot take even that."""
+        try:
+            await self._update(librarian.status_update(iris, document, librarian.FAILED))
+        except StoreError as unrecorded:
+            log.warning("%s stays pending (its failure could not be recorded: %s)", document.value, unrecorded)
+            return False
+        return True
 
     # -- removal ------------------------------------------------------------------------------
 
@@ -545,11 +550,10 @@ class Pipeline:
         re-upload or `reingest` starts it again)."""
         iris = Iris(self.base_iri, collection)
         document = iris.document(document_id)
-        recorded = await off_loop(librarian.documents, self.store, iris, document)
+        try:
+            recorded = await off_loop(librarian.documents, self.store, iris, document)
+        except StoreError as error:
+            log.warning("%s stays pending (its status could not be read: %s)", document.value, error)
+            return
         if recorded and recorded[0].status in (librarian.QUEUED, librarian.PROCESSING):
-            try:
-                await self._update(librarian.status_update(iris, document, librarian.FAILED))
-            except StoreError as error:
-                log.warning(
-                    "%s stays %s (its failure could not be recorded: %s)", document.value, recorded[0].status, error
-                )
+            await self._record_failed(iris, document)

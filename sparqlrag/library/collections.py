@@ -70,13 +70,12 @@ class Collections:
         """Everything of a collection gone (graphs, vectors, keyword rows, library), its
         registration with it; the caller holds the collection closed. A process killed part-way
         leaves a mark, and the next start drops the rest (finish_drops)."""
-        mark = self.library.begin("drop", iris.collection)
+        self.library.begin("drop", iris.collection)
         graphs = (iris.knowledge_graph, iris.source_graph, iris.trace_graph)
         self.store.update(" ;\n".join(f"DROP SILENT GRAPH {sparql_term(g)}" for g in graphs))
         self.vectors.drop(iris.collection)
         self.keywords.drop(iris.collection)
-        self.library.discard_collection(iris.collection)  # (the mark with the rest)
-        mark.unlink(missing_ok=True)
+        self.library.discard_collection(iris.collection)  # (the drop's mark with the rest)
 
     async def finish_drops(self) -> None:
         """Finish the deletes a killed process left part-way (its graphs gone but not its vectors,

@@ -155,7 +155,10 @@ class Cores:
 
     async def import_(self, source: Path, into: str | None = None) -> ImportResult:
         """Import the core at `source` into collection `into` (default: the one it was exported
-        from). Raises CoreInvalid, CoreMismatch, CollectionBusy."""
+        from). Raises InvalidName (for `into`, before the core is read), CoreInvalid, CoreMismatch,
+        CollectionBusy."""
+        if into is not None:
+            check_collection(into)
         core = await off_loop(_read, source)
         exported = Iris(core.manifest["base_iri"], core.manifest["collection"])
         name = exported.collection if into is None else into
@@ -215,8 +218,9 @@ class Cores:
 
     def _write(self, iris: Iris, quads: list[Quad], core: _Core, exported: Iris) -> None:
         self.store.add_quads(serialize(quads, format=RdfFormat.N_QUADS) or b"")
+        move = None if exported == iris else _mover(exported, iris)
         for kind in KINDS:
-            payloads = [_moved_payload(p, exported, iris) for p in core.payloads[kind]]
+            payloads = [p if move is None else _moved_payload(p, move, iris) for p in core.payloads[kind]]
             for facet in FACETS:
                 rows = [i for i, p in enumerate(payloads) if p.get("facet", "") == facet]
                 if rows:
@@ -438,12 +442,9 @@ def _rebase(quads: list[Quad], old: Iris, iris: Iris) -> list[Quad]:
     ]
 
 
-def _moved_payload(payload: dict[str, Any], old: Iris, iris: Iris) -> dict[str, Any]:
-    """A vector payload with its IRIs (the point's, a chunk's document) moved to `iris`; a
-    fact's point is its moved fact's, named by that fact's reifier."""
-    if old == iris:
-        return payload
-    move = _mover(old, iris)
+def _moved_payload(payload: dict[str, Any], move: Callable[[Any], Any], iris: Iris) -> dict[str, Any]:
+    """A vector payload with its IRIs (the point's, a chunk's document) moved by `move` (_mover)
+    to `iris`; a fact's point is its moved fact's, named by that fact's reifier."""
     moved = {
         key: move(NamedNode(value)).value if key in ("iri", "document") and isinstance(value, str) else value
         for key, value in payload.items()
