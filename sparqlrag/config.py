@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -15,6 +15,8 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from sparqlrag.store.vocab import InvalidName, check_collection
 
 DEFAULT_BASE_IRI = "http://localhost:7878/"
 
@@ -32,6 +34,8 @@ class Settings(BaseSettings):
     port: int = 7878
     read_tokens: Tokens = Field(default_factory=list)
     write_tokens: Tokens = Field(default_factory=list)
+    # tokens limited to named collections: {"TOKEN": ["read:finance", "write:hr"]} (JSON in the env var)
+    collection_tokens: dict[str, list[str]] = Field(default_factory=dict)
     insecure: bool = False
     union_default_graph: bool = True
     query_timeout: float = 30.0
@@ -93,6 +97,33 @@ class Settings(BaseSettings):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
+    @field_validator("collection_tokens")
+    @classmethod
+    def _grants(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        """Each token non-blank, each grant `read:COLLECTION` or `write:COLLECTION`."""
+        for token, grants in value.items():
+            if not token.strip():
+                raise ValueError("a collection token must not be blank")
+            if not grants:
+                raise ValueError("a collection token needs at least one grant, such as read:COLLECTION")
+            for grant in grants:
+                scope, _, collection = grant.partition(":")
+                if scope not in ("read", "write"):
+                    raise ValueError(f"a grant is read:COLLECTION or write:COLLECTION, not {grant!r}")
+                try:
+                    check_collection(collection)
+                except InvalidName as error:
+                    raise ValueError(f"grant {grant!r}: {error}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _tokens_unique(self) -> Settings:
+        """A token has one meaning: the same one in two lists would be read as the wider."""
+        lists = [set(self.read_tokens), set(self.write_tokens), set(self.collection_tokens)]
+        if any(lists[i] & lists[j] for i in range(3) for j in range(i + 1, 3)):
+            raise ValueError("a token appears in more than one of read_tokens, write_tokens, collection_tokens")
+        return self
+
     @field_validator("store_union_parameter", "store_default_graph", "store_triple_terms", mode="before")
     @classmethod
     def _empty_is_none(cls, value: Any) -> Any:
@@ -152,7 +183,7 @@ class Settings(BaseSettings):
 
     @property
     def auth_enabled(self) -> bool:
-        return bool(self.read_tokens or self.write_tokens)
+        return bool(self.read_tokens or self.write_tokens or self.collection_tokens)
 
     def check_bind_address(self) -> None:
         """Refuse to expose an open server: non-loopback needs tokens or an explicit --insecure."""

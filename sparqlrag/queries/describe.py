@@ -120,11 +120,13 @@ def canonical(store: QuadStore, base_iri: str, iri: str) -> str | None:
     return canonicals(store, found[0], [iri]).get(iri) if found else None
 
 
-def exists(store: QuadStore, base_iri: str, iri: str, kind: str = "id") -> bool:
+def exists(
+    store: QuadStore, base_iri: str, iri: str, kind: str = "id", collections: frozenset[str] | None = None
+) -> bool:
     """Whether a fact of the entity's collection names it, the source graph has the document
-    or chunk, or a fact uses the relation (cheaper than describing it)."""
+    or chunk, or a fact (of `collections`, when given) uses the relation (cheaper than describing it)."""
     if kind == "rel":
-        return bool(_relation_facts(store, base_iri, iri, 1))
+        return bool(_relation_facts(store, base_iri, iri, 1, collections))
     found = _resolve(store, base_iri, iri, kind)
     if found is None:
         return False
@@ -312,8 +314,11 @@ class RelationDescription(_Naming):
         ]
 
 
-def _relation_facts(store: QuadStore, base_iri: str, iri: str, limit: int) -> list[tuple[str, Triple]]:
-    """Up to `limit` facts of any collection that use the relation at `iri`, with their collection."""
+def _relation_facts(
+    store: QuadStore, base_iri: str, iri: str, limit: int, collections: frozenset[str] | None = None
+) -> list[tuple[str, Triple]]:
+    """Up to `limit` facts that use the relation at `iri`, with their collection: of any
+    collection, or of `collections` alone."""
     if not iri.startswith(f"{base_iri}rel/"):
         return []
     try:
@@ -321,17 +326,23 @@ def _relation_facts(store: QuadStore, base_iri: str, iri: str, limit: int) -> li
     except ValueError:
         return []
     graphs = f"{base_iri}graph/"
+    narrowed = (
+        "" if collections is None else values("g", [Iris(base_iri, c).knowledge_graph for c in sorted(collections)])
+    )
     rows = select_terms(
         store,
-        f"""SELECT ?g ?s ?o WHERE {{ GRAPH ?g {{ ?s {sparql_term(node)} ?o }}
+        f"""SELECT ?g ?s ?o WHERE {{ {narrowed} GRAPH ?g {{ ?s {sparql_term(node)} ?o }}
         FILTER(STRSTARTS(STR(?g), {sparql_term(Literal(graphs))})) }} LIMIT {limit}""",
     )
     return [(lexical(row["g"])[len(graphs) :], Triple(row["s"], node, row["o"])) for row in rows]  # type: ignore[arg-type]
 
 
-def describe_relation(store: QuadStore, base_iri: str, iri: str) -> RelationDescription | None:
-    """The relation at `iri` with facts using it in any collection, or None when none does."""
-    facts = _relation_facts(store, base_iri, iri, FACT_LIMIT)
+def describe_relation(
+    store: QuadStore, base_iri: str, iri: str, collections: frozenset[str] | None = None
+) -> RelationDescription | None:
+    """The relation at `iri` with facts using it in any collection (or in `collections`), or
+    None when none does."""
+    facts = _relation_facts(store, base_iri, iri, FACT_LIMIT, collections)
     if not facts:
         return None
     labels = _labels(

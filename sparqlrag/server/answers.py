@@ -34,7 +34,7 @@ def _services(request: Request) -> Services:
 async def graph_rag(request: Request) -> Response:
     """`{"question", "collection"?, "mode"?: "hybrid" | "graph", "stream"?, and any of
     GraphRagOptions' limits}`. "hybrid" (the default, as `ask`'s) also ranks passages by keyword."""
-    authorize(request, "read")
+    authorize(request, "read", per_collection=True)
     limit_answers(request)
     try:
         body: dict[str, Any] = json.loads(await read_body(request, request.app.state.settings.max_sparql_bytes))
@@ -68,7 +68,7 @@ async def graph_rag(request: Request) -> Response:
 
 
 async def traces(request: Request) -> Response:
-    authorize(request, "read")
+    authorize(request, "read", per_collection=True)
     services = _services(request)
     limit = request.query_params.get("limit", "50")
     if not limit.isdigit() or not 1 <= int(limit) <= 1000:
@@ -87,14 +87,14 @@ async def _read(request: Request, collection: str, trace_id: str) -> dict[str, A
 
 
 async def trace(request: Request) -> Response:
-    authorize(request, "read")
+    authorize(request, "read", per_collection=True)
     return JSONResponse(await _read(request, await collection_of(request), request.path_params["id"]))
 
 
 async def trace_resource(request: Request) -> Response:
     """A trace's IRI, `{base}trace/C/ID`, dereferenced: 303 to its page for a browser, to its
     JSON otherwise (a trace's RDF, with triple terms, is in the trace graph for SPARQL)."""
-    authorize(request, "read")
+    authorize(request, "read", per_collection=True)
     collection = await collection_of(request, {"collection": request.path_params["collection"]})
     trace_id = request.path_params["id"]
     await _read(request, collection, trace_id)
@@ -111,7 +111,7 @@ async def trace_resource(request: Request) -> Response:
 
 
 async def trace_page(request: Request) -> Response:
-    authorize(request, "read")
+    authorize(request, "read", per_collection=True)
     collection = await collection_of(request, {"collection": request.path_params["collection"]})
     found = await _read(request, collection, request.path_params["id"])
     return render("trace.html", "../../../", t=found, collection=collection)

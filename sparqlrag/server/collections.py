@@ -14,7 +14,7 @@ from sparqlrag.library.collections import Collections
 from sparqlrag.library.cores import MEDIA_TYPE, CoreInvalid, CoreMismatch
 from sparqlrag.library.librarian import DEFAULT_COLLECTION, UnknownCollection
 from sparqlrag.ontology.registry import UnknownOntology
-from sparqlrag.server.auth import authorize
+from sparqlrag.server.auth import authorize, check_collection_access
 from sparqlrag.server.bodies import read_body, scratch_path, spool_body
 from sparqlrag.server.errors import ApiError
 from sparqlrag.services import Services
@@ -30,11 +30,12 @@ def _collections(request: Request) -> Collections:
 
 async def collection_of(request: Request, body: dict | None = None) -> str:
     """The collection a request names (`default` if none): 400 for a bad name (an empty one too),
-    404 for an unknown one."""
+    403 for one the token may not reach, 404 for an unknown one."""
     if body is not None and "collection" in body:
         name = _name(body["collection"])
     else:
         name = _name(request.query_params.get("collection", "default"))
+    check_collection_access(request, name)
     if not await _collections(request).exists(name):
         raise UnknownCollection(name)
     return name
@@ -50,18 +51,22 @@ def _name(name: object) -> str:
 
 
 def collection_name(request: Request) -> str:
-    """The collection a `/api/v1/collections/{name}/...` path names: 400 for a bad name."""
-    return _name(request.path_params["name"])
+    """The collection a `/api/v1/collections/{name}/...` path names: 400 for a bad name, 403
+    for one the token may not reach."""
+    name = _name(request.path_params["name"])
+    check_collection_access(request, name)
+    return name
 
 
 async def list_collections(request: Request) -> Response:
-    authorize(request, "read")
-    return JSONResponse({"collections": [asdict(info) for info in await _collections(request).list()]})
+    access = authorize(request, "read", per_collection=True)
+    listed = [info for info in await _collections(request).list() if access.may("read", info.name)]
+    return JSONResponse({"collections": [asdict(info) for info in listed]})
 
 
 async def create_collection(request: Request) -> Response:
     """`{"name": ..., "ontology"?: ...}`; 201 with Location, 409 when it exists."""
-    authorize(request, "write")
+    authorize(request, "write", per_collection=True)
     try:
         body = json.loads(await read_body(request, request.app.state.settings.max_sparql_bytes))
         name, ontology = body["name"], body.get("ontology")
@@ -70,6 +75,7 @@ async def create_collection(request: Request) -> Response:
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise ApiError(400, "bad_request", f'send {{"name": ..., "ontology"?: ...}}: {error}') from None
     name = _name(name)
+    check_collection_access(request, name)
     if ontology is not None:
         try:
             await request.app.state.services.ontologies.info(ontology)
@@ -83,7 +89,7 @@ async def create_collection(request: Request) -> Response:
 
 
 async def get_collection(request: Request) -> Response:
-    authorize(request, "read")
+    authorize(request, "read", per_collection=True)
     name = collection_name(request)
     info = await _collections(request).get(name)
     if info is None:
@@ -94,7 +100,7 @@ async def get_collection(request: Request) -> Response:
 async def delete_collection(request: Request) -> Response:
     """Everything of the collection goes: graphs, vectors, keyword rows, kept documents.
     `default` always exists, so it is emptied and stays: a 200 that says so, not a 204."""
-    authorize(request, "write")
+    authorize(request, "write", per_collection=True)
     name = collection_name(request)
     if not await _collections(request).delete(name):
         raise UnknownCollection(name)
@@ -105,7 +111,7 @@ async def delete_collection(request: Request) -> Response:
 
 async def export_core(request: Request) -> Response:
     """The collection as a knowledge core (a zip file: TriG graphs, vectors, manifest)."""
-    authorize(request, "read")
+    authorize(request, "read", per_collection=True)
     name = collection_name(request)
     path = scratch_path(request, "core")
     try:
@@ -122,8 +128,8 @@ async def import_core(request: Request) -> Response:
     """A knowledge core as the body, imported into the collection the URL names (its IRIs
     moved there when it was exported from another): 201; 400 when it is not a sound core, 409
     when this server cannot take it."""
-    authorize(request, "write")
-    name = _name(request.path_params["name"])
+    authorize(request, "write", per_collection=True)
+    name = collection_name(request)
     settings = request.app.state.settings
     path = await spool_body(request, settings.max_upload_bytes, request.app.state.scratch_dir)
     try:

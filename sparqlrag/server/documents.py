@@ -107,14 +107,14 @@ def _result(collection: str, result: IngestResult | Exception, source: Source) -
 
 
 async def upload(request: Request) -> Response:
-    authorize(request, "write")
+    authorize(request, "write", per_collection=True)
     collection = await collection_of(request)
     return await _ingest(request, collection, await _sources(request), force=False)
 
 
 async def reingest(request: Request) -> Response:
     """Extract a document again (e.g. after changing the extractor or its prompts)."""
-    authorize(request, "write")
+    authorize(request, "write", per_collection=True)
     collection, document_id = await collection_of(request), request.path_params["id"]
     try:
         source = await _services(request).pipeline.kept_source(collection, document_id)
@@ -150,7 +150,7 @@ def _info(info: librarian.DocumentInfo) -> dict[str, Any]:
 
 
 async def list_documents(request: Request) -> Response:
-    authorize(request, "read")
+    authorize(request, "read", per_collection=True)
     services = _services(request)
     iris = Iris(services.settings.base_iri, await collection_of(request))
     rows = await off_loop(librarian.documents, services.store, iris)
@@ -158,7 +158,7 @@ async def list_documents(request: Request) -> Response:
 
 
 async def get_document(request: Request) -> Response:
-    authorize(request, "read")
+    authorize(request, "read", per_collection=True)
     services = _services(request)
     iris = Iris(services.settings.base_iri, await collection_of(request))
     rows = await off_loop(librarian.documents, services.store, iris, iris.document(request.path_params["id"]))
@@ -168,7 +168,7 @@ async def get_document(request: Request) -> Response:
 
 
 async def delete_document(request: Request) -> Response:
-    authorize(request, "write")
+    authorize(request, "write", per_collection=True)
     document_id = request.path_params["id"]
     if not await _services(request).pipeline.forget(await collection_of(request), document_id):
         raise ApiError(404, "document_not_found", f"no document {document_id!r} in this collection")
@@ -180,7 +180,7 @@ def _is_number(value: object) -> bool:
 
 
 async def document_rag(request: Request) -> Response:
-    authorize(request, "read")
+    authorize(request, "read", per_collection=True)
     limit_answers(request)
     try:
         body = json.loads(await read_body(request, request.app.state.settings.max_sparql_bytes))

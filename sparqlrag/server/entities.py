@@ -47,22 +47,25 @@ async def _fields(request: Request, *names: str) -> list[str]:
 
 async def aliases(request: Request) -> Response:
     """?entity=IRI-or-name: the entity's aliases, the merges that joined them, the names kept apart."""
-    authorize(request, "read")
+    authorize(request, "read", per_collection=True)
+    collection = collection_name(request)
     entity = request.query_params.get("entity", "").strip()
     if not entity:
         raise ApiError(400, "bad_request", "name the entity: ?entity=IRI or a name")
-    return await _answer(_curation(request).aliases(collection_name(request), entity))
+    return await _answer(_curation(request).aliases(collection, entity))
 
 
 async def merge(request: Request) -> Response:
     """{"entity", "other"}: other is entity; answers entity's aliases after the merge."""
-    authorize(request, "write")
+    authorize(request, "write", per_collection=True)
+    collection = collection_name(request)
     entity, other = await _fields(request, "entity", "other")
-    return await _answer(_curation(request).merge(collection_name(request), entity, other))
+    return await _answer(_curation(request).merge(collection, entity, other))
 
 
 async def split(request: Request) -> Response:
     """{"entity", "alias"}: the alias names something else; answers entity's aliases after the split."""
-    authorize(request, "write")
+    authorize(request, "write", per_collection=True)
+    collection = collection_name(request)
     entity, alias = await _fields(request, "entity", "alias")
-    return await _answer(_curation(request).split(collection_name(request), entity, alias))
+    return await _answer(_curation(request).split(collection, entity, alias))

@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 
 from sparqlrag.config import Settings
+from sparqlrag.server.access import Scope
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import scratch_path, spool_body
 from sparqlrag.server.errors import ApiError
@@ -79,8 +80,17 @@ def _upload_format(content_type: str | None, allowed: list[tuple[str, RdfFormat]
 async def graph_store(request: Request) -> Response:
     settings: Settings = request.app.state.settings
     reading = request.method in ("GET", "HEAD")
-    authorize(request, "read" if reading else "write")  # before the request is judged: without a token, 401
+    scope: Scope = "read" if reading else "write"
+    access = authorize(request, scope, per_collection=True)  # before the request is judged: without a token, 401
     target = _target(request, settings)
+    if not access.everywhere(scope) and (
+        target in (None, ALL) or not access.may_graph(scope, settings.base_iri, target)
+    ):
+        raise ApiError(
+            403,
+            "forbidden",
+            f"the bearer token is limited to some collections: name one of their graphs, {settings.base_iri}graph/C...",
+        )
     if reading:
         return await (_get_dataset(request) if target == ALL else _get_graph(request, target))
     if request.method == "DELETE":

@@ -11,6 +11,7 @@ proxy that serves the base IRI. An IRI the store does not know is 404.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from sparqlrag.queries.describe import canonical, describe, describe_relation, describe_source, exists
-from sparqlrag.server.auth import authorize
+from sparqlrag.server.auth import authorize, check_collection_access
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.pages import render
 from sparqlrag.store import vocab
@@ -53,14 +54,27 @@ def _missing(request: Request, path: str) -> ApiError:
     return ApiError(404, "not_found", f"no knowledge names <{request.app.state.settings.base_iri + path}>")
 
 
+def _reach(request: Request, path: str) -> frozenset[str] | None:
+    """The collections the token may read (None: all), after a 403 when `path` is an IRI of a
+    collection (`id/C/...`, `doc/C/...`) it may not read. A relation's facts are then shown from
+    those collections alone."""
+    access = authorize(request, "read", per_collection=True)
+    kind, _, rest = path.partition("/")
+    if kind in ("id", "doc"):
+        check_collection_access(request, rest.split("/", 1)[0])
+    return access.reads
+
+
 async def _describe(request: Request, path: str) -> tuple[Any, str]:
     """What the IRI of `path` (`id/...`, `rel/...`, `doc/...`) is described as, and its page's template; 404 when
     unknown."""
-    authorize(request, "read")
+    reads = _reach(request, path)
     kind = path.split("/", 1)[0]
     if kind not in KINDS:
         raise _missing(request, path)
     describer, template = KINDS[kind]
+    if kind == "rel":
+        describer = functools.partial(describe_relation, collections=reads)
     base = request.app.state.settings.base_iri
     description = await off_loop(describer, request.app.state.store, base, base + path)
     if description is None:
@@ -77,10 +91,10 @@ async def resource(request: Request) -> Response:
     """303 to the page or data of an entity, relation, document or chunk, as the Accept header
     prefers; an alias's to those of the entity it stands for."""
     path = _path(request, "/")
-    authorize(request, "read")
+    reads = _reach(request, path)
     base, store = request.app.state.settings.base_iri, request.app.state.store
     kind = path.split("/", 1)[0]
-    if not await off_loop(exists, store, base, base + path, kind):
+    if not await off_loop(exists, store, base, base + path, kind, reads):
         raise _missing(request, path)
     described = path
     if kind == "id" and (alias_of := await off_loop(canonical, store, base, base + path)):
@@ -95,7 +109,7 @@ async def resource(request: Request) -> Response:
 
 async def data(request: Request) -> Response:
     """The description as RDF, in the syntax the extension names."""
-    authorize(request, "read")  # before the path is judged: without a token, every answer is 401
+    authorize(request, "read", per_collection=True)  # before the path is judged: without a token, every answer is 401
     path = _path(request, "/data/")
     for media, ext, fmt in DATA_FORMATS:
         if path.endswith("." + ext):

@@ -40,7 +40,7 @@ def _ontologies(request: Request) -> Ontologies:
 
 
 async def list_ontologies(request: Request) -> Response:
-    authorize(request, "read")
+    authorize(request, "read", per_collection=True)
     return JSONResponse({"ontologies": [info.json() for info in await _ontologies(request).list()]})
 
 
@@ -105,7 +105,7 @@ def _too_large(limit: int) -> ApiError:
 
 
 async def get_ontology(request: Request) -> Response:
-    authorize(request, "read")
+    authorize(request, "read", per_collection=True)
     return await _serve(request, request.path_params["name"])
 
 
@@ -125,7 +125,7 @@ async def published_or_not_found(request: Request, exc: Exception) -> Response:
     serves the ontology, as its publisher would; anything else is the usual JSON 404."""
     if request.method in ("GET", "HEAD"):
         try:
-            authorize(request, "read")
+            authorize(request, "read", per_collection=True)
             info = await _ontologies(request).by_iri(request.app.state.settings.base_iri + request.url.path.lstrip("/"))
             if info is not None:
                 return await _serve(request, info.name)

@@ -10,12 +10,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from sparqlrag.config import Settings
+from sparqlrag.server.access import Access
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import decode_utf8, read_body
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.service_description import service_description
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.formats import charset_of, media_type_of
+from sparqlrag.store.sandbox import mentions_remote_access
+from sparqlrag.store.sparql_text import NotDataUpdate, data_operations, delete_data, insert_data
+from sparqlrag.store.vocab import Iris
 
 FORM = "application/x-www-form-urlencoded"
 QUERY_MEDIA_TYPE = "application/sparql-query"
@@ -83,7 +87,7 @@ def _check_utf8_charset(content_type: str) -> None:
 
 async def sparql_endpoint(request: Request) -> Response:
     settings: Settings = request.app.state.settings
-    authorize(request, "read")  # every operation needs at least this, before its text is read; updates need "write"
+    authorize(request, "read", per_collection=True)  # before the text is read; updates need "write"
     params = _url_params(request)
     if request.method in ("GET", "HEAD"):
         if "update" in params:
@@ -142,8 +146,10 @@ async def _execute(request: Request, operation: Operation) -> Response:
     settings: Settings = request.app.state.settings
     store = request.app.state.store
     counted = request.app.state.metrics.sparql(operation.kind)
+    access = authorize(request, "write" if operation.kind == "update" else "read", per_collection=True)
+    if access.limited:
+        return await _execute_limited(request, operation, access)
     if operation.kind == "update":
-        authorize(request, "write")
         with counted:
             await off_loop(
                 store.update,
@@ -165,5 +171,79 @@ async def _execute(request: Request, operation: Operation) -> Response:
             named_graphs=operation.graphs("named-graph-uri") if has_dataset else None,
             union_default_graph=settings.union_default_graph,
             timeout=timeout,
+        )
+    return Response(result.body, media_type=result.media_type, headers={"Vary": "Accept"})
+
+
+def _refuse_remote(text: str) -> None:
+    if mentions_remote_access(text):
+        raise ApiError(
+            403,
+            "forbidden",
+            "a token limited to some collections cannot use SERVICE or LOAD (nor those words anywhere)",
+        )
+
+
+async def _readable_graphs(request: Request, access: Access) -> list[str]:
+    """The graphs of the collections the token reads: those that exist, and each one's
+    knowledge graph whether or not it does, so the list is never empty (an empty protocol
+    dataset would mean "the store's own" to a remote store)."""
+    base = request.app.state.settings.base_iri
+    reads = access.collections("read") or frozenset()
+    existing = await off_loop(request.app.state.store.named_graphs)
+    named = [g for g in existing if access.may_graph("read", base, g)]
+    return list(dict.fromkeys([*(Iris(base, c).knowledge_graph.value for c in sorted(reads)), *named]))
+
+
+async def _execute_limited(request: Request, operation: Operation, access: Access) -> Response:
+    """A collection-limited token's operation, narrowed to its collections' graphs.
+
+    A query runs on a dataset of those graphs alone, which replaces any FROM / FROM NAMED in
+    its text (and a GRAPH naming another graph finds nothing); dataset parameters may name
+    only those graphs. An update may only INSERT DATA / DELETE DATA into them, and runs as
+    rebuilt from the quads checked.
+    """
+    settings: Settings = request.app.state.settings
+    _refuse_remote(operation.text)
+    counted = request.app.state.metrics.sparql(operation.kind)
+    if operation.kind == "update":
+        try:
+            operations = data_operations(operation.text, settings.base_iri)
+        except NotDataUpdate as error:
+            raise ApiError(
+                403,
+                "forbidden",
+                f"a token limited to some collections may only INSERT DATA or DELETE DATA into their graphs: {error}",
+            ) from None
+        for _, quads in operations:
+            for quad in quads:
+                graph = quad.graph_name
+                if not isinstance(graph, NamedNode) or not access.may_graph("write", settings.base_iri, graph.value):
+                    raise ApiError(
+                        403,
+                        "forbidden",
+                        f"the bearer token may not write the graph {str(graph)[:200]}: not one of its collections'",
+                    )
+        rebuilt = " ;\n".join(
+            filter(None, ((insert_data if kind == "INSERT" else delete_data)(quads) for kind, quads in operations))
+        )
+        if rebuilt:
+            with counted:
+                await off_loop(request.app.state.store.update, rebuilt, base_iri=settings.base_iri)
+        return Response(status_code=204)
+    readable = await _readable_graphs(request, access)
+    asked = [*operation.graphs("default-graph-uri"), *operation.graphs("named-graph-uri")]
+    if outside := [g for g in asked if not access.may_graph("read", settings.base_iri, g)]:
+        raise ApiError(403, "forbidden", f"the bearer token may not read the graph <{outside[0][:200]}>")
+    has_dataset = "default-graph-uri" in operation.params or "named-graph-uri" in operation.params
+    with counted:
+        result = await off_loop(
+            request.app.state.store.query,
+            operation.text,
+            accept=request.headers.get("accept"),
+            base_iri=settings.base_iri,
+            default_graphs=operation.graphs("default-graph-uri") if has_dataset else readable,
+            named_graphs=operation.graphs("named-graph-uri") if has_dataset else readable,
+            timeout=_timeout(operation, settings),
         )
     return Response(result.body, media_type=result.media_type, headers={"Vary": "Accept"})

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pyoxigraph import DefaultGraph, Quad
+from pyoxigraph import DefaultGraph, Quad, RdfFormat, parse
 
 from sparqlrag.store.base import QuerySyntaxError, UpdateDatasetConflict
 
@@ -147,6 +147,14 @@ def sparql_term(term: object) -> str:
 def insert_data(quads: Iterable[Quad]) -> str:
     """INSERT DATA for quads, grouped by graph (the default graph's outside any GRAPH block), or
     "" when there are none."""
+    return _data("INSERT", quads)
+
+
+def delete_data(quads: Iterable[Quad]) -> str:
+    return _data("DELETE", quads)
+
+
+def _data(keyword: str, quads: Iterable[Quad]) -> str:
     by_graph: dict[str, list[str]] = {}
     for quad in quads:
         line = f"{sparql_term(quad.subject)} {sparql_term(quad.predicate)} {sparql_term(quad.object)} ."
@@ -158,7 +166,51 @@ def insert_data(quads: Iterable[Quad]) -> str:
         "\n".join(lines) + "\n" if not graph else f"GRAPH {graph} {{\n" + "\n".join(lines) + "\n}\n"
         for graph, lines in by_graph.items()
     ]
-    return "INSERT DATA {\n" + "".join(blocks) + "}"
+    return f"{keyword} DATA {{\n" + "".join(blocks) + "}"
+
+
+class NotDataUpdate(ValueError):
+    """An update with an operation other than INSERT DATA and DELETE DATA."""
+
+
+def data_operations(update: str, base_iri: str | None) -> list[tuple[str, list[Quad]]]:
+    """The quads of an update made only of INSERT DATA and DELETE DATA operations, as
+    ("INSERT" | "DELETE", quads) in order. Each data block is read as TriG (with the prologue so
+    far), which holds every quad SPARQL's data blocks can; the caller runs the update rebuilt
+    from these quads (`insert_data` / `delete_data`), so what was checked is what runs.
+    Raises NotDataUpdate for any other operation and QuerySyntaxError for a bad block."""
+    found = tokens(update)
+    prologue: list[str] = []
+    operations: list[tuple[str, list[Quad]]] = []
+    index = 0
+    while index < len(found):
+        keyword = _keyword(found[index])
+        if keyword in ("PREFIX", "BASE"):
+            width = 3 if keyword == "PREFIX" else 2
+            end = found[min(index + width, len(found)) - 1].end
+            prologue.append(update[found[index].start : end])
+            index += width
+        elif keyword in ("INSERT", "DELETE") and index + 2 < len(found) and _keyword(found[index + 1]) == "DATA":
+            if found[index + 2].kind != "open":
+                raise QuerySyntaxError(f"{keyword} DATA needs a block in braces")
+            close = _matching_close(found, index + 2)
+            block = update[found[index + 2].end : found[close].start]
+            operations.append((keyword, _trig_quads("\n".join(prologue) + "\n" + block, base_iri)))
+            index = close + 1
+        elif found[index].kind == "semicolon" and operations:
+            index += 1
+        else:
+            raise NotDataUpdate(
+                f"the update has {found[index].text[:40]!r} where only INSERT DATA or DELETE DATA may be"
+            )
+    return operations
+
+
+def _trig_quads(text: str, base_iri: str | None) -> list[Quad]:
+    try:
+        return list(parse(text.encode("utf-8"), format=RdfFormat.TRIG, base_iri=base_iri))
+    except SyntaxError as error:
+        raise QuerySyntaxError(f"update syntax error in a data block: {error}") from None
 
 
 VALUES_BATCH = 2_000  # rows per VALUES block: Virtuoso refuses a query with ~13k (the keys of a big batch)

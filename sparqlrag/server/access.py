@@ -1,0 +1,97 @@
+"""What a bearer token may do: read, or write (which implies read), over every collection or
+over named ones.
+
+`read_tokens` and `write_tokens` reach every collection; a token in `collection_tokens` holds
+grants such as `read:finance` and `write:finance` and reaches those collections alone. A
+collection's data is its graphs, `{base}graph/C` and `{base}graph/C/...`: that is what the
+SPARQL and Graph Store routes narrow a limited token to.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from typing import Literal
+
+from sparqlrag.config import Settings
+
+Scope = Literal["read", "write"]
+
+
+@dataclass(frozen=True)
+class Access:
+    """Per scope, the collections a token reaches; None: every collection (and what belongs to
+    none, such as ontologies' writes or the whole dataset)."""
+
+    reads: frozenset[str] | None
+    writes: frozenset[str] | None
+
+    @property
+    def limited(self) -> bool:
+        """Whether the token reaches only some collections (a read-only token for all is not)."""
+        return self.reads is not None
+
+    def collections(self, scope: Scope) -> frozenset[str] | None:
+        return self.writes if scope == "write" else self.reads
+
+    def anywhere(self, scope: Scope) -> bool:
+        """Whether the token has the scope on at least one collection."""
+        reached = self.collections(scope)
+        return reached is None or bool(reached)
+
+    def everywhere(self, scope: Scope) -> bool:
+        return self.collections(scope) is None
+
+    def may(self, scope: Scope, collection: str) -> bool:
+        reached = self.collections(scope)
+        return reached is None or collection in reached
+
+    def may_graph(self, scope: Scope, base_iri: str, graph: str) -> bool:
+        """Whether `graph` is a graph of a collection the token reaches with the scope."""
+        if self.everywhere(scope):
+            return True
+        collection = graph_collection(base_iri, graph)
+        return collection is not None and self.may(scope, collection)
+
+
+EVERYTHING = Access(None, None)
+READ_EVERYTHING = Access(None, frozenset())
+
+
+def graph_collection(base_iri: str, graph: str) -> str | None:
+    """The collection whose graph `graph` is (`{base}graph/C` or `{base}graph/C/...`), if any."""
+    prefix = f"{base_iri}graph/"
+    if not graph.startswith(prefix):
+        return None
+    name = graph[len(prefix) :].split("/", 1)[0]
+    return name or None
+
+
+def parse_grants(grants: list[str]) -> Access:
+    """`["read:a", "write:b"]` as an Access (write implies read); ValueError names a bad grant."""
+    reads: set[str] = set()
+    writes: set[str] = set()
+    for grant in grants:
+        scope, _, collection = grant.partition(":")
+        if scope not in ("read", "write") or not collection:
+            raise ValueError(f"a grant is read:COLLECTION or write:COLLECTION, not {grant!r}")
+        reads.add(collection)
+        if scope == "write":
+            writes.add(collection)
+    return Access(frozenset(reads), frozenset(writes))
+
+
+def _matches(token: str, candidates: list[str]) -> bool:
+    return any(hmac.compare_digest(token.encode(), candidate.encode()) for candidate in candidates)
+
+
+def token_access(settings: Settings, token: str) -> Access | None:
+    """What `token` may do; None for a token this server does not know."""
+    if _matches(token, settings.write_tokens):
+        return EVERYTHING
+    if _matches(token, settings.read_tokens):
+        return READ_EVERYTHING
+    for candidate, grants in settings.collection_tokens.items():
+        if hmac.compare_digest(token.encode(), candidate.encode()):
+            return parse_grants(grants)
+    return None
