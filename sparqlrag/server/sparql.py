@@ -200,7 +200,7 @@ async def _execute_limited(request: Request, operation: Operation, access: Acces
 
     A query runs on a dataset of those graphs alone, which replaces any FROM / FROM NAMED in
     its text (and a GRAPH naming another graph finds nothing); dataset parameters may name
-    only those graphs. An update may only INSERT DATA / DELETE DATA into them, and runs as
+    only those graphs, and a half they leave out is all of them. An update may only INSERT DATA / DELETE DATA into them, and runs as
     rebuilt from the quads checked.
     """
     settings: Settings = request.app.state.settings
@@ -235,15 +235,16 @@ async def _execute_limited(request: Request, operation: Operation, access: Acces
     asked = [*operation.graphs("default-graph-uri"), *operation.graphs("named-graph-uri")]
     if outside := [g for g in asked if not access.may_graph("read", settings.base_iri, g)]:
         raise ApiError(403, "forbidden", f"the bearer token may not read the graph <{outside[0][:200]}>")
-    has_dataset = "default-graph-uri" in operation.params or "named-graph-uri" in operation.params
     with counted:
         result = await off_loop(
             request.app.state.store.query,
             operation.text,
             accept=request.headers.get("accept"),
             base_iri=settings.base_iri,
-            default_graphs=operation.graphs("default-graph-uri") if has_dataset else readable,
-            named_graphs=operation.graphs("named-graph-uri") if has_dataset else readable,
+            # a half left out is all the token reads: never an empty list, which a remote store
+            # could take as "no dataset given"
+            default_graphs=operation.graphs("default-graph-uri") or readable,
+            named_graphs=operation.graphs("named-graph-uri") or readable,
             timeout=_timeout(operation, settings),
         )
     return Response(result.body, media_type=result.media_type, headers={"Vary": "Accept"})
