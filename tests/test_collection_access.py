@@ -14,7 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from sparqlrag.config import Settings
-from sparqlrag.server.access import graph_collection, parse_grants
+from sparqlrag.server.access import check_grants, graph_collection, parse_grants
 from tests.conftest import LiveServer, start_server
 
 ADMIN, FIN_READ, FIN_WRITE = "admin-token", "finance-reader", "finance-writer"
@@ -248,9 +248,11 @@ def test_sparql_updates_touch_only_the_collections_graphs(server: LiveServer) ->
 
 
 def test_grants_are_checked_when_settings_load() -> None:
-    for grants in ({"t": ["admin:finance"]}, {"t": ["read:Not A Name"]}, {"t": []}, {" ": ["read:a"]}):
+    for grants in ({"t": ["admin:finance"]}, {"t": ["read:"]}, {"t": []}, {" ": ["read:a"]}):
         with pytest.raises(ValidationError):
             Settings(collection_tokens=grants)
+    with pytest.raises(ValueError, match="collection names"):
+        check_grants(Settings(collection_tokens={"t": ["read:Not A Name"]}))
     with pytest.raises(ValidationError, match="more than one"):
         Settings(read_tokens=["t"], collection_tokens={"t": ["read:a"]})
     assert Settings(collection_tokens=json.loads('{"t": ["read:a"]}')).auth_enabled

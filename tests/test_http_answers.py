@@ -57,6 +57,31 @@ def test_graph_rag_answers_with_facts_sources_and_a_trace(client: httpx.Client, 
     assert [s["name"] for s in trace["steps"]] == ["concepts", "grounding", "hop 1", "sources", "passages", "synthesis"]
 
 
+def _traced_scorer(client: httpx.Client, route: str, body: dict) -> str:
+    answer = client.post(route, json={"question": "Where was Marie Curie born?", **body})
+    assert answer.status_code == 200, answer.text
+    return str(client.get(f"/api/v1/traces/{answer.json()['trace'].rsplit('/', 1)[1]}").json()["scorer"])
+
+
+def test_every_trace_says_which_scorer_ranked(client: httpx.Client, server: LiveServer) -> None:
+    """The fact index's cosine or the reranker for Graph RAG; cosine, BM25, their fusion or the
+    reranker for Document RAG (here the cosine fallback: the test's data directory has no
+    cross-encoder)."""
+    embedder = server.settings.embedding_model
+    reranker = server.app.state.services.graph_rag.reranker.name
+    assert reranker in (f"flashrank:{server.settings.reranker_model}", f"cosine:{embedder}")
+    assert _traced_scorer(client, "/api/v1/graph-rag", {"max_path_length": 1}) == f"facts:cosine:{embedder}"
+    assert _traced_scorer(client, "/api/v1/graph-rag", {"max_path_length": 1, "scorer": "text"}) == reranker
+    document = {
+        "vector": f"cosine:{embedder}",
+        "keyword": "bm25",
+        "hybrid": f"rrf(cosine:{embedder}, bm25)",
+    }
+    for mode, scorer in document.items():
+        assert _traced_scorer(client, "/api/v1/document-rag", {"mode": mode}) == scorer
+    assert _traced_scorer(client, "/api/v1/document-rag", {"mode": "vector", "rerank": True}) == reranker
+
+
 def test_graph_rag_streams_the_explanation_then_the_answer(client: httpx.Client) -> None:
     with client.stream(
         "POST",

@@ -13,6 +13,7 @@ from sparqlrag.cli.answers import answer
 from sparqlrag.cli.documents import ingest_paths
 from sparqlrag.cli.session import CliError, Session, load_models
 from sparqlrag.config import Settings
+from sparqlrag.server.access import check_grants
 from sparqlrag.server.app import create_app
 
 
@@ -44,6 +45,7 @@ def demo(session: Session, args: argparse.Namespace) -> None:
 def _serve(settings: Settings, access_log: bool) -> None:
     try:
         settings.check_bind_address()
+        check_grants(settings)
     except ValueError as error:
         raise CliError(str(error)) from None
     models = load_models(settings)

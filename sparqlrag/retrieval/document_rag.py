@@ -222,10 +222,17 @@ class DocumentRag:
     async def _retrieve_traced(
         self, collection: str, question: str, mode: Mode, k: int, options: dict[str, Any]
     ) -> tuple[Trace, list[Passage]]:
-        trace = Trace(check_question(question), f"document-rag/{mode}")
+        trace = Trace(check_question(question), f"document-rag/{mode}", scorer=self.scorer(mode, options))
         passages = await self.retrieve(collection, trace.question, mode=mode, k=k, **options)
         trace.sources = [TracedSource(p.chunk, rank, p.score) for rank, p in enumerate(passages, start=1)]
         return trace, passages
+
+    def scorer(self, mode: Mode, options: dict[str, Any]) -> str:
+        """What ranks the passages: the reranker when asked for, else cosine, BM25, or their fusion."""
+        if options.get("rerank") and self.reranker is not None:
+            return self.reranker.name
+        cosine = f"cosine:{self.embedder.model_name}"
+        return {"vector": cosine, "keyword": "bm25", "hybrid": f"rrf({cosine}, bm25)"}[mode]
 
     def _prompt(self, question: str, passages: list[Passage]) -> str:
         knowledge = "\n\n".join(f"[{i}] ({p.title}) {p.text}" for i, p in enumerate(passages, start=1))

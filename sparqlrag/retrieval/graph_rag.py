@@ -159,7 +159,12 @@ class GraphRag:
 
     # -- the walk -------------------------------------------------------------------------------
 
+    def scorer(self, options: GraphRagOptions) -> str:
+        """What ranks the edges: the fact index's cosine ("facts"), or the reranker ("text")."""
+        return f"facts:cosine:{self.embedder.model_name}" if options.scorer == "facts" else self.reranker.name
+
     async def _walk(self, iris: Iris, walk: Walk) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        walk.trace.scorer = self.scorer(walk.options)
         with Stage(walk, "concepts"):
             walk.concepts = walk.trace.concepts = await self._concepts(walk)
         yield "concepts", {"concepts": walk.concepts}

@@ -76,6 +76,7 @@ class Trace:
     explored: int | None = None
     edges: list[TracedEdge] = field(default_factory=list)
     steps: dict[str, float] = field(default_factory=dict)  # stage -> milliseconds, in order
+    scorer: str | None = None  # what ranked the facts or passages, e.g. "flashrank:ms-marco-TinyBERT-L-2-v2"
 
     def count(self, completion: Completion) -> None:
         """Adds an LLM call's tokens: every call a question costs is counted on its trace."""
@@ -102,6 +103,8 @@ class Trace:
         ]
         if self.model:
             quads.append(Quad(node, vocab.SR_MODEL, Literal(self.model), graph))
+        if self.scorer:
+            quads.append(Quad(node, vocab.SR_SCORER, Literal(self.scorer), graph))
         for source in self.sources:
             item = BlankNode()
             chunk = NamedNode(source.chunk)
@@ -326,6 +329,7 @@ def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> dict[str, Any] | 
         "mode": fields.get("mode"),
         "answer": fields.get("answer"),
         "model": fields.get("model"),
+        "scorer": fields.get("scorer"),
         "started": fields.get("startedAtTime"),
         "ended": fields.get("endedAtTime"),
         "duration_ms": float(fields.get("durationMs", 0)),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sparqlrag.config import Settings
+from sparqlrag.store.vocab import InvalidName, check_collection
 
 Scope = Literal["read", "write"]
 
@@ -73,12 +74,22 @@ def parse_grants(grants: list[str]) -> Access:
     writes: set[str] = set()
     for grant in grants:
         scope, _, collection = grant.partition(":")
-        if scope not in ("read", "write") or not collection:
+        if scope not in ("read", "write"):
             raise ValueError(f"a grant is read:COLLECTION or write:COLLECTION, not {grant!r}")
+        try:
+            check_collection(collection)
+        except InvalidName as error:
+            raise ValueError(f"grant {grant!r}: {error}") from None
         reads.add(collection)
         if scope == "write":
             writes.add(collection)
     return Access(frozenset(reads), frozenset(writes))
+
+
+def check_grants(settings: Settings) -> None:
+    """Every collection token's grants, read once at start so a bad one stops the server there."""
+    for grants in settings.collection_tokens.values():
+        parse_grants(grants)
 
 
 def _matches(token: str, candidates: list[str]) -> bool:

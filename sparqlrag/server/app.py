@@ -17,6 +17,7 @@ from starlette.staticfiles import StaticFiles
 from sparqlrag import __version__
 from sparqlrag.config import Settings
 from sparqlrag.server import answers, collections, documents, entities, linked_data, nl_query, ontologies, pages
+from sparqlrag.server.access import check_grants
 from sparqlrag.server.errors import EXCEPTION_HANDLERS, UnexpectedErrors
 from sparqlrag.server.graph_store import graph_store
 from sparqlrag.server.metrics import Metrics, MetricsMiddleware, metrics_endpoint
@@ -42,6 +43,7 @@ async def healthz(request: Request) -> Response:
 def create_app(settings: Settings, models: Models | None = None) -> Starlette:
     """The app; it runs a WorkerStore on settings.data_dir for its lifetime, or speaks to the
     store at settings.store_url. `models` are loaded at startup when not given."""
+    check_grants(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

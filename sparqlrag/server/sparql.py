@@ -200,8 +200,8 @@ async def _execute_limited(request: Request, operation: Operation, access: Acces
 
     A query runs on a dataset of those graphs alone, which replaces any FROM / FROM NAMED in
     its text (and a GRAPH naming another graph finds nothing); dataset parameters may name
-    only those graphs, and a half they leave out is all of them. An update may only INSERT DATA / DELETE DATA into them, and runs as
-    rebuilt from the quads checked.
+    only those graphs, and a half they leave out is all of them. An update may only INSERT
+    DATA / DELETE DATA into them, and runs as rebuilt from the quads checked.
     """
     settings: Settings = request.app.state.settings
     _refuse_remote(operation.text)
