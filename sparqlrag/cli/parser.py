@@ -9,10 +9,11 @@ from sparqlrag.ontology.reading import FORMAT_NAMES as ONTOLOGY_FORMAT_NAMES
 from sparqlrag.store.formats import FORMAT_NAMES, rdf_format_names
 
 DEMO_QUESTION = "Where did the inventor of the World Wide Web invent it, and where is that?"
-DESCRIPTION = """`sparqlrag serve | query | update | load | dump | ingest | documents | forget | ask | ontology | demo`.
+DESCRIPTION = """`sparqlrag serve | mcp | query | update | load | dump | ingest | documents | forget | ask | ontology
+| demo`.
 
-query, update, load, dump, ingest, documents, forget, ask and ontology open the data directory directly; while a
-server holds it they stop with a clear error (use the server's HTTP endpoints instead).
+mcp, query, update, load, dump, ingest, documents, forget, ask and ontology open the data directory directly; while a
+server holds it they stop with a clear error (use the server's HTTP endpoints, or its /mcp, instead).
 """
 
 
@@ -35,6 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port (default 7878)")
     serve.add_argument("--insecure", action="store_true", default=None, help="allow a non-loopback bind without tokens")
     serve.add_argument("--access-log", action="store_true", help="log every request")
+
+    mcp = commands.add_parser(
+        "mcp",
+        help="run the MCP server on stdio for an assistant (Claude Desktop, Claude Code); "
+        "SPARQLRAG_TOKEN names its token when tokens are set",
+    )
+    _common(mcp)
 
     query = commands.add_parser("query", help="run a SPARQL query on the data directory")
     _common(query)

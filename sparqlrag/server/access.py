@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sparqlrag.config import Settings
-from sparqlrag.store.vocab import InvalidName, check_collection
+from sparqlrag.store.base import QuadStore
+from sparqlrag.store.sandbox import mentions_remote_access
+from sparqlrag.store.vocab import InvalidName, Iris, check_collection
 
 Scope = Literal["read", "write"]
 
@@ -84,6 +86,23 @@ def parse_grants(grants: list[str]) -> Access:
         if scope == "write":
             writes.add(collection)
     return Access(frozenset(reads), frozenset(writes))
+
+
+def readable_graphs(store: QuadStore, base_iri: str, access: Access) -> list[str]:
+    """The dataset a limited token's query runs on: its collections' graphs that exist, and
+    each one's knowledge graph whether or not it does, so the list is never empty (an empty
+    protocol dataset would mean "the store's own" to a remote store)."""
+    reads = access.collections("read") or frozenset()
+    named = [g for g in store.named_graphs() if access.may_graph("read", base_iri, g)]
+    return list(dict.fromkeys([*(Iris(base_iri, c).knowledge_graph.value for c in sorted(reads)), *named]))
+
+
+def remote_refusal(sparql: str) -> str | None:
+    """Why a limited token may not send `sparql`: SERVICE or LOAD could reach a store of record
+    that trusts this server's network. None when it may."""
+    if mentions_remote_access(sparql):
+        return "a token limited to some collections cannot use SERVICE or LOAD (nor those words anywhere)"
+    return None
 
 
 def check_grants(settings: Settings) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
@@ -20,17 +19,17 @@ from sparqlrag.server import answers, collections, documents, entities, linked_d
 from sparqlrag.server.access import check_grants
 from sparqlrag.server.errors import EXCEPTION_HANDLERS, UnexpectedErrors
 from sparqlrag.server.graph_store import graph_store
+from sparqlrag.server.mcp_endpoint import McpEndpoint
 from sparqlrag.server.metrics import Metrics, MetricsMiddleware, metrics_endpoint
 from sparqlrag.server.openapi import openapi
 from sparqlrag.server.rate_limit import AnswerRateLimit
 from sparqlrag.server.request_guard import RequestGuard
+from sparqlrag.server.running import running
 from sparqlrag.server.security_headers import SecurityHeaders
 from sparqlrag.server.sparql import sparql_endpoint
-from sparqlrag.services import Models, Services, remote_store
-from sparqlrag.store.base import QuadStore
+from sparqlrag.services import Models
 from sparqlrag.store.calls import off_loop
-from sparqlrag.store.data_dir import prepare_data_dir, scratch_dir
-from sparqlrag.store.worker import WorkerStore
+from sparqlrag.store.data_dir import scratch_dir
 
 GSP_METHODS = ["GET", "HEAD", "PUT", "POST", "DELETE"]
 
@@ -47,28 +46,11 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        prepare_data_dir(settings.data_dir, settings.base_iri)
-        opened: QuadStore = (
-            remote_store(settings)
-            if settings.store_url
-            else await off_loop(
-                WorkerStore, settings.store_path, threads=settings.store_threads, allow_remote=settings.allow_remote
-            )
-        )
-        app.state.store = opened
-        app.state.services = await off_loop(Services.open, settings, opened, None, models)
-        # what a killed process left is put right before anything writes; its unfinished ingests
-        # then resume in the background, with the server up meanwhile
-        await app.state.services.repair()
-        resuming = asyncio.create_task(app.state.services.pipeline.recover())
-        try:
+        async with running(settings, models) as services, assistant.lifespan():
+            app.state.store, app.state.services = services.store, services
             yield
-        finally:
-            resuming.cancel()
-            await asyncio.gather(resuming, return_exceptions=True)
-            await app.state.services.pipeline.cancel_background()  # pending markers: the next start resumes them
-            app.state.services.close()
-            await off_loop(opened.close)
+
+    assistant = McpEndpoint(settings, lambda: app.state.services)
 
     app = Starlette(
         routes=[
@@ -85,6 +67,7 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
             Route("/sparql", sparql_endpoint, methods=["GET", "POST"]),
             Route("/store", graph_store, methods=GSP_METHODS),
             Route("/store/{path:path}", graph_store, methods=GSP_METHODS),
+            Route("/mcp", assistant, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),
             Route("/openapi.json", openapi, methods=["GET"]),

@@ -13,6 +13,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from sparqlrag.library.librarian import CollectionBusy, UnknownCollection
 from sparqlrag.models.llm import LLMError
+from sparqlrag.retrieval.question import QuestionTooLong
 from sparqlrag.retrieval.walk import EmptyGraph
 from sparqlrag.server.middleware import HttpMiddleware
 from sparqlrag.store import base
@@ -79,6 +80,7 @@ CLIENT_ERRORS: list[tuple[type[Exception], int, str]] = [
     (UnknownCollection, 404, "collection_not_found"),
     (CollectionBusy, 409, "collection_busy"),
     (EmptyGraph, 409, "empty_graph"),
+    (QuestionTooLong, 400, "question_too_long"),
 ]
 
 

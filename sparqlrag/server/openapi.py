@@ -46,6 +46,16 @@ from sparqlrag.server.api_schemas import (
 )
 from sparqlrag.server.sparql import MIN_TIMEOUT
 
+JSON_RPC = {
+    "type": "object",
+    "required": ["jsonrpc", "method"],
+    "properties": {
+        "jsonrpc": {"const": "2.0"},
+        "method": STRING,
+        "id": {},
+        "params": {},  # what each method takes is the MCP schema's; the transport judges it
+    },
+}
 INGESTED = {
     "200": json_response(ANY_OBJECT, "nothing changed: every document was there already as sent"),
     "201": json_response(ANY_OBJECT, "ingested"),
@@ -63,6 +73,22 @@ PATHS: dict[str, dict[str, Any]] = {
     },
     "/openapi.json": {
         "get": {**operation("This document", responses={"200": json_response(ANY_OBJECT)}), "security": []}
+    },
+    "/mcp": {
+        "post": {
+            "summary": "Model Context Protocol over streamable HTTP (stateless): one JSON-RPC message "
+            "(Accept: application/json, text/event-stream); the write tool needs `write`",
+            "security": [{"bearer": ["read"]}],
+            "requestBody": {"required": True, "content": {"application/json": {"schema": JSON_RPC}}},
+            "responses": {
+                "200": {"description": "a JSON-RPC response", "content": {"application/json": {"schema": ANY_OBJECT}}},
+                "202": {"description": "a notification or response accepted"},
+                "4XX": {
+                    "description": "refused: a JSON error, or a JSON-RPC error from the MCP transport",
+                    "content": {"application/json": {"schema": ANY_OBJECT}},
+                },
+            },
+        }
     },
     "/metrics": {
         "get": operation(

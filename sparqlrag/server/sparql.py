@@ -10,16 +10,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from sparqlrag.config import Settings
-from sparqlrag.server.access import Access
+from sparqlrag.server.access import Access, readable_graphs, remote_refusal
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import decode_utf8, read_body
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.service_description import service_description
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.formats import charset_of, media_type_of
-from sparqlrag.store.sandbox import mentions_remote_access
 from sparqlrag.store.sparql_text import NotDataUpdate, data_operations, delete_data, insert_data
-from sparqlrag.store.vocab import Iris
 
 FORM = "application/x-www-form-urlencoded"
 QUERY_MEDIA_TYPE = "application/sparql-query"
@@ -175,26 +173,6 @@ async def _execute(request: Request, operation: Operation) -> Response:
     return Response(result.body, media_type=result.media_type, headers={"Vary": "Accept"})
 
 
-def _refuse_remote(text: str) -> None:
-    if mentions_remote_access(text):
-        raise ApiError(
-            403,
-            "forbidden",
-            "a token limited to some collections cannot use SERVICE or LOAD (nor those words anywhere)",
-        )
-
-
-async def _readable_graphs(request: Request, access: Access) -> list[str]:
-    """The graphs of the collections the token reads: those that exist, and each one's
-    knowledge graph whether or not it does, so the list is never empty (an empty protocol
-    dataset would mean "the store's own" to a remote store)."""
-    base = request.app.state.settings.base_iri
-    reads = access.collections("read") or frozenset()
-    existing = await off_loop(request.app.state.store.named_graphs)
-    named = [g for g in existing if access.may_graph("read", base, g)]
-    return list(dict.fromkeys([*(Iris(base, c).knowledge_graph.value for c in sorted(reads)), *named]))
-
-
 async def _execute_limited(request: Request, operation: Operation, access: Access) -> Response:
     """A collection-limited token's operation, narrowed to its collections' graphs.
 
@@ -204,7 +182,8 @@ async def _execute_limited(request: Request, operation: Operation, access: Acces
     DATA / DELETE DATA into them, and runs as rebuilt from the quads checked.
     """
     settings: Settings = request.app.state.settings
-    _refuse_remote(operation.text)
+    if refused := remote_refusal(operation.text):
+        raise ApiError(403, "forbidden", refused)
     counted = request.app.state.metrics.sparql(operation.kind)
     if operation.kind == "update":
         try:
@@ -231,7 +210,7 @@ async def _execute_limited(request: Request, operation: Operation, access: Acces
             with counted:
                 await off_loop(request.app.state.store.update, rebuilt, base_iri=settings.base_iri)
         return Response(status_code=204)
-    readable = await _readable_graphs(request, access)
+    readable = await off_loop(readable_graphs, request.app.state.store, settings.base_iri, access)
     asked = [*operation.graphs("default-graph-uri"), *operation.graphs("named-graph-uri")]
     if outside := [g for g in asked if not access.may_graph("read", settings.base_iri, g)]:
         raise ApiError(403, "forbidden", f"the bearer token may not read the graph <{outside[0][:200]}>")

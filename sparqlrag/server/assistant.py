@@ -1,0 +1,285 @@
+"""The MCP face: the services the HTTP API offers, as tools and resources an assistant (Claude
+Desktop, Claude Code, an IDE agent) calls over the Model Context Protocol.
+
+One module for both transports: streamable HTTP at `/mcp` on the running server (server/app.py),
+and stdio (`sparqlrag mcp`). A caller's Access (server/access.py) is asked of `caller` on every
+call: over HTTP, the bearer token of that very request. Two MCP servers are built, one without
+the write tool and one with it, so the tool to add a document exists only for a token that may
+write. Every failure reaches the client as an MCP tool error with the same message the HTTP API
+would give (server/errors.py `described`), never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from importlib.resources import files
+from typing import Any, Literal, ParamSpec, TypeVar
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+
+from sparqlrag import __version__
+from sparqlrag.extraction.plans import Source
+from sparqlrag.library import librarian
+from sparqlrag.models.llm import LLMError
+from sparqlrag.ontology.registry import UnknownOntology
+from sparqlrag.queries.describe import Description, Statement, collection_of, describe
+from sparqlrag.retrieval.document_rag import passage_json
+from sparqlrag.retrieval.question import check_question
+from sparqlrag.retrieval.walk import GraphRagOptions
+from sparqlrag.server.access import Access, Scope, readable_graphs, remote_refusal
+from sparqlrag.server.errors import described
+from sparqlrag.services import Services
+from sparqlrag.store.calls import off_loop
+from sparqlrag.store.vocab import InvalidName, Iris, check_collection
+
+log = logging.getLogger("sparqlrag.mcp")
+
+MAX_ROWS = 200  # rows (or triples) a SPARQL tool call returns; the rest is counted, not sent
+RESULTS = "application/sparql-results+json, application/n-triples"
+VOCABULARY = "sparqlrag://vocabulary/sr.ttl"
+INSTRUCTIONS = (
+    "sparqlrag holds documents as an RDF knowledge graph with provenance. Ask questions with `ask` "
+    "(each answer cites its sources and links an explanation trace), find passages with "
+    "`search_documents`, look up what the graph says about a thing with `describe_entity`, and run "
+    "read-only SPARQL with `sparql_query`. Collections separate teams' data; `list_collections` "
+    "shows the ones this token reaches."
+)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _tool(function: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """A tool's failures as MCP tool errors, in the words the HTTP API uses (a fixed message,
+    with the details logged, for anything unexpected)."""
+
+    @functools.wraps(function)
+    async def wrapped(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await function(*args, **kwargs)
+        except ToolError:
+            raise
+        except Exception as error:
+            status, code, detail = described(error)
+            if status >= 500 and not isinstance(error, LLMError):
+                log.error("MCP tool %s failed", function.__name__, exc_info=error)
+            raise ToolError(f"{code}: {detail}") from None
+
+    return wrapped
+
+
+class Assistant:
+    """The MCP servers over one process's services.
+
+    `services` gives the services once the process has opened them; `caller` says what the
+    current call may do (raising ToolError when it may do nothing); `before_answer` is asked
+    before each question is answered (the HTTP server's rate limit)."""
+
+    def __init__(
+        self,
+        base_iri: str,
+        services: Callable[[], Services],
+        caller: Callable[[Context], Access],
+        before_answer: Callable[[Context], None] = lambda context: None,
+    ) -> None:
+        self.base_iri, self.services, self.caller, self.before_answer = base_iri, services, caller, before_answer
+        self.reader = self._server(writes=False)
+        self.writer = self._server(writes=True)
+
+    def _collection(self, context: Context, name: str, scope: Scope) -> str:
+        try:
+            check_collection(name)
+        except InvalidName as error:
+            raise ToolError(f"bad_collection: {error}") from None
+        if not self.caller(context).may(scope, name):
+            raise ToolError(f"forbidden: this token may not {'change' if scope == 'write' else 'read'} {name!r}")
+        return name
+
+    async def _existing(self, context: Context, name: str, scope: Scope = "read") -> str:
+        name = self._collection(context, name, scope)
+        if not await self.services().collections.exists(name):
+            raise librarian.UnknownCollection(name)
+        return name
+
+    def _server(self, *, writes: bool) -> MCPServer:
+        server: MCPServer = MCPServer("sparqlrag", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+
+        @server.tool()
+        @_tool
+        async def ask(
+            question: str,
+            context: Context,
+            collection: str = "default",
+            mode: Literal["default", "graph", "document"] = "default",
+        ) -> dict[str, Any]:
+            """Answer a question from a collection, citing the passages used. mode "default" walks
+            the knowledge graph and adds matching passages; "graph" answers from the graph alone;
+            "document" from passages alone. The answer's `trace` IRI opens the explanation."""
+            question = check_question(question)
+            name = await self._existing(context, collection)
+            self.before_answer(context)
+            services = self.services()
+            if mode == "document":
+                found = await services.document_rag.answer(name, question)
+                return {
+                    "answer": found.answer,
+                    "sources": [_source(passage_json(p)) for p in found.passages],
+                    "trace": found.trace,
+                }
+            graph = await services.graph_rag.answer(
+                name, question, GraphRagOptions(), "graph" if mode == "graph" else "hybrid"
+            )
+            answered = graph.json()
+            return {
+                "answer": answered["answer"],
+                "facts": [" ".join(edge["labels"]) for edge in answered["edges"]],
+                "sources": [_source(source) for source in answered["sources"]],
+                "trace": answered["trace"],
+            }
+
+        @server.tool()
+        @_tool
+        async def search_documents(
+            query: str,
+            context: Context,
+            collection: str = "default",
+            k: int = 5,
+            mode: Literal["hybrid", "vector", "keyword"] = "hybrid",
+        ) -> dict[str, Any]:
+            """The k passages of a collection that best match the query (1 to 50), with their
+            documents; nothing is answered or traced."""
+            if not 1 <= k <= 50:
+                raise ToolError("bad_request: k is from 1 to 50")
+            query = check_question(query)
+            name = await self._existing(context, collection)
+            passages = await self.services().document_rag.retrieve(name, query, mode=mode, k=k)
+            return {"passages": [passage_json(p) for p in passages]}
+
+        @server.tool()
+        @_tool
+        async def sparql_query(query: str, context: Context) -> dict[str, Any]:
+            """Run a read-only SPARQL 1.1 query (SELECT, ASK, CONSTRUCT, DESCRIBE; updates are
+            refused) with the server's time limit; at most 200 rows or triples come back. Under
+            the server's base IRI, entities are `id/COLLECTION/...`; a collection's facts are in
+            the graph `graph/COLLECTION` and their sources in `graph/COLLECTION/source`."""
+            return await self._query(context, query)
+
+        @server.tool()
+        @_tool
+        async def describe_entity(entity: str, context: Context, collection: str = "default") -> dict[str, Any]:
+            """What the knowledge graph says about an entity, named by its IRI or its name
+            ("Marie Curie"): its labels, types, aliases and facts, each fact with its sources."""
+            base = self.base_iri
+            if entity.startswith(base + "id/"):
+                collection = collection_of(base, entity) or collection
+            name = await self._existing(context, collection)
+            iri = entity if entity.startswith(base + "id/") else Iris(base, name).entity(entity).value
+            found = await off_loop(describe, self.services().store, base, iri)
+            if found is None:
+                raise ToolError(f"not_found: collection {name!r} has no entity {entity[:200]!r}")
+            return {
+                "iri": found.iri,
+                "label": found.label,
+                "definition": found.definition,
+                "types": [found.labels.get(t, t) for t in found.types],
+                "aliases": found.aliases,
+                "facts": [_fact(found, statement) for statement in (*found.outgoing, *found.incoming)],
+                "page": base + "page/" + found.iri.removeprefix(base),
+            }
+
+        @server.tool()
+        @_tool
+        async def list_collections(context: Context) -> dict[str, Any]:
+            """The collections this token may read, with their counts of documents, chunks and facts."""
+            access = self.caller(context)
+            listed = await self.services().collections.list()
+            return {"collections": [vars(info) for info in listed if access.may("read", info.name)]}
+
+        @server.tool()
+        @_tool
+        async def list_documents(context: Context, collection: str = "default") -> dict[str, Any]:
+            """The documents of a collection: id, title, status, chunks."""
+            name = await self._existing(context, collection)
+            services = self.services()
+            rows = await off_loop(librarian.documents, services.store, Iris(self.base_iri, name))
+            return {"documents": [vars(row) for row in rows]}
+
+        if writes:
+
+            @server.tool()
+            @_tool
+            async def add_document(
+                text: str, document_id: str, context: Context, collection: str = "default", title: str | None = None
+            ) -> dict[str, Any]:
+                """Add a text document to a collection (or replace the one with this id): it is
+                chunked, its facts extracted and indexed before this returns."""
+                name = await self._existing(context, collection, "write")
+                source = Source(document_id, text.encode("utf-8"), "text/plain", None, title)
+                (result,) = await self.services().pipeline.ingest_many(name, [source])
+                if isinstance(result, Exception):
+                    raise result
+                return vars(result)
+
+        @server.resource(VOCABULARY, name="sr vocabulary", mime_type="text/turtle")
+        def vocabulary() -> str:
+            """The sr: vocabulary (classes and properties of documents, facts and traces) in Turtle."""
+            return files("sparqlrag.store").joinpath("vocab.ttl").read_text(encoding="utf-8")
+
+        @server.resource("sparqlrag://ontologies", name="ontologies", mime_type="application/json")
+        async def ontologies() -> str:
+            """The loaded ontologies: name, IRI, and how many classes and properties each has."""
+            listed = await self.services().ontologies.list()
+            return json.dumps({"ontologies": [info.json() for info in listed]})
+
+        @server.resource("sparqlrag://ontologies/{name}", name="ontology", mime_type="text/turtle")
+        async def ontology(name: str) -> str:
+            """One loaded ontology in Turtle."""
+            from pyoxigraph import RdfFormat
+
+            try:
+                return (await self.services().ontologies.serialize(name, RdfFormat.TURTLE)).decode("utf-8")
+            except (UnknownOntology, InvalidName) as error:
+                raise ResourceError(str(error)) from None
+
+        return server
+
+    async def _query(self, context: Context, query: str) -> dict[str, Any]:
+        access, services = self.caller(context), self.services()
+        settings = services.settings
+        dataset: dict[str, Any] = {"union_default_graph": settings.union_default_graph}
+        if access.limited:
+            if refused := remote_refusal(query):
+                raise ToolError(f"forbidden: {refused}")
+            graphs = await off_loop(readable_graphs, services.store, self.base_iri, access)
+            dataset = {"default_graphs": graphs, "named_graphs": graphs}
+        store: Any = services.store  # the worker and remote stores take a timeout
+        result = await off_loop(
+            store.query, query, accept=RESULTS, base_iri=self.base_iri, timeout=settings.query_timeout, **dataset
+        )
+        body = result.body.decode("utf-8")
+        if result.media_type.startswith("application/n-triples"):
+            triples = body.splitlines()
+            return {"triples": triples[:MAX_ROWS], "total": len(triples)}
+        answer = json.loads(body)
+        if "boolean" in answer:
+            return {"boolean": answer["boolean"]}
+        rows = [{name: value["value"] for name, value in row.items()} for row in answer["results"]["bindings"]]
+        return {"variables": answer["head"]["vars"], "rows": rows[:MAX_ROWS], "total": len(rows)}
+
+
+def _fact(description: Description, statement: Statement) -> dict[str, Any]:
+    """A described fact in words, with the sentences and documents it was read from."""
+    fact = statement.fact
+    return {
+        "fact": " ".join(description.name_of(term) for term in (fact.subject, fact.predicate, fact.object)),
+        "sources": [{"document": e.title, "chunk": e.chunk, "sentence": e.sentence} for e in statement.evidence],
+    }
+
+
+def _source(passage: dict[str, Any]) -> dict[str, Any]:
+    """A cited passage as an assistant needs it: its document, chunk IRI and text (no scores)."""
+    return {key: passage[key] for key in ("document", "title", "chunk", "text") if key in passage}

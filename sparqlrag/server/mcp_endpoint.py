@@ -1,0 +1,89 @@
+"""`/mcp`: the MCP servers of server/assistant.py over streamable HTTP.
+
+The bearer token is judged as on every other route (401 without one, 403 without the read
+scope), then the request goes to the MCP server its token gets: with the write tool when it may
+write somewhere, without it otherwise. Sessions are stateless: every request carries its own
+token, and every tool call is judged by it; so the route takes POST alone (a stateless server
+has no stream to open on GET nor session to end on DELETE: 405, as the protocol allows). A
+server without tokens listens on loopback only,
+so there the SDK's DNS-rebinding guard admits loopback Host headers alone (and the base IRI's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from urllib.parse import urlsplit
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
+from starlette.types import Receive, Scope, Send
+
+from sparqlrag.config import Settings
+from sparqlrag.server.access import Access
+from sparqlrag.server.assistant import Assistant
+from sparqlrag.server.auth import authorize
+from sparqlrag.server.errors import ApiError
+from sparqlrag.services import Services
+from sparqlrag.store.formats import media_type_of
+
+LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+
+
+def _request(context: Context) -> Request:
+    request = context.request_context.request
+    assert isinstance(request, Request), "over HTTP every MCP message comes with its request"
+    return request
+
+
+def _caller(context: Context) -> Access:
+    """The Access `McpEndpoint` judged this very request's token to have."""
+    access: Access = _request(context).state.access
+    return access
+
+
+class McpEndpoint:
+    """The ASGI app at `/mcp`; `lifespan()` runs its session managers while the app runs."""
+
+    def __init__(self, settings: Settings, services: Callable[[], Services]) -> None:
+        self.assistant = Assistant(
+            settings.base_iri,
+            services,
+            caller=_caller,
+            before_answer=lambda context: _request(context).app.state.answer_limit.check(_request(context)),
+        )
+        security = _transport_security(settings)
+        self.reader = _manager(self.assistant.reader, security)
+        self.writer = _manager(self.assistant.writer, security)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        async with self.reader.run(), self.writer.run():
+            yield
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        access = authorize(request, "read", per_collection=True)
+        if media_type_of(request.headers.get("content-type")) != "application/json":
+            raise ApiError(415, "unsupported_media_type", "an MCP message is JSON: send Content-Type application/json")
+        manager = self.writer if access.anywhere("write") else self.reader
+        await manager.handle_request(scope, receive, send)
+
+
+def _manager(server: MCPServer, security: TransportSecuritySettings | None) -> StreamableHTTPSessionManager:
+    server.streamable_http_app(stateless_http=True, json_response=True, transport_security=security)
+    return server.session_manager
+
+
+def _transport_security(settings: Settings) -> TransportSecuritySettings | None:
+    if settings.auth_enabled:
+        return None
+    named = urlsplit(settings.base_iri).netloc
+    hosts = [*LOOPBACK_HOSTS, named]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts,
+        allowed_origins=[f"http://{host}" for host in hosts] + [f"https://{named}"],
+    )

@@ -1,0 +1,286 @@
+"""The MCP server, driven by the `mcp` SDK's own client: over streamable HTTP at `/mcp` on a
+real server, and over stdio from `sparqlrag mcp` as an assistant would start it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult
+
+from tests.conftest import SPARQLRAG, LiveServer, start_server
+
+ADMIN, READER, FINANCE = "admin-token", "reader-token", "finance-token"
+GRANTS = {FINANCE: ["write:finance"]}
+CURIE = "Marie Curie was born in Warsaw. Marie Curie worked at the Sorbonne in Paris."
+ACME = "Acme Bank lends money to traders in Oslo. Acme Bank was founded by Ole Berg."
+ONTOLOGY = (
+    "@prefix owl: <http://www.w3.org/2002/07/owl#> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+    '<http://ex/onto> a owl:Ontology . <http://ex/Person> a owl:Class ; rdfs:label "Person" .\n'
+)
+READ_TOOLS = {"ask", "search_documents", "sparql_query", "describe_entity", "list_collections", "list_documents"}
+T = TypeVar("T")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    live, stop = start_server(
+        tmp_path_factory.mktemp("mcp"),
+        write_tokens=[ADMIN],
+        read_tokens=[READER],
+        collection_tokens=GRANTS,
+        answer_rate=0,
+    )
+    with live.client(ADMIN) as admin:
+        assert admin.post("/api/v1/documents", json={"id": "curie", "text": CURIE}).status_code == 201
+        assert admin.post("/api/v1/collections", json={"name": "finance"}).status_code == 201
+        loaded = admin.post("/api/v1/ontologies?name=people", content=ONTOLOGY, headers={"Content-Type": "text/turtle"})
+        assert loaded.status_code == 201, loaded.text
+    yield live
+    stop()
+
+
+def _over_http(server: LiveServer, token: str, steps: Callable[[Client], Awaitable[T]]) -> T:
+    async def session() -> T:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
+            async with Client(streamable_http_client(server.url + "/mcp", http_client=http)) as client:
+                return await steps(client)
+
+    return anyio.run(session)
+
+
+def _result(called: CallToolResult) -> dict[str, Any]:
+    assert not called.is_error, called.content
+    assert called.structured_content is not None
+    return called.structured_content
+
+
+def _error(called: CallToolResult) -> str:
+    assert called.is_error
+    text = " ".join(getattr(part, "text", "") for part in called.content)
+    assert "Traceback" not in text and 'File "' not in text
+    return text
+
+
+def test_the_tools_answer_over_http(server: LiveServer) -> None:
+    async def steps(client: Client) -> dict[str, Any]:
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        added = _result(
+            await client.call_tool(
+                "add_document", {"text": ACME, "document_id": "acme", "collection": "finance", "title": "Acme"}
+            )
+        )
+        return {
+            "tools": tools,
+            "added": added,
+            "default": _result(await client.call_tool("ask", {"question": "Where was Marie Curie born?"})),
+            "graph": _result(
+                await client.call_tool("ask", {"question": "Where was Marie Curie born?", "mode": "graph"})
+            ),
+            "document": _result(
+                await client.call_tool(
+                    "ask", {"question": "Who founded Acme Bank?", "collection": "finance", "mode": "document"}
+                )
+            ),
+            "search": _result(await client.call_tool("search_documents", {"query": "Sorbonne", "k": 1})),
+            "select": _result(
+                await client.call_tool(
+                    "sparql_query", {"query": "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } } ORDER BY ?g"}
+                )
+            ),
+            "ask": _result(await client.call_tool("sparql_query", {"query": "ASK { ?s ?p ?o }"})),
+            "construct": _result(
+                await client.call_tool("sparql_query", {"query": "CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o } LIMIT 300"})
+            ),
+            "by_name": _result(await client.call_tool("describe_entity", {"entity": "Marie Curie"})),
+            "collections": _result(await client.call_tool("list_collections", {})),
+            "documents": _result(await client.call_tool("list_documents", {"collection": "finance"})),
+            "resources": {str(r.uri) for r in (await client.list_resources()).resources},
+            "templates": {t.uri_template for t in (await client.list_resource_templates()).resource_templates},
+            "vocabulary": (await client.read_resource("sparqlrag://vocabulary/sr.ttl")).contents[0],
+            "ontologies": (await client.read_resource("sparqlrag://ontologies")).contents[0],
+            "ontology": (await client.read_resource("sparqlrag://ontologies/people")).contents[0],
+        }
+
+    seen = _over_http(server, ADMIN, steps)
+    base = server.settings.base_iri
+    assert seen["tools"] == READ_TOOLS | {"add_document"}
+    assert seen["added"]["status"] == "ready" and seen["added"]["facts"] > 0
+    for mode in ("default", "graph"):
+        answer = seen[mode]
+        assert "Warsaw" in answer["answer"] and answer["sources"][0]["title"] == "curie", answer
+        assert any("born in" in fact for fact in answer["facts"])
+        assert answer["trace"].startswith(base + "trace/default/")
+    assert "Ole Berg" in seen["document"]["answer"] and seen["document"]["trace"].startswith(base + "trace/finance/")
+    assert [p["title"] for p in seen["search"]["passages"]] == ["curie"]
+    assert base + "graph/finance" in [row["g"] for row in seen["select"]["rows"]]
+    assert seen["ask"] == {"boolean": True}
+    assert len(seen["construct"]["triples"]) == 200 and seen["construct"]["total"] == 300  # capped, and said so
+    described = seen["by_name"]
+    assert (
+        described["iri"] == base + "id/default/marie-curie"
+        and described["page"] == base + "page/id/default/marie-curie"
+    )
+    born = next(f for f in described["facts"] if "born in" in f["fact"])
+    assert born["sources"][0]["sentence"] == "Marie Curie was born in Warsaw."
+    assert {c["name"] for c in seen["collections"]["collections"]} == {"default", "finance"}
+    assert [d["id"] for d in seen["documents"]["documents"]] == ["acme"]
+    assert seen["resources"] == {"sparqlrag://vocabulary/sr.ttl", "sparqlrag://ontologies"}
+    assert seen["templates"] == {"sparqlrag://ontologies/{name}"}
+    assert "sr:Trace" in seen["vocabulary"].text and "sr:scorer" in seen["vocabulary"].text
+    assert json.loads(seen["ontologies"].text)["ontologies"][0]["name"] == "people"
+    assert "Person" in seen["ontology"].text
+
+
+def test_a_read_token_gets_no_write_tool(server: LiveServer) -> None:
+    async def steps(client: Client) -> tuple[set[str], CallToolResult]:
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        return tools, await client.call_tool("add_document", {"text": "x", "document_id": "x"})
+
+    before = server.dataset(ADMIN)
+    tools, refused = _over_http(server, READER, steps)
+    assert tools == READ_TOOLS
+    assert "add_document" in _error(refused)
+    assert server.dataset(ADMIN) == before
+
+
+@pytest.mark.parametrize("token", [None, "wrong-token"])
+def test_mcp_needs_a_token_like_every_route(server: LiveServer, token: str | None) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    with server.client(token) as client:
+        refused = client.post("/mcp", json=initialize, headers={"Accept": "application/json, text/event-stream"})
+    assert refused.status_code == 401 and refused.json()["error"] == "unauthorized"
+
+
+def test_a_collection_token_reaches_its_collection_alone(server: LiveServer) -> None:
+    hr_graph = server.settings.base_iri + "graph/default"
+
+    async def steps(client: Client) -> dict[str, Any]:
+        return {
+            "collections": _result(await client.call_tool("list_collections", {})),
+            "ask_other": await client.call_tool("ask", {"question": "Where was Marie Curie born?"}),
+            "describe_other": await client.call_tool(
+                "describe_entity",
+                {"entity": server.settings.base_iri + "id/default/marie-curie", "collection": "finance"},
+            ),
+            "graphs": _result(
+                await client.call_tool("sparql_query", {"query": "SELECT DISTINCT ?g WHERE { GRAPH ?g {} }"})
+            ),
+            "from_other": _result(
+                await client.call_tool("sparql_query", {"query": f"SELECT ?o FROM <{hr_graph}> WHERE {{ ?s ?p ?o }}"})
+            ),
+            "service": await client.call_tool(
+                "sparql_query", {"query": f"SELECT * WHERE {{ SERVICE <{server.url}/sparql> {{ ?s ?p ?o }} }}"}
+            ),
+            "write_other": await client.call_tool("add_document", {"text": "x", "document_id": "x"}),
+            "write_own": _result(
+                await client.call_tool(
+                    "add_document",
+                    {"text": "Ole Berg lives in Bergen.", "document_id": "berg", "collection": "finance"},
+                )
+            ),
+        }
+
+    seen = _over_http(server, FINANCE, steps)
+    assert [c["name"] for c in seen["collections"]["collections"]] == ["finance"]
+    for refused in ("ask_other", "describe_other", "write_other"):
+        assert "forbidden" in _error(seen[refused]) and "'default'" in _error(seen[refused]), refused
+    assert all(row["g"].startswith(server.settings.base_iri + "graph/finance") for row in seen["graphs"]["rows"])
+    assert not any("Curie" in str(row) for row in seen["from_other"]["rows"])
+    assert "forbidden" in _error(seen["service"])
+    assert seen["write_own"]["status"] == "ready"
+
+
+def test_failures_are_tool_errors_with_the_apis_words(server: LiveServer) -> None:
+    async def steps(client: Client) -> list[CallToolResult]:
+        return [
+            await client.call_tool("ask", {"question": "q", "collection": "Not A Name"}),
+            await client.call_tool("ask", {"question": "q", "collection": "nowhere"}),
+            await client.call_tool("ask", {"question": "why " * 600}),
+            await client.call_tool("sparql_query", {"query": "SELECT WHERE {"}),
+            await client.call_tool("sparql_query", {"query": "CLEAR ALL"}),
+            await client.call_tool("search_documents", {"query": "x", "k": 0}),
+            await client.call_tool("describe_entity", {"entity": "Nobody At All"}),
+        ]
+
+    before = server.dataset(ADMIN)
+    texts = [_error(called) for called in _over_http(server, ADMIN, steps)]
+    expected = ["bad_collection", "collection_not_found", "question_too_long", "syntax_error", "syntax_error"]
+    for text, code in zip(texts, [*expected, "bad_request", "not_found"]):
+        assert code in text, texts
+    assert server.dataset(ADMIN) == before  # a refused question writes no trace; CLEAR ALL never ran
+
+
+def _stdio(data_dir: Path, token: str | None, steps: Callable[[Client], Awaitable[T]]) -> T:
+    environment = {**os.environ, "SPARQLRAG_WRITE_TOKENS": ADMIN, "SPARQLRAG_READ_TOKENS": READER}
+    if token:
+        environment["SPARQLRAG_TOKEN"] = token
+    parameters = StdioServerParameters(command=SPARQLRAG, args=["mcp", "--data-dir", str(data_dir)], env=environment)
+
+    async def session() -> T:
+        async with Client(parameters) as client:
+            return await steps(client)
+
+    return anyio.run(session)
+
+
+def test_stdio_serves_the_same_tools_with_the_tokens_grants(tmp_path: Path) -> None:
+    async def write_and_ask(client: Client) -> tuple[set[str], dict[str, Any], dict[str, Any]]:
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        added = _result(await client.call_tool("add_document", {"text": CURIE, "document_id": "curie"}))
+        return tools, added, _result(await client.call_tool("ask", {"question": "Where was Marie Curie born?"}))
+
+    tools, added, answer = _stdio(tmp_path, ADMIN, write_and_ask)
+    assert tools == READ_TOOLS | {"add_document"} and added["status"] == "ready"
+    assert "Warsaw" in answer["answer"] and answer["sources"][0]["title"] == "curie"
+
+    async def read_only(client: Client) -> tuple[set[str], dict[str, Any]]:
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        return tools, _result(await client.call_tool("list_documents", {}))
+
+    tools, documents = _stdio(tmp_path, READER, read_only)
+    assert tools == READ_TOOLS and [d["id"] for d in documents["documents"]] == ["curie"]
+
+
+@pytest.mark.parametrize(("token", "says"), [(None, "set SPARQLRAG_TOKEN"), ("wrong", "not valid")])
+def test_stdio_without_a_valid_token_stops_with_a_clear_error(tmp_path: Path, token: str | None, says: str) -> None:
+    environment = {**os.environ, "SPARQLRAG_WRITE_TOKENS": ADMIN} | ({"SPARQLRAG_TOKEN": token} if token else {})
+    stopped = subprocess.run(
+        [SPARQLRAG, "mcp", "--data-dir", str(tmp_path)],
+        env=environment,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert stopped.returncode == 2 and says in stopped.stderr and "Traceback" not in stopped.stderr
+    assert stopped.stdout == ""  # stdout is the protocol's: nothing else is ever written there
+
+
+def test_an_open_server_guards_mcp_against_dns_rebinding(tmp_path: Path) -> None:
+    """Without tokens the server is on loopback; a page on another name that resolves there
+    (DNS rebinding) sends its own Host, which /mcp refuses."""
+    live, stop = start_server(tmp_path)
+    try:
+        with httpx.Client(base_url=live.url, timeout=60) as client:
+            rebound = client.post(
+                "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"Host": "evil.example:7878"}
+            )
+        assert rebound.status_code in (403, 421), rebound.text
+    finally:
+        stop()
