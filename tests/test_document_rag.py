@@ -13,7 +13,7 @@ from sparqlrag.extraction.pipeline import Pipeline
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.reranker import CosineReranker
 from sparqlrag.retrieval.document_rag import DocumentRag
-from sparqlrag.retrieval.trace import Retention, TraceLog
+from sparqlrag.retrieval.trace import Retention, TraceLog, read_trace
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.local_vectors import LocalVectors
@@ -108,6 +108,10 @@ def test_extractive_answer_and_trace(rag: DocumentRag) -> None:
     )
     assert rows[0]["question"] == "When was the Eiffel Tower completed?" and rows[0]["mode"] == "document-rag/hybrid"
     assert [r["chunk"] for r in rows] == [p.chunk for p in answer.passages]
+    traced = read_trace(rag.store, iris, answer.trace.rsplit("/", 1)[1])
+    assert traced is not None and [step["name"] for step in traced["steps"]] == ["retrieval", "synthesis"]
+    assert all(step["ms"] > 0 for step in traced["steps"])
+    assert traced["scorer"] == f"rrf(cosine:{rag.embedder.model_name}, bm25)"
 
 
 def test_llm_answer_through_the_stub(rag: DocumentRag) -> None:

@@ -24,7 +24,7 @@ from sparqlrag.models.reranker import Reranker
 from sparqlrag.models.sentences import sentence_splitter
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.synthesis import synthesise
-from sparqlrag.retrieval.trace import Trace, TracedSource, TraceLog, fact_json
+from sparqlrag.retrieval.trace import Stage, Trace, TracedSource, TraceLog, fact_json
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
@@ -210,12 +210,13 @@ class DocumentRag:
         """Sources, the answer (streamed from the LLM when `live`; extractive without an LLM or
         passages), and the trace written."""
         yield "sources", {"sources": [passage_json(p) for p in passages]}
-        if self.llm is not None and passages:
-            async for piece in synthesise(self.llm, self._prompt(trace.question, passages), trace, live=live):
-                yield "token", {"text": piece}
-        else:
-            trace.answer = await off_loop(self.extractive_answer, trace.question, passages)
-            yield "token", {"text": trace.answer}
+        with Stage(trace, "synthesis"):
+            if self.llm is not None and passages:
+                async for piece in synthesise(self.llm, self._prompt(trace.question, passages), trace, live=live):
+                    yield "token", {"text": piece}
+            else:
+                trace.answer = await off_loop(self.extractive_answer, trace.question, passages)
+                yield "token", {"text": trace.answer}
         iri = await self.traces.write(collection, trace)
         yield "done", {"answer": trace.answer, "trace": iri, "model": trace.model}
 
@@ -223,7 +224,8 @@ class DocumentRag:
         self, collection: str, question: str, mode: Mode, k: int, options: dict[str, Any]
     ) -> tuple[Trace, list[Passage]]:
         trace = Trace(check_question(question), f"document-rag/{mode}", scorer=self.scorer(mode, options))
-        passages = await self.retrieve(collection, trace.question, mode=mode, k=k, **options)
+        with Stage(trace, "retrieval"):
+            passages = await self.retrieve(collection, trace.question, mode=mode, k=k, **options)
         trace.sources = [TracedSource(p.chunk, rank, p.score) for rank, p in enumerate(passages, start=1)]
         return trace, passages
 

@@ -41,14 +41,13 @@ from sparqlrag.retrieval.document_rag import DocumentRag, Passage, passage_json,
 from sparqlrag.retrieval.graph_synthesis import facts_answer, knowledge
 from sparqlrag.retrieval.question import clauses
 from sparqlrag.retrieval.synthesis import synthesise
-from sparqlrag.retrieval.trace import TracedEdge, TracedSeed, TraceLog
+from sparqlrag.retrieval.trace import Stage, TracedEdge, TracedSeed, TraceLog
 from sparqlrag.retrieval.walk import (
     Edge,
     EmptyGraph,
     GraphAnswer,
     GraphRagOptions,
     Mode,
-    Stage,
     Walk,
     seed_json,
 )
@@ -131,7 +130,7 @@ class GraphRag:
         answer is left in `walk.answer`."""
         async for event in self._walk(iris, walk):
             yield event
-        with Stage(walk, "synthesis"):
+        with Stage(walk.trace, "synthesis"):
             question = walk.trace.question
             if self.llm is not None:
                 prompt = render("synthesis", self.prompts_dir, question=question, knowledge=knowledge(walk))
@@ -165,10 +164,10 @@ class GraphRag:
 
     async def _walk(self, iris: Iris, walk: Walk) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         walk.trace.scorer = self.scorer(walk.options)
-        with Stage(walk, "concepts"):
+        with Stage(walk.trace, "concepts"):
             walk.concepts = walk.trace.concepts = await self._concepts(walk)
         yield "concepts", {"concepts": walk.concepts}
-        with Stage(walk, "grounding"):
+        with Stage(walk.trace, "grounding"):
             walk.seeds = walk.trace.seeds = await self._ground(iris, walk)
         if not walk.seeds and walk.mode == "graph":
             raise EmptyGraph(f"collection {iris.collection!r} has no entities to answer from: ingest documents first")
@@ -186,7 +185,7 @@ class GraphRag:
             frontier = {node: weight for node, weight in frontier.items() if weight > visited.get(node, -1.0)}
             if not frontier:
                 break
-            with Stage(walk, f"hop {hop}"):
+            with Stage(walk.trace, f"hop {hop}"):
                 scored = await self._hop(iris, walk, frontier, via, seen, hop)
             kept = self._kept(scored, walk.options.edge_limit)
             visited.update(frontier)
@@ -209,12 +208,12 @@ class GraphRag:
         walk.edges = list(kept_by_fact.values())
         walk.edges.sort(key=lambda e: -e.score)
         walk.trace.explored = walk.explored
-        with Stage(walk, "sources"):
+        with Stage(walk.trace, "sources"):
             reasoning = self._reason(walk) if walk.options.reasoning and self.llm is not None and walk.edges else None
             await asyncio.gather(
                 self._trace_sources(iris, walk, list(scored_by_fact.values())), *([reasoning] if reasoning else [])
             )
-        with Stage(walk, "passages"):
+        with Stage(walk.trace, "passages"):
             walk.passages = await self._passages(iris, walk, list(scored_by_fact.values()))
         walk.trace.edges = [
             TracedEdge(e.fact, e.statement, e.score, e.hop, e.concept, e.reasoning, e.via.fact if e.via else None)

@@ -9,6 +9,7 @@ back into JSON for `/api/v1/traces/{id}`.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -58,6 +59,19 @@ class TracedEdge:
 
 def _double(value: float) -> Literal:
     return Literal(repr(float(value)), datatype=XSD_DOUBLE)
+
+
+class Stage:
+    """Times a stage into the trace: `with Stage(trace, "grounding"):`."""
+
+    def __init__(self, trace: Trace, name: str) -> None:
+        self.trace, self.name = trace, name
+
+    def __enter__(self) -> None:
+        self.started = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.trace.steps[self.name] = 1000 * (time.perf_counter() - self.started)
 
 
 @dataclass

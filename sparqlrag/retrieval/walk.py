@@ -3,7 +3,6 @@ the options that bound it, and the answer it gives (GraphAnswer). The stages are
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
@@ -216,16 +215,3 @@ class Walk:
         self.trace.sources = [
             TracedSource(p.chunk, rank, p.score, p.supports) for rank, p in enumerate(self.passages, start=1)
         ]
-
-
-class Stage:
-    """Times a stage into the trace: `with Stage(walk, "grounding"):`."""
-
-    def __init__(self, walk: Walk, name: str) -> None:
-        self.walk, self.name = walk, name
-
-    def __enter__(self) -> None:
-        self.started = time.perf_counter()
-
-    def __exit__(self, *exc: object) -> None:
-        self.walk.trace.steps[self.name] = 1000 * (time.perf_counter() - self.started)
