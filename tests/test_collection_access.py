@@ -5,6 +5,7 @@ SPARQL and the Graph Store see and change the allowed collection's graphs alone.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
@@ -12,6 +13,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 from pydantic import ValidationError
+from starlette.routing import Mount, Route
 
 from sparqlrag.config import Settings
 from sparqlrag.server.access import check_grants, graph_collection, parse_grants
@@ -173,6 +175,44 @@ def test_what_belongs_to_no_collection_needs_an_unlimited_token(server: LiveServ
     with server.client(FIN_WRITE) as writer:
         refused = writer.request(method, path, content=b"<http://ex/a> <http://ex/b> <http://ex/c> .\n")
     assert refused.status_code == 403, refused.text
+    assert server.dataset(ADMIN) == before
+
+
+# what a limited token may reach on a route that names no collection of its own: nothing of
+# another collection's (the pages hold no data; the lists are narrowed; ontologies are shared)
+NARROWED = {
+    ("GET", "/"),
+    ("GET", "/ask"),
+    ("GET", "/static"),
+    ("GET", "/healthz"),
+    ("GET", "/openapi.json"),
+    ("GET", "/sparql"),  # the service description
+    ("GET", "/api/v1/collections"),
+    ("GET", "/api/v1/ontologies"),
+}
+
+
+def test_every_route_refuses_another_collection(server: LiveServer) -> None:
+    """Every route of the app with every method, each path parameter naming collection `hr`
+    (or its trace, entity, document, graph): a limited token gets no 2xx but where the route is
+    narrowed or holds no data, and leaves the store as it was. A route added without its check fails here."""
+    trace = _trace_id(server, "hr")
+    samples = {"collection": "hr", "name": "hr", "id": trace, "path": "id/hr/mary-smith"}
+    before = server.dataset(ADMIN)
+    leaked: list[str] = []
+    with server.client(FIN_WRITE) as writer:
+        for route in server.app.routes:
+            if isinstance(route, Mount):
+                continue
+            assert isinstance(route, Route)
+            path = re.sub(r"\{(\w+)(:path)?\}", lambda m: samples[m.group(1)], route.path)
+            for method in sorted(route.methods or ()):
+                query = "" if "{" in route.path else "?collection=hr"
+                answered = writer.request(method, path + query, json={"question": "Who?", "collection": "hr"})
+                narrowed = (method if method != "HEAD" else "GET", route.path) in NARROWED
+                if answered.is_success and not narrowed or "Mary" in answered.text or answered.status_code >= 500:
+                    leaked.append(f"{method} {path + query}: {answered.status_code}")
+    assert leaked == [], leaked
     assert server.dataset(ADMIN) == before
 
 

@@ -226,6 +226,23 @@ def test_failures_are_tool_errors_with_the_apis_words(server: LiveServer) -> Non
     assert server.dataset(ADMIN) == before  # a refused question writes no trace; CLEAR ALL never ran
 
 
+def test_questions_over_mcp_share_the_tokens_answer_rate(tmp_path: Path) -> None:
+    """The HTTP API's per-token answer limit holds for `ask` too: one answer a minute here."""
+    live, stop = start_server(tmp_path, write_tokens=[ADMIN], answer_rate=1)
+    try:
+        with live.client(ADMIN) as admin:
+            assert admin.post("/api/v1/documents", json={"id": "curie", "text": CURIE}).status_code == 201
+
+        async def twice(client: Client) -> list[CallToolResult]:
+            return [await client.call_tool("ask", {"question": "Where was Marie Curie born?"}) for _ in range(2)]
+
+        first, second = _over_http(live, ADMIN, twice)
+        assert "Warsaw" in _result(first)["answer"]
+        assert "rate_limited" in _error(second)
+    finally:
+        stop()
+
+
 def _stdio(data_dir: Path, token: str | None, steps: Callable[[Client], Awaitable[T]]) -> T:
     environment = {**os.environ, "SPARQLRAG_WRITE_TOKENS": ADMIN, "SPARQLRAG_READ_TOKENS": READER}
     if token:
