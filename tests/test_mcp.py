@@ -216,12 +216,13 @@ def test_failures_are_tool_errors_with_the_apis_words(server: LiveServer) -> Non
             await client.call_tool("sparql_query", {"query": "CLEAR ALL"}),
             await client.call_tool("search_documents", {"query": "x", "k": 0}),
             await client.call_tool("describe_entity", {"entity": "Nobody At All"}),
+            await client.call_tool("add_document", {"text": "", "document_id": "empty"}),
         ]
 
     before = server.dataset(ADMIN)
     texts = [_error(called) for called in _over_http(server, ADMIN, steps)]
     expected = ["bad_collection", "collection_not_found", "question_too_long", "syntax_error", "syntax_error"]
-    for text, code in zip(texts, [*expected, "bad_request", "not_found"]):
+    for text, code in zip(texts, [*expected, "bad_request", "not_found", "bad_document"], strict=True):
         assert code in text, texts
     assert server.dataset(ADMIN) == before  # a refused question writes no trace; CLEAR ALL never ran
 

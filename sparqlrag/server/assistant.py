@@ -31,6 +31,7 @@ from sparqlrag.retrieval.document_rag import passage_json
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.walk import GraphRagOptions
 from sparqlrag.server.access import Access, Scope, readable_graphs, remote_refusal
+from sparqlrag.server.auth import VERBS
 from sparqlrag.server.errors import described
 from sparqlrag.services import Services
 from sparqlrag.store.calls import off_loop
@@ -90,17 +91,14 @@ class Assistant:
         self.reader = self._server(writes=False)
         self.writer = self._server(writes=True)
 
-    def _collection(self, context: Context, name: str, scope: Scope) -> str:
+    async def _existing(self, context: Context, name: str, scope: Scope = "read") -> str:
+        """The collection `name`, checked in the HTTP API's order: its name, the token's reach, existence."""
         try:
             check_collection(name)
         except InvalidName as error:
             raise ToolError(f"bad_collection: {error}") from None
         if not self.caller(context).may(scope, name):
-            raise ToolError(f"forbidden: this token may not {'change' if scope == 'write' else 'read'} {name!r}")
-        return name
-
-    async def _existing(self, context: Context, name: str, scope: Scope = "read") -> str:
-        name = self._collection(context, name, scope)
+            raise ToolError(f"forbidden: the token may not {VERBS[scope]} collection {name!r}")
         if not await self.services().collections.exists(name):
             raise librarian.UnknownCollection(name)
         return name

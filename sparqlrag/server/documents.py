@@ -93,15 +93,10 @@ def _status_url(collection: str, document_id: str) -> str:
     return f"/api/v1/documents/{quote(document_id, safe='')}?collection={collection}"
 
 
-def _failure(error: Exception) -> tuple[int, str, str]:
-    """Why a document failed, as a client may read it."""
-    return (400, "bad_document", str(error)) if isinstance(error, DecodeError) else described(error)
-
-
 def _result(collection: str, result: IngestResult | Exception, source: Source) -> dict[str, Any]:
     href = _status_url(collection, source.document_id)
     if isinstance(result, Exception):
-        _, code, detail = _failure(result)
+        _, code, detail = described(result)
         return {"id": source.document_id, "status": "failed", "error": detail, "code": code, "href": href}
     return {"id": source.document_id, **asdict(result), "href": href}
 
@@ -139,7 +134,7 @@ async def _ingest(request: Request, collection: str, sources: list[Source], *, f
     items = [_result(collection, r, s) for r, s in zip(results, sources)]
     failures = [r for r in results if isinstance(r, Exception)]
     if failures and len(failures) == len(results):
-        status, code, detail = _failure(failures[0])
+        status, code, detail = described(failures[0])
         raise ApiError(status, code, detail if len(items) == 1 else f"no document could be ingested: {detail}")
     changed = any(not isinstance(r, Exception) and r.status == "ready" for r in results)
     return JSONResponse({"documents": items}, status_code=201 if changed else 200)

@@ -11,6 +11,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, Route
 from starlette.types import Message, Receive, Scope, Send
 
+from sparqlrag.extraction.decoders import DecodeError
 from sparqlrag.library.librarian import CollectionBusy, UnknownCollection
 from sparqlrag.models.llm import LLMError
 from sparqlrag.retrieval.question import QuestionTooLong
@@ -81,6 +82,7 @@ CLIENT_ERRORS: list[tuple[type[Exception], int, str]] = [
     (CollectionBusy, 409, "collection_busy"),
     (EmptyGraph, 409, "empty_graph"),
     (QuestionTooLong, 400, "question_too_long"),
+    (DecodeError, 400, "bad_document"),
 ]
 
 
