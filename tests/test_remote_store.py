@@ -249,3 +249,42 @@ def test_a_store_gone_down_is_a_502_naming_it(oxigraph: Oxigraph, tmp_path: Path
             assert "cannot reach the store at http://127.0.0.1:" in failed.json()["detail"]
     finally:
         stop()
+
+
+def test_a_collection_token_sees_its_graphs_alone_on_the_store_of_record(oxigraph: Oxigraph, tmp_path: Path) -> None:
+    """On a remote store the narrowed dataset travels as protocol parameters: the store, not
+    this server, applies it, so a query naming another collection's graph must still find nothing."""
+    base = "http://kb.example/"
+    grants = {"finance-token": ["write:finance"]}
+    server, stop = start_server(
+        tmp_path / "data", base_iri=base, write_tokens=["admin"], collection_tokens=grants, **oxigraph.endpoints
+    )
+    try:
+        with server.client("admin") as admin:
+            for name, text in (("finance", "Acme Bank lends money in Oslo."), ("hr", "Mary Smith hired Tom Lund.")):
+                assert admin.post("/api/v1/collections", json={"name": name}).status_code == 201
+                made = admin.post(f"/api/v1/documents?collection={name}", json={"id": "d", "text": text})
+                assert made.status_code == 201, made.text
+        hr = base + "graph/hr"
+        with server.client("finance-token") as limited:
+            for query in (
+                "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }",
+                "SELECT ?o WHERE { ?s ?p ?o }",
+                f"SELECT ?o FROM <{hr}> WHERE {{ ?s ?p ?o }}",
+                f"SELECT ?g ?o FROM NAMED <{hr}> WHERE {{ GRAPH ?g {{ ?s ?p ?o }} }}",
+                f"SELECT ?o WHERE {{ GRAPH <{hr}> {{ ?s ?p ?o }} }}",
+            ):
+                found = limited.get(
+                    "/sparql", params={"query": query}, headers={"Accept": "application/sparql-results+json"}
+                )
+                assert found.status_code == 200, found.text
+                values = [str(v["value"]) for row in found.json()["results"]["bindings"] for v in row.values()]
+                assert not any("Mary" in v or v.startswith(hr) for v in values), (query, values)
+            graphs = limited.get(
+                "/sparql",
+                params={"query": "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }"},
+                headers={"Accept": "application/sparql-results+json"},
+            ).json()["results"]["bindings"]
+            assert {row["g"]["value"] for row in graphs} >= {base + "graph/finance", base + "graph/finance/source"}
+    finally:
+        stop()
