@@ -19,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
 from tests.conftest import SPARQLRAG, LiveServer, start_server
+from tests.security.conftest import Listener
 
 ADMIN, READER, FINANCE = "admin-token", "reader-token", "finance-token"
 GRANTS = {FINANCE: ["write:finance"]}
@@ -242,6 +243,39 @@ def test_questions_over_mcp_share_the_tokens_answer_rate(tmp_path: Path) -> None
         assert "rate_limited" in _error(second)
     finally:
         stop()
+
+
+def test_hostile_mcp_input_is_refused_and_reaches_nothing(server: LiveServer) -> None:
+    """Bodies that are no MCP message get a 4xx; SERVICE and LOAD pointed at a listening port,
+    and an entity named by an outside URL, contact nothing; the store stays as it was."""
+    listener = Listener()
+    before = server.dataset(ADMIN)
+    accept = {"Accept": "application/json, text/event-stream"}
+    try:
+        with server.client(ADMIN) as client:
+            as_text = client.post("/mcp", content=b"ping", headers={**accept, "Content-Type": "text/plain"})
+            assert as_text.status_code == 415 and as_text.json()["error"] == "unsupported_media_type"
+            for body in (b"{not json", b"[]", b'"x"', b"{" * 10_000, b'{"jsonrpc": "2.0"}' + b" " * (5 << 20)):
+                refused = client.post("/mcp", content=body, headers={**accept, "Content-Type": "application/json"})
+                assert 400 <= refused.status_code < 500, (body[:20], refused.status_code)
+
+        async def reach_out(client: Client) -> list[CallToolResult]:
+            return [
+                await client.call_tool(
+                    "sparql_query", {"query": f"SELECT * WHERE {{ SERVICE <{listener.url()}> {{ ?s ?p ?o }} }}"}
+                ),
+                await client.call_tool("sparql_query", {"query": f"LOAD <{listener.url()}>"}),
+                await client.call_tool("describe_entity", {"entity": listener.url()}),
+            ]
+
+        service, load, outside = _over_http(server, ADMIN, reach_out)
+        assert "remote_access_refused" in _error(service)
+        assert "syntax_error" in _error(load)  # an update is no query: the tool never runs one
+        assert "not_found" in _error(outside)
+        assert listener.contacts == []
+    finally:
+        listener.close()
+    assert server.dataset(ADMIN) == before
 
 
 def _stdio(data_dir: Path, token: str | None, steps: Callable[[Client], Awaitable[T]]) -> T:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
@@ -146,7 +147,7 @@ async def _execute(request: Request, operation: Operation) -> Response:
     counted = request.app.state.metrics.sparql(operation.kind)
     access = authorize(request, "write" if operation.kind == "update" else "read", per_collection=True)
     if access.limited:
-        return await _execute_limited(request, operation, access)
+        return await _execute_limited(request, operation, access, counted)
     if operation.kind == "update":
         with counted:
             await off_loop(
@@ -173,7 +174,9 @@ async def _execute(request: Request, operation: Operation) -> Response:
     return Response(result.body, media_type=result.media_type, headers={"Vary": "Accept"})
 
 
-async def _execute_limited(request: Request, operation: Operation, access: Access) -> Response:
+async def _execute_limited(
+    request: Request, operation: Operation, access: Access, counted: AbstractContextManager[None]
+) -> Response:
     """A collection-limited token's operation, narrowed to its collections' graphs.
 
     A query runs on a dataset of those graphs alone, which replaces any FROM / FROM NAMED in
@@ -184,7 +187,6 @@ async def _execute_limited(request: Request, operation: Operation, access: Acces
     settings: Settings = request.app.state.settings
     if refused := remote_refusal(operation.text):
         raise ApiError(403, "forbidden", refused)
-    counted = request.app.state.metrics.sparql(operation.kind)
     if operation.kind == "update":
         try:
             operations = data_operations(operation.text, settings.base_iri)
