@@ -19,6 +19,7 @@ from sparqlrag.extraction.knowledge import Extractor
 from sparqlrag.extraction.llm_extractor import LLMExtractor
 from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.extraction.pipeline import Pipeline
+from sparqlrag.library import librarian
 from sparqlrag.library.collections import Collections
 from sparqlrag.library.cores import Cores
 from sparqlrag.models.embedder import Embedder
@@ -31,6 +32,7 @@ from sparqlrag.retrieval.document_rag import DocumentRag
 from sparqlrag.retrieval.graph_rag import GraphRag
 from sparqlrag.retrieval.trace import Retention, TraceLog
 from sparqlrag.store.base import QuadStore
+from sparqlrag.store.calls import off_loop
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.local_vectors import LocalVectors
 from sparqlrag.store.qdrant_vectors import QdrantVectors
@@ -223,7 +225,10 @@ class Services:
         """Put right what a killed process left, before anything else writes: collection deletes
         it left part-way are finished, core imports it left half written undone, index rows of its
         unfinished ingests and forgets swept. (Its unfinished ingests then resume with
-        pipeline.recover().)"""
+        pipeline.recover().) Registrations an older version kept elsewhere move into the registry
+        graph first."""
+        await off_loop(librarian.move_registrations, self.store, self.settings.base_iri)
+        await off_loop(self.ontologies.move_registry)
         await self.collections.finish_drops()
         await self.cores.undo_interrupted()
         await self.pipeline.sweep_crashed()

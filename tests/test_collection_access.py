@@ -16,7 +16,8 @@ from pydantic import ValidationError
 from starlette.routing import Mount, Route
 
 from sparqlrag.config import Settings
-from sparqlrag.server.access import check_grants, graph_collection, parse_grants
+from sparqlrag.server.access import check_grants, parse_grants
+from sparqlrag.store.vocab import collection_of_graph
 from tests.conftest import LiveServer, start_server
 
 ADMIN, FIN_READ, FIN_WRITE = "admin-token", "finance-reader", "finance-writer"
@@ -300,10 +301,10 @@ def test_grants_are_checked_when_settings_load() -> None:
 
 def test_a_collections_graphs_end_at_its_name() -> None:
     base = "http://x/"
-    assert graph_collection(base, "http://x/graph/fin") == "fin"
-    assert graph_collection(base, "http://x/graph/fin/source") == "fin"
-    assert graph_collection(base, "http://x/graph/finance") == "finance"
-    assert graph_collection(base, "http://x/other/fin") is None
+    assert collection_of_graph(base, "http://x/graph/fin") == "fin"
+    assert collection_of_graph(base, "http://x/graph/fin/source") == "fin"
+    assert collection_of_graph(base, "http://x/graph/finance") == "finance"
+    assert collection_of_graph(base, "http://x/other/fin") is None
     access = parse_grants(["write:fin"])
     assert access.may_graph("write", base, "http://x/graph/fin/notes")
     assert not access.may_graph("write", base, "http://x/graph/finance")

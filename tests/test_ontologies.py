@@ -173,7 +173,7 @@ def test_reloading_a_changed_ontology_replaces_it_whole(ontologies: Ontologies) 
             b"<http://www.w3.org/2002/07/owl#Class> .",
             "sneaky",
             OntologyError,
-            "graph name",
+            "under this server.s base IRI",
         ),
     ],
 )

@@ -1,7 +1,7 @@
 """Collections: create, list (with counts) and delete with the full cascade.
 
-Everything of a collection lives under its name: three named graphs, two Qdrant collections,
-one FTS5 table, a folder of the library. Deleting it removes them all; documents cannot be
+Everything of a collection lives under its name: its registration in the registry graph, three
+named graphs, its vector and keyword rows, a folder of the library. Deleting it removes them all; documents cannot be
 added to a collection that was never created (`default` always exists).
 """
 
@@ -72,7 +72,8 @@ class Collections:
         leaves a mark, and the next start drops the rest (finish_drops)."""
         self.library.begin("drop", iris.collection)
         graphs = (iris.knowledge_graph, iris.source_graph, iris.trace_graph)
-        self.store.update(" ;\n".join(f"DROP SILENT GRAPH {sparql_term(g)}" for g in graphs))
+        drops = [f"DROP SILENT GRAPH {sparql_term(g)}" for g in graphs]
+        self.store.update(" ;\n".join([*drops, librarian.unregister_collection(iris)]))
         self.vectors.drop(iris.collection)
         self.keywords.drop(iris.collection)
         self.library.discard_collection(iris.collection)  # (the drop's mark with the rest)

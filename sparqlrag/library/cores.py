@@ -188,12 +188,12 @@ class Cores:
                     f"collection {name!r} exists here with ontology {existing.ontology!r}, the core's uses {ontology!r}"
                 )
             quads = core.quads if exported == iris else _rebase(core.quads, exported, iris)
-            if existing is not None or exported.collection != name:
-                # keep the collection's registration (one creation time), or make one under the
-                # new name (the core's is labelled with the old)
-                quads = [q for q in quads if q.subject != iris.collection_iri]
-                if existing is None:
-                    quads += librarian.collection_quads(iris, ontology)
+            # the registration is the server's: a core from before the registry graph carries one
+            # in its source graph, which goes; an existing collection keeps its own (one creation
+            # time), a new one is registered here
+            quads = [q for q in quads if q.subject != iris.collection_iri]
+            if existing is None:
+                quads += librarian.collection_quads(iris, ontology)
             registered = await off_loop(librarian.is_registered, self.store, iris)
             library = self.collections.library
             mark = await off_loop(library.begin, "import", name, registered=registered, ontology=ontology)

@@ -1,11 +1,16 @@
 """The document library: collections and what is known about each document, in the source graphs.
 
-A collection exists once it is registered (`{base}collection/C a sr:Collection`, in its own
-source graph, so a knowledge core carries it along); `default` always exists.
+A collection exists once it is registered (`{base}collection/C a sr:Collection`) in the
+server's registry graph (`vocab.registry_graph`), which no collection-limited token can write:
+what a collection's own writer puts in its graphs never makes or breaks a collection. `default`
+always exists. Documents and chunks are in the collection's source graph; what is read back
+from there is the collection's writer's to set, so a value that does not parse is shown as
+unknown rather than failing the listing.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import unquote
@@ -14,8 +19,8 @@ from pyoxigraph import Literal, NamedNode, Quad
 
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.select import select
-from sparqlrag.store.sparql_text import insert_data, sparql_term
+from sparqlrag.store.select import select, select_terms
+from sparqlrag.store.sparql_text import delete_data, insert_data, sparql_term
 from sparqlrag.store.vocab import FAILED as FAILED  # the statuses, re-exported
 from sparqlrag.store.vocab import PROCESSING as PROCESSING
 from sparqlrag.store.vocab import QUEUED as QUEUED
@@ -23,6 +28,7 @@ from sparqlrag.store.vocab import READY as READY
 from sparqlrag.store.vocab import Iris
 
 DEFAULT_COLLECTION = "default"
+log = logging.getLogger(__name__)
 
 
 class UnknownCollection(LookupError):
@@ -60,7 +66,7 @@ def is_registered(store: QuadStore, iris: Iris) -> bool:
     """Whether the collection's registration is stored (`default` exists without one)."""
     found = select(
         store,
-        f"""SELECT ?c WHERE {{ GRAPH {sparql_term(iris.source_graph)} {{
+        f"""SELECT ?c WHERE {{ GRAPH {sparql_term(vocab.registry_graph(iris.base))} {{
         ?c a {sparql_term(vocab.SR_COLLECTION)} }} VALUES ?c {{ {sparql_term(iris.collection_iri)} }} }} LIMIT 1""",
     )
     return bool(found)
@@ -70,7 +76,7 @@ def collection_ontology(store: QuadStore, iris: Iris) -> str | None:
     """The name of the ontology that guides extraction into the collection, if any."""
     rows = select(
         store,
-        f"""SELECT ?name WHERE {{ GRAPH {sparql_term(iris.source_graph)} {{
+        f"""SELECT ?name WHERE {{ GRAPH {sparql_term(vocab.registry_graph(iris.base))} {{
         {sparql_term(iris.collection_iri)} {sparql_term(vocab.SR_USES_ONTOLOGY)} ?name }} }} LIMIT 1""",
     )
     return rows[0]["name"] if rows else None
@@ -78,7 +84,7 @@ def collection_ontology(store: QuadStore, iris: Iris) -> str | None:
 
 def collection_quads(iris: Iris, ontology: str | None = None) -> list[Quad]:
     """The registration of a collection: its class, creation time, graphs, and its ontology."""
-    graph, node = iris.source_graph, iris.collection_iri
+    graph, node = vocab.registry_graph(iris.base), iris.collection_iri
     created = Literal(datetime.now(UTC).isoformat(), datatype=NamedNode(vocab.XSD + "dateTime"))
     return [
         Quad(node, vocab.RDF_TYPE, vocab.SR_COLLECTION, graph),
@@ -95,14 +101,52 @@ def register_collection(iris: Iris, ontology: str | None = None) -> str:
     return insert_data(collection_quads(iris, ontology))
 
 
+def unregister_collection(iris: Iris) -> str:
+    """SPARQL update operation (no prologue) removing a collection's registration."""
+    return (
+        f"DELETE WHERE {{ GRAPH {sparql_term(vocab.registry_graph(iris.base))} "
+        f"{{ {sparql_term(iris.collection_iri)} ?p ?o }} }}"
+    )
+
+
 def collections(store: QuadStore, base: str) -> list[CollectionInfo]:
     """Every registered collection (and `default`), by name, with its counts."""
     rows = select(
         store,
-        vocab.SPARQL_PREFIXES + "SELECT DISTINCT ?name WHERE { GRAPH ?g { ?c a sr:Collection ; rdfs:label ?name } }",
+        f"""SELECT DISTINCT ?c WHERE {{ GRAPH {sparql_term(vocab.registry_graph(base))} {{
+        ?c a {sparql_term(vocab.SR_COLLECTION)} }} }}""",
     )
-    names = sorted({row["name"] for row in rows} | {DEFAULT_COLLECTION})
-    return [info for name in names if (info := collection_info(store, Iris(base, name))) is not None]
+    prefix = f"{base}collection/"
+    names = {row["c"][len(prefix) :] for row in rows if row["c"].startswith(prefix)}
+    valid = sorted({name for name in names if vocab.is_name(name)} | {DEFAULT_COLLECTION})
+    return [info for name in valid if (info := collection_info(store, Iris(base, name))) is not None]
+
+
+def move_registrations(store: QuadStore, base: str) -> int:
+    """Move registrations that data directories made before the registry graph keep in each
+    collection's source graph (`{base}collection/C` in `{base}graph/C/source`, nothing else)
+    into the registry; run at start. Returns how many collections moved."""
+    registry = vocab.registry_graph(base)
+    rows = select_terms(
+        store,
+        f"""SELECT ?g ?c ?p ?o WHERE {{ GRAPH ?g {{ ?c a {sparql_term(vocab.SR_COLLECTION)} ; ?p ?o }}
+        FILTER(?g != {sparql_term(registry)}) }}""",
+    )
+    prefix, moved = f"{base}collection/", set()
+    quads: list[Quad] = []
+    for row in rows:
+        graph, node, predicate, value = row["g"], row["c"], row["p"], row["o"]
+        name = node.value[len(prefix) :] if isinstance(node, NamedNode) and node.value.startswith(prefix) else ""
+        if not vocab.is_name(name) or graph != Iris(base, name).source_graph or not isinstance(predicate, NamedNode):
+            continue
+        quads.append(Quad(node, predicate, value, graph))  # type: ignore[arg-type]
+        moved.add(name)
+    if quads:
+        store.update(
+            delete_data(quads) + " ;\n" + insert_data([Quad(q.subject, q.predicate, q.object, registry) for q in quads])
+        )
+        log.warning("moved the registrations of %d collections into %s", len(moved), registry.value)
+    return len(moved)
 
 
 def collection_info(store: QuadStore, iris: Iris) -> CollectionInfo | None:
@@ -114,7 +158,8 @@ def collection_info(store: QuadStore, iris: Iris) -> CollectionInfo | None:
         + f"""
         SELECT (SAMPLE(?when) AS ?created) (SAMPLE(?uses) AS ?ontology) (COUNT(DISTINCT ?doc) AS ?documents)
                (COUNT(DISTINCT ?chunk) AS ?chunks) (COUNT(?s) AS ?facts) WHERE {{
-          {{ GRAPH {src} {{ {sparql_term(iris.collection_iri)} dcterms:created ?when OPTIONAL {{
+          {{ GRAPH {sparql_term(vocab.registry_graph(iris.base))} {{
+            {sparql_term(iris.collection_iri)} a sr:Collection ; dcterms:created ?when OPTIONAL {{
             {sparql_term(iris.collection_iri)} sr:usesOntology ?uses }} }} }}
           UNION {{ GRAPH {src} {{ ?doc a sr:Document }} }} UNION {{ GRAPH {src} {{ ?chunk a sr:Chunk }} }}
           UNION {{ GRAPH {kg} {{ ?s ?p ?o }} }} }}""",
@@ -175,12 +220,20 @@ def documents(store: QuadStore, iris: Iris, document: NamedNode | None = None) -
             media_type=row["format"],
             sha256=row["sha"],
             status=row["status"],
-            progress=float(row.get("progress", 1.0 if row["status"] == READY else 0.0)),
+            progress=_progress(row.get("progress"), row["status"]),
             created=row["created"],
             chunks=int(row["chunks"]),
         )
         for row in rows
     ]
+
+
+def _progress(value: str | None, status: str) -> float:
+    """A document's progress (0-1); a value that is no number is taken from its status."""
+    try:
+        return min(max(float(value), 0.0), 1.0) if value is not None else 1.0 if status == READY else 0.0
+    except ValueError:
+        return 1.0 if status == READY else 0.0
 
 
 def chunks_of(store: QuadStore, iris: Iris, document: NamedNode) -> set[str]:

@@ -1,5 +1,6 @@
 """Loaded ontologies: each in its own named graph (named by the ontology IRI), registered by a
-short name in `{base}graph/ontologies`, and read by owlready2 into an `OntologyModel`.
+short name in the server's registry graph (`vocab.registry_graph`, which no collection-limited
+token can write), and read by owlready2 into an `OntologyModel`.
 
 Loading checks everything before it writes (readable, has classes, no clash of name or IRI),
 then replaces the ontology's graph and registration in one update, so a reload of a changed
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -22,10 +24,11 @@ from sparqlrag.ontology.reading import read_with_prefixes
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
-from sparqlrag.store.select import select
-from sparqlrag.store.sparql_text import insert_data, sparql_term
+from sparqlrag.store.select import select, select_terms
+from sparqlrag.store.sparql_text import delete_data, insert_data, sparql_term
 from sparqlrag.store.vocab import check_name
 
+log = logging.getLogger(__name__)
 XSD_DATETIME = NamedNode(vocab.XSD + "dateTime")
 RDF_JSON = NamedNode(vocab.RDF + "JSON")
 
@@ -62,10 +65,36 @@ class LoadResult:
     warnings: list[str]
 
 
+def _prefixes(value: str | None) -> dict[str, str]:
+    prefixes = json.loads(value or "{}")
+    if not isinstance(prefixes, dict) or not all(isinstance(v, str) for v in prefixes.values()):
+        raise ValueError("prefixes")
+    return prefixes
+
+
+def _info_of(row: dict[str, str]) -> OntologyInfo | None:
+    """A registration as read back; None (and a warning) for one whose values do not parse,
+    which only an unlimited writer's SPARQL could have put there."""
+    try:
+        return OntologyInfo(
+            row["name"],
+            row["iri"],
+            int(row["classes"]),
+            int(row["properties"]),
+            int(row["triples"]),
+            row["sha"],
+            row["loaded"],
+            _prefixes(row.get("prefixes")),
+        )
+    except ValueError:
+        log.warning("the registry's entry for ontology %r does not parse; it is left out", row["name"])
+        return None
+
+
 class Ontologies:
     def __init__(self, store: QuadStore, base_iri: str) -> None:
         self.store, self.base_iri = store, base_iri
-        self.registry = NamedNode(f"{base_iri}graph/ontologies")
+        self.registry = vocab.registry_graph(base_iri)
         self._models: dict[str, OntologyModel] = {}
         self._lock = threading.Lock()  # loads and removals one at a time: the clash checks hold until written
 
@@ -96,9 +125,10 @@ class Ontologies:
         triples, prefixes = read_with_prefixes(data, media_type, filename, format)
         declared = ontology_iri(triples)
         iri = declared or self.default_iri(name)
-        if iri.startswith(f"{self.base_iri}graph/"):
+        if not self.may_name(iri):
             raise OntologyError(
-                f"the ontology IRI {iri} is a graph name of the server's own; give the ontology another IRI"
+                f"the ontology IRI {iri} is under this server's base IRI, where the server names its own things; "
+                f"give the ontology another IRI (or one under {self.base_iri}ontology/)"
             )
         if declared is None:
             triples.append(Triple(NamedNode(iri), vocab.RDF_TYPE, OWL_ONTOLOGY))
@@ -143,6 +173,36 @@ class Ontologies:
             self._models[name] = model
         return LoadResult(info, replaced=before is not None, unchanged=False, warnings=model.warnings)
 
+    def may_name(self, iri: str) -> bool:
+        """Whether an ontology may have the IRI (and graph) `iri`: not one the server mints for
+        itself (a collection's graph or registration, an entity, a document...)."""
+        return not iri.startswith(self.base_iri) or iri.startswith(self.default_iri(""))
+
+    def move_registry(self) -> int:
+        """Move the registrations that data directories made before the registry graph keep in
+        `{base}graph/ontologies` (also the graph of a collection named `ontologies`) into the
+        registry; run at start. Returns how many ontologies moved."""
+        old = NamedNode(f"{self.base_iri}graph/ontologies")
+        rows = select_terms(
+            self.store,
+            f"""SELECT ?iri ?p ?o WHERE {{ GRAPH {sparql_term(old)} {{
+            ?iri a {sparql_term(vocab.SR_ONTOLOGY)} ; {sparql_term(vocab.SR_NAME)} ?name ; ?p ?o }} }}""",
+        )
+        known = {info.iri for info in self._infos()}
+        quads = [
+            Quad(row["iri"], row["p"], row["o"], old)
+            for row in rows
+            if isinstance(row["iri"], NamedNode)
+            and isinstance(row["p"], NamedNode)
+            and self.may_name(row["iri"].value)
+            and row["iri"].value not in known
+        ]
+        if quads:
+            moved = [Quad(q.subject, q.predicate, q.object, self.registry) for q in quads]
+            self.store.update(delete_data(quads) + " ;\n" + insert_data(moved))
+            log.warning("moved %d ontology registrations into %s", len({q.subject for q in quads}), self.registry.value)
+        return len({q.subject for q in quads})
+
     def _registration(self, info: OntologyInfo) -> list[Quad]:
         node, graph = NamedNode(info.iri), self.registry
         return [
@@ -182,7 +242,7 @@ class Ontologies:
             info = self.info_sync(name)
             users = select(
                 self.store,
-                f"""SELECT ?c WHERE {{ GRAPH ?g {{ ?c {sparql_term(vocab.SR_USES_ONTOLOGY)}
+                f"""SELECT ?c WHERE {{ GRAPH {sparql_term(self.registry)} {{ ?c {sparql_term(vocab.SR_USES_ONTOLOGY)}
                 {sparql_term(Literal(name))} }} }}""",
             )
             if users:
@@ -214,19 +274,7 @@ class Ontologies:
               sr:propertyCount ?properties ; sr:tripleCount ?triples ; sr:sha256 ?sha ; dcterms:modified ?loaded
               OPTIONAL {{ ?iri sr:prefixes ?prefixes }} }} {where} }} ORDER BY ?name""",
         )
-        return [
-            OntologyInfo(
-                r["name"],
-                r["iri"],
-                int(r["classes"]),
-                int(r["properties"]),
-                int(r["triples"]),
-                r["sha"],
-                r["loaded"],
-                json.loads(r.get("prefixes") or "{}"),
-            )
-            for r in rows
-        ]
+        return [info for row in rows if (info := _info_of(row)) is not None]
 
     def _info(self, name: str) -> OntologyInfo | None:
         found = self._infos(name)

@@ -3,8 +3,9 @@
 
 An entity `{base}id/C/...` lives in collection C's knowledge graph. Its description is its
 label, definition, types and aliases, the facts it takes part in (out and in, up to
-FACT_LIMIT each way), the labels of everything they name (from any graph, so ontology classes
-and properties read as their ontology labels them), and for each fact the chunks of the
+FACT_LIMIT each way), the labels of everything they name (from its collection's knowledge graph
+and the loaded ontologies' graphs, so ontology classes and properties read as their ontology
+labels them, and no other collection's graph is ever read), and for each fact the chunks of the
 documents it was extracted from (through its reifier) with the evidence sentence.
 
 A relation `{base}rel/...` (a predicate minted from extracted text) is shared by every
@@ -29,7 +30,7 @@ from sparqlrag.store.base import QuadStore
 from sparqlrag.store.provenance import fact_sources
 from sparqlrag.store.select import Term, lexical, select_terms
 from sparqlrag.store.sparql_text import sparql_term, values
-from sparqlrag.store.vocab import InvalidName, Iris, local_name
+from sparqlrag.store.vocab import InvalidName, Iris, collection_of_graph, local_name
 
 FACT_LIMIT = 500
 DESCRIPTIVE = {
@@ -165,7 +166,10 @@ def describe(store: QuadStore, base_iri: str, iri: str) -> Description | None:
     into = [Triple(row["s"], row["p"], node) for row in incoming]  # type: ignore[arg-type]
     evidence = _evidence(store, iris, out + into)
     labels = _labels(
-        store, {t for f in out + into for t in (f.subject, f.predicate, f.object) if isinstance(t, NamedNode)}
+        store,
+        base_iri,
+        {t for f in out + into for t in (f.subject, f.predicate, f.object) if isinstance(t, NamedNode)},
+        [iris.knowledge_graph],
     )
     about: dict[NamedNode, list[str]] = {}  # the header: label, definition, types, aliases
     for fact in out:
@@ -200,17 +204,19 @@ def _evidence(store: QuadStore, iris: Iris, facts: list[Triple]) -> dict[Triple,
     return found
 
 
-def _labels(store: QuadStore, nodes: set[NamedNode]) -> dict[str, str]:
-    """A label for each node that has one in any graph (the collection's, an ontology's), or in
-    our own vocabulary."""
+def _labels(store: QuadStore, base_iri: str, nodes: set[NamedNode], graphs: list[NamedNode]) -> dict[str, str]:
+    """A label for each node that has one in `graphs` (the collections' knowledge graphs a page
+    shows) or in a loaded ontology's graph, or in our own vocabulary."""
     ours = {node.value: label for node in nodes if (label := vocab.vocabulary_labels().get(node.value))}
     if not nodes:
         return {}
+    registry = sparql_term(vocab.registry_graph(base_iri))
     rows = select_terms(
         store,
         vocab.SPARQL_PREFIXES
         + f"""SELECT ?x (SAMPLE(?l) AS ?label) WHERE {{ {values("x", sorted(nodes, key=str))}
-        GRAPH ?g {{ ?x rdfs:label ?l }} }} GROUP BY ?x""",
+        {{ {values("g", graphs)} GRAPH ?g {{ ?x rdfs:label ?l }} }}
+        UNION {{ GRAPH {registry} {{ ?g a sr:Ontology }} GRAPH ?g {{ ?x rdfs:label ?l }} }} }} GROUP BY ?x""",
     )
     return ours | {lexical(row["x"]): lexical(row["label"]) for row in rows if "label" in row}
 
@@ -277,7 +283,7 @@ def describe_source(store: QuadStore, base_iri: str, iri: str) -> SourceDescript
             [],
             lexical(value[vocab.SR_TEXT]),
             facts,
-            _labels(store, named),
+            _labels(store, base_iri, named, [iris.knowledge_graph]),
         )
     chunks = select_terms(
         store,
@@ -334,7 +340,12 @@ def _relation_facts(
         f"""SELECT ?g ?s ?o WHERE {{ {narrowed} GRAPH ?g {{ ?s {sparql_term(node)} ?o }}
         FILTER(STRSTARTS(STR(?g), {sparql_term(Literal(graphs))})) }} LIMIT {limit}""",
     )
-    return [(lexical(row["g"])[len(graphs) :], Triple(row["s"], node, row["o"])) for row in rows]  # type: ignore[arg-type]
+    return [
+        (name, Triple(row["s"], node, row["o"]))  # type: ignore[arg-type]
+        for row in rows
+        if (name := collection_of_graph(base_iri, lexical(row["g"]))) is not None
+        and lexical(row["g"]) == Iris(base_iri, name).knowledge_graph.value
+    ]
 
 
 def describe_relation(
@@ -346,6 +357,9 @@ def describe_relation(
     if not facts:
         return None
     labels = _labels(
-        store, {NamedNode(iri)} | {t for _, f in facts for t in (f.subject, f.object) if isinstance(t, NamedNode)}
+        store,
+        base_iri,
+        {NamedNode(iri)} | {t for _, f in facts for t in (f.subject, f.object) if isinstance(t, NamedNode)},
+        [Iris(base_iri, name).knowledge_graph for name in sorted({name for name, _ in facts})],
     )
     return RelationDescription(iri, labels.get(iri) or local_name(iri), facts, labels)

@@ -16,7 +16,7 @@ from typing import Literal
 from sparqlrag.config import Settings
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.sandbox import mentions_remote_access
-from sparqlrag.store.vocab import InvalidName, Iris, check_collection
+from sparqlrag.store.vocab import InvalidName, Iris, check_collection, collection_of_graph
 
 Scope = Literal["read", "write"]
 
@@ -53,21 +53,12 @@ class Access:
         """Whether `graph` is a graph of a collection the token reaches with the scope."""
         if self.everywhere(scope):
             return True
-        collection = graph_collection(base_iri, graph)
+        collection = collection_of_graph(base_iri, graph)
         return collection is not None and self.may(scope, collection)
 
 
 EVERYTHING = Access(None, None)
 READ_EVERYTHING = Access(None, frozenset())
-
-
-def graph_collection(base_iri: str, graph: str) -> str | None:
-    """The collection whose graph `graph` is (`{base}graph/C` or `{base}graph/C/...`), if any."""
-    prefix = f"{base_iri}graph/"
-    if not graph.startswith(prefix):
-        return None
-    name = graph[len(prefix) :].split("/", 1)[0]
-    return name or None
 
 
 def parse_grants(grants: list[str]) -> Access:

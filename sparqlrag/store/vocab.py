@@ -143,6 +143,11 @@ def local_name(iri: str) -> str:
     return unquote(iri.rstrip("/").rsplit("/", 1)[-1].rsplit("#", 1)[-1]).replace("-", " ").replace("_", " ")
 
 
+def is_name(name: str) -> bool:
+    """Whether `name` is a valid collection or ontology name."""
+    return _NAME.fullmatch(name) is not None
+
+
 def check_name(name: str, what: str) -> str:
     """A collection's or ontology's name: it becomes part of IRIs and URLs."""
     if not _NAME.fullmatch(name):
@@ -154,6 +159,32 @@ def check_name(name: str, what: str) -> str:
 
 def check_collection(name: str) -> str:
     return check_name(name, "collection")
+
+
+def registry_graph(base: str) -> NamedNode:
+    """The server's own registry: which collections exist (and the ontology each extracts
+    with) and which ontologies are loaded. Its name starts with '_', which no collection's
+    can, so no collection-limited token can write it, and no collection's data is it."""
+    return NamedNode(f"{base}graph/_registry")
+
+
+def server_graphs(base: str) -> list[NamedNode]:
+    """Every graph the server owns, apart from the collections' own (tests check each against
+    the collection-name grammar)."""
+    return [registry_graph(base)]
+
+
+def collection_of_graph(base: str, graph: str) -> str | None:
+    """The collection whose graph `graph` is (`{base}graph/C` or `{base}graph/C/...`); None for
+    any other IRI, a server graph, or one with '.' or '..' segments (which a client or store
+    could resolve to another collection's graph)."""
+    prefix = f"{base}graph/"
+    if not graph.startswith(prefix):
+        return None
+    segments = graph[len(prefix) :].split("/")
+    if any(unquote(segment) in (".", "..") for segment in segments):
+        return None
+    return segments[0] if is_name(segments[0]) else None
 
 
 @dataclass(frozen=True)
