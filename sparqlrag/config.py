@@ -39,6 +39,7 @@ class Settings(BaseSettings):
     query_timeout: float = 30.0
     max_query_timeout: float = 300.0
     max_sparql_bytes: int = 10 * 1024 * 1024
+    max_result_bytes: int = 128 * 1024 * 1024  # a client's query result (/sparql, MCP): more is 400 result_too_large
     max_upload_bytes: int = 512 * 1024 * 1024
     max_ontology_bytes: int = 32 * 1024 * 1024
     body_timeout: float = 30.0  # a request body that stalls this long ends with 408
@@ -72,7 +73,8 @@ class Settings(BaseSettings):
     store_username: str | None = None
     store_password: str | None = None
     store_token: str | None = None
-    store_timeout: float = 60.0  # seconds a request to the store may take (queries: their own limit)
+    store_timeout: float = 60.0  # seconds a request to the store may take in all (queries: their own limit)
+    store_max_response_bytes: int = 256 * 1024 * 1024  # the most one answer of the store may be
     store_union_parameter: str | None = "union-default-graph"  # none: the store's default graph is the union
     store_default_graph: str | None = None  # where the default graph is the union: the graph that stands for it
     store_triple_terms: bool | None = None  # store keeps RDF 1.2 triple terms (false: RDF 1.1 reification; none: ask)

@@ -70,6 +70,7 @@ def remote_store(settings: Settings) -> RemoteStore:
         password=settings.store_password,
         token=settings.store_token,
         timeout=settings.store_timeout,
+        max_response_bytes=settings.store_max_response_bytes,
         union_parameter=settings.store_union_parameter,
         default_graph=settings.store_default_graph,
         triple_terms=settings.store_triple_terms,

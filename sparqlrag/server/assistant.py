@@ -256,7 +256,13 @@ class Assistant:
             dataset = {"default_graphs": graphs, "named_graphs": graphs}
         store: Any = services.store  # the worker and remote stores take a timeout
         result = await off_loop(
-            store.query, query, accept=RESULTS, base_iri=self.base_iri, timeout=settings.query_timeout, **dataset
+            store.query,
+            query,
+            accept=RESULTS,
+            base_iri=self.base_iri,
+            timeout=settings.query_timeout,
+            max_bytes=settings.max_result_bytes,
+            **dataset,
         )
         body = result.body.decode("utf-8")
         if result.media_type.startswith("application/n-triples"):

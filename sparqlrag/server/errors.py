@@ -37,6 +37,7 @@ STORE_ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     base.QuerySyntaxError: (400, "syntax_error"),
     base.DataSyntaxError: (400, "invalid_rdf"),
     base.QueryEvaluationError: (400, "evaluation_error"),
+    base.ResultTooLarge: (400, "result_too_large"),
     base.UpdateDatasetConflict: (400, "dataset_conflict"),
     base.RemoteAccessRefused: (403, "remote_access_refused"),
     base.RemoteSourceFailed: (400, "remote_source_failed"),

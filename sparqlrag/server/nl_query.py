@@ -44,7 +44,13 @@ async def nl_query(request: Request) -> Response:
 
     def run(query: str, form: str) -> QueryResult:
         accept = "text/turtle" if form == "construct" else "application/sparql-results+json"
-        return store.query(query, accept=accept, union_default_graph=True, timeout=settings.query_timeout)
+        return store.query(
+            query,
+            accept=accept,
+            union_default_graph=True,
+            timeout=settings.query_timeout,
+            max_bytes=settings.max_result_bytes,
+        )
 
     try:
         answer = await request.app.state.services.nl_query.ask(

@@ -170,6 +170,7 @@ async def _execute(request: Request, operation: Operation) -> Response:
             named_graphs=operation.graphs("named-graph-uri") if has_dataset else None,
             union_default_graph=settings.union_default_graph,
             timeout=timeout,
+            max_bytes=settings.max_result_bytes,
         )
     return Response(result.body, media_type=result.media_type, headers={"Vary": "Accept"})
 
@@ -227,5 +228,6 @@ async def _execute_limited(
             default_graphs=operation.graphs("default-graph-uri") or readable,
             named_graphs=operation.graphs("named-graph-uri") or readable,
             timeout=_timeout(operation, settings),
+            max_bytes=settings.max_result_bytes,
         )
     return Response(result.body, media_type=result.media_type, headers={"Vary": "Accept"})

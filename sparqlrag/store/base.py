@@ -49,6 +49,10 @@ class QueryTimeout(StoreError):
     """The operation ran past its deadline and was stopped."""
 
 
+class ResultTooLarge(StoreError):
+    """A query's result is over the byte limit the caller set (a client's query, max_result_bytes)."""
+
+
 class QueryEvaluationError(StoreError):
     """The query parsed but could not be evaluated."""
 
@@ -131,6 +135,7 @@ class QuadStore(Protocol):
         default_graphs: list[Graph] | None = None,
         named_graphs: list[str] | None = None,
         union_default_graph: bool = False,
+        max_bytes: int | None = None,
     ) -> QueryResult: ...
 
     def update(

@@ -159,8 +159,10 @@ class EmbeddedStore:
         default_graphs: list[Graph] | None = None,
         named_graphs: list[str] | None = None,
         union_default_graph: bool = False,
+        max_bytes: int | None = None,
     ) -> QueryResult:
-        """Evaluate and serialize in the format `accept` prefers for the query's kind.
+        """Evaluate and serialize in the format `accept` prefers for the query's kind
+        (ResultTooLarge once the result passes `max_bytes`).
 
         A protocol dataset (default_graphs / named_graphs) replaces the query's FROM clauses;
         naming only one half leaves the other empty, as the SPARQL 1.1 Protocol says.
@@ -171,9 +173,9 @@ class EmbeddedStore:
             kwargs["named_graphs"] = [_dataset_graph(g) for g in named_graphs or []]
         elif union_default_graph:
             kwargs["use_default_graph_as_union"] = True
-        return self._sparql(self._evaluate, sparql, kwargs, accept)
+        return self._sparql(self._evaluate, sparql, kwargs, accept, max_bytes)
 
-    def _evaluate(self, sparql: str, kwargs: dict[str, Any], accept: str | None) -> QueryResult:
+    def _evaluate(self, sparql: str, kwargs: dict[str, Any], accept: str | None, max_bytes: int | None) -> QueryResult:
         try:
             result = self._store.query(sparql, **kwargs)
         except SyntaxError as error:
@@ -183,7 +185,7 @@ class EmbeddedStore:
         # Results stream: evaluation goes on while they are written. pyoxigraph's results must
         # be dropped on this thread, so no error leaves with a frame that still holds them.
         try:
-            return serialize_result(result, accept)
+            return serialize_result(result, accept, max_bytes)
         except Exception as error:
             error.__traceback__ = None
             failure = error if isinstance(error, StoreError) else self._evaluation_error(error, sparql, "query")

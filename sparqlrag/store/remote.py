@@ -6,7 +6,9 @@ Graph Store Protocol where the store has one (`gsp_url`), else as one `INSERT DA
 Data is parsed here first, so bad data is refused before anything is sent. Answers come back in
 one canonical format and are written again in the format the client asked for, so content
 negotiation is the embedded store's. One HTTP client serves every thread (connections are
-reused); a read that could not connect is sent again, a write never is. Errors name the store
+reused); a read that could not connect is sent again, a write never is. Every request ends
+within its total deadline (a query's own limit, else `timeout`) however slowly the store
+answers, and an answer past its byte cap is refused (deadlines.py). Errors name the store
 (scheme, host, port) and never repeat what it answered.
 
 A store without RDF 1.2 triple terms (Virtuoso; probed on first use, or `triple_terms=False`)
@@ -52,15 +54,18 @@ from sparqlrag.store.base import (
     QuerySyntaxError,
     QueryTimeout,
     RemoteStoreFailed,
+    ResultTooLarge,
 )
+from sparqlrag.store.deadlines import AnswerTooLarge, DeadlineTransport, deadline, read_capped
 from sparqlrag.store.formats import media_type_of
 from sparqlrag.store.reification import as_rdf11, as_rdf12, sparql_as_rdf11
-from sparqlrag.store.results import serialize_result
+from sparqlrag.store.results import result_too_large, serialize_result
 from sparqlrag.store.sparql_text import apply_update_dataset, insert_data, iri_ref, query_form
 
 logger = logging.getLogger(__name__)
 READ_ATTEMPTS = 3  # a read that could not connect is sent twice more, after a short pause
 WRITE_BATCH = 5_000  # quads per INSERT DATA: stores limit an update's size (Virtuoso's SQL text)
+MAX_RESPONSE_BYTES = 256 << 20  # what one answer of the store may take in memory, unless set otherwise
 PROBE = "ASK { BIND(<<( <urn:sparqlrag:probe> <urn:sparqlrag:probe> <urn:sparqlrag:probe> )>> AS ?t) }"
 ASK_AS_ROW = "__ASK_RETVAL"  # Virtuoso 7.2 answers ASK with one row of this variable (1 or none)
 RESULTS_JSON = "application/sparql-results+json"
@@ -81,8 +86,8 @@ class _Triples:
     def __init__(self, triples: list[Triple]) -> None:
         self.triples = triples
 
-    def serialize(self, output: None = None, format: RdfFormat | None = None) -> bytes | None:
-        return serialize(self.triples, format=format or RdfFormat.N_TRIPLES)
+    def serialize(self, output: Any = None, format: RdfFormat | None = None) -> bytes | None:
+        return serialize(self.triples, output, format=format or RdfFormat.N_TRIPLES)
 
 
 def store_name(url: str) -> str:
@@ -97,7 +102,8 @@ class RemoteStore:
     the union already (Virtuoso). `default_graph`: on such a store, the named graph that stands
     for the default graph in graph reads and writes (the Graph Store Protocol's `?default`,
     loads and dumps; SPARQL text goes to the store as it is). `triple_terms`: whether the store
-    keeps RDF 1.2 triple terms (None: ask it on first use)."""
+    keeps RDF 1.2 triple terms (None: ask it on first use). `timeout`: the seconds a request
+    may take in all (a query: its own limit); `max_response_bytes`: the most one answer may be."""
 
     def __init__(
         self,
@@ -112,12 +118,16 @@ class RemoteStore:
         union_parameter: str | None = "union-default-graph",
         default_graph: str | None = None,
         triple_terms: bool | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
+        self.max_response_bytes = max_response_bytes
         self.query_url, self.update_url, self.gsp_url = query_url, update_url or query_url, gsp_url
         self.name, self.timeout, self.union_parameter = store_name(query_url), timeout, union_parameter
         auth = httpx.BasicAuth(username, password or "") if username else None
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._client = httpx.Client(auth=auth, headers=headers, timeout=timeout, follow_redirects=False)
+        self._client = httpx.Client(
+            auth=auth, headers=headers, timeout=timeout, follow_redirects=False, transport=DeadlineTransport()
+        )
         self._triple_terms, self._probing = triple_terms, threading.Lock()
         self.default_graph = iri_ref(default_graph)[1:-1] if default_graph else None
 
@@ -155,9 +165,11 @@ class RemoteStore:
         named_graphs: list[str] | None = None,
         union_default_graph: bool = False,
         timeout: float | None = None,
+        max_bytes: int | None = None,
     ) -> QueryResult:
         """The store's answer, written in the format `accept` prefers for the query's kind;
-        past `timeout` seconds (default: the store's), QueryTimeout."""
+        past `timeout` seconds (default: the store's), QueryTimeout; an answer, or its writing,
+        over `max_bytes` (default: the store's cap), ResultTooLarge."""
         form: dict[str, str | list[str]] = {
             "query": self._sparql(sparql, base_iri),
             "default-graph-uri": [g for g in default_graphs or [] if g is not None],
@@ -168,20 +180,22 @@ class RemoteStore:
         kind = query_form(sparql)  # ask for one kind: Virtuoso answers a CONSTRUCT as solutions if it may
         graph_kind = kind in ("CONSTRUCT", "DESCRIBE")
         accepted = NTRIPLES if graph_kind else RESULTS_JSON if kind else f"{RESULTS_JSON}, {NTRIPLES};q=0.9"
-        response = self._send("query", self.query_url, data=form, headers={"Accept": accepted}, timeout=timeout)
+        response = self._send(
+            "query", self.query_url, data=form, headers={"Accept": accepted}, timeout=timeout, max_bytes=max_bytes
+        )
         media_type = media_type_of(response.headers.get("content-type"))
         reader = READERS.get(media_type)
         if reader is None:
             raise RemoteStoreFailed(f"the store at {self.name} answered in {media_type or 'no media type'}")
         try:
             if isinstance(reader, QueryResultsFormat):
-                return serialize_result(_boolean_if_ask(_solutions(response.content, reader)), accept)
+                return serialize_result(_boolean_if_ask(_solutions(response.content, reader)), accept, max_bytes)
             triples = [quad.triple for quad in parse(response.content, format=reader)]
         except SyntaxError as error:
             raise RemoteStoreFailed(
                 f"the store at {self.name} sent a {media_type} answer that does not parse"
             ) from error
-        return serialize_result(_Triples(triples), accept)
+        return serialize_result(_Triples(triples), accept, max_bytes)
 
     def update(
         self,
@@ -333,27 +347,43 @@ class RemoteStore:
         *,
         method: str = "POST",
         timeout: float | None = None,
+        max_bytes: int | None = None,
         **request: Any,
     ) -> httpx.Response:
+        """The store's answer, read whole within `timeout` seconds in all (default: the
+        store's) and `max_bytes` (default: the store's cap)."""
         attempts = READ_ATTEMPTS if what == "query" else 1
         limit = timeout if timeout is not None else self.timeout
-        for attempt in range(1, attempts + 1):
-            try:
-                response = self._client.request(method, url, timeout=limit, **request)
-            except httpx.ConnectError as error:
-                if attempt < attempts:
-                    time.sleep(0.2 * attempt)
-                    continue
-                raise RemoteStoreFailed(f"cannot reach the store at {self.name}") from error
-            except httpx.TimeoutException as error:
-                if what == "query":
-                    raise QueryTimeout(f"the query ran past the {limit:g} s limit (store at {self.name})") from error
-                raise RemoteStoreFailed(
-                    f"the store at {self.name} did not answer the {what} within {limit:g} s; it may have applied it"
-                ) from error
-            except httpx.HTTPError as error:
-                raise RemoteStoreFailed(f"the connection to the store at {self.name} failed") from error
-            return self._checked(response, what)
+        cap = min(max_bytes, self.max_response_bytes) if max_bytes is not None else self.max_response_bytes
+        with deadline(limit):
+            for attempt in range(1, attempts + 1):
+                try:
+                    with self._client.stream(method, url, timeout=limit, **request) as streamed:
+                        body = read_capped(streamed, cap if streamed.status_code < 300 else 4096)
+                        response = httpx.Response(streamed.status_code, headers=streamed.headers, content=body)
+                except httpx.ConnectError as error:
+                    if attempt < attempts:
+                        time.sleep(0.2 * attempt)
+                        continue
+                    raise RemoteStoreFailed(f"cannot reach the store at {self.name}") from error
+                except httpx.TimeoutException as error:
+                    if what == "query":
+                        raise QueryTimeout(
+                            f"the query ran past the {limit:g} s limit (store at {self.name})"
+                        ) from error
+                    raise RemoteStoreFailed(
+                        f"the store at {self.name} did not answer the {what} within {limit:g} s; it may have applied it"
+                    ) from error
+                except AnswerTooLarge:
+                    if what == "query" and max_bytes is not None and cap == max_bytes:
+                        raise ResultTooLarge(result_too_large(cap)) from None
+                    raise RemoteStoreFailed(
+                        f"the store at {self.name} answered the {what} with more than {cap} bytes, "
+                        "over the limit (store_max_response_bytes)"
+                    ) from None
+                except httpx.HTTPError as error:
+                    raise RemoteStoreFailed(f"the connection to the store at {self.name} failed") from error
+                return self._checked(response, what)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _checked(self, response: httpx.Response, what: str) -> httpx.Response:

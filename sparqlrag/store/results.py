@@ -3,11 +3,11 @@ one negotiation for every store."""
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, TypeVar
+from typing import IO, Any, Literal, Protocol, TypeVar, cast
 
 from pyoxigraph import QueryBoolean, QuerySolutions, RdfFormat
 
-from sparqlrag.store.base import NotAcceptable, QueryResult
+from sparqlrag.store.base import NotAcceptable, QueryResult, ResultTooLarge
 from sparqlrag.store.formats import GRAPH_FORMATS, RESULTS_FORMATS, negotiate, with_charset
 
 F = TypeVar("F")
@@ -16,20 +16,53 @@ F = TypeVar("F")
 class Triples(Protocol):
     """A CONSTRUCT or DESCRIBE answer: pyoxigraph's QueryTriples, or triples read back from a remote store."""
 
-    def serialize(self, output: None = None, format: RdfFormat | None = None) -> bytes | None: ...
+    def serialize(self, output: Any = None, format: RdfFormat | None = None) -> bytes | None: ...
 
 
-def serialize_result(result: QueryBoolean | QuerySolutions | Triples, accept: str | None) -> QueryResult:
+def result_too_large(limit: int) -> str:
+    return (
+        f"the query's result is over the {limit:,} byte limit (max_result_bytes): add LIMIT, ask for fewer "
+        "variables, or page through it with LIMIT and OFFSET"
+    )
+
+
+class _Capped:
+    """A file pyoxigraph writes a result into, which refuses to grow past `limit` bytes (it
+    writes in pieces, so an oversized result stops at the limit, not when it is whole)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit, self.size, self.parts = limit, 0, list[bytes]()
+
+    def write(self, data: bytes) -> int:
+        self.size += len(data)
+        if self.limit is not None and self.size > self.limit:
+            raise ResultTooLarge(result_too_large(self.limit))
+        self.parts.append(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def value(self) -> bytes:
+        return b"".join(self.parts)
+
+
+def serialize_result(
+    result: QueryBoolean | QuerySolutions | Triples, accept: str | None, max_bytes: int | None = None
+) -> QueryResult:
+    """The result in the format `accept` prefers; ResultTooLarge once it passes `max_bytes`."""
+    written = _Capped(max_bytes)
     if isinstance(result, (QueryBoolean, QuerySolutions)):
         kind: Literal["boolean", "solutions"] = "boolean" if isinstance(result, QueryBoolean) else "solutions"
         media_type, results_format = _chosen(accept, RESULTS_FORMATS, "SPARQL results format")
-        return QueryResult(kind, with_charset(media_type), result.serialize(format=results_format) or b"")
+        result.serialize(output=cast(IO[bytes], written), format=results_format)
+        return QueryResult(kind, with_charset(media_type), written.value())
     media_type, rdf_format = _chosen(accept, GRAPH_FORMATS, "RDF format for this CONSTRUCT/DESCRIBE result")
     try:
-        body = result.serialize(format=rdf_format) or b""
+        result.serialize(output=written, format=rdf_format)
     except OSError as error:
         raise NotAcceptable(f"cannot write this result as {rdf_format.name}: {error}") from error
-    return QueryResult("graph", with_charset(media_type), body)
+    return QueryResult("graph", with_charset(media_type), written.value())
 
 
 def _chosen(accept: str | None, offers: list[tuple[str, F]], what: str) -> tuple[str, F]:

@@ -181,7 +181,7 @@ def test_labels_never_cross_collections(server: LiveServer) -> None:
             data = admin.get("/data/id/beta/mary-smith.nt")
             assert data.status_code == 200 and "planted-by-alpha" not in data.text
         with server.client(ALPHA_R) as reader:
-            for path in ("/data/id/alpha/acme-bank.nt", "/page/id/alpha/acme-bank", f"/page/rel/knows"):
+            for path in ("/data/id/alpha/acme-bank.nt", "/page/id/alpha/acme-bank", "/page/rel/knows"):
                 shown = reader.get(path)
                 assert shown.status_code == 200, (path, shown.text)
                 assert "Mary Smith" not in shown.text, path  # beta's label of its own entity

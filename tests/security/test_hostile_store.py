@@ -1,0 +1,85 @@
+"""A store of record that floods or trickles (issue 35, hole 5): with `--store-url` a query
+ends within its total deadline however slowly the store answers, an answer past its byte cap
+is refused with a clear error, the server's memory stays bounded, and it goes on serving."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import LiveServer, start_server
+from tests.hostile_store import HostileStore
+from tests.oxigraph_server import Oxigraph, start_oxigraph
+from tests.security.conftest import READ, WRITE
+
+RESULTS = {"Accept": "application/sparql-results+json"}
+
+
+@pytest.fixture(scope="module")
+def hostile_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[HostileStore, Oxigraph]]:
+    upstream = start_oxigraph(tmp_path_factory.mktemp("oxigraph"))
+    bad = HostileStore(upstream.url)
+    yield bad, upstream
+    bad.close()
+    upstream.stop()
+
+
+@pytest.fixture(scope="module")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, hostile_store: tuple[HostileStore, Oxigraph]
+) -> Iterator[LiveServer]:
+    bad, upstream = hostile_store
+    live, stop = start_server(
+        tmp_path_factory.mktemp("data"),
+        write_tokens=[WRITE],
+        read_tokens=[READ],
+        store_url=bad.url + "/query",
+        store_update_url=upstream.url + "/update",
+        store_gsp_url=upstream.url + "/store",
+        store_triple_terms=True,
+    )
+    yield live
+    stop()
+
+
+def _rss_bytes() -> int:
+    """This process's resident memory now (the server runs in it)."""
+    return int(Path("/proc/self/statm").read_text().split()[1]) * 4096
+
+
+def _still_serving(server: LiveServer) -> None:
+    with server.client(READ, timeout=10) as client:
+        asked = client.get("/sparql", params={"query": "ASK {}"}, headers=RESULTS)
+        assert asked.status_code == 200 and asked.json()["boolean"] is True
+        assert client.get("/healthz").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("marker", "status", "error"),
+    [
+        ("FLOOD", 400, "result_too_large"),
+        ("TRICKLE", 503, "query_timeout"),
+        ("SLOWHEAD", 503, "query_timeout"),
+    ],
+)
+def test_a_flooding_or_trickling_store_meets_the_deadline_and_the_cap(
+    server: LiveServer, hostile_store: tuple[HostileStore, Oxigraph], marker: str, status: int, error: str
+) -> None:
+    bad, _ = hostile_store
+    before_answers, before_rss = bad.bad_answers, _rss_bytes()
+    started = time.monotonic()
+    with server.client(READ, timeout=60) as client:
+        answered = client.get(
+            "/sparql", params={"query": f"SELECT ?x WHERE {{ ?x ?p ?o }} # {marker}", "timeout": "5"}, headers=RESULTS
+        )
+    took = time.monotonic() - started
+    print(f"{marker}: {answered.status_code} in {took:.1f} s, RSS {before_rss >> 20} -> {_rss_bytes() >> 20} MB")
+    assert bad.bad_answers == before_answers + 1  # the bad answer was really given
+    assert took < 15
+    assert answered.status_code == status and answered.json()["error"] == error, answered.text
+    assert "aaaa" not in answered.text  # nothing of the store's answer is shown
+    assert _rss_bytes() < 2 << 30
+    _still_serving(server)
