@@ -17,11 +17,12 @@ from sparqlrag import __version__
 from sparqlrag.config import Settings
 from sparqlrag.server import answers, collections, documents, entities, linked_data, nl_query, ontologies, pages
 from sparqlrag.server.access import check_grants
-from sparqlrag.server.errors import EXCEPTION_HANDLERS, UnexpectedErrors
+from sparqlrag.server.errors import EXCEPTION_HANDLERS, ApiError, UnexpectedErrors
 from sparqlrag.server.graph_store import graph_store
 from sparqlrag.server.mcp_endpoint import McpEndpoint
 from sparqlrag.server.metrics import Metrics, MetricsMiddleware, metrics_endpoint
 from sparqlrag.server.openapi import openapi
+from sparqlrag.server.query_admission import QueryAdmission
 from sparqlrag.server.rate_limit import AnswerRateLimit
 from sparqlrag.server.request_guard import RequestGuard
 from sparqlrag.server.running import running
@@ -35,7 +36,9 @@ GSP_METHODS = ["GET", "HEAD", "PUT", "POST", "DELETE"]
 
 
 async def healthz(request: Request) -> Response:
-    await off_loop(request.app.state.store.graph_exists, None)
+    """Liveness: answered without waiting behind running queries (QuadStore.healthy)."""
+    if not await off_loop(request.app.state.store.healthy):
+        raise ApiError(503, "store_unavailable", "the store cannot serve now; see the server log")
     return JSONResponse({"status": "ok", "version": __version__})
 
 
@@ -115,5 +118,6 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
     app.state.settings = settings
     app.state.metrics = Metrics(app)
     app.state.answer_limit = AnswerRateLimit(settings.answer_rate)
+    app.state.queries = QueryAdmission(settings.max_concurrent_queries, settings.query_crash_budget)
     app.state.scratch_dir = scratch_dir(settings.data_dir)
     return app

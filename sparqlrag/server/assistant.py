@@ -15,6 +15,7 @@ import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from importlib.resources import files
 from typing import Any, Literal, ParamSpec, TypeVar
 
@@ -78,7 +79,8 @@ class Assistant:
 
     `services` gives the services once the process has opened them; `caller` says what the
     current call may do (raising ToolError when it may do nothing); `before_answer` is asked
-    before each question is answered (the HTTP server's rate limit)."""
+    before each question is answered (the HTTP server's rate limit), and a SPARQL query runs
+    inside `admitted` (the HTTP server's per-client query limits)."""
 
     def __init__(
         self,
@@ -86,8 +88,10 @@ class Assistant:
         services: Callable[[], Services],
         caller: Callable[[Context], Access],
         before_answer: Callable[[Context], None] = lambda context: None,
+        admitted: Callable[[Context], AbstractAsyncContextManager[None]] = lambda context: nullcontext(),
     ) -> None:
         self.base_iri, self.services, self.caller, self.before_answer = base_iri, services, caller, before_answer
+        self.admitted = admitted
         self.reader = self._server(writes=False)
         self.writer = self._server(writes=True)
 
@@ -255,15 +259,16 @@ class Assistant:
             graphs = await off_loop(readable_graphs, services.store, self.base_iri, access)
             dataset = {"default_graphs": graphs, "named_graphs": graphs}
         store: Any = services.store  # the worker and remote stores take a timeout
-        result = await off_loop(
-            store.query,
-            query,
-            accept=RESULTS,
-            base_iri=self.base_iri,
-            timeout=settings.query_timeout,
-            max_bytes=settings.max_result_bytes,
-            **dataset,
-        )
+        async with self.admitted(context):
+            result = await off_loop(
+                store.query,
+                query,
+                accept=RESULTS,
+                base_iri=self.base_iri,
+                timeout=settings.query_timeout,
+                max_bytes=settings.max_result_bytes,
+                **dataset,
+            )
         body = result.body.decode("utf-8")
         if result.media_type.startswith("application/n-triples"):
             triples = body.splitlines()

@@ -77,3 +77,11 @@ def check_collection_access(request: Request, collection: str) -> None:
     scope: Scope = request.state.scope
     if not access.may(scope, collection):
         raise ApiError(403, "forbidden", f"the bearer token may not {VERBS[scope]} collection {collection!r}")
+
+
+def client_key(request: Request) -> bytes:
+    """Who is asking, for per-client limits: the token (hashed), else the client's address."""
+    credential = request.headers.get("authorization") or request.cookies.get(token_cookie(request.app.state.settings))
+    if not credential:
+        credential = "address " + (request.client.host if request.client else "")
+    return hashlib.sha256(credential.encode()).digest()

@@ -24,7 +24,7 @@ from starlette.types import Receive, Scope, Send
 from sparqlrag.config import Settings
 from sparqlrag.server.access import Access
 from sparqlrag.server.assistant import Assistant
-from sparqlrag.server.auth import authorize
+from sparqlrag.server.auth import authorize, client_key
 from sparqlrag.server.errors import ApiError
 from sparqlrag.services import Services
 from sparqlrag.store.formats import media_type_of
@@ -53,6 +53,7 @@ class McpEndpoint:
             services,
             caller=_caller,
             before_answer=lambda context: _request(context).app.state.answer_limit.check(_request(context)),
+            admitted=lambda context: _request(context).app.state.queries.admitted(client_key(_request(context))),
         )
         security = _transport_security(settings)
         self.reader = _manager(self.assistant.reader, security)

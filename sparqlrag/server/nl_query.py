@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse, Response
 from sparqlrag.ontology.registry import UnknownOntology
 from sparqlrag.queries.nl_query import NlQueryUnavailable, QueryRejected
 from sparqlrag.retrieval.question import QuestionTooLong
-from sparqlrag.server.auth import authorize
+from sparqlrag.server.auth import authorize, client_key
 from sparqlrag.server.bodies import read_body
 from sparqlrag.server.collections import collection_of
 from sparqlrag.server.errors import ApiError
@@ -53,9 +53,10 @@ async def nl_query(request: Request) -> Response:
         )
 
     try:
-        answer = await request.app.state.services.nl_query.ask(
-            body.get("question"), run, collection=collection, ontology=body.get("ontology")
-        )
+        async with request.app.state.queries.admitted(client_key(request)):
+            answer = await request.app.state.services.nl_query.ask(
+                body.get("question"), run, collection=collection, ontology=body.get("ontology")
+            )
     except NlQueryUnavailable as error:
         raise ApiError(501, "nl_query_unavailable", str(error)) from None
     except QueryRejected as error:

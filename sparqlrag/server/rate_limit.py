@@ -7,7 +7,6 @@ of `answer_rate` answers that refills over a minute. An empty bucket is 429 with
 
 from __future__ import annotations
 
-import hashlib
 import math
 import threading
 import time
@@ -15,7 +14,7 @@ from collections import OrderedDict
 
 from starlette.requests import Request
 
-from sparqlrag.server.auth import token_cookie
+from sparqlrag.server.auth import client_key
 from sparqlrag.server.errors import ApiError
 
 MAX_CLIENTS = 10_000  # buckets kept; the least recently used go first (a full bucket loses nothing)
@@ -31,7 +30,7 @@ class AnswerRateLimit:
         """Take one answer from the client's bucket, or raise 429."""
         if not self.per_minute:
             return
-        client, now, rate = _client(request), time.monotonic(), self.per_minute / 60
+        client, now, rate = client_key(request), time.monotonic(), self.per_minute / 60
         with self._lock:
             tokens, at = self._buckets.pop(client, (float(self.per_minute), now))
             tokens = min(float(self.per_minute), tokens + (now - at) * rate)
@@ -50,11 +49,3 @@ class AnswerRateLimit:
 
 def limit_answers(request: Request) -> None:
     request.app.state.answer_limit.check(request)
-
-
-def _client(request: Request) -> bytes:
-    """Who is asking: the token (hashed), else the client's address."""
-    credential = request.headers.get("authorization") or request.cookies.get(token_cookie(request.app.state.settings))
-    if not credential:
-        credential = "address " + (request.client.host if request.client else "")
-    return hashlib.sha256(credential.encode()).digest()

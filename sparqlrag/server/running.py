@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 
 from sparqlrag.config import Settings
 from sparqlrag.services import Models, Services, remote_store
@@ -15,11 +16,16 @@ from sparqlrag.store.calls import off_loop
 from sparqlrag.store.data_dir import prepare_data_dir
 from sparqlrag.store.worker import WorkerStore
 
+IO_THREADS = 32
+
 
 @contextlib.asynccontextmanager
 async def running(settings: Settings, models: Models | None = None) -> AsyncIterator[Services]:
     """Services on a WorkerStore in settings.data_dir, or on the store at settings.store_url;
-    `models` are loaded here when not given."""
+    `models` are loaded here when not given. Blocking calls (a remote store's requests, the
+    indexes, the models) run in a pool of IO_THREADS: Python's default of a few threads a core
+    let a handful of slow remote queries hold up every other call."""
+    asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(IO_THREADS, thread_name_prefix="sparqlrag"))
     prepare_data_dir(settings.data_dir, settings.base_iri)
     opened: QuadStore = (
         remote_store(settings)

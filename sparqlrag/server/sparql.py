@@ -12,7 +12,7 @@ from starlette.responses import Response
 
 from sparqlrag.config import Settings
 from sparqlrag.server.access import Access, readable_graphs, remote_refusal
-from sparqlrag.server.auth import authorize
+from sparqlrag.server.auth import authorize, client_key
 from sparqlrag.server.bodies import decode_utf8, read_body
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.service_description import service_description
@@ -142,12 +142,19 @@ def _timeout(operation: Operation, settings: Settings) -> float:
 
 
 async def _execute(request: Request, operation: Operation) -> Response:
-    settings: Settings = request.app.state.settings
-    store = request.app.state.store
+    """The operation, as one of the client's running queries (query_admission.py)."""
     counted = request.app.state.metrics.sparql(operation.kind)
     access = authorize(request, "write" if operation.kind == "update" else "read", per_collection=True)
-    if access.limited:
-        return await _execute_limited(request, operation, access, counted)
+    async with request.app.state.queries.admitted(client_key(request)):
+        if access.limited:
+            return await _execute_limited(request, operation, access, counted)
+        return await _execute_open(request, operation, counted)
+
+
+async def _execute_open(request: Request, operation: Operation, counted: AbstractContextManager[None]) -> Response:
+    """An operation of a token that reaches every collection."""
+    settings: Settings = request.app.state.settings
+    store = request.app.state.store
     if operation.kind == "update":
         with counted:
             await off_loop(

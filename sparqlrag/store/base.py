@@ -67,7 +67,10 @@ class RemoteSourceFailed(StoreError):
 
 class QueryCrashed(StoreError):
     """The operation stopped the store process (too deep to evaluate, or out of memory); it is
-    not run again, and the same text is refused until the server restarts."""
+    not run again, and the same text is refused until the server restarts (`stopped_store` is
+    False on those refusals)."""
+
+    stopped_store = True
 
 
 class StoreLocked(StoreError):
@@ -125,6 +128,11 @@ class QuadStore(Protocol):
     `store.calls.off_loop(store.method, ...)`. A second implementation (a remote SPARQL store)
     implements these methods; nothing else in the code reaches past them.
     """
+
+    def healthy(self) -> bool:
+        """Whether the store can serve, answered without waiting behind running queries (a
+        liveness probe asks this); a store that cannot tell without a request makes a trivial one."""
+        ...
 
     def query(
         self,

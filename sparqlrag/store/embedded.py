@@ -371,6 +371,10 @@ class EmbeddedStore:
         no_quads = next(iter(self._store.quads_for_pattern(None, None, None, None)), None) is None
         return no_quads and next(iter(self._store.named_graphs()), None) is None
 
+    def healthy(self) -> bool:
+        """In-process: open is serving."""
+        return True
+
     def count(self) -> int:
         return len(self._store)
 

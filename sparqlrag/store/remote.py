@@ -65,6 +65,7 @@ from sparqlrag.store.sparql_text import apply_update_dataset, insert_data, iri_r
 logger = logging.getLogger(__name__)
 READ_ATTEMPTS = 3  # a read that could not connect is sent twice more, after a short pause
 WRITE_BATCH = 5_000  # quads per INSERT DATA: stores limit an update's size (Virtuoso's SQL text)
+HEALTH_TIMEOUT = 5.0  # seconds a liveness probe waits for the store
 MAX_RESPONSE_BYTES = 256 << 20  # what one answer of the store may take in memory, unless set otherwise
 PROBE = "ASK { BIND(<<( <urn:sparqlrag:probe> <urn:sparqlrag:probe> <urn:sparqlrag:probe> )>> AS ?t) }"
 ASK_AS_ROW = "__ASK_RETVAL"  # Virtuoso 7.2 answers ASK with one row of this variable (1 or none)
@@ -207,6 +208,11 @@ class RemoteStore:
     ) -> None:
         text = apply_update_dataset(sparql, using_graphs or [], using_named_graphs or [])
         self._send("update", self.update_url, data={"update": self._sparql(text, base_iri)})
+
+    def healthy(self) -> bool:
+        """The store answers a trivial query within HEALTH_TIMEOUT (else the error says why)."""
+        self._send("query", self.query_url, data={"query": "ASK {}"}, timeout=min(HEALTH_TIMEOUT, self.timeout))
+        return True
 
     # -- graphs -------------------------------------------------------------------------------
 

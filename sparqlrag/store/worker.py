@@ -3,10 +3,12 @@
 pyoxigraph has no query timeout or cancel, and blocking operators (ORDER BY, GROUP BY, COUNT)
 compute inside one native call. The only way to reclaim that CPU is to end the process
 running it. So the server's store lives in a child process (one RocksDB opener, as the
-store requires) serving calls from a thread pool; on a deadline the parent kills it and
+store requires) serving calls from threads in two lanes: clients' queries (the calls with a
+deadline) in one, the server's own calls in the other, so a lane full of slow queries never
+holds up ingest bookkeeping or RAG lookups. On a deadline the parent kills the child and
 starts a new one. Reads that were running beside the killed query are sent again to the
-new process; a kill waits until running writes have finished, so a write's outcome is
-always known.
+new process (unless past their own deadline); a kill waits until running writes have
+finished, so a write's outcome is always known.
 
 Some calls kill the process themselves (a stack overflow, out of memory). The call that did
 is found (crash_report.py), fails once with QueryCrashed and is never sent again; its text is
@@ -16,7 +18,7 @@ was running beside it fails with StoreUnavailable (it may or may not have applie
 With remote access off, the child runs under the socket filter (sandbox.py) from its start.
 
 Wire format: length-prefixed pickles over a socketpair. Requests are
-(id, method, args, kwargs), replies (id, ok, value-or-exception).
+(id, method, args, kwargs, lane), replies (id, ok, value-or-exception).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import itertools
 import logging
 import os
 import pickle
+import queue
 import shutil
 import socket
 import struct
@@ -73,6 +76,8 @@ copyreg.pickle(RdfFormat, lambda fmt: (_rdf_format, (fmt.name,)))
 READ_METHODS = frozenset({"query", "graph_exists", "named_graphs", "serialize_graph", "count", "dump"})
 WRITE_METHODS = frozenset({"update", "replace_graph", "add_to_graph", "add_quads", "drop_graph", "load", "optimize"})
 SPARQL_METHODS = frozenset({"query", "update"})
+LANES = ("client", "internal")  # a call with a deadline (a client's query) runs in the first
+INTERNAL_THREADS = 4
 MAX_POISONED = 1024
 RETRY_START = 5.0  # seconds between tries to start the store process again after one failed
 MIN_FREE_BYTES = 32 << 20  # free space a write needs after the disk was found full (a new WAL and MANIFEST)
@@ -121,7 +126,7 @@ def _serve(fd: int, path: Path, threads: int, allow_remote: bool, table_fd: int,
         with contextlib.suppress(sandbox.SandboxUnavailable):  # then the store refuses SERVICE/LOAD by their words
             sandbox.deny_network(whole_process=True)
     crash_report.report_fatal_signals(os.fdopen(dump_fd, "w"))
-    table = crash_report.RunningTable(os.fdopen(table_fd, "r+b"), threads)
+    table = crash_report.RunningTable(os.fdopen(table_fd, "r+b"), len(_slots(threads)))
     sock = socket.socket(fileno=fd)
     lock = threading.Lock()
     try:
@@ -155,24 +160,35 @@ def _serve(fd: int, path: Path, threads: int, allow_remote: bool, table_fd: int,
         finally:
             table.clear(slot, thread)  # only once the reply is out: a crash before it leaves the call "running"
 
-    receive_lock = threading.Lock()
+    queues: dict[str, queue.SimpleQueue[tuple[Any, ...]]] = {lane: queue.SimpleQueue() for lane in LANES}
 
-    def serve_calls(slot: int) -> None:
-        """Leader/follower: read one request, let the next idle thread read the next, run it."""
+    def receive() -> None:
+        """Hand each request to its lane's threads."""
+        while (message := _recv(sock)) is not None:
+            *call, lane = message
+            queues[lane].put(tuple(call))
+        store.close()
+        os._exit(0)  # the parent is gone: do not wait for running queries
+
+    def serve_lane(slot: int, lane: str) -> None:
         crash_report.prepare_thread()
         while True:
-            with receive_lock:
-                message = _recv(sock)
-            if message is None:
-                store.close()
-                os._exit(0)  # the parent is gone: do not wait for running queries
-            run(slot, *message)
+            run(slot, *queues[lane].get())
 
-    workers = [threading.Thread(target=serve_calls, args=(n,), name=f"store-{n}") for n in range(threads)]
+    workers = [threading.Thread(target=receive, name="store-receive")] + [
+        threading.Thread(target=serve_lane, args=(slot, lane), name=f"store-{lane}-{slot}")
+        for slot, lane in enumerate(_slots(threads))
+    ]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join()
+
+
+def _slots(threads: int) -> list[str]:
+    """The lane of each of the child's threads: `threads` for clients' queries, INTERNAL_THREADS
+    more for the server's own calls, which clients' queries can then never hold up."""
+    return ["client"] * max(1, threads) + ["internal"] * INTERNAL_THREADS
 
 
 # -- parent side ------------------------------------------------------------------------------
@@ -181,12 +197,18 @@ def _serve(fd: int, path: Path, threads: int, allow_remote: bool, table_fd: int,
 @dataclass
 class _Call:
     method: str
-    frame: tuple[Any, ...]
+    frame: tuple[Any, ...]  # (id, method, args, kwargs, lane)
+    deadline: float | None = None  # monotonic time a client's query is stopped at
     future: Future[Any] = field(default_factory=Future)
 
     @property
     def is_write(self) -> bool:
         return self.method in WRITE_METHODS
+
+    def fail(self, error: StoreError) -> None:
+        """Fail the call, unless its caller has stopped waiting (a deadline cancels the future)."""
+        if not self.future.done():
+            self.future.set_exception(error)
 
 
 @dataclass
@@ -225,7 +247,7 @@ class WorkerStore:
         self._full = False  # a write found the disk full: the next write needs a fresh child
         self._poisoned: OrderedDict[bytes, None] = OrderedDict()  # texts that killed the store
         self._table_file = tempfile.TemporaryFile()
-        self._table = crash_report.RunningTable(self._table_file, threads)
+        self._table = crash_report.RunningTable(self._table_file, len(_slots(threads)))
         self._dump_file = tempfile.TemporaryFile()
         self._worker: _Worker | None = None
         self._worker = self._start()
@@ -310,7 +332,7 @@ class WorkerStore:
                     self._poisoned[key] = None
                     while len(self._poisoned) > MAX_POISONED:
                         self._poisoned.popitem(last=False)
-                call.future.set_exception(QueryCrashed(CRASHED))
+                call.fail(QueryCrashed(CRASHED))
             try:
                 self._worker = self._start()
                 self.restarts += 1
@@ -323,17 +345,19 @@ class WorkerStore:
                 )
                 self._failed_at = time.monotonic()
                 for call in orphans.values():
-                    call.future.set_exception(self._failure)
+                    call.fail(self._failure)
                 self._state.notify_all()
                 return
-            started = set(running.values())
+            started, now = set(running.values()), time.monotonic()
             for request_id, call in orphans.items():
-                if request_id in started and call.is_write:
-                    call.future.set_exception(
+                if call.deadline is not None and call.deadline <= now:  # its caller stops waiting anyway
+                    call.fail(QueryTimeout("the query ran past its limit and was stopped"))
+                elif request_id in started and call.is_write:
+                    call.fail(
                         StoreUnavailable("the store process stopped while this write ran; check whether it applied")
                     )
                 elif request_id in started and not worker.stopped and blamed is None:
-                    call.future.set_exception(
+                    call.fail(
                         StoreUnavailable(
                             "the store process stopped while this ran beside other operations, one of which stopped "
                             "it; "
@@ -364,12 +388,19 @@ class WorkerStore:
 
     # -- calls --------------------------------------------------------------------------------
 
-    def _submit(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, Future[Any]]:
-        """Send a call to the child; the future resolves when its reply arrives."""
+    def _submit(
+        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None = None
+    ) -> tuple[int, Future[Any]]:
+        """Send a call to the child; the future resolves when its reply arrives. A call with a
+        `timeout` (a client's query) runs in the child's client lane, the rest in its own, so
+        the server's calls keep moving while clients' queries fill theirs."""
         request_id = next(self._ids)
-        call = _Call(method, (request_id, method, args, kwargs))
+        lane, deadline = ("internal", None) if timeout is None else ("client", time.monotonic() + timeout)
+        call = _Call(method, (request_id, method, args, kwargs, lane), deadline)
         if self._poisoned and _poison_key(method, args) in self._poisoned:  # unlocked: a restart may hold the lock
-            raise QueryCrashed(CRASHED)
+            refused = QueryCrashed(CRASHED)
+            refused.stopped_store = False  # (refused now: it costs no restart)
+            raise refused
         with self._state:
             if call.is_write and self._full:
                 self._reopen_after_full()
@@ -429,7 +460,7 @@ class WorkerStore:
         )
 
     def _call(self, method: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
-        request_id, future = self._submit(method, args, kwargs)
+        request_id, future = self._submit(method, args, kwargs, timeout)
         try:
             return future.result(timeout)
         except FutureTimeout:
@@ -443,9 +474,9 @@ class WorkerStore:
         timeout: float | None = kwargs.pop("timeout", None)
         ready = self._worker is not None and not self._killing
         if ready and all(not isinstance(a, (str, bytes)) or len(a) < 65536 for a in args):
-            request_id, future = self._submit(method, args, kwargs)
+            request_id, future = self._submit(method, args, kwargs, timeout)
         else:
-            request_id, future = await asyncio.to_thread(self._submit, method, args, kwargs)
+            request_id, future = await asyncio.to_thread(self._submit, method, args, kwargs, timeout)
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
         except TimeoutError:
@@ -467,6 +498,11 @@ class WorkerStore:
             worker.process.kill()
 
     # -- the QuadStore interface --------------------------------------------------------------
+
+    def healthy(self) -> bool:
+        """Open, and its process up or being restarted (no round trip, and no lock: a restart
+        holds it while the new process starts)."""
+        return not self._closed and self._failure is None
 
     def query(self, sparql: str, *, timeout: float | None = None, **kwargs: Any) -> Any:
         return self._call("query", sparql, timeout=timeout, **kwargs)
