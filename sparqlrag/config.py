@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     max_upload_bytes: int = 512 * 1024 * 1024
     max_ontology_bytes: int = 32 * 1024 * 1024
     body_timeout: float = 30.0  # a request body that stalls this long ends with 408
+    header_timeout: float = 10.0  # a request head (request line and headers) not in after this long: 408
+    max_header_bytes: int = 32 * 1024  # a request head larger than this: 431
+    max_connections: int = 1000  # open connections (and requests) beyond this get 503
     bulk_load_bytes: int = 16 * 1024 * 1024
     allow_remote: bool = False
     store_threads: int = 8
@@ -165,7 +168,7 @@ class Settings(BaseSettings):
             raise ValueError("must be 0 (no limit) or more")
         return value
 
-    @field_validator("query_timeout", "max_query_timeout", "body_timeout")
+    @field_validator("query_timeout", "max_query_timeout", "body_timeout", "header_timeout")
     @classmethod
     def _positive(cls, value: float) -> float:
         if value <= 0:

@@ -22,6 +22,7 @@ from pyoxigraph import RdfFormat
 from sparqlrag.config import Settings
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.server.app import create_app
+from sparqlrag.server.http_protocol import uvicorn_config
 from sparqlrag.store import EmbeddedStore, WorkerStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,10 +88,15 @@ def listening_socket() -> socket.socket:
     return sock
 
 
-def serve_in_thread(app: Any, sock: socket.socket, what: str = "test server") -> Callable[[], None]:
-    """Serves `app` on `sock` in a thread until the returned stop() is called; fails within a
-    minute, naming `what`, if it does not start."""
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+def serve_in_thread(
+    app: Any, sock: socket.socket, what: str = "test server", settings: Settings | None = None
+) -> Callable[[], None]:
+    """Serves `app` on `sock` in a thread until the returned stop() is called (with the server's
+    uvicorn configuration when its `settings` are given); fails within a minute, naming `what`,
+    if it does not start."""
+    options: dict[str, Any] = {"log_level": "warning", "access_log": False}
+    config = uvicorn_config(app, settings, **options) if settings else uvicorn.Config(app, **options)
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
@@ -115,7 +121,7 @@ def start_server(data_dir: Path, own_base_iri: bool = False, **settings: Any) ->
         settings["base_iri"] = f"http://127.0.0.1:{port}/"
     config_settings = Settings(data_dir=data_dir, port=port, **settings)
     app = create_app(config_settings)
-    stop = serve_in_thread(app, sock)
+    stop = serve_in_thread(app, sock, settings=config_settings)
     return LiveServer(f"http://127.0.0.1:{port}", config_settings, app), stop
 
 

@@ -32,6 +32,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     fail_after: int | None = None  # streamed: this many text pieces, then Anthropic's "overloaded" error event
+    piece_delay: float = 0.0  # streamed: seconds before each text piece
     input_tokens: int = 11
     output_tokens: int = 7
 
@@ -43,6 +44,7 @@ class MessagesStub:
     requests: list[dict] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
+    streams_open: int = 0  # streamed answers still being sent (a client that hangs up ends its own)
     refuse_text: str | None = None  # a request whose body holds this text is refused (400), whatever is scripted
     _queue: list[Reply] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -116,20 +118,25 @@ class MessagesStub:
             "stop_sequence": None,
             "usage": {"input_tokens": reply.input_tokens, "output_tokens": 0},
         }
-        yield event("message_start", {"type": "message_start", "message": message})
-        yield event(
-            "content_block_start",
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        )
-        for number, piece in enumerate(_pieces(reply.text)):
-            if number == reply.fail_after:
-                error = {"type": "overloaded_error", "message": "Overloaded at /internal/host-7"}
-                yield event("error", {"type": "error", "error": error})
-                return
+        self.streams_open += 1
+        try:
+            yield event("message_start", {"type": "message_start", "message": message})
             yield event(
-                "content_block_delta",
-                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
             )
+            for number, piece in enumerate(_pieces(reply.text)):
+                if number == reply.fail_after:
+                    error = {"type": "overloaded_error", "message": "Overloaded at /internal/host-7"}
+                    yield event("error", {"type": "error", "error": error})
+                    return
+                await asyncio.sleep(reply.piece_delay)
+                yield event(
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
+                )
+        finally:
+            self.streams_open -= 1
         yield event("content_block_stop", {"type": "content_block_stop", "index": 0})
         yield event(
             "message_delta",

@@ -194,7 +194,8 @@ def test_index_rows_of_an_ingest_killed_before_its_commit_are_swept_before_it_re
 
 def test_a_pending_document_whose_collection_is_gone_is_dropped_with_its_copy(tmp_path: Path) -> None:
     """Deleting a collection takes its pending markers along; a collection that disappeared some
-    other way (its graphs dropped over SPARQL while the server was down) is not created again."""
+    other way (its registration and graphs dropped over SPARQL while the server was down) is not
+    created again."""
     services = build(tmp_path, OfflineExtractor())
     pipeline, library = services.pipeline, services.pipeline.library
     try:
@@ -205,7 +206,9 @@ def test_a_pending_document_whose_collection_is_gone_is_dropped_with_its_copy(tm
         assert asyncio.run(services.collections.delete("deleted"))
         assert [library.pending(m).collection for m in library.markers()] == ["dropped"]
         dropped = Iris(pipeline.base_iri, "dropped")
-        services.store.update(f"DROP GRAPH <{dropped.source_graph.value}>")
+        services.store.update(
+            f"DROP SILENT GRAPH <{dropped.source_graph.value}> ; {librarian.unregister_collection(dropped)}"
+        )
         asyncio.run(pipeline.sweep_crashed())
         assert any((library.library_dir / "dropped").iterdir())
         (result,) = asyncio.run(pipeline.recover())

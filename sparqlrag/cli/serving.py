@@ -15,6 +15,7 @@ from sparqlrag.cli.session import CliError, Session, load_models
 from sparqlrag.config import Settings
 from sparqlrag.server.access import check_grants
 from sparqlrag.server.app import create_app
+from sparqlrag.server.http_protocol import uvicorn_config
 
 
 def serve(session: Session, args: argparse.Namespace) -> None:
@@ -54,6 +55,7 @@ def _serve(settings: Settings, access_log: bool) -> None:
         f"sparqlrag serving {settings.data_dir}: SPARQL editor {url}, ask page {url}ask, endpoint {url}sparql",
         file=sys.stderr,
     )
-    uvicorn.run(
-        create_app(settings, models), host=settings.host, port=settings.port, access_log=access_log, log_level="info"
+    config = uvicorn_config(
+        create_app(settings, models), settings, host=settings.host, port=settings.port, access_log=access_log
     )
+    uvicorn.Server(config).run()

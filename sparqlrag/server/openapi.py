@@ -65,8 +65,11 @@ PATHS: dict[str, dict[str, Any]] = {
     "/healthz": {
         "get": {
             **operation(
-                "Liveness: the store answers (no token needed)",
-                responses={"200": json_response(json_object(["status"], status=STRING, version=STRING))},
+                "Liveness: the store can serve, answered without waiting behind queries (no token needed)",
+                responses={
+                    "200": json_response(json_object(["status"], status=STRING, version=STRING)),
+                    "503": json_response(ERROR, "the store cannot serve now"),
+                },
             ),
             "security": [],
         }
