@@ -19,7 +19,7 @@ from pyoxigraph import Literal, NamedNode, Quad
 
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.select import select, select_terms
+from sparqlrag.store.select import number, select, select_terms
 from sparqlrag.store.sparql_text import delete_data, insert_data, sparql_term
 from sparqlrag.store.vocab import FAILED as FAILED  # the statuses, re-exported
 from sparqlrag.store.vocab import PROCESSING as PROCESSING
@@ -230,10 +230,8 @@ def documents(store: QuadStore, iris: Iris, document: NamedNode | None = None) -
 
 def _progress(value: str | None, status: str) -> float:
     """A document's progress (0-1); a value that is no number is taken from its status."""
-    try:
-        return min(max(float(value), 0.0), 1.0) if value is not None else 1.0 if status == READY else 0.0
-    except ValueError:
-        return 1.0 if status == READY else 0.0
+    found = number(value)
+    return min(max(found, 0.0), 1.0) if found is not None else 1.0 if status == READY else 0.0
 
 
 def chunks_of(store: QuadStore, iris: Iris, document: NamedNode) -> set[str]:

@@ -28,7 +28,7 @@ from sparqlrag.store import vocab
 from sparqlrag.store.aliases import canonicals
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.provenance import fact_sources
-from sparqlrag.store.select import Term, lexical, select_terms
+from sparqlrag.store.select import Term, lexical, number, select_terms
 from sparqlrag.store.sparql_text import sparql_term, values
 from sparqlrag.store.vocab import InvalidName, Iris, collection_of_graph, local_name
 
@@ -85,8 +85,9 @@ class Description(_Naming):
 
     def triples(self) -> list[Triple]:
         """The description as RDF: every fact in or out, with the labels of what they name (RDF
-        1.1 terms only, so any RDF parser reads it; provenance stays in the SPARQL endpoint)."""
-        facts = [s.fact for s in (*self.outgoing, *self.incoming)]
+        1.1 terms only, so any RDF parser reads it: a fact about a fact is left out; provenance
+        stays in the SPARQL endpoint)."""
+        facts = [s.fact for s in (*self.outgoing, *self.incoming) if not isinstance(s.fact.object, Triple)]
         named = {t.value for f in facts for t in (f.subject, f.predicate, f.object) if isinstance(t, NamedNode)}
         labels = [
             Triple(NamedNode(iri), vocab.RDFS_LABEL, Literal(self.labels[iri]))
@@ -298,7 +299,7 @@ def describe_source(store: QuadStore, base_iri: str, iri: str) -> SourceDescript
         lexical(document_title) if document_title else local_name(iri),
         iri,
         properties,
-        [(lexical(row["c"]), int(lexical(row["i"])), lexical(row["text"])) for row in chunks],
+        [(lexical(row["c"]), int(number(row["i"], 0) or 0), lexical(row["text"])) for row in chunks],
     )
 
 

@@ -56,7 +56,7 @@ from sparqlrag.store.aliases import canonicals
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.fact_index import FactIndex
-from sparqlrag.store.facts import fact_labels, labels_of, parse_fact, walked_filter
+from sparqlrag.store.facts import fact_labels, labels_of, parse_fact, walked, walked_filter
 from sparqlrag.store.provenance import fact_sources
 from sparqlrag.store.select import lexical, select_terms
 from sparqlrag.store.sparql_text import sparql_term
@@ -398,7 +398,9 @@ class GraphRag:
                         f"LIMIT {limit} }}"
                     )
             for row in select_terms(self.store, f"SELECT ?s ?p ?o ?rank WHERE {{ {' UNION '.join(branches)} }}"):
-                per_entity[int(lexical(row["rank"]))].append(Triple(row["s"], row["p"], row["o"]))  # type: ignore[arg-type]
+                fact = Triple(row["s"], row["p"], row["o"])  # type: ignore[arg-type]
+                if walked(fact):  # (the filter cannot say "no triple term" to an RDF 1.1 store)
+                    per_entity[int(lexical(row["rank"]))].append(fact)
         return [(t, entity) for entity, edges in zip(frontier, per_entity) for t in edges]
 
     # -- sources and reasoning ------------------------------------------------------------------

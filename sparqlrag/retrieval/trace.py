@@ -21,7 +21,7 @@ from sparqlrag.models.llm import Completion
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
-from sparqlrag.store.select import lexical, select, select_terms
+from sparqlrag.store.select import lexical, number, select, select_terms
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vocab import Iris
 
@@ -281,7 +281,7 @@ def list_traces(store: QuadStore, iris: Iris, limit: int = 50) -> list[dict[str,
             "mode": row["mode"],
             "answer": row["answer"],
             "started": row["started"],
-            "duration_ms": float(row["ms"]),
+            "duration_ms": number(row["ms"]),
         }
         for row in rows
     ]
@@ -346,30 +346,30 @@ def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> dict[str, Any] | 
         "scorer": fields.get("scorer"),
         "started": fields.get("startedAtTime"),
         "ended": fields.get("endedAtTime"),
-        "duration_ms": float(fields.get("durationMs", 0)),
-        "input_tokens": int(fields.get("inputTokens", 0)),
-        "output_tokens": int(fields.get("outputTokens", 0)),
-        "explored_edges": int(fields["exploredEdges"]) if "exploredEdges" in fields else None,
+        "duration_ms": number(fields.get("durationMs"), 0),
+        "input_tokens": int(number(fields.get("inputTokens"), 0) or 0),
+        "output_tokens": int(number(fields.get("outputTokens"), 0) or 0),
+        "explored_edges": None if (explored := number(fields.get("exploredEdges"))) is None else int(explored),
         "concepts": concepts,
         "seeds": sorted(
             (
                 {
-                    "entity": s["entity"].value,
-                    "score": float(s["score"].value),
-                    "concept": s["concept"].value,
+                    "entity": lexical(s["entity"]),
+                    "score": number(s["score"], 0),
+                    "concept": lexical(s["concept"]),
                     "fact": _fact_json(s, "fact"),
                 }
                 for s in seeds
             ),
-            key=lambda s: -s["score"],
+            key=lambda s: -(s["score"] or 0),
         ),
-        "edges": sorted((_edge_json(e) for e in edges), key=lambda e: -e["score"]),
+        "edges": sorted((_edge_json(e) for e in edges), key=lambda e: -(e["score"] or 0)),
         "sources": sorted(
             (
                 {
-                    "chunk": s["chunk"].value,
-                    "rank": int(s["rank"].value),
-                    "score": float(s["score"].value),
+                    "chunk": lexical(s["chunk"]),
+                    "rank": int(number(s["rank"], 0) or 0),
+                    "score": number(s["score"], 0),
                     "supports": _fact_json(s, "supports"),
                 }
                 for s in sources
@@ -377,8 +377,8 @@ def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> dict[str, Any] | 
             key=lambda s: s["rank"],
         ),
         "steps": [
-            {"name": s["name"].value, "ms": float(s["ms"].value)}
-            for s in sorted(steps, key=lambda s: int(s["index"].value))
+            {"name": lexical(s["name"]), "ms": number(s["ms"], 0)}
+            for s in sorted(steps, key=lambda s: number(s["index"], 0) or 0)
         ],
     }
 
@@ -403,10 +403,10 @@ def _fact_json(row: dict[str, Any], name: str) -> dict[str, Any] | None:
 def _edge_json(row: dict[str, Any]) -> dict[str, Any]:
     return {
         **fact_json(Triple(row["fact_s"], row["fact_p"], row["fact_o"])),
-        "score": float(row["score"].value),
+        "score": number(row["score"], 0),
         "via": _fact_json(row, "via"),
-        "hop": int(row["hop"].value),
-        "concept": row["concept"].value,
-        "statement": row["statement"].value if "statement" in row else None,
-        "reasoning": row["reasoning"].value if "reasoning" in row else None,
+        "hop": int(number(row["hop"], 0) or 0),
+        "concept": lexical(row["concept"]),
+        "statement": lexical(row["statement"]) if "statement" in row else None,
+        "reasoning": lexical(row["reasoning"]) if "reasoning" in row else None,
     }

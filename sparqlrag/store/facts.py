@@ -13,7 +13,7 @@ from pyoxigraph import Literal, NamedNode, RdfFormat, Triple, parse
 
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.select import select_values
+from sparqlrag.store.select import lexical, select_values
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vocab import Iris, local_name
 
@@ -23,9 +23,14 @@ SKIPPED_PREDICATES = (vocab.SKOS_ALT_LABEL.value,)
 
 
 def walked(triple: Triple) -> bool:
-    """Whether the walk follows this fact (its predicate says something about the world)."""
+    """Whether the walk follows this fact (its predicate says something about the world, and
+    its object is no statement about another fact)."""
     predicate = triple.predicate.value
-    return not predicate.startswith(SCHEMA_NAMESPACES) and predicate not in SKIPPED_PREDICATES
+    return (
+        not predicate.startswith(SCHEMA_NAMESPACES)
+        and predicate not in SKIPPED_PREDICATES
+        and not isinstance(triple.object, Triple)
+    )
 
 
 def walked_filter(variable: str = "?p") -> str:
@@ -63,7 +68,7 @@ def labels_of(
 
 
 def fact_labels(triple: Triple, labels: dict[str, str]) -> tuple[str, str, str]:
-    subject, predicate, obj = (labels.get(term.value, term.value) for term in triple)
+    subject, predicate, obj = (labels.get(lexical(term), lexical(term)) for term in triple)
     return subject, predicate, obj
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -27,8 +28,24 @@ def _bindings(store: QuadStore, sparql: str) -> list[dict[str, dict[str, Any]]]:
 
 
 def select(store: QuadStore, sparql: str) -> list[dict[str, str]]:
-    """Rows of a SELECT, each value as its lexical form or IRI."""
-    return [{name: value["value"] for name, value in row.items()} for row in _bindings(store, sparql)]
+    """Rows of a SELECT, each value as its lexical form or IRI (a triple term as N-Triples)."""
+    return [{name: _text(value) for name, value in row.items()} for row in _bindings(store, sparql)]
+
+
+def _text(value: dict[str, Any]) -> str:
+    found = value["value"]
+    return found if isinstance(found, str) else lexical(_term(value))
+
+
+def number(value: str | Term | None, default: float | None = None) -> float | None:
+    """A number read back from a graph that clients may write (a collection's own graphs):
+    `default` when the value is missing, no number, or not finite, never an exception."""
+    text = value if value is None or isinstance(value, str) else lexical(value)
+    try:
+        found = float(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return default
+    return found if math.isfinite(found) else default
 
 
 def select_values(

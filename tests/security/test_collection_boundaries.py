@@ -206,3 +206,69 @@ def test_graph_iris_with_dot_segments_belong_to_no_collection(server: LiveServer
     update = sparql(server, ALPHA_W, "update", f'INSERT DATA {{ GRAPH <{graph}> {{ <urn:s> <urn:p> "o" }} }}')
     assert update.status_code == 403, update.text
     assert server.dataset(ADMIN) == before
+
+
+def _planted(server: LiveServer) -> tuple[str, str]:
+    """Triples of every kind the server reads back from alpha's graphs, each with a value of the
+    wrong kind (what alpha's writer may put there); and the update that takes them away."""
+    base, sr, xsd = _base(server), vocab.SR, vocab.XSD
+    doc, chunk, trace = f"{base}doc/alpha/d1", f"{base}doc/alpha/d1/chunk/bad", f"{base}trace/alpha/planted"
+    bad = f'"not a number" , <urn:iri> , "1e999"^^<{xsd}double> , <<( <urn:a> <urn:b> <urn:c> )>>'
+    source = (
+        f"<{doc}> <{sr}progress> {bad} ; <{vocab.DCTERMS}title> <urn:iri> , <<( <urn:a> <urn:b> <urn:c> )>> . "
+        f"<{chunk}> a <{sr}Chunk> ; <{vocab.PROV}wasDerivedFrom> <{doc}> ; <{sr}index> {bad} ; <{sr}text> {bad} . "
+    )
+    traces = (
+        f'<{trace}> a <{sr}Trace> ; <{sr}question> {bad} ; <{sr}mode> {bad} ; <{sr}answer> "a" ; '
+        f'<{vocab.PROV}startedAtTime> "x" ; <{sr}durationMs> {bad} ; <{sr}inputTokens> {bad} ; '
+        f"<{sr}exploredEdges> {bad} ; <{sr}concept> {bad} ; "
+        f"<{sr}seed> [ <{sr}entity> {bad} ; <{sr}score> {bad} ; <{sr}concept> {bad} ] ; "
+        f"<{sr}selectedEdge> [ <{sr}fact> <<( <urn:a> <urn:b> <urn:c> )>> ; <{sr}score> {bad} ; <{sr}hop> {bad} ; "
+        f"<{sr}concept> {bad} ] ; "
+        f"<{sr}source> [ <{sr}chunk> {bad} ; <{sr}rank> {bad} ; <{sr}score> {bad} ] ; "
+        f"<{sr}step> [ <{vocab.RDFS}label> {bad} ; <{sr}index> {bad} ; <{sr}durationMs> {bad} ] . "
+    )
+    knowledge = (
+        f"<{base}id/alpha/acme-bank> <{vocab.RDFS}label> {bad} ; <{vocab.SKOS}definition> {bad} ; "
+        f"<{vocab.RDF}type> {bad} ; <{base}rel/owns> {bad} . "
+    )
+    data = [(f"{base}graph/alpha/source", source), (f"{base}graph/alpha", knowledge)]
+    plant = [f"INSERT DATA {{ GRAPH <{g}> {{ {t} }} }}" for g, t in data]
+    plant.append(f"INSERT DATA {{ GRAPH <{base}graph/alpha/trace> {{ {traces} }} }}")
+    remove = [f"DELETE DATA {{ GRAPH <{g}> {{ {t} }} }}" for g, t in data] + [
+        f"DELETE {{ GRAPH ?g {{ ?item ?p ?o }} }} WHERE {{ GRAPH ?g {{ <{trace}> ?link ?item FILTER(isBlank(?item)) "
+        "?item ?p ?o } }",
+        f"DELETE WHERE {{ GRAPH ?g {{ <{trace}> ?p ?o }} }}",
+    ]
+    return " ;\n".join(plant), " ;\n".join(remove)
+
+
+def test_nothing_a_collections_writer_plants_makes_a_read_of_it_fail(server: LiveServer) -> None:
+    planted, removal = _planted(server)
+    done = sparql(server, ADMIN, "update", planted)  # (the admin: a blank node is refused to a limited token)
+    assert done.status_code == 204, done.text
+    try:
+        with server.client(ALPHA_R) as reader:
+            traces = reader.get("/api/v1/traces?collection=alpha")
+            reads = [
+                traces,
+                reader.get("/api/v1/traces/planted?collection=alpha"),
+                reader.get("/trace/alpha/planted", headers={"Accept": "text/html"}),
+                reader.get("/page/trace/alpha/planted"),
+                reader.get("/api/v1/collections/alpha"),
+                reader.get("/api/v1/collections"),
+                reader.get("/api/v1/documents?collection=alpha"),
+                reader.get("/api/v1/documents/d1?collection=alpha"),
+                reader.get("/page/doc/alpha/d1"),
+                reader.get("/page/doc/alpha/d1/chunk/bad"),
+                reader.get("/data/doc/alpha/d1/chunk/bad.ttl"),
+                reader.get("/page/id/alpha/acme-bank"),
+                reader.get("/data/id/alpha/acme-bank.jsonld"),
+                reader.get("/page/rel/owns"),
+                reader.post("/api/v1/graph-rag", json={"question": "Who owns Acme Bank?", "collection": "alpha"}),
+                reader.post("/api/v1/document-rag", json={"question": "Who owns Acme Bank?", "collection": "alpha"}),
+            ]
+        for response in reads:
+            assert response.status_code < 500, (response.url, response.text[:300])
+    finally:
+        assert sparql(server, ADMIN, "update", removal).status_code == 204
