@@ -25,7 +25,7 @@ from processes import server
 from report import markdown_table, publish
 
 SLOW, OTHER, WRITER = "slow-reader", "other-reader", "writer"
-CARTESIAN = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l }"
+CARTESIAN = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"
 RESULTS = {"Accept": "application/sparql-results+json"}
 PROBES = {
     "ASK {} (another token)": (OTHER, "GET", "/sparql", {"params": {"query": "ASK {}"}}),

@@ -5,7 +5,8 @@ every request through, except a query whose text carries a marker, which it answ
 - `TRICKLE`: headers, then the body one byte a second;
 - `SLOWHEAD`: the status line and headers themselves one byte a second.
 
-Each bad answer stops by itself after `LIMIT_SECONDS`, or when the client hangs up.
+Each bad answer stops by itself after `LIMIT_SECONDS`, or when the client hangs up (counted in
+`hung_up`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class HostileStore:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
         self.bad_answers = 0
+        self.hung_up = threading.Semaphore(0)  # released each time a client hangs up on a bad answer
         self._client = httpx.Client(timeout=120)
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
@@ -57,8 +59,8 @@ class HostileStore:
                     self.bad_answers += 1
                     try:
                         answer(connection)
-                    except OSError:
-                        pass  # the client hung up: what a good client does
+                    except OSError:  # the client hung up: what a good client does
+                        self.hung_up.release()
                     return
             relayed = self._client.request(method, self.upstream + path, headers=headers, content=body)
             head = f"HTTP/1.1 {relayed.status_code} X\r\n".encode()

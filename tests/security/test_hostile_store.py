@@ -1,6 +1,8 @@
 """A store of record that floods or trickles (issue 35, hole 5): with `--store-url` a query
-ends within its total deadline however slowly the store answers, an answer past its byte cap
-is refused with a clear error, the server's memory stays bounded, and it goes on serving."""
+ends at its total deadline however slowly the store answers (the server hangs up on the
+store), an answer past its byte cap is refused with a clear error, the server's memory stays
+bounded, and it goes on serving. How long each took is printed (`-s`); bench/hostile_store.py
+prints the figures."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LiveServer, start_server
-from tests.hostile_store import HostileStore
+from tests.hostile_store import LIMIT_SECONDS, HostileStore
 from tests.oxigraph_server import Oxigraph, start_oxigraph
 from tests.security.conftest import READ, WRITE
 
@@ -78,8 +80,9 @@ def test_a_flooding_or_trickling_store_meets_the_deadline_and_the_cap(
     took = time.monotonic() - started
     print(f"{marker}: {answered.status_code} in {took:.1f} s, RSS {before_rss >> 20} -> {_rss_bytes() >> 20} MB")
     assert bad.bad_answers == before_answers + 1  # the bad answer was really given
-    assert took < 15
+    # the server hung up on the store: the bad answer did not run to its own end (LIMIT_SECONDS)
+    assert bad.hung_up.acquire(timeout=LIMIT_SECONDS - took)
     assert answered.status_code == status and answered.json()["error"] == error, answered.text
     assert "aaaa" not in answered.text  # nothing of the store's answer is shown
-    assert _rss_bytes() < 2 << 30
+    assert _rss_bytes() - before_rss < 768 << 20  # at most the answer's cap and its copies
     _still_serving(server)

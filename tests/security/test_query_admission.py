@@ -19,7 +19,7 @@ from tests.security.conftest import sparql
 
 ADMIN, SLOW, OTHER = "admin", "slow-reader", "other-reader"
 RESULTS = {"Accept": "application/sparql-results+json"}
-CARTESIAN = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l }"
+CARTESIAN = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"  # runs for minutes
 DEEP = "SELECT * WHERE " + "{" * 10_000 + "}" * 10_000  # nests too deeply: it stops the store process
 
 
@@ -53,16 +53,21 @@ def test_a_clients_slow_queries_leave_everyone_else_served(server: LiveServer) -
     finished: list[tuple[str, int]] = []  # (what, status), in the order the answers came
 
     def slow() -> None:
-        finished.append(("slow", _ask(server, SLOW, CARTESIAN, timeout="8").status_code))
+        answer = _ask(server, SLOW, CARTESIAN, timeout="8")
+        while answer.status_code == 429:  # one of the ASKs below held a slot for a moment
+            answer = _ask(server, SLOW, CARTESIAN, timeout="8")
+        finished.append(("slow", answer.status_code))
 
     threads = [threading.Thread(target=slow) for _ in range(2)]
     for thread in threads:
         thread.start()
     # once both run, the same client's next query is refused at once, with a hint when to come back
     third = _ask(server, SLOW)
-    while third.status_code == 200:  # (an ASK asked before both had started)
+    for _ in range(1000):  # (an ASK asked before both had started is answered)
+        if third.status_code != 200 or len(finished) == 2:
+            break
         third = _ask(server, SLOW)
-    assert third.status_code == 429 and third.json()["error"] == "too_many_queries", third.text
+    assert third.status_code == 429 and third.json()["error"] == "too_many_queries", (third.text, finished)
     assert third.headers["Retry-After"] == "1"
     # another client's query, the server's own calls and /healthz are answered meanwhile
     other = _ask(server, OTHER)

@@ -1,0 +1,82 @@
+"""A store of record that floods or trickles (issue 35, hole 5): how long `/sparql?timeout=5`
+takes to answer, and the server's peak RSS, when the store behind `--store-url` sends an endless
+result, its body one byte a second, or its headers one byte a second.
+
+`sparqlrag serve` runs with `store_url` pointing at tests/hostile_store.py, a proxy in front of a
+real `oxigraph serve` that passes everything through except queries carrying a marker. After
+each bad answer an `ASK {}` checks that the server goes on serving.
+
+    .venv/bin/python bench/hostile_store.py [--timeout 5] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from processes import RssSampler, server
+from report import markdown_table, publish
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.hostile_store import HostileStore  # noqa: E402
+from tests.oxigraph_server import start_oxigraph  # noqa: E402
+
+RESULTS = {"Accept": "application/sparql-results+json"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--timeout", type=float, default=5.0)
+    parser.add_argument("--markdown", action="store_true", help="append the table to bench/RESULTS.md")
+    args = parser.parse_args()
+    rows, figures = [], {}
+    with tempfile.TemporaryDirectory() as folder:
+        upstream = start_oxigraph(Path(folder) / "oxigraph")
+        bad = HostileStore(upstream.url)
+        env = {
+            "SPARQLRAG_STORE_URL": bad.url + "/query",
+            "SPARQLRAG_STORE_UPDATE_URL": upstream.url + "/update",
+            "SPARQLRAG_STORE_GSP_URL": upstream.url + "/store",
+            "SPARQLRAG_STORE_TRIPLE_TERMS": "true",
+        }
+        try:
+            with server(Path(folder) / "data", "http://bench.example/", env) as (client, process):
+                rss = RssSampler(process.pid)
+                try:
+                    for marker in ("FLOOD", "TRICKLE", "SLOWHEAD"):
+                        started = time.monotonic()
+                        answered = client.get(
+                            "/sparql",
+                            params={
+                                "query": f"SELECT ?x WHERE {{ ?x ?p ?o }} # {marker}",
+                                "timeout": str(args.timeout),
+                            },
+                            headers=RESULTS,
+                        )
+                        took = time.monotonic() - started
+                        after = client.get("/sparql", params={"query": "ASK {}"}, headers=RESULTS).status_code
+                        error = answered.json().get("error", "")
+                        figures[marker] = {"status": answered.status_code, "error": error, "seconds": took}
+                        rows.append([marker, f"{answered.status_code} {error}", f"{took:.2f}", str(after)])
+                finally:
+                    rss.stop()
+                figures["peak_rss_mb"] = rss.peak
+        finally:
+            bad.close()
+            upstream.stop()
+    rows.append(["peak RSS of the server", "", f"{figures['peak_rss_mb']:.0f} MB", ""])
+    table = "\n".join(markdown_table(["store answers", "/sparql answer", "seconds", "ASK {} after"], rows))
+    publish(
+        f"A flooding or trickling store, timeout {args.timeout:g} s (bench/hostile_store.py)",
+        table,
+        figures,
+        args.markdown,
+    )
+
+
+if __name__ == "__main__":
+    main()
