@@ -3,7 +3,8 @@ every request through, except a query whose text carries a marker, which it answ
 
 - `FLOOD`: a valid SPARQL JSON result that never ends (as a store answering a cartesian product);
 - `TRICKLE`: headers, then the body one byte a second;
-- `SLOWHEAD`: the status line and headers themselves one byte a second.
+- `SLOWHEAD`: the status line and headers themselves one byte a second;
+- `HOLD`: nothing at all, as a store computing a long answer.
 
 Each bad answer stops by itself after `LIMIT_SECONDS`, or when the client hangs up (counted in
 `hung_up`).
@@ -54,7 +55,7 @@ class HostileStore:
                 return
             method, path, headers, body = request
             text = unquote_plus(body.decode("utf-8", "replace"))
-            for marker, answer in (("FLOOD", _flood), ("TRICKLE", _trickle), ("SLOWHEAD", _slow_head)):
+            for marker, answer in (("FLOOD", _flood), ("TRICKLE", _trickle), ("SLOWHEAD", _slow_head), ("HOLD", _hold)):
                 if marker in text:
                     self.bad_answers += 1
                     try:
@@ -105,6 +106,16 @@ def _trickle(connection: socket.socket) -> None:
 
 def _slow_head(connection: socket.socket) -> None:
     _drip(connection, HEAD * 100)
+
+
+def _hold(connection: socket.socket) -> None:
+    connection.settimeout(LIMIT_SECONDS)
+    try:
+        closed = connection.recv(1) == b""
+    except TimeoutError:
+        return
+    if closed:
+        raise ConnectionResetError  # the client hung up
 
 
 def _drip(connection: socket.socket, data: bytes) -> None:

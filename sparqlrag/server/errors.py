@@ -38,6 +38,7 @@ STORE_ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     base.DataSyntaxError: (400, "invalid_rdf"),
     base.QueryEvaluationError: (400, "evaluation_error"),
     base.ResultTooLarge: (400, "result_too_large"),
+    base.ClientGone: (499, "client_closed_request"),  # (nginx's code; never read: for logs and metrics)
     base.UpdateDatasetConflict: (400, "dataset_conflict"),
     base.RemoteAccessRefused: (403, "remote_access_refused"),
     base.RemoteSourceFailed: (400, "remote_source_failed"),

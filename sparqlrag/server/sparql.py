@@ -15,6 +15,7 @@ from sparqlrag.server.access import Access, readable_graphs, remote_refusal
 from sparqlrag.server.auth import authorize, client_key
 from sparqlrag.server.bodies import decode_utf8, read_body
 from sparqlrag.server.errors import ApiError
+from sparqlrag.server.hang_ups import ended_by_hang_up
 from sparqlrag.server.service_description import service_description
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.formats import charset_of, media_type_of
@@ -145,7 +146,7 @@ async def _execute(request: Request, operation: Operation) -> Response:
     """The operation, as one of the client's running queries (query_admission.py)."""
     counted = request.app.state.metrics.sparql(operation.kind)
     access = authorize(request, "write" if operation.kind == "update" else "read", per_collection=True)
-    async with request.app.state.queries.admitted(client_key(request)):
+    async with request.app.state.queries.admitted(client_key(request)), ended_by_hang_up(request):
         if access.limited:
             return await _execute_limited(request, operation, access, counted)
         return await _execute_open(request, operation, counted)

@@ -49,6 +49,10 @@ class QueryTimeout(StoreError):
     """The operation ran past its deadline and was stopped."""
 
 
+class ClientGone(StoreError):
+    """The client a call worked for hung up, and the call was stopped (nobody reads this answer)."""
+
+
 class ResultTooLarge(StoreError):
     """A query's result is over the byte limit the caller set (a client's query, max_result_bytes)."""
 

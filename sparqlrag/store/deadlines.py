@@ -1,42 +1,91 @@
-"""Total deadlines and size caps for requests to a remote store.
+"""Total deadlines, cancellation and size caps for requests to a remote store.
 
 httpx's timeouts bound each socket operation, so a store that sends one byte a second meets
 every one of them and is never cut off. Here every read, write and connect a request makes
 waits at most until the deadline of the call it belongs to (`deadline`, per thread), headers
-included; and an answer is read in pieces and refused once it passes its byte cap, so a store
-that streams an endless result costs the cap, not the server's memory.
+included; a call whose client has hung up is cut off at once (the server sets a `Cancel` in
+CANCEL, which `asyncio.to_thread` carries into the thread making the call, and setting it shuts
+the sockets the call is using); and an answer is read in pieces and refused once it passes its
+byte cap, so a store that streams an endless result costs the cap, not the server's memory.
 """
 
 from __future__ import annotations
 
+import socket
 import ssl
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from typing import Any
 
 import httpcore
 import httpx
 
-_calls = threading.local()  # .at: the monotonic time the running call must end by
+_calls = threading.local()  # .at: the monotonic time the running call must end by; .cancel: its Cancel
+
+
+class Cancel:
+    """Set when the client a call works for has gone: the sockets the call uses are shut."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._streams: set[httpcore.NetworkStream] = set()
+        self.is_set = False
+
+    def set(self) -> None:
+        with self._lock:
+            self.is_set = True
+            streams, self._streams = self._streams, set()
+        for stream in streams:
+            _shut(stream)
+
+    def forget(self) -> None:
+        """The call has ended: its streams go back to the pool, and a later set() leaves them be."""
+        with self._lock:
+            self._streams.clear()
+
+    def watch(self, stream: httpcore.NetworkStream) -> None:
+        with self._lock:
+            if not self.is_set:
+                self._streams.add(stream)
+                return
+        _shut(stream)
+
+
+def _shut(stream: httpcore.NetworkStream) -> None:
+    """Wake a read blocked on the stream's socket from another thread (it then reads EOF)."""
+    sock = stream.get_extra_info("socket")
+    if isinstance(sock, socket.socket):
+        with suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+CANCEL: ContextVar[Cancel | None] = ContextVar("sparqlrag_store_cancel", default=None)
 
 
 @contextmanager
-def deadline(seconds: float) -> Iterator[None]:
-    """Every request this thread makes inside the block ends within `seconds` of its start
-    (a nested block cannot extend an outer one)."""
+def deadline(seconds: float) -> Iterator[Cancel | None]:
+    """Every request this thread makes inside the block ends within `seconds` of its start (a
+    nested block cannot extend an outer one), or at once when CANCEL's Cancel is set; yields it."""
     outer: float | None = getattr(_calls, "at", None)
+    outer_cancel: Cancel | None = getattr(_calls, "cancel", None)
     at = time.monotonic() + seconds
-    _calls.at = at if outer is None else min(at, outer)
+    _calls.at, _calls.cancel = (at if outer is None else min(at, outer)), CANCEL.get()
     try:
-        yield
+        yield _calls.cancel
     finally:
-        _calls.at = outer
+        if _calls.cancel is not None:
+            _calls.cancel.forget()
+        _calls.at, _calls.cancel = outer, outer_cancel
 
 
 def _left(timeout: float | None, expired: type[Exception]) -> float | None:
     """The socket timeout an operation gets: its own, cut to what is left of the call's time."""
+    cancel: Cancel | None = getattr(_calls, "cancel", None)
+    if cancel is not None and cancel.is_set:
+        raise httpcore.ReadError("the client has gone")
     at: float | None = getattr(_calls, "at", None)
     if at is None:
         return timeout
@@ -51,10 +100,18 @@ class _Stream(httpcore.NetworkStream):
         self._inner = inner
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        self._watched()
         return self._inner.read(max_bytes, _left(timeout, httpcore.ReadTimeout))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._watched()
         self._inner.write(buffer, _left(timeout, httpcore.WriteTimeout))
+
+    def _watched(self) -> None:
+        """Shut by the running call's Cancel, if it has one (a pooled stream serves many calls)."""
+        cancel: Cancel | None = getattr(_calls, "cancel", None)
+        if cancel is not None:
+            cancel.watch(self._inner)
 
     def close(self) -> None:
         self._inner.close()

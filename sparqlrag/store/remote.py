@@ -46,6 +46,7 @@ from pyoxigraph import (
 )
 
 from sparqlrag.store.base import (
+    ClientGone,
     DataSyntaxError,
     Graph,
     GraphNotFound,
@@ -56,7 +57,7 @@ from sparqlrag.store.base import (
     RemoteStoreFailed,
     ResultTooLarge,
 )
-from sparqlrag.store.deadlines import AnswerTooLarge, DeadlineTransport, deadline, read_capped
+from sparqlrag.store.deadlines import AnswerTooLarge, Cancel, DeadlineTransport, deadline, read_capped
 from sparqlrag.store.formats import media_type_of
 from sparqlrag.store.reification import as_rdf11, as_rdf12, sparql_as_rdf11
 from sparqlrag.store.results import result_too_large, serialize_result
@@ -361,12 +362,10 @@ class RemoteStore:
         attempts = READ_ATTEMPTS if what == "query" else 1
         limit = timeout if timeout is not None else self.timeout
         cap = min(max_bytes, self.max_response_bytes) if max_bytes is not None else self.max_response_bytes
-        with deadline(limit):
+        with deadline(limit) as cancel:
             for attempt in range(1, attempts + 1):
                 try:
-                    with self._client.stream(method, url, timeout=limit, **request) as streamed:
-                        body = read_capped(streamed, cap if streamed.status_code < 300 else 4096)
-                        response = httpx.Response(streamed.status_code, headers=streamed.headers, content=body)
+                    response = self._request(method, url, limit, cap, cancel, request)
                 except httpx.ConnectError as error:
                     if attempt < attempts:
                         time.sleep(0.2 * attempt)
@@ -391,6 +390,20 @@ class RemoteStore:
                     raise RemoteStoreFailed(f"the connection to the store at {self.name} failed") from error
                 return self._checked(response, what)
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _request(
+        self, method: str, url: str, limit: float, cap: int, cancel: Cancel | None, request: dict[str, Any]
+    ) -> httpx.Response:
+        """One request, its answer read whole (at most `cap` bytes; an error's, 4 KiB); ClientGone
+        when it failed because the client it serves hung up (`cancel`)."""
+        try:
+            with self._client.stream(method, url, timeout=limit, **request) as streamed:
+                body = read_capped(streamed, cap if streamed.status_code < 300 else 4096)
+                return httpx.Response(streamed.status_code, headers=streamed.headers, content=body)
+        except httpx.HTTPError as error:
+            if cancel is not None and cancel.is_set:
+                raise ClientGone(f"the client hung up; its request to the store at {self.name} was stopped") from error
+            raise
 
     def _checked(self, response: httpx.Response, what: str) -> httpx.Response:
         status = response.status_code

@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.conftest import LiveServer, start_server
@@ -85,4 +86,17 @@ def test_a_flooding_or_trickling_store_meets_the_deadline_and_the_cap(
     assert answered.status_code == status and answered.json()["error"] == error, answered.text
     assert "aaaa" not in answered.text  # nothing of the store's answer is shown
     assert _rss_bytes() - before_rss < 768 << 20  # at most the answer's cap and its copies
+    _still_serving(server)
+
+
+def test_a_client_that_hangs_up_stops_its_request_to_the_store(
+    server: LiveServer, hostile_store: tuple[HostileStore, Oxigraph]
+) -> None:
+    bad, _ = hostile_store
+    before = bad.bad_answers
+    with server.client(READ, timeout=1) as client, pytest.raises(httpx.ReadTimeout):
+        client.get("/sparql", params={"query": "ASK { ?s ?p ?o } # HOLD", "timeout": "50"}, headers=RESULTS)
+    assert bad.bad_answers == before + 1
+    # the server hung up on the store well before the query's 50 s deadline
+    assert bad.hung_up.acquire(timeout=40)
     _still_serving(server)

@@ -1,0 +1,37 @@
+"""A client that hangs up stops the store calls made for it.
+
+A remote store's request (store/deadlines.py) is cut off at once when its client has gone, so
+a long query of a client that gave up does not go on holding the store and a connection. The
+embedded store's calls run on to their deadline: stopping one means restarting the store
+process, which a client could otherwise make happen at will by hanging up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from starlette.requests import Request
+
+from sparqlrag.store.deadlines import CANCEL, Cancel
+
+
+@contextlib.asynccontextmanager
+async def ended_by_hang_up(request: Request) -> AsyncIterator[None]:
+    """Store calls made in the block (their threads carry CANCEL) stop when the client hangs up."""
+    cancel = Cancel()
+    reset = CANCEL.set(cancel)
+    watcher = asyncio.create_task(_hang_up(request, cancel))
+    try:
+        yield
+    finally:
+        watcher.cancel()
+        CANCEL.reset(reset)
+
+
+async def _hang_up(request: Request, cancel: Cancel) -> None:
+    """Set `cancel` once the client has gone (its body, if any, was read before)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    cancel.set()
