@@ -39,7 +39,7 @@ class Settings(BaseSettings):
     query_timeout: float = 30.0
     max_query_timeout: float = 300.0
     max_sparql_bytes: int = 10 * 1024 * 1024
-    max_concurrent_queries: int = 4  # SPARQL queries one client (token, else address) may run at once; 0: any
+    max_concurrent_queries: int = 8  # SPARQL queries one client (token, else address) may run at once; 0: any
     query_crash_budget: int = 3  # queries of a client that may stop the store in 10 minutes before it gets 429
     max_result_bytes: int = 128 * 1024 * 1024  # a client's query result (/sparql, MCP): more is 400 result_too_large
     max_upload_bytes: int = 512 * 1024 * 1024
@@ -50,7 +50,7 @@ class Settings(BaseSettings):
     max_connections: int = 1000  # open connections (and requests) beyond this get 503
     bulk_load_bytes: int = 16 * 1024 * 1024
     allow_remote: bool = False
-    store_threads: int = 8
+    store_threads: int = 16  # clients' queries the store process runs at once (twice one client's limit)
     cors_origins: Tokens = Field(default_factory=lambda: ["*"])
     # models
     offline: bool = True

@@ -90,7 +90,7 @@ CLIENT_ERRORS: list[tuple[type[Exception], int, str]] = [
 
 async def described_error_handler(request: Request, exc: Exception) -> Response:
     status, error, detail = described(exc)
-    if status >= 500 and not isinstance(exc, LLMError):
+    if status >= 500 and not isinstance(exc, (LLMError, base.QueryTimeout)):  # (a timeout: the client's query)
         log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
     return error_response(status, error, detail, exc.headers if isinstance(exc, ApiError) else None)
 

@@ -245,6 +245,7 @@ class WorkerStore:
         self._failure: StoreError | None = None  # set when a restart failed: calls fail fast with it
         self._failed_at = 0.0  # when the last start failed: one more is tried RETRY_START later
         self._full = False  # a write found the disk full: the next write needs a fresh child
+        self._restarting = False  # a new child is being started (outside the lock)
         self._poisoned: OrderedDict[bytes, None] = OrderedDict()  # texts that killed the store
         self._table_file = tempfile.TemporaryFile()
         self._table = crash_report.RunningTable(self._table_file, len(_slots(threads)))
@@ -333,47 +334,63 @@ class WorkerStore:
                     while len(self._poisoned) > MAX_POISONED:
                         self._poisoned.popitem(last=False)
                 call.fail(QueryCrashed(CRASHED))
-            try:
-                self._worker = self._start()
-                self.restarts += 1
-            except StoreError as error:
-                log.error("the store process could not restart: %s", error)
+            self._restarting = True
+        try:  # not under the lock: a start takes about a second, and calls on the event loop take the lock
+            started_worker: _Worker | None = self._start()
+            failure = None
+        except StoreError as error:
+            started_worker, failure = None, error
+        with self._state:
+            self._restarting = False
+            self._state.notify_all()
+            if self._closed:  # closed meanwhile: nothing to serve
+                if started_worker is not None:
+                    started_worker.process.kill()
+                for call in orphans.values():
+                    call.fail(StoreUnavailable("the store is closed"))
+                return
+            if started_worker is None:
+                log.error("the store process could not restart: %s", failure)
                 self._failure = (
-                    error
-                    if isinstance(error, StorageFull)
+                    failure
+                    if isinstance(failure, StorageFull)
                     else StoreUnavailable("the store process could not restart; see the server log")
                 )
                 self._failed_at = time.monotonic()
                 for call in orphans.values():
                     call.fail(self._failure)
-                self._state.notify_all()
                 return
-            started, now = set(running.values()), time.monotonic()
-            for request_id, call in orphans.items():
-                if call.deadline is not None and call.deadline <= now:  # its caller stops waiting anyway
-                    call.fail(QueryTimeout("the query ran past its limit and was stopped"))
-                elif request_id in started and call.is_write:
-                    call.fail(
-                        StoreUnavailable("the store process stopped while this write ran; check whether it applied")
+            self._worker = started_worker
+            self.restarts += 1
+            self._resend(worker, orphans, running, blamed)
+
+    def _resend(self, stopped: _Worker, orphans: dict[int, _Call], running: dict[Any, int], blamed: int | None) -> None:
+        """Send the calls the stopped child left to the new one, where that is safe; fail the
+        rest. The caller holds the lock."""
+        assert self._worker is not None
+        started, now = set(running.values()), time.monotonic()
+        for request_id, call in orphans.items():
+            if call.deadline is not None and call.deadline <= now:  # its caller stops waiting anyway
+                call.fail(QueryTimeout("the query ran past its limit and was stopped"))
+            elif request_id in started and call.is_write:
+                call.fail(StoreUnavailable("the store process stopped while this write ran; check whether it applied"))
+            elif request_id in started and not stopped.stopped and blamed is None:
+                call.fail(
+                    StoreUnavailable(
+                        "the store process stopped while this ran beside other operations, one of which stopped it; "
+                        "it was not run again: send it again if it is not the one"
                     )
-                elif request_id in started and not worker.stopped and blamed is None:
-                    call.fail(
-                        StoreUnavailable(
-                            "the store process stopped while this ran beside other operations, one of which stopped "
-                            "it; "
-                            "it was not run again: send it again if it is not the one"
-                        )
-                    )
-                else:  # not started, or running beside a known culprit or a deadline kill
-                    self._pending[request_id] = call
-                    if call.is_write:
-                        self._writes_running += 1
-                    _send(self._worker.sock, self._worker.send_lock, call.frame)
-            self._state.notify_all()
+                )
+            else:  # not started, or running beside a known culprit or a deadline kill
+                self._pending[request_id] = call
+                if call.is_write:
+                    self._writes_running += 1
+                _send(self._worker.sock, self._worker.send_lock, call.frame)
 
     def close(self) -> None:
         with self._state:
             self._closed = True
+            self._state.wait_for(lambda: not self._restarting)  # (its files are in use meanwhile)
             worker, self._worker = self._worker, None
         if worker is not None:
             worker.sock.shutdown(socket.SHUT_RDWR)  # the child sees EOF and exits; close() alone would
@@ -388,20 +405,24 @@ class WorkerStore:
 
     # -- calls --------------------------------------------------------------------------------
 
-    def _submit(
-        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None = None
-    ) -> tuple[int, Future[Any]]:
-        """Send a call to the child; the future resolves when its reply arrives. A call with a
-        `timeout` (a client's query) runs in the child's client lane, the rest in its own, so
-        the server's calls keep moving while clients' queries fill theirs."""
-        request_id = next(self._ids)
-        lane, deadline = ("internal", None) if timeout is None else ("client", time.monotonic() + timeout)
-        call = _Call(method, (request_id, method, args, kwargs, lane), deadline)
+    def _call_for(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None) -> _Call:
+        """The call to send. A call with a `timeout` (a client's query) runs in the child's client
+        lane, the rest in its own, so the server's calls keep moving while clients' queries fill theirs."""
         if self._poisoned and _poison_key(method, args) in self._poisoned:  # unlocked: a restart may hold the lock
             refused = QueryCrashed(CRASHED)
             refused.stopped_store = False  # (refused now: it costs no restart)
             raise refused
+        request_id = next(self._ids)
+        lane, deadline = ("internal", None) if timeout is None else ("client", time.monotonic() + timeout)
+        return _Call(method, (request_id, method, args, kwargs, lane), deadline)
+
+    def _submit(self, call: _Call, wait: bool = True) -> bool:
+        """Send a call to the child (its future resolves when its reply arrives), waiting while the
+        child restarts; without `wait` (on the event loop), False instead of waiting."""
         with self._state:
+            busy = self._worker is None or (call.is_write and (self._killing or self._full))
+            if busy and not wait:
+                return False
             if call.is_write and self._full:
                 self._reopen_after_full()
             while (self._worker is None or (call.is_write and self._killing)) and not self._closed:
@@ -411,7 +432,7 @@ class WorkerStore:
                 self._state.wait()  # the child is restarting; writes also wait while a kill is due
             if self._closed or self._worker is None:
                 raise StoreUnavailable("the store is closed")
-            self._pending[request_id] = call
+            self._pending[call.frame[0]] = call
             if call.is_write:
                 self._writes_running += 1
             worker = self._worker
@@ -419,7 +440,7 @@ class WorkerStore:
             _send(worker.sock, worker.send_lock, call.frame)
         except OSError:
             pass  # the child just died: once restarted, _after_exit resends this call (or fails a write)
-        return request_id, call.future
+        return True
 
     def _reopen_after_full(self) -> None:
         """RocksDB refuses every write after one failed for want of space, until it is opened
@@ -460,27 +481,27 @@ class WorkerStore:
         )
 
     def _call(self, method: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
-        request_id, future = self._submit(method, args, kwargs, timeout)
+        call = self._call_for(method, args, kwargs, timeout)
+        self._submit(call)
         try:
-            return future.result(timeout)
+            return call.future.result(timeout)
         except FutureTimeout:
-            raise self._timed_out(request_id, timeout or 0) from None
+            raise self._timed_out(call.frame[0], timeout or 0) from None
 
     async def call_async(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """`method(*args, **kwargs)` awaited on the event loop without tying up a thread (a
         `timeout=` keyword bounds a query, as in `query`). Small calls are sent from the loop
         itself; large payloads, and calls made while the child restarts or is being stopped
-        (which wait for it), are sent from a thread."""
+        (which wait for it), are sent from a thread: the loop never waits for the child."""
         timeout: float | None = kwargs.pop("timeout", None)
-        ready = self._worker is not None and not self._killing
-        if ready and all(not isinstance(a, (str, bytes)) or len(a) < 65536 for a in args):
-            request_id, future = self._submit(method, args, kwargs, timeout)
-        else:
-            request_id, future = await asyncio.to_thread(self._submit, method, args, kwargs, timeout)
+        call = self._call_for(method, args, kwargs, timeout)
+        small = all(not isinstance(a, (str, bytes)) or len(a) < 65536 for a in args)
+        if not (small and self._submit(call, wait=False)):
+            await asyncio.to_thread(self._submit, call)
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
+            return await asyncio.wait_for(asyncio.wrap_future(call.future), timeout)
         except TimeoutError:
-            raise await asyncio.to_thread(self._timed_out, request_id, timeout or 0) from None
+            raise await asyncio.to_thread(self._timed_out, call.frame[0], timeout or 0) from None
 
     def _stop_overdue(self, request_id: int) -> None:
         """Kill the child running an overdue read, once running writes have finished."""
