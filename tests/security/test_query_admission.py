@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import LiveServer, start_server
 from tests.security.conftest import sparql
 
-ADMIN, SLOW, OTHER = "admin", "slow-reader", "other-reader"
+ADMIN, SLOW, OTHER, CRASHER = "admin", "slow-reader", "other-reader", "crashing-reader"
 RESULTS = {"Accept": "application/sparql-results+json"}
 CARTESIAN = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"  # runs for minutes
 DEEP = "SELECT * WHERE " + "{" * 10_000 + "}" * 10_000  # nests too deeply: it stops the store process
@@ -28,7 +28,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     live, stop = start_server(
         tmp_path_factory.mktemp("admission"),
         write_tokens=[ADMIN],
-        read_tokens=[SLOW, OTHER],
+        read_tokens=[SLOW, OTHER, CRASHER],
         max_concurrent_queries=2,
         query_crash_budget=2,
         max_result_bytes=64 * 1024,
@@ -89,9 +89,9 @@ def test_a_clients_slow_queries_leave_everyone_else_served(server: LiveServer) -
 def test_a_client_that_keeps_stopping_the_store_is_refused_for_a_while(server: LiveServer) -> None:
     # each distinct text stops the store once; the same text again is refused outright (no restart, not counted)
     for text in (f"# 0\n{DEEP}", f"# 0\n{DEEP}", f"# 1\n{DEEP}"):
-        crashed = sparql(server, SLOW, "query", text)
+        crashed = sparql(server, CRASHER, "query", text)
         assert crashed.status_code == 400 and crashed.json()["error"] == "query_crashed_store", crashed.text
-    refused = _ask(server, SLOW)
+    refused = _ask(server, CRASHER)
     assert refused.status_code == 429 and refused.json()["error"] == "too_many_crashes", refused.text
     assert int(refused.headers["Retry-After"]) > 0
     assert _ask(server, OTHER).status_code == 200  # other clients are not held to it
