@@ -20,7 +20,7 @@ from pyoxigraph import Literal, NamedNode, Quad
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.select import number, select, select_terms
-from sparqlrag.store.sparql_text import delete_data, insert_data, sparql_term
+from sparqlrag.store.sparql_text import insert_data, move_data, sparql_term
 from sparqlrag.store.vocab import FAILED as FAILED  # the statuses, re-exported
 from sparqlrag.store.vocab import PROCESSING as PROCESSING
 from sparqlrag.store.vocab import QUEUED as QUEUED
@@ -142,9 +142,7 @@ def move_registrations(store: QuadStore, base: str) -> int:
         quads.append(Quad(node, predicate, value, graph))  # type: ignore[arg-type]
         moved.add(name)
     if quads:
-        store.update(
-            delete_data(quads) + " ;\n" + insert_data([Quad(q.subject, q.predicate, q.object, registry) for q in quads])
-        )
+        store.update(move_data(quads, registry))
         log.warning("moved the registrations of %d collections into %s", len(moved), registry.value)
     return len(moved)
 

@@ -25,7 +25,7 @@ from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.select import select, select_terms
-from sparqlrag.store.sparql_text import delete_data, insert_data, sparql_term
+from sparqlrag.store.sparql_text import insert_data, move_data, sparql_term
 from sparqlrag.store.vocab import check_name
 
 log = logging.getLogger(__name__)
@@ -198,8 +198,7 @@ class Ontologies:
             and row["iri"].value not in known
         ]
         if quads:
-            moved = [Quad(q.subject, q.predicate, q.object, self.registry) for q in quads]
-            self.store.update(delete_data(quads) + " ;\n" + insert_data(moved))
+            self.store.update(move_data(quads, self.registry))
             log.warning("moved %d ontology registrations into %s", len({q.subject for q in quads}), self.registry.value)
         return len({q.subject for q in quads})
 

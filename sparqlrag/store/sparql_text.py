@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pyoxigraph import DefaultGraph, Quad, RdfFormat, parse
+from pyoxigraph import DefaultGraph, NamedNode, Quad, RdfFormat, parse
 
 from sparqlrag.store.base import QuerySyntaxError, UpdateDatasetConflict
 
@@ -152,6 +152,12 @@ def insert_data(quads: Iterable[Quad]) -> str:
 
 def delete_data(quads: Iterable[Quad]) -> str:
     return _data("DELETE", quads)
+
+
+def move_data(quads: list[Quad], graph: NamedNode) -> str:
+    """The update that moves `quads` (each from its own graph) into `graph`."""
+    moved = [Quad(q.subject, q.predicate, q.object, graph) for q in quads]
+    return delete_data(quads) + " ;\n" + insert_data(moved)
 
 
 def _data(keyword: str, quads: Iterable[Quad]) -> str:
