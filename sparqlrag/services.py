@@ -33,6 +33,7 @@ from sparqlrag.retrieval.graph_rag import GraphRag
 from sparqlrag.retrieval.trace import Retention, TraceLog
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
+from sparqlrag.store.graph_index import GraphIndex
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.local_vectors import LocalVectors
 from sparqlrag.store.qdrant_vectors import QdrantVectors
@@ -137,6 +138,7 @@ class Services:
         embedder, llm = models.embedder, models.llm
         vectors = vector_index(settings, embedder.dim)
         keywords = KeywordIndex(settings.data_dir / "keywords.sqlite")
+        graph_index = GraphIndex(store, vectors, settings.data_dir / "graph.sqlite")
         ontologies = Ontologies(store, settings.base_iri)
         selector = Selector(embedder, settings.ontology_threshold, settings.ontology_top_k)
         extracting_llm = llm if settings.extractor == "llm" else None
@@ -151,6 +153,7 @@ class Services:
             store=store,
             vectors=vectors,
             keywords=keywords,
+            graph=graph_index,
             embedder=embedder,
             extractor=extractor,
             base_iri=settings.base_iri,
@@ -179,6 +182,7 @@ class Services:
             store=store,
             vectors=vectors,
             facts=pipeline.indexer.facts,
+            graph=graph_index,
             documents=rag,
             embedder=embedder,
             reranker=models.reranker,
@@ -202,6 +206,7 @@ class Services:
             locks=pipeline.locks,
             vectors=vectors,
             keywords=keywords,
+            graph=graph_index,
             library=pipeline.library,
         )
         cores = Cores(collections, ontologies, settings.embedding_model)
@@ -225,15 +230,19 @@ class Services:
     async def repair(self) -> None:
         """Put right what a killed process left, before anything else writes: collection deletes
         it left part-way are finished, core imports it left half written undone, index rows of its
-        unfinished ingests and forgets swept. (Its unfinished ingests then resume with
-        pipeline.recover().) Registrations an older version kept elsewhere move into the registry
-        graph first."""
+        unfinished ingests and forgets swept, graph indexes an older version did not keep built.
+        (Its unfinished ingests then resume with pipeline.recover().) Registrations an older
+        version kept elsewhere move into the registry graph first."""
         await off_loop(librarian.move_registrations, self.store, self.settings.base_iri)
         await off_loop(self.ontologies.move_registry)
         await self.collections.finish_drops()
         await self.cores.undo_interrupted()
         await self.pipeline.sweep_crashed()
+        names = [info.name for info in await self.collections.list()]
+        for name in await self.pipeline.indexer.build_missing_graphs(names):
+            log.warning("built the graph index of collection %r, which an older version did not keep", name)
 
     def close(self) -> None:
         self.vectors.close()
         self.keywords.close()
+        self.pipeline.indexer.graph.close()

@@ -178,11 +178,15 @@ def test_index_rows_of_an_ingest_killed_before_its_commit_are_swept_before_it_re
         assert info.chunks == 0 and _knowledge(services) == (set(), set())  # nothing committed
         assert pipeline.vectors.count("default", "chunks") == chunks  # but indexed
         assert pipeline.vectors.count("default", "entities") > 0 and pipeline.keywords.count("default") == chunks
+        assert _index_rows(services)["graph"] > chunks  # the graph index's passages and mentions too
         asyncio.run(pipeline.sweep_crashed())
-        assert [pipeline.vectors.count("default", kind) for kind in ("chunks", "entities", "facts")] == [0, 0, 0]
-        assert pipeline.keywords.count("default") == 0
+        assert _index_rows(services) == {"chunks": 0, "entities": 0, "facts": 0, "keywords": 0, "graph": 0}
         (result,) = asyncio.run(pipeline.recover())
         assert not isinstance(result, Exception) and result.status == "ready"
+        graph = pipeline.indexer.graph
+        written = graph.rows("default")
+        graph.rebuild(Iris(pipeline.base_iri))
+        assert graph.rows("default") == written and len(written[1]) > chunks  # as the store says
         assert pipeline.vectors.count("default", "chunks") == chunks and pipeline.keywords.count("default") == chunks
         assert pipeline.vectors.count("default", "entities") > 0 and pipeline.vectors.count("default", "facts") > 0
         asyncio.run(pipeline.sweep_crashed())  # no marker left: nothing to look at
@@ -223,7 +227,8 @@ def test_a_pending_document_whose_collection_is_gone_is_dropped_with_its_copy(tm
 def _index_rows(services: Services, collection: str = "default") -> dict[str, int]:
     vectors = services.pipeline.vectors
     kinds = {kind: vectors.count(collection, kind) for kind in ("chunks", "entities", "facts")}
-    return kinds | {"keywords": services.keywords.count(collection)}
+    graph = sum(len(rows) for rows in services.pipeline.indexer.graph.rows(collection))
+    return kinds | {"keywords": services.keywords.count(collection), "graph": graph}
 
 
 def test_a_forget_killed_part_way_is_swept_at_the_next_start(tmp_path: Path) -> None:
@@ -235,7 +240,7 @@ def test_a_forget_killed_part_way_is_swept_at_the_next_start(tmp_path: Path) -> 
         assert librarian.documents(services.store, Iris(services.settings.base_iri)) == []
         assert _index_rows(services)["chunks"] > 0  # what the kill left behind
         asyncio.run(services.repair())
-        assert _index_rows(services) == {"chunks": 0, "entities": 0, "facts": 0, "keywords": 0}
+        assert _index_rows(services) == {"chunks": 0, "entities": 0, "facts": 0, "keywords": 0, "graph": 0}
         assert _knowledge(services) == (set(), set()) and services.pipeline.library.begun("forget") == []
     finally:
         services.close()
@@ -262,7 +267,7 @@ def test_a_core_import_killed_part_way_is_undone_at_the_next_start(tmp_path: Pat
         assert services.store.count() > 0 and _index_rows(services)["chunks"] > 0  # half an import
         asyncio.run(services.repair())
         assert services.store.count() == 0
-        assert _index_rows(services) == {"chunks": 0, "entities": 0, "facts": 0, "keywords": 0}
+        assert _index_rows(services) == {"chunks": 0, "entities": 0, "facts": 0, "keywords": 0, "graph": 0}
         asyncio.run(services.cores.import_(tmp_path / "long.core.zip"))
         assert _knowledge(services) == exported and _index_rows(services) == rows
     finally:
@@ -279,7 +284,7 @@ def test_a_collection_delete_killed_part_way_is_finished_at_the_next_start(tmp_p
         assert not asyncio.run(services.collections.exists("gone"))
         assert _index_rows(services, "gone")["keywords"] > 0  # what the kill left behind
         asyncio.run(services.repair())
-        assert _index_rows(services, "gone") == {"chunks": 0, "entities": 0, "facts": 0, "keywords": 0}
+        assert _index_rows(services, "gone") == {"chunks": 0, "entities": 0, "facts": 0, "keywords": 0, "graph": 0}
         assert services.pipeline.library.begun("drop") == []
         asyncio.run(services.collections.create("gone"))
         asyncio.run(services.pipeline.ingest("gone", "short", b"Ada Lovelace was born in London."))

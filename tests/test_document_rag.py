@@ -15,6 +15,7 @@ from sparqlrag.models.reranker import CosineReranker
 from sparqlrag.retrieval.document_rag import DocumentRag
 from sparqlrag.retrieval.trace import Retention, TraceLog, read_trace
 from sparqlrag.store import EmbeddedStore
+from sparqlrag.store.graph_index import GraphIndex
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.local_vectors import LocalVectors
 from sparqlrag.store.select import select
@@ -47,6 +48,7 @@ def rag(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocumentRag]:
         store=store,
         vectors=vectors,
         keywords=keywords,
+        graph=GraphIndex(store, vectors, root / "graph.sqlite"),
         embedder=embedder,
         extractor=OfflineExtractor(),
         base_iri=BASE,

@@ -16,7 +16,7 @@ from sparqlrag.config import Settings
 from sparqlrag.extraction.knowledge import Knowledge
 from sparqlrag.retrieval.graph_rag import GraphRag
 from sparqlrag.retrieval.trace import fact_json, read_trace
-from sparqlrag.retrieval.walk import EmptyGraph, GraphRagOptions
+from sparqlrag.retrieval.walk import EmptyGraph, GraphRagOptions, Walk
 from sparqlrag.services import Models, Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import select
@@ -217,7 +217,7 @@ def test_answer_writes_a_complete_trace_that_sparql_can_read(services: Services)
         ?s rdfs:label ?name ; sr:index ?i ; sr:durationMs ?ms }} }} ORDER BY ?i""",
     )
     names = [s["name"] for s in steps]
-    assert names[:3] == ["concepts", "grounding", "hop 1"] and names[-3:] == ["sources", "passages", "synthesis"]
+    assert names[:3] == ["concepts", "grounding", "hop 1"] and names[-3:] == ["sources", "pagerank", "synthesis"]
     assert all(name.startswith("hop ") for name in names[2:-3]) and int(row["steps"]) == len(names)
     # each edge past the first hop names the fact that led to it, itself a selected edge: the path
     (paths,) = select(
@@ -331,6 +331,7 @@ def test_llm_concepts_reasoning_and_streamed_synthesis(services: Services) -> No
             input_tokens=50,
             output_tokens=12,
         ),
+        Reply("[1]", input_tokens=40, output_tokens=2),  # recognition memory keeps the nearest fact
         Reply("Marie Curie was born in Warsaw [1].", input_tokens=80, output_tokens=9),
     )
     with stubbed_llm(graph, *replies) as stub:
@@ -343,9 +344,35 @@ def test_llm_concepts_reasoning_and_streamed_synthesis(services: Services) -> No
     assert edges[0]["reasoning"] == "It names her birthplace." and all(e["reasoning"] is None for e in edges[1:])
     done = events[-1][1]
     assert done["answer"] == "Marie Curie was born in Warsaw [1]." and done["model"] == "anthropic:claude-test"
-    assert done["usage"]["input_tokens"] == 80  # concepts and reasoning (30 + 50) are counted; streaming has no counts
-    synthesis_prompt = stub.requests[2]["messages"][0]["content"]
+    assert done["usage"]["input_tokens"] == 120  # concepts, reasoning, recognition (30 + 50 + 40); streaming: none
+    assert "Question:\nWhere was Marie Curie born?" in stub.requests[2]["messages"][0]["content"]
+    synthesis_prompt = stub.requests[3]["messages"][0]["content"]
     assert "Facts from the knowledge graph:" in synthesis_prompt and "[1] (curie)" in synthesis_prompt
+
+
+def test_recognition_memory_chooses_the_facts_pagerank_starts_from(services: Services) -> None:
+    """With an LLM, the question's nearest facts pass its filter first (HippoRAG 2): the entities
+    of the facts it keeps seed PageRank; keeping none leaves Document RAG's hybrid ranking; an
+    answer it cannot read keeps them all."""
+    graph, question = rag(services), "Where was Marie Curie born?"
+    concepts = Reply('["Marie Curie"]')
+
+    def walk(reply: Reply) -> Walk:
+        with stubbed_llm(graph, concepts, reply):
+            return asyncio.run(graph.retrieve("default", question, GraphRagOptions(k=3), mode="pagerank"))
+
+    first = walk(Reply("[1]"))
+    kept = first.near_facts[0].fact
+    assert first.ranking is not None and first.ranking.seeds
+    assert {s.entity for s in first.ranking.seeds} <= {kept.subject.value, kept.object.value}
+    assert first.trace.steps.keys() >= {"recognition", "pagerank"}
+    none = walk(Reply("[]"))
+    hybrid = asyncio.run(services.document_rag.retrieve("default", question, mode="hybrid", k=3))
+    assert none.ranking is not None and none.ranking.seeds == []
+    assert [p.chunk for p in none.passages] == [p.chunk for p in hybrid]
+    unreadable = walk(Reply("I cannot tell."))
+    assert unreadable.ranking is not None
+    assert {s.entity for s in unreadable.ranking.seeds} >= {s.entity for s in first.ranking.seeds}
 
 
 def test_the_text_scorer_walks_the_same_graph(services: Services) -> None:

@@ -37,7 +37,7 @@ def test_graph_rag_answers_with_facts_sources_and_a_trace(client: httpx.Client, 
     assert born["statement"] and born["hop"] == 1 and born["chunks"] == [answer["sources"][0]["chunk"]]
     trace_id = answer["trace"].rsplit("/", 1)[1]
     listed = client.get("/api/v1/traces").json()["traces"]
-    assert listed[0]["id"] == trace_id and listed[0]["mode"] == "hybrid"  # the default mode
+    assert listed[0]["id"] == trace_id and listed[0]["mode"] == "graph-rag/pagerank"  # the default mode
     # the trace IRI dereferences: a page for a browser, its JSON for anything else
     path = "/" + answer["trace"].removeprefix(server.settings.base_iri)
     page = client.get(path, headers={"Accept": "text/html"}, follow_redirects=True)
@@ -54,7 +54,7 @@ def test_graph_rag_answers_with_facts_sources_and_a_trace(client: httpx.Client, 
         (e["subject"], e["predicate"], e["object"]) for e in answer["edges"]
     }
     assert [s["chunk"] for s in trace["sources"]] == [s["chunk"] for s in answer["sources"]]
-    assert [s["name"] for s in trace["steps"]] == ["concepts", "grounding", "hop 1", "sources", "passages", "synthesis"]
+    assert [s["name"] for s in trace["steps"]] == ["concepts", "grounding", "hop 1", "sources", "pagerank", "synthesis"]
 
 
 def _traced_scorer(client: httpx.Client, route: str, body: dict) -> str:

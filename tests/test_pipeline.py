@@ -24,6 +24,7 @@ from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.base import StoreUnavailable
 from sparqlrag.store.facts import parse_fact, walked_filter
+from sparqlrag.store.graph_index import GraphIndex
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.local_vectors import LocalVectors
 from sparqlrag.store.select import select, select_terms
@@ -91,6 +92,7 @@ def parts(tmp_path: Path, embedder: Embedder) -> Iterator[PipelineParts]:
         store=store,
         vectors=vectors,
         keywords=keywords,
+        graph=GraphIndex(store, vectors, tmp_path / "graph.sqlite"),
         embedder=embedder,
         extractor=extractor,
         base_iri=BASE,
@@ -314,6 +316,7 @@ def test_collections_isolate_and_delete_with_full_cascade(parts: PipelineParts) 
         locks=pipeline.locks,
         vectors=pipeline.vectors,
         keywords=pipeline.keywords,
+        graph=pipeline.indexer.graph,
         library=pipeline.library,
     )
     other = Iris(BASE, "other")

@@ -26,7 +26,7 @@ def answer(
     services: Services,
     question: str,
     *,
-    mode: Literal["hybrid", "graph", "document"],
+    mode: Literal["pagerank", "hybrid", "graph", "document"],
     collection: str,
     k: int,
     explain: bool,

@@ -106,10 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("question")
     ask.add_argument(
         "--mode",
-        choices=["hybrid", "graph", "document"],
-        default="hybrid",
-        help="hybrid (default): passages by dense and keyword search, re-ranked by the facts the graph walk "
-        "finds, answered from both; graph: the same without keyword search; document: passages only",
+        choices=["pagerank", "hybrid", "graph", "document"],
+        default="pagerank",
+        help="pagerank (default): passages by personalized PageRank over the graph index, seeded by the facts "
+        "nearest the question and by hybrid search; hybrid: passages by dense and keyword search, re-ranked by "
+        "the facts the graph walk finds; graph: the same without keyword search (each answers from the walk's "
+        "facts and the passages); document: passages only",
     )
     ask.add_argument("--collection", default="default")
     ask.add_argument("--k", type=int, default=5, help="passages to use (default 5)")

@@ -33,7 +33,7 @@ def demo(session: Session, args: argparse.Namespace) -> None:
     with resources.as_file(corpus) as folder, Session(settings, args) as job:
         ingest_paths(job.services, "default", [folder])
         print(f"\nQuestion: {args.question}\n")
-        answer(job.services, args.question, mode="hybrid", collection="default", k=3, explain=True)
+        answer(job.services, args.question, mode="pagerank", collection="default", k=3, explain=True)
     if not args.no_serve:
         url = f"http://{settings.host}:{settings.port}/"
         print(

@@ -20,6 +20,7 @@ from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.fact_index import FactIndex
 from sparqlrag.store.facts import walked_filter
+from sparqlrag.store.graph_index import GraphIndex, mentions_of
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.select import lexical, select, select_terms, select_values
 from sparqlrag.store.sparql_text import sparql_term
@@ -47,11 +48,13 @@ class Indexer:
         store: QuadStore,
         vectors: VectorIndex,
         keywords: KeywordIndex,
+        graph: GraphIndex,
         embedder: Embedder,
         extractions: Extractions,
         base_iri: str,
     ) -> None:
         self.store, self.vectors, self.keywords, self.embedder = store, vectors, keywords, embedder
+        self.graph = graph
         self.facts = FactIndex(store, vectors, embedder.embed)
         self.extractions, self.base_iri = extractions, base_iri
 
@@ -61,8 +64,8 @@ class Indexer:
         one of its label, and one of its label with its definition when it has one; one of each
         alias IRI a shared merge states, with the alias's name (a question that says "W3C"
         grounds there, and the walk goes on from the canonical IRI); and vectors of the facts
-        they state that the fact index does not hold yet. `indexed` records each write before
-        it is made (see take_back)."""
+        they state that the fact index does not hold yet; the chunks' rows in the graph index.
+        `indexed` records each write before it is made (see take_back)."""
         collection = iris.collection
         indexed.chunks += [c.iri.value for c in chunks]
         if chunks:
@@ -74,10 +77,12 @@ class Indexer:
                 payloads = [{"document": c.document.value, "text": c.text} for c in new]
                 await off_loop(self.vectors.upsert, collection, "chunks", [c.iri.value for c in new], vectors, payloads)
             await off_loop(self.keywords.add, collection, [(c.iri.value, c.text) for c in chunks])
-        knowledge = [(result, plan.resolution) for plan in plans for result, _, _ in plan.knowledge]
-        triples = [
-            triple for result, resolution in knowledge for triple, _ in knowledge_triples(iris, result, resolution)
+        stated = [
+            (chunk.iri.value, [triple for triple, _ in knowledge_triples(iris, result, plan.resolution)])
+            for plan in plans
+            for chunk, (result, _, _) in zip(plan.added, plan.knowledge)
         ]
+        triples = [triple for _, some in stated for triple in some]
         labels = {
             lexical(t.subject): lexical(t.object) for t in triples if t.predicate == vocab.RDFS_LABEL
         }  # not in the store yet
@@ -89,6 +94,8 @@ class Indexer:
         indexed.facts += triples
         await self._entities(collection, named)
         await off_loop(self.facts.add, iris, triples, labels)
+        mentions = [mention for chunk, some in stated for mention in mentions_of(iris, chunk, some)]
+        await off_loop(self.graph.write, collection, [c.iri.value for c in chunks], mentions)
 
     async def _entities(self, collection: str, entities: dict[str, tuple[str, str | None]]) -> int:
         """Vectors for the entities (IRI -> label, definition) the index does not hold yet: one
@@ -153,6 +160,7 @@ class Indexer:
             fact_vectors += len(await off_loop(self.facts.add, iris, triples))
             if on_progress is not None:
                 on_progress(len(rows) + min(start + batch, len(facts)), total)
+        await off_loop(self.graph.rebuild, iris)
         return entities, fact_vectors
 
     async def reindex(self, collection: str, *, batch: int = 256, on_progress: Progress | None = None) -> int:
@@ -165,6 +173,7 @@ class Indexer:
             raise librarian.UnknownCollection(collection)
         await off_loop(self.vectors.drop, collection)
         await off_loop(self.keywords.drop, collection)
+        await off_loop(self.graph.drop, collection)
         src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
         chunks = await off_loop(
             select,
@@ -195,6 +204,16 @@ class Indexer:
         entities, facts = await self.index_graph(collection, on_progress=on_progress, minted_only=True)
         return written + entities + facts
 
+    async def build_missing_graphs(self, collections: list[str]) -> list[str]:
+        """Graph index rows for the collections an older version indexed without them (their
+        keyword rows exist, their graph rows do not): rebuilt from the store, once. Returns them."""
+        built = []
+        for collection in collections:
+            if await off_loop(self.keywords.count, collection) and not await off_loop(self.graph.chunks, collection):
+                await off_loop(self.graph.rebuild, Iris(self.base_iri, collection))
+                built.append(collection)
+        return built
+
     async def take_back(self, iris: Iris, indexed: Indexed) -> int:
         """Remove the rows `indexed` recorded whose subject the store does not hold: chunks it
         has not, entities its knowledge graph does not name, facts it does not state. Kept
@@ -217,6 +236,7 @@ class Indexer:
         src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
         indexed_chunks = await off_loop(self.vectors.iris, collection, "chunks")
         indexed_chunks |= await off_loop(self.keywords.iris, collection)
+        indexed_chunks |= await off_loop(self.graph.chunks, collection)
         chunks = await self._held("c", None, CHUNKS % src)
         named = await self._held("e", None, NAMED % kg)
         facts = await off_loop(
@@ -226,7 +246,8 @@ class Indexer:
         gone = (
             indexed_chunks - chunks,
             await off_loop(self.vectors.iris, collection, "entities") - named,
-            await off_loop(self.vectors.iris, collection, "facts") - stated,
+            (await off_loop(self.vectors.iris, collection, "facts") | await off_loop(self.graph.statements, collection))
+            - stated,
         )
         await self._drop(collection, *gone)
         return sum(len(part) for part in gone)
@@ -235,10 +256,12 @@ class Indexer:
         if chunks:
             await off_loop(self.vectors.delete, collection, "chunks", sorted(chunks))
             await off_loop(self.keywords.delete, collection, sorted(chunks))
+            await off_loop(self.graph.remove_chunks, collection, sorted(chunks))
         if entities:
             await off_loop(self.vectors.delete, collection, "entities", sorted(entities))
         if facts:
             await off_loop(self.vectors.delete, collection, "facts", sorted(facts))
+            await off_loop(self.graph.remove_statements, collection, sorted(facts))
 
     async def _held(self, variable: str, terms: list[str] | None, pattern: str) -> set[str]:
         """The IRIs (of `terms`, or all) that the SPARQL `pattern`, naming ?`variable`, matches."""
@@ -274,10 +297,12 @@ class Indexer:
             )
             gone = {row["st"] for row in rows}
             await off_loop(self.facts.remove, iris, sorted(gone))
+            await off_loop(self.graph.remove_statements, iris.collection, sorted(gone))
         lost = {key for statement, key in merges.items() if statement in gone}
         if chunks:
             await off_loop(self.vectors.delete, iris.collection, "chunks", chunks)
             await off_loop(self.keywords.delete, iris.collection, chunks)
+            await off_loop(self.graph.remove_chunks, iris.collection, chunks)
             await off_loop(self.extractions.discard, iris.collection, chunks)
         if entities:
             rows = await off_loop(

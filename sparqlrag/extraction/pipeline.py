@@ -47,6 +47,7 @@ from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore, StorageFull, StoreError, StoreUnavailable
 from sparqlrag.store.calls import off_loop
+from sparqlrag.store.graph_index import GraphIndex
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.select import select_values
 from sparqlrag.store.sparql_text import insert_data, sparql_term
@@ -64,6 +65,7 @@ class Pipeline:
         store: QuadStore,
         vectors: VectorIndex,
         keywords: KeywordIndex,
+        graph: GraphIndex,
         embedder: Embedder,
         extractor: Extractor,
         base_iri: str,
@@ -84,6 +86,7 @@ class Pipeline:
             store=store,
             vectors=vectors,
             keywords=keywords,
+            graph=graph,
             embedder=embedder,
             extractions=self.extractions,
             base_iri=base_iri,

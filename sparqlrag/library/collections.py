@@ -1,8 +1,9 @@
 """Collections: create, list (with counts) and delete with the full cascade.
 
 Everything of a collection lives under its name: its registration in the registry graph, three
-named graphs, its vector and keyword rows, a folder of the library. Deleting it removes them all; documents cannot be
-added to a collection that was never created (`default` always exists).
+named graphs, its vector, keyword and graph index rows, a folder of the library. Deleting it
+removes them all; documents cannot be added to a collection that was never created (`default`
+always exists).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from sparqlrag.library.locks import Locks
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
+from sparqlrag.store.graph_index import GraphIndex
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vector_index import VectorIndex
@@ -33,10 +35,11 @@ class Collections:
         locks: Locks,
         vectors: VectorIndex,
         keywords: KeywordIndex,
+        graph: GraphIndex,
         library: Library,
     ) -> None:
         self.store, self.base_iri, self.locks = store, base_iri, locks
-        self.vectors, self.keywords, self.library = vectors, keywords, library
+        self.vectors, self.keywords, self.graph, self.library = vectors, keywords, graph, library
 
     async def exists(self, name: str) -> bool:
         return await off_loop(librarian.collection_exists, self.store, Iris(self.base_iri, name))
@@ -76,6 +79,7 @@ class Collections:
         self.store.update(" ;\n".join([*drops, librarian.unregister_collection(iris)]))
         self.vectors.drop(iris.collection)
         self.keywords.drop(iris.collection)
+        self.graph.drop(iris.collection)
         self.library.discard_collection(iris.collection)  # (the drop's mark with the rest)
 
     async def finish_drops(self) -> None:

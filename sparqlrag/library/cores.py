@@ -235,6 +235,7 @@ class Cores:
                     )
             if kind == "chunks":  # the keyword index is the chunks' text
                 self.collections.keywords.add(iris.collection, [(p["iri"], p["text"]) for p in payloads])
+        self.collections.graph.rebuild(iris)  # derived from what was just written
 
     async def undo_interrupted(self) -> list[str]:
         """Undo the imports a killed process left half written (their marks say what the

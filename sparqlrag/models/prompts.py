@@ -25,6 +25,7 @@ PROMPT_NAMES = (
     "concepts",
     "synthesis",
     "edge_reasoning",
+    "fact_filter",
     "extract_with_ontology",
     "nl_query",
 )

@@ -10,6 +10,7 @@ answer is extractive: the question's best-matching sentences from the top passag
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -156,24 +157,13 @@ class DocumentRag:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         iris = Iris(self.base_iri, collection)
-        rankings: list[list[str]] = []
-        scores: dict[str, float] = {}
-        if mode in ("vector", "hybrid"):
-            query = await off_loop(self.embedder.embed_one, question)
-            hits = await off_loop(self.vectors.search, collection, "chunks", query, candidates)
-            rankings.append([h.iri for h in hits])
-            scores.update({h.iri: h.score for h in hits})
-        if mode in ("keyword", "hybrid"):
-            matches = await off_loop(self.keywords.search, collection, question, candidates)
-            rankings.append([h.iri for h in matches])
-            if mode == "keyword":
-                scores.update({h.iri: h.score for h in matches})
         if mode == "hybrid":
-            fused = rrf(rankings, list(weights or self.weights))
-            scores = dict(fused)
-            order = [iri for iri, _ in fused]
+            ranked = await self.hybrid_ranking(collection, question, candidates=candidates, weights=weights)
+        elif mode == "vector":
+            ranked = await self._dense(collection, question, candidates)
         else:
-            order = rankings[0]
+            ranked = await self._keyword(collection, question, candidates)
+        order, scores = [iri for iri, _ in ranked], dict(ranked)
         passages = await off_loop(passages_of, self.store, iris, order[:candidates], scores)
         if rerank and self.reranker is not None and passages:
             rescored = await off_loop(self.reranker.score, question, [p.text for p in passages])
@@ -184,6 +174,25 @@ class DocumentRag:
             picked = mmr(np.array([p.score for p in passages]), vectors, k, mmr_lambda)
             passages = [passages[i] for i in picked]
         return passages[:k]
+
+    async def hybrid_ranking(
+        self, collection: str, question: str, *, candidates: int = 50, weights: tuple[float, float] | None = None
+    ) -> list[tuple[str, float]]:
+        """The dense and keyword rankings fused (chunk, score), best first: the passages the
+        "hybrid" mode answers from, and Graph RAG's PageRank seeds its passages with."""
+        dense, keyword = await asyncio.gather(
+            self._dense(collection, question, candidates), self._keyword(collection, question, candidates)
+        )
+        return rrf([[iri for iri, _ in dense], [iri for iri, _ in keyword]], list(weights or self.weights))
+
+    async def _dense(self, collection: str, question: str, candidates: int) -> list[tuple[str, float]]:
+        query = await off_loop(self.embedder.embed_one, question)
+        hits = await off_loop(self.vectors.search, collection, "chunks", query, candidates)
+        return [(h.iri, h.score) for h in hits]
+
+    async def _keyword(self, collection: str, question: str, candidates: int) -> list[tuple[str, float]]:
+        matches = await off_loop(self.keywords.search, collection, question, candidates)
+        return [(h.iri, h.score) for h in matches]
 
     async def answer(
         self, collection: str, question: str, *, mode: Mode = "hybrid", k: int = 5, **options: Any

@@ -39,9 +39,10 @@ from sparqlrag.models.prompts import json_items, parse_concepts, render
 from sparqlrag.models.reranker import Reranker
 from sparqlrag.retrieval.document_rag import DocumentRag, Passage, passage_json, passages_of, rrf
 from sparqlrag.retrieval.graph_synthesis import facts_answer, knowledge
+from sparqlrag.retrieval.pagerank import FactSeed, entity_seeds, linked_facts, rank
 from sparqlrag.retrieval.question import clauses
 from sparqlrag.retrieval.synthesis import synthesise
-from sparqlrag.retrieval.trace import Stage, TracedEdge, TracedSeed, TraceLog
+from sparqlrag.retrieval.trace import Stage, TracedEdge, TracedPageRankSeed, TracedSeed, TraceLog
 from sparqlrag.retrieval.walk import (
     Edge,
     EmptyGraph,
@@ -57,6 +58,7 @@ from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.fact_index import FactIndex
 from sparqlrag.store.facts import fact_labels, labels_of, parse_fact, walked, walked_filter
+from sparqlrag.store.graph_index import GraphIndex
 from sparqlrag.store.provenance import fact_sources
 from sparqlrag.store.select import lexical, select_terms
 from sparqlrag.store.sparql_text import sparql_term
@@ -79,6 +81,7 @@ class GraphRag:
         store: QuadStore,
         vectors: VectorIndex,
         facts: FactIndex,
+        graph: GraphIndex,
         documents: DocumentRag,
         embedder: Embedder,
         reranker: Reranker,
@@ -89,7 +92,7 @@ class GraphRag:
         phrases: Callable[[str], list[str]] | None = None,
     ) -> None:
         self.store, self.vectors, self.facts, self.embedder, self.reranker = store, vectors, facts, embedder, reranker
-        self.documents, self.traces = documents, traces
+        self.documents, self.traces, self.graph = documents, traces, graph
         self.base_iri, self.llm, self.prompts_dir = base_iri, llm, prompts_dir
         self.phrases = phrases or (lambda question: [])
 
@@ -105,11 +108,10 @@ class GraphRag:
         return walk
 
     async def answer(
-        self, collection: str, question: str, options: GraphRagOptions | None = None, mode: Mode = "hybrid"
+        self, collection: str, question: str, options: GraphRagOptions | None = None, mode: Mode = "pagerank"
     ) -> GraphAnswer:
         """What `stream` yields, collected: the LLM answers in one (cached) call. "graph" raises
-        EmptyGraph when nothing can be grounded; "hybrid" then answers from Document RAG's hybrid
-        passages."""
+        EmptyGraph when nothing can be grounded; the other modes then answer from passages alone."""
         walk = Walk.start(question, mode, options)
         async for _ in self._events(Iris(self.base_iri, collection), walk, live=False):
             pass
@@ -117,7 +119,7 @@ class GraphRag:
         return walk.answer
 
     async def stream(
-        self, collection: str, question: str, options: GraphRagOptions | None = None, mode: Mode = "hybrid"
+        self, collection: str, question: str, options: GraphRagOptions | None = None, mode: Mode = "pagerank"
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """(event, data) pairs: the explanation as stages finish ("concepts", "seeds", "hop"...,
         "edges"), the answer as "token"s, then "sources", then "done" with the trace IRI."""
@@ -213,13 +215,18 @@ class GraphRag:
             await asyncio.gather(
                 self._trace_sources(iris, walk, list(scored_by_fact.values())), *([reasoning] if reasoning else [])
             )
-        with Stage(walk.trace, "passages"):
-            walk.passages = await self._passages(iris, walk, list(scored_by_fact.values()))
+        carried: dict[str, tuple[str, ...]] = {}
+        if walk.mode == "pagerank":
+            with Stage(walk.trace, "pagerank"):
+                walk.passages, carried = await self._pagerank(iris, walk, list(scored_by_fact.values()))
+        else:
+            with Stage(walk.trace, "passages"):
+                walk.passages = await self._passages(iris, walk, list(scored_by_fact.values()))
         walk.trace.edges = [
             TracedEdge(e.fact, e.statement, e.score, e.hop, e.concept, e.reasoning, e.via.fact if e.via else None)
             for e in walk.edges
         ]
-        walk.trace_sources()
+        walk.trace_sources(carried)
         yield "edges", {"explored": walk.explored, "edges": [e.json() for e in walk.edges]}
 
     async def _concepts(self, walk: Walk) -> list[str]:
@@ -251,12 +258,19 @@ class GraphRag:
                 best[seed.entity] = seed
 
         aliases = await off_loop(canonicals, self.store, iris, [hit.iri for hits in by_concept for hit in hits])
+        whole = {walk.trace.question, *clauses(walk.trace.question)}
+        walk.linked = {  # the entity each name in the question links to (its nearest)
+            aliases.get(hits[0].iri, hits[0].iri)
+            for concept, hits in zip(walk.concepts, by_concept)
+            if hits and concept not in whole
+        }
         for concept, hits in zip(walk.concepts, by_concept):
             for hit in hits:  # a name that is an alias ("W3C") grounds on the thing it names
                 alias = hit.payload.get("label") if hit.iri in aliases else None
                 offer(TracedSeed(aliases.get(hit.iri, hit.iri), hit.score, concept, alias=alias))
         for hit in nearest_facts if walk.options.fact_seeds else []:
             fact = parse_fact(hit.payload["fact"])
+            walk.near_facts.append(FactSeed(fact, hit.iri, hit.score, str(hit.payload.get("text", ""))))
             for end in (fact.subject, fact.object):
                 if isinstance(end, NamedNode):
                     offer(TracedSeed(end.value, hit.score, walk.trace.question, fact))
@@ -427,11 +441,7 @@ class GraphRag:
         in hybrid mode fused with the keyword ranking."""
         assert walk.question_vector is not None
         collection, question = iris.collection, walk.trace.question
-        best: dict[str, Edge] = {}
-        for edge in scored:
-            for chunk in edge.chunks:
-                if chunk not in best or best[chunk].score < edge.score:
-                    best[chunk] = edge
+        best = _best_by_chunk(scored)
         dense = await off_loop(self.vectors.search, collection, "chunks", walk.question_vector, CANDIDATES)
         cosine = {hit.iri: hit.score for hit in dense}
         outside = [chunk for chunk in best if chunk not in cosine]
@@ -456,6 +466,61 @@ class GraphRag:
             replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in passages[: walk.options.k]
         ]
 
+    async def _pagerank(
+        self, iris: Iris, walk: Walk, scored: list[Edge]
+    ) -> tuple[list[Passage], dict[str, tuple[str, ...]]]:
+        """The k passages by personalized PageRank (retrieval/pagerank.py), each with the fact of
+        the walk it supports best; and per passage, the reifiers of its facts that name the
+        entities that carried its score."""
+        collection, k = iris.collection, walk.options.k
+        view = await off_loop(self.graph.view, collection)
+        if self.llm is not None and walk.near_facts:
+            near = await self._recognised(walk)
+        else:
+            near = linked_facts(walk.near_facts, walk.linked)
+        seeds = entity_seeds(view, near)
+        # PageRank seeds every passage; with nothing to rank from, the answer is Document RAG's hybrid
+        candidates = max(CANDIDATES, view.passages) if seeds and not view.empty else CANDIDATES
+        hybrid = await self.documents.hybrid_ranking(collection, walk.trace.question, candidates=candidates)
+        walk.ranking = ranking = await off_loop(rank, view, seeds, hybrid, k)
+        walk.trace.pagerank_seeds = [TracedPageRankSeed(s.entity, s.weight, s.facts) for s in ranking.seeds]
+        passages = await off_loop(passages_of, self.store, iris, ranking.order[:CANDIDATES], ranking.scores)
+        best = _best_by_chunk(scored)
+        passages = [replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in passages[:k]]
+        mentions = await off_loop(self.graph.mentions_in, collection, [p.chunk for p in passages])
+        carried = {
+            p.chunk: tuple(
+                sorted(
+                    {
+                        m.statement
+                        for m in mentions
+                        if m.chunk == p.chunk and {m.subject, m.object} & set(ranking.carriers.get(p.chunk, ()))
+                    }
+                )
+            )
+            for p in passages
+        }
+        return passages, carried
+
+    async def _recognised(self, walk: Walk) -> list[FactSeed]:
+        """HippoRAG 2's recognition memory: the LLM keeps those of the question's nearest facts
+        that bear on it (none: PageRank has no entity to start from). An answer it cannot read
+        keeps them all."""
+        assert self.llm is not None
+        listing = "\n".join(f"{i}. {seed.text}" for i, seed in enumerate(walk.near_facts, start=1))
+        prompt = render("fact_filter", self.prompts_dir, question=walk.trace.question, facts=listing)
+        with Stage(walk.trace, "recognition"):
+            completion = await self.llm.complete(prompt, max_tokens=256)
+        walk.trace.count(completion)
+        kept = [
+            item
+            for item in json_items(completion.text)
+            if isinstance(item, int) and not isinstance(item, bool) and 1 <= item <= len(walk.near_facts)
+        ]
+        if not kept and "[" not in completion.text:
+            return walk.near_facts
+        return [walk.near_facts[i - 1] for i in dict.fromkeys(kept)]
+
     async def _reason(self, walk: Walk) -> None:
         """The LLM says, for each kept edge, why it matters to the question (edges it skips get none)."""
         assert self.llm is not None
@@ -467,3 +532,13 @@ class GraphRag:
             if isinstance(item, dict) and isinstance(item.get("id"), int) and isinstance(item.get("reasoning"), str):
                 if 1 <= item["id"] <= len(walk.edges):
                     walk.edges[item["id"] - 1].reasoning = item["reasoning"].strip() or None
+
+
+def _best_by_chunk(scored: list[Edge]) -> dict[str, Edge]:
+    """Each chunk's best-scored edge among those it is evidence for."""
+    best: dict[str, Edge] = {}
+    for edge in scored:
+        for chunk in edge.chunks:
+            if chunk not in best or best[chunk].score < edge.score:
+                best[chunk] = edge
+    return best

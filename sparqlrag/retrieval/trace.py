@@ -35,6 +35,15 @@ class TracedSource:
     rank: int
     score: float
     supports: Triple | None = None  # Graph RAG: the best fact the chunk is evidence for
+    carried_by: tuple[str, ...] = ()  # PageRank: the entities whose rank flowed into the passage most
+    carried_by_statements: tuple[str, ...] = ()  # and the reifiers of the passage's facts that name them
+
+
+@dataclass(frozen=True)
+class TracedPageRankSeed:
+    entity: str
+    weight: float
+    facts: tuple[Triple, ...]  # the facts near the question that name it
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,18 @@ class TracedEdge:
 
 def _double(value: float) -> Literal:
     return Literal(repr(float(value)), datatype=XSD_DOUBLE)
+
+
+def _item(
+    node: NamedNode, link: NamedNode, kind: NamedNode, graph: NamedNode, *values: tuple[NamedNode, Any]
+) -> tuple[BlankNode, list[Quad]]:
+    """A detail of a trace: a blank node the trace links to, of its class, with its values."""
+    item = BlankNode()
+    return item, [
+        Quad(node, link, item, graph),
+        Quad(item, vocab.RDF_TYPE, kind, graph),
+        *(Quad(item, predicate, value, graph) for predicate, value in values),
+    ]
 
 
 class Stage:
@@ -89,6 +110,7 @@ class Trace:
     seeds: list[TracedSeed] = field(default_factory=list)
     explored: int | None = None
     edges: list[TracedEdge] = field(default_factory=list)
+    pagerank_seeds: list[TracedPageRankSeed] = field(default_factory=list)
     steps: dict[str, float] = field(default_factory=dict)  # stage -> milliseconds, in order
     scorer: str | None = None  # what ranked the facts or passages, e.g. "flashrank:ms-marco-TinyBERT-L-2-v2"
 
@@ -132,6 +154,10 @@ class Trace:
             ]
             if source.supports:
                 quads.append(Quad(item, vocab.SR_SUPPORTS, source.supports, graph))
+            quads += [Quad(item, vocab.SR_CARRIED_BY, NamedNode(e), graph) for e in source.carried_by]
+            quads += [
+                Quad(item, vocab.SR_CARRIED_BY_STATEMENT, NamedNode(s), graph) for s in source.carried_by_statements
+            ]
         return quads + self._graph_quads(node, graph)
 
     def _graph_quads(self, node: NamedNode, graph: NamedNode) -> list[Quad]:
@@ -140,26 +166,40 @@ class Trace:
         if self.explored is not None:
             quads.append(Quad(node, vocab.SR_EXPLORED, Literal(self.explored), graph))
         for seed in self.seeds:
-            item = BlankNode()
-            quads += [
-                Quad(node, vocab.SR_SEED, item, graph),
-                Quad(item, vocab.RDF_TYPE, vocab.SR_SEED_CLASS, graph),
-                Quad(item, vocab.SR_ENTITY, NamedNode(seed.entity), graph),
-                Quad(item, vocab.SR_SCORE, _double(seed.score), graph),
-                Quad(item, vocab.SR_CONCEPT, Literal(seed.concept), graph),
-            ]
-            if seed.fact is not None:
-                quads.append(Quad(item, vocab.SR_FACT, seed.fact, graph))
+            item, described = _item(
+                node,
+                vocab.SR_SEED,
+                vocab.SR_SEED_CLASS,
+                graph,
+                (vocab.SR_ENTITY, NamedNode(seed.entity)),
+                (vocab.SR_SCORE, _double(seed.score)),
+                (vocab.SR_CONCEPT, Literal(seed.concept)),
+                *([(vocab.SR_FACT, seed.fact)] if seed.fact is not None else []),
+            )
+            quads += described
+        for pagerank_seed in self.pagerank_seeds:
+            item, described = _item(
+                node,
+                vocab.SR_PAGERANK_SEED,
+                vocab.SR_PAGERANK_SEED_CLASS,
+                graph,
+                (vocab.SR_ENTITY, NamedNode(pagerank_seed.entity)),
+                (vocab.SR_WEIGHT, _double(pagerank_seed.weight)),
+                *[(vocab.SR_FACT, fact) for fact in pagerank_seed.facts],
+            )
+            quads += described
         for edge in self.edges:
-            item = BlankNode()
-            quads += [
-                Quad(node, vocab.SR_SELECTED_EDGE, item, graph),
-                Quad(item, vocab.RDF_TYPE, vocab.SR_SELECTED_EDGE_CLASS, graph),
-                Quad(item, vocab.SR_FACT, edge.fact, graph),
-                Quad(item, vocab.SR_SCORE, _double(edge.score), graph),
-                Quad(item, vocab.SR_HOP, Literal(edge.hop), graph),
-                Quad(item, vocab.SR_CONCEPT, Literal(edge.concept), graph),
-            ]
+            item, described = _item(
+                node,
+                vocab.SR_SELECTED_EDGE,
+                vocab.SR_SELECTED_EDGE_CLASS,
+                graph,
+                (vocab.SR_FACT, edge.fact),
+                (vocab.SR_SCORE, _double(edge.score)),
+                (vocab.SR_HOP, Literal(edge.hop)),
+                (vocab.SR_CONCEPT, Literal(edge.concept)),
+            )
+            quads += described
             if edge.statement:
                 statement = NamedNode(edge.statement)
                 quads += [
@@ -171,14 +211,15 @@ class Trace:
             if edge.via:
                 quads.append(Quad(item, vocab.SR_VIA, edge.via, graph))
         for index, (stage, ms) in enumerate(self.steps.items()):
-            item = BlankNode()
-            quads += [
-                Quad(node, vocab.SR_STEP, item, graph),
-                Quad(item, vocab.RDF_TYPE, vocab.SR_STEP_CLASS, graph),
-                Quad(item, vocab.RDFS_LABEL, Literal(stage), graph),
-                Quad(item, vocab.SR_INDEX, Literal(index), graph),
-                Quad(item, vocab.SR_DURATION, _double(ms), graph),
-            ]
+            quads += _item(
+                node,
+                vocab.SR_STEP,
+                vocab.SR_STEP_CLASS,
+                graph,
+                (vocab.RDFS_LABEL, Literal(stage)),
+                (vocab.SR_INDEX, Literal(index)),
+                (vocab.SR_DURATION, _double(ms)),
+            )[1]
         return quads
 
 
@@ -335,6 +376,12 @@ def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> dict[str, Any] | 
         "OPTIONAL { ?item sr:supports <<( ?supports_s ?supports_p ?supports_o )>> }",
         "?chunk ?rank ?score ?supports_s ?supports_p ?supports_o",
     )
+    pagerank_seeds = items("sr:pagerankSeed", "?item sr:entity ?entity ; sr:weight ?weight", "?item ?entity ?weight")
+    carriers = items(
+        "sr:source",
+        "?item sr:chunk ?chunk { ?item sr:carriedBy ?entity } UNION { ?item sr:carriedByStatement ?statement }",
+        "?chunk ?entity ?statement",
+    )
     steps = items("sr:step", "?item rdfs:label ?name ; sr:index ?index ; sr:durationMs ?ms", "?name ?index ?ms")
     return {
         "id": trace_id,
@@ -363,6 +410,10 @@ def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> dict[str, Any] | 
             ),
             key=lambda s: -(s["score"] or 0),
         ),
+        "pagerank_seeds": sorted(
+            ({"entity": lexical(p["entity"]), "weight": number(p["weight"], 0)} for p in pagerank_seeds),
+            key=lambda p: -(p["weight"] or 0),
+        ),
         "edges": sorted((_edge_json(e) for e in edges), key=lambda e: -(e["score"] or 0)),
         "sources": sorted(
             (
@@ -371,6 +422,12 @@ def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> dict[str, Any] | 
                     "rank": int(number(s["rank"], 0) or 0),
                     "score": number(s["score"], 0),
                     "supports": _fact_json(s, "supports"),
+                    "carried_by": sorted(
+                        lexical(c["entity"]) for c in carriers if c["chunk"] == s["chunk"] and "entity" in c
+                    ),
+                    "carried_by_statements": sorted(
+                        lexical(c["statement"]) for c in carriers if c["chunk"] == s["chunk"] and "statement" in c
+                    ),
                 }
                 for s in sources
             ),

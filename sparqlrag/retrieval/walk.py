@@ -10,14 +10,19 @@ import numpy as np
 from pyoxigraph import NamedNode, Triple
 
 from sparqlrag.retrieval.document_rag import Passage, passage_json
+from sparqlrag.retrieval.pagerank import FactSeed, Ranking
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.trace import Trace, TracedSeed, TracedSource, fact_json
 from sparqlrag.store import vocab
 
-# "hybrid" means what it means in Document RAG: the dense ranking (here lifted by the walk's
-# facts) fused with the keyword ranking by reciprocal rank; "graph" is that ranking alone.
-Mode = Literal["graph", "hybrid"]
-MODES: tuple[Mode, ...] = ("graph", "hybrid")
+# How the passages are ranked. "pagerank" (the default): personalized PageRank over the graph
+# index, seeded by the question's nearest facts and the hybrid ranking (retrieval/pagerank.py).
+# "graph": the walk's own ranking, dense retrieval lifted by the walk's facts; "hybrid": that
+# ranking fused with the keyword ranking by reciprocal rank, as Document RAG's hybrid fuses the
+# dense one. The walk chooses the facts the answer cites in every mode.
+Mode = Literal["pagerank", "graph", "hybrid"]
+MODES: tuple[Mode, ...] = ("pagerank", "graph", "hybrid")
+TRACED_MODES: dict[str, str] = {"pagerank": "graph-rag/pagerank", "graph": "graph-rag", "hybrid": "hybrid"}
 
 
 class EmptyGraph(LookupError):
@@ -195,8 +200,11 @@ class Walk:
     path_targets: list[str] = field(default_factory=list)  # what a path is scored against: the question and its clauses
     path_vectors: np.ndarray | None = None
     seeds: list[TracedSeed] = field(default_factory=list)
+    near_facts: list[FactSeed] = field(default_factory=list)  # the question's nearest facts (fact index)
+    linked: set[str] = field(default_factory=set)  # the entities the names in the question link to
     edges: list[Edge] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
+    ranking: Ranking | None = None  # pagerank mode: what PageRank made of the seeds
     explored: int = 0
     answer: GraphAnswer | None = None  # set once synthesis is done and the trace written
 
@@ -204,14 +212,23 @@ class Walk:
     def start(cls, question: str, mode: Mode, options: GraphRagOptions | None) -> Walk:
         """A walk for a checked question (ValueError says what is wrong with it, or the mode)."""
         if mode not in MODES:
-            raise ValueError(f'mode must be "graph" or "hybrid", not {mode!r}')
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         return cls(
-            Trace(check_question(question), "hybrid" if mode == "hybrid" else "graph-rag"),
+            Trace(check_question(question), TRACED_MODES[mode]),
             options or GraphRagOptions(),
             mode,
         )
 
-    def trace_sources(self) -> None:
+    def trace_sources(self, carried_statements: dict[str, tuple[str, ...]] | None = None) -> None:
+        carriers = self.ranking.carriers if self.ranking else {}
         self.trace.sources = [
-            TracedSource(p.chunk, rank, p.score, p.supports) for rank, p in enumerate(self.passages, start=1)
+            TracedSource(
+                p.chunk,
+                rank,
+                p.score,
+                p.supports,
+                carriers.get(p.chunk, ()),
+                (carried_statements or {}).get(p.chunk, ()),
+            )
+            for rank, p in enumerate(self.passages, start=1)
         ]

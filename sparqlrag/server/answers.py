@@ -32,8 +32,8 @@ def _services(request: Request) -> Services:
 
 
 async def graph_rag(request: Request) -> Response:
-    """`{"question", "collection"?, "mode"?: "hybrid" | "graph", "stream"?, and any of
-    GraphRagOptions' limits}`. "hybrid" (the default, as `ask`'s) also ranks passages by keyword."""
+    """`{"question", "collection"?, "mode"?: "pagerank" | "hybrid" | "graph", "stream"?, and any of
+    GraphRagOptions' limits}`. "pagerank" is the default, as `ask`'s (retrieval/walk.py, Mode)."""
     authorize(request, "read", per_collection=True)
     limit_answers(request)
     try:
@@ -45,9 +45,9 @@ async def graph_rag(request: Request) -> Response:
         unknown = set(body) - set(GraphRagOptions.names()) - {"question", "collection", "stream", "mode"}
         if unknown:
             raise ValueError(f"unknown fields: {', '.join(sorted(unknown))}")
-        mode = body.get("mode", "hybrid")
+        mode = body.get("mode", "pagerank")
         if mode not in MODES:
-            raise ValueError(f'mode is "hybrid" or "graph", not {mode!r}')
+            raise ValueError(f"mode is one of {', '.join(MODES)}, not {mode!r}")
     except QuestionTooLong as error:
         raise ApiError(400, "question_too_long", str(error)) from None
     except (ValueError, TypeError) as error:

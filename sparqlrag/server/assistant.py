@@ -116,11 +116,14 @@ class Assistant:
             question: str,
             context: Context,
             collection: str = "default",
-            mode: Literal["default", "graph", "document"] = "default",
+            mode: Literal["pagerank", "hybrid", "graph", "document", "default"] = "pagerank",
         ) -> dict[str, Any]:
-            """Answer a question from a collection, citing the passages used. mode "default" walks
-            the knowledge graph and adds matching passages; "graph" answers from the graph alone;
-            "document" from passages alone. The answer's `trace` IRI opens the explanation."""
+            """Answer a question from a collection, citing the passages used and the knowledge
+            graph's facts. The mode ranks the passages: "pagerank" (the default) by personalized
+            PageRank over the graph; "hybrid" by dense and keyword search lifted by the facts;
+            "graph" by dense search lifted by the facts; "document" answers from passages alone.
+            ("default", the old name of the default, means "pagerank".) The answer's `trace` IRI
+            opens the explanation."""
             question = check_question(question)
             name = await self._existing(context, collection)
             self.before_answer(context)
@@ -133,7 +136,7 @@ class Assistant:
                     "trace": found.trace,
                 }
             graph = await services.graph_rag.answer(
-                name, question, GraphRagOptions(), "graph" if mode == "graph" else "hybrid"
+                name, question, GraphRagOptions(), "pagerank" if mode == "default" else mode
             )
             answered = graph.json()
             return {

@@ -197,9 +197,10 @@ PATHS: dict[str, dict[str, Any]] = {
                             **QUESTION["properties"],
                             **WALK_OPTIONS,
                             "mode": {
-                                "enum": ["hybrid", "graph"],
-                                "default": "hybrid",
-                                "description": "hybrid: keyword ranking fused in",
+                                "enum": ["pagerank", "hybrid", "graph"],
+                                "default": "pagerank",
+                                "description": "pagerank: passages by personalized PageRank over the graph index; "
+                                "hybrid: the walk's ranking with the keyword ranking fused in; graph: the walk's",
                             },
                         },
                     }

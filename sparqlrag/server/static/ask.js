@@ -135,7 +135,7 @@ ORDER BY ?hop DESC(?score)`;
     event.preventDefault();
     const collection = $("collection").value;
     const mode = $("mode").value;
-    const graph = mode !== "document"; // graph and hybrid walk the graph
+    const graph = mode !== "document"; // pagerank, hybrid and graph walk the graph
     edges = [];
     seeds = [];
     $("result").hidden = false;

@@ -1,0 +1,147 @@
+"""The graph index (store/graph_index.py) on real parts: after every kind of write its rows are
+the rows a rebuild from the store gives; synonyms stay inside their collection; PageRank's stage
+is in the trace."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sparqlrag.config import Settings
+from sparqlrag.models.embedder import Embedder
+from sparqlrag.retrieval.trace import read_trace
+from sparqlrag.services import Models, Services
+from sparqlrag.store import EmbeddedStore
+from sparqlrag.store.graph_index import GraphIndex
+from sparqlrag.store.select import select
+from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
+
+BASE = "http://kb.example/"
+DOCS = {
+    "curie": "Marie Curie was born in Warsaw. Marie Curie worked at the Sorbonne.",
+    "warsaw": "Warsaw is the capital of Poland. The Vistula flows through Warsaw.",
+    "sorbonne": "The Sorbonne is a university in Paris. Marie Curie taught physics at the Sorbonne.",
+    "bread": "Sourdough bread is baked from flour and a fermented starter.",
+}
+
+
+@pytest.fixture(scope="module")
+def models(embedder: Embedder) -> Models:
+    return Models(embedder, None, None)
+
+
+@pytest.fixture
+def services(tmp_path: Path, models: Models) -> Iterator[Services]:
+    opened = Services.open(
+        Settings(data_dir=tmp_path, base_iri=BASE, reranker_model=None), EmbeddedStore(tmp_path / "store"), None, models
+    )
+    yield opened
+    opened.close()
+    opened.store.close()
+
+
+def ingest(services: Services, documents: dict[str, str], collection: str = "default") -> None:
+    for name, text in documents.items():
+        result = asyncio.run(services.pipeline.ingest(collection, name, text.encode(), title=name))
+        assert result.status == "ready"
+
+
+def graph(services: Services) -> GraphIndex:
+    return services.pipeline.indexer.graph
+
+
+def as_rebuilt(services: Services, collection: str = "default") -> tuple[list[tuple[str, ...]], ...]:
+    """The collection's rows as written, after checking them against a rebuild from the store."""
+    index = graph(services)
+    written = index.rows(collection)
+    index.rebuild(Iris(BASE, collection))
+    assert index.rows(collection) == written
+    return written
+
+
+def test_every_write_leaves_the_rows_a_rebuild_from_the_store_gives(services: Services, tmp_path: Path) -> None:
+    ingest(services, DOCS)
+    passages, mentions, synonyms = as_rebuilt(services)
+    chunks = {row[1] for row in passages}
+    assert len(chunks) == len(DOCS) and {row[1] for row in mentions} <= chunks
+    assert synonyms, "the offline extractor's names give some synonym pairs (Warsaw, Poland)"
+    assert all(row[3] >= 0.8 for row in synonyms)
+    entities = {end for row in mentions for end in row[3:] if end}
+    assert {end for row in synonyms for end in row[1:3]} <= entities  # only between the graph's entities
+
+    assert asyncio.run(services.pipeline.forget("default", "warsaw"))
+    passages, mentions, synonyms = as_rebuilt(services)
+    assert len(passages) == len(DOCS) - 1 and not any("/warsaw/" in row[1] for row in mentions)
+
+    ingest(services, {"curie": "Marie Curie was born in Warsaw. Marie Curie discovered polonium in Paris."})
+    passages, mentions, synonyms = as_rebuilt(services)  # written again: its old chunk gone, the new one in
+    assert len(passages) == len(DOCS) - 1
+
+    assert asyncio.run(services.collections.create("other"))
+    ingest(services, DOCS, "other")
+    assert graph(services).rows("other")[1]
+    asyncio.run(services.cores.export("other", tmp_path / "other.zip"))
+    asyncio.run(services.cores.import_(tmp_path / "other.zip", into="copy"))
+    copied = as_rebuilt(services, "copy")
+    assert len(copied[0]) == len(DOCS) and len(copied[1]) == len(graph(services).rows("other")[1])
+    assert asyncio.run(services.collections.delete("other"))
+    assert graph(services).rows("other") == ([], [], [])
+
+    asyncio.run(services.pipeline.indexer.reindex("default"))  # (names embedded again: scores may move a little)
+    again = graph(services).rows("default")
+    assert again[:2] == (passages, mentions) and {r[1:3] for r in again[2]} == {r[1:3] for r in synonyms}
+
+
+def test_synonym_edges_never_cross_collections(services: Services) -> None:
+    asyncio.run(services.collections.create("twin"))
+    ingest(services, DOCS)
+    ingest(services, DOCS, "twin")
+    for collection in ("default", "twin"):
+        own = Iris(BASE, collection).entity("").value
+        _, mentions, synonyms = graph(services).rows(collection)
+        assert synonyms and all(row[1].startswith(own) and row[2].startswith(own) for row in synonyms)
+        view = graph(services).view(collection)
+        assert all(name.startswith(own) for name in view.names[view.passages :])
+
+
+def test_a_graph_loaded_rather_than_ingested_is_indexed_by_sparqlrag_index(services: Services) -> None:
+    """Facts no passage states still join their entities (`sparqlrag index` on a loaded graph)."""
+    iris = Iris(BASE)
+    warsaw, poland = iris.entity("Warsaw").value, iris.entity("Poland").value
+    kg = iris.knowledge_graph.value
+    services.store.update(
+        SPARQL_PREFIXES
+        + f"""INSERT DATA {{ GRAPH <{kg}> {{ <{warsaw}> rdfs:label "Warsaw" ; <{BASE}rel/capital-of> <{poland}> .
+        <{poland}> rdfs:label "Poland" }} }}"""
+    )
+    asyncio.run(services.pipeline.indexer.index_graph("default"))
+    passages, mentions, _ = graph(services).rows("default")
+    assert passages == [] and [(row[1], row[3], row[4]) for row in mentions] == [("", warsaw, poland)]
+    view = graph(services).view("default")
+    assert view.passages == 0 and view.graph.ecount() >= 1
+
+
+def test_the_default_mode_ranks_by_pagerank_and_traces_its_seeds(services: Services) -> None:
+    ingest(services, DOCS)
+    answer = asyncio.run(services.graph_rag.answer("default", "Where did Marie Curie work?"))
+    assert answer.passages and answer.passages[0].title in ("curie", "sorbonne")
+    trace = read_trace(services.store, Iris(BASE), answer.trace.rsplit("/", 1)[-1])
+    assert trace is not None and trace["mode"] == "graph-rag/pagerank"
+    assert [step["name"] for step in trace["steps"]][-2:] == ["pagerank", "synthesis"]
+    seeds = trace["pagerank_seeds"]
+    assert seeds and all(seed["weight"] > 0 for seed in seeds)
+    assert Iris(BASE).entity("Marie Curie").value in {seed["entity"] for seed in seeds}
+    carried = [source for source in trace["sources"] if source["carried_by"]]
+    assert carried and all(source["carried_by_statements"] for source in carried)
+    # in SPARQL: the entities that carried the first passage, each a node of the graph index
+    rows = select(
+        services.store,
+        SPARQL_PREFIXES
+        + f"""SELECT ?entity WHERE {{ GRAPH ?g {{ <{answer.trace}> sr:source ?source .
+        ?source sr:rank 1 ; sr:carriedBy ?entity }} }}""",
+    )
+    view = graph(services).view("default")
+    assert rows and all(row["entity"] in view.vertex for row in rows)
