@@ -120,8 +120,12 @@ def test_a_graph_loaded_rather_than_ingested_is_indexed_by_sparqlrag_index(servi
     asyncio.run(services.pipeline.indexer.index_graph("default"))
     passages, mentions, _ = graph(services).rows("default")
     assert passages == [] and [(row[1], row[3], row[4]) for row in mentions] == [("", warsaw, poland)]
+    assert graph(services).view("default").empty  # no passage: nothing for PageRank to rank
+    ingest(services, {"warsaw": "Warsaw is the capital of Poland."})
     view = graph(services).view("default")
-    assert view.passages == 0 and view.graph.ecount() >= 1
+    assert view.passages == 1 and (view.vertex[warsaw], view.vertex[poland]) in {
+        edge.tuple for edge in view.graph.es
+    } | {edge.tuple[::-1] for edge in view.graph.es}
 
 
 def test_the_default_mode_ranks_by_pagerank_and_traces_its_seeds(services: Services) -> None:

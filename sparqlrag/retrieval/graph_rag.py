@@ -6,19 +6,19 @@ the entity index, and the question's nearest facts in the fact index, whose ends
 too (HippoRAG 2's query-to-fact step) -> hops: the frontier's edges as subject and object,
 schema predicates dropped, labels resolved in one query, edges scored against the concepts
 with the facts' indexed vectors (a longer path, the fact that led there then this one, against
-the question), the best kept and their far ends the next frontier -> sources through the reifiers (optionally beside
-an LLM's reasoning about
-the edges) -> passages -> synthesis (LLM, or extractive from facts and their sentences).
-Every stage is timed and written to the collection's trace graph.
+the question), the best kept and their far ends the next frontier -> sources through the
+reifiers (optionally beside an LLM's reasoning about the edges) -> passages -> synthesis (LLM,
+or extractive from facts and their sentences). Every stage is timed and written to the
+collection's trace graph.
 
-Passages: graph evidence re-ranks the document candidates rather than competing with them, so
-that Graph RAG is never worse than plain retrieval. A passage scores its cosine to the question
-plus how far the best fact it supports stands out: that fact's score above the median score of
-the facts the walk scored for this question (the facts of a weak graph hardly stand out, and a
-passage supporting none keeps its cosine). With no graph the ranking is dense retrieval's; the
-"hybrid" mode fuses this ranking with the keyword ranking as Document RAG's hybrid fuses the
-dense one (with no graph, exactly Document RAG's hybrid). Each passage names the fact that lifted
-it (`supports`, `sr:supports` in the trace).
+Passages, by mode (walk.py, Mode). "pagerank", the default: personalized PageRank over the graph
+index from the question's recognised near facts and every passage's hybrid score
+(retrieval/pagerank.py); with no seed, exactly Document RAG's hybrid ranking. "graph": the
+walk's facts re-rank the dense candidates: a passage scores its cosine to the question plus how
+far the best fact it supports stands out above the median score of the facts the walk scored
+(a passage supporting none keeps its cosine); "hybrid" fuses that ranking with the keyword
+ranking as Document RAG's hybrid fuses the dense one. In every mode the walk chooses the facts
+the answer cites, and each passage names the best of them it is evidence for (`supports`).
 """
 
 from __future__ import annotations

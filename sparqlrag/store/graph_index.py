@@ -237,7 +237,8 @@ class GraphIndex:
             ]
 
     def view(self, collection: str) -> GraphView:
-        """The collection's graph, read from the rows once per change."""
+        """The collection's graph, read from the rows once per change. A collection without
+        passages (a graph loaded, not ingested) gives an empty view: PageRank has nothing to rank."""
         with self._lock:
             version = self._versions.get(collection, 0)
             cached = self._views.get(collection)
@@ -252,6 +253,8 @@ class GraphIndex:
     def _read(self, collection: str) -> GraphView:
         db = self._db
         passages = [row[0] for row in db.execute("SELECT chunk FROM passages WHERE collection = ?", (collection,))]
+        if not passages:
+            return GraphView(igraph.Graph(), [], {}, 0, np.zeros(0, dtype=np.int64))
         names = list(passages)
         vertex = {name: i for i, name in enumerate(names)}
 
