@@ -42,6 +42,7 @@ from sparqlrag.store.vocab import Iris
 
 SYNONYM_THRESHOLD = 0.8  # HippoRAG's synonymy_edge_sim_threshold
 SYNONYM_NEIGHBOURS = 101  # the reference stops past 100 neighbours of a node
+SYNONYM_BATCH = 512  # entities whose neighbours are searched at once
 NO_CHUNK = ""  # the chunk of a fact no passage states (a graph loaded rather than ingested)
 PARAMETERS = 500  # values in one `IN (...)`
 
@@ -351,30 +352,29 @@ class GraphIndex:
 
     def _add_synonyms(self, collection: str, entities: list[str]) -> None:
         """Synonym rows between each of `entities` and the graph's entities: each way in which
-        the name that has the neighbour is long enough (as the reference builds them)."""
-        if not entities:
-            return
+        the name that has the neighbour is long enough (as the reference builds them). Asked
+        SYNONYM_BATCH entities at a time, so that a whole graph's (a rebuild) stays small."""
         vectors = self.vectors.vectors_of(collection, "entities", entities)
         asking = [e for e in entities if e in vectors]
-        if not asking:
-            return
-        matrix = np.stack([vectors[e] for e in asking])
-        hits = self.vectors.search_many(collection, "entities", matrix, 2 * SYNONYM_NEIGHBOURS)
-        near = sorted({h.iri for found in hits for h in found if h.score >= SYNONYM_THRESHOLD})
-        names = {h.iri: str(h.payload.get("label") or "") for found in hits for h in found}
-        in_graph = self._present(collection, near)
-        own = self.vectors.vectors_of(collection, "entities", sorted(in_graph))  # the name's own vector
-        rows = set()
-        for entity, found in zip(asking, hits):
-            scored = [
-                (h.iri, float(own[h.iri] @ vectors[entity]))
-                for h in found
-                if h.iri != entity and h.iri in own and names[h.iri]
-            ]
-            scored = sorted((pair for pair in scored if pair[1] >= SYNONYM_THRESHOLD), key=lambda p: -p[1])
-            for other, score in scored[:SYNONYM_NEIGHBOURS]:
-                if _named(names.get(entity, "")):
-                    rows.add((collection, entity, other, score))
-                if _named(names[other]):
-                    rows.add((collection, other, entity, score))
+        rows: set[tuple[str, str, str, float]] = set()
+        for start in range(0, len(asking), SYNONYM_BATCH):
+            part = asking[start : start + SYNONYM_BATCH]
+            found = self.vectors.search_many(
+                collection, "entities", np.stack([vectors[e] for e in part]), 2 * SYNONYM_NEIGHBOURS
+            )
+            # the best facet's score bounds the name's: what is below the threshold is no synonym
+            near = [[h for h in hits if h.score >= SYNONYM_THRESHOLD] for hits in found]
+            names = {h.iri: str(h.payload.get("label") or "") for hits in near for h in hits}
+            own = self.vectors.vectors_of(  # the names' own vectors (not their definitions')
+                collection, "entities", sorted(self._present(collection, names))
+            )
+            for entity, hits in zip(part, near):
+                scored = [(h.iri, float(own[h.iri] @ vectors[entity])) for h in hits if h.iri in own]
+                scored = [pair for pair in scored if pair[0] != entity]
+                scored = sorted((p for p in scored if p[1] >= SYNONYM_THRESHOLD and names[p[0]]), key=lambda p: -p[1])
+                for other, score in scored[:SYNONYM_NEIGHBOURS]:
+                    if _named(names.get(entity, "")):
+                        rows.add((collection, entity, other, score))
+                    if _named(names[other]):
+                        rows.add((collection, other, entity, score))
         self._db.executemany("INSERT OR REPLACE INTO synonyms VALUES (?, ?, ?, ?)", sorted(rows))
