@@ -169,6 +169,14 @@ def test_search_many_answers_each_query_as_search_does(index: VectorIndex, embed
     ]
     assert [hits[0].iri for hits in many] == ["http://x/0", "http://x/1", "http://x/2"]
     assert index.search_many("nothing", "chunks", queries, 2) == [[], [], []]
+    for query in queries:  # a ranking is search's IRIs and scores, payloads unread
+        assert index.ranking("c", "chunks", query, 3) == [
+            (h.iri, h.score) for h in index.search("c", "chunks", query, 3)
+        ]
+    index.upsert("c", "entities", ["http://x/e"], embedder.embed(["Warsaw"]), [{}])
+    index.upsert("c", "entities", ["http://x/e"], embedder.embed(["Warsaw: a city on the Vistula"]), [{}], "definition")
+    assert [iri for iri, _ in index.ranking("c", "entities", queries[1], 5)] == ["http://x/e"]  # once, at its best
+    assert index.ranking("nothing", "chunks", queries[0], 2) == []
 
 
 def test_queries_are_scored_a_few_at_a_time_with_the_same_answers(

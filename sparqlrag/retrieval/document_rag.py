@@ -187,8 +187,7 @@ class DocumentRag:
 
     async def _dense(self, collection: str, question: str, candidates: int) -> list[tuple[str, float]]:
         query = await off_loop(self.embedder.embed_one, question)
-        hits = await off_loop(self.vectors.search, collection, "chunks", query, candidates)
-        return [(h.iri, h.score) for h in hits]
+        return await off_loop(self.vectors.ranking, collection, "chunks", query, candidates)
 
     async def _keyword(self, collection: str, question: str, candidates: int) -> list[tuple[str, float]]:
         matches = await off_loop(self.keywords.search, collection, question, candidates)

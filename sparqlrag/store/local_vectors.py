@@ -220,22 +220,42 @@ class LocalVectors(VectorIndex):
     def search_many(self, collection: str, kind: Kind, vectors: np.ndarray, limit: int) -> list[list[Hit]]:
         """All queries in one pass over the matrix, computed outside the lock on the arrays of
         the moment (see _Matrix); hits deleted meanwhile are dropped when their payloads are read."""
-        name, fetch = self.name(collection, kind), self.fetched(kind, limit)
-        with self._lock:
-            matrix = self._loaded(name)
-            if not matrix.live():
-                return [[] for _ in vectors]
-            table, seqs, dead = matrix.vectors[: matrix.size], matrix.seqs[: matrix.size], matrix.dead[: matrix.size]
-            dead = dead.copy()
-            candidates = matrix.shortlisted(vectors, fetch, self.shortlist_rows)
-        if candidates is None:
-            ranked = _nearest(table, dead, vectors, fetch)
-        else:
-            ranked = _rescored(table, dead, candidates, vectors, fetch)
+        ranked, seqs = self._nearest_rows(collection, kind, vectors, self.fetched(kind, limit))
         with self._lock:
             payloads = self._payloads(sorted({int(seqs[row]) for hits in ranked for _, row in hits}))
         found = [[(score, payloads[s]) for score, row in hits if (s := int(seqs[row])) in payloads] for hits in ranked]
         return best_per_iri(found, limit)
+
+    def ranking(self, collection: str, kind: Kind, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
+        """search's IRIs and scores, reading no payload: a long ranking costs its IRIs alone."""
+        (hits,), seqs = self._nearest_rows(collection, kind, vector[None, :], self.fetched(kind, limit))
+        wanted = sorted({int(seqs[row]) for _, row in hits})
+        iris: dict[int, str] = {}
+        with self._lock:
+            for start in range(0, len(wanted), PARAMETERS):
+                part = wanted[start : start + PARAMETERS]
+                query = f"SELECT seq, iri FROM points WHERE seq IN ({_marks(part)})"
+                iris |= dict(self._db.execute(query, part).fetchall())
+        best: dict[str, float] = {}
+        for score, row in hits:  # best first: an IRI's first point is its best facet
+            if (seq := int(seqs[row])) in iris:
+                best.setdefault(iris[seq], score)
+        return list(best.items())[:limit]
+
+    def _nearest_rows(
+        self, collection: str, kind: Kind, vectors: np.ndarray, fetch: int
+    ) -> tuple[list[list[tuple[float, int]]], np.ndarray]:
+        """Each query's `fetch` nearest rows (score, row), and the rows' seqs."""
+        with self._lock:
+            matrix = self._loaded(self.name(collection, kind))
+            if not matrix.live():
+                return [[] for _ in vectors], matrix.seqs[:0]
+            table, seqs, dead = matrix.vectors[: matrix.size], matrix.seqs[: matrix.size], matrix.dead[: matrix.size]
+            dead = dead.copy()
+            candidates = matrix.shortlisted(vectors, fetch, self.shortlist_rows)
+        if candidates is None:
+            return _nearest(table, dead, vectors, fetch), seqs
+        return _rescored(table, dead, candidates, vectors, fetch), seqs
 
     def _payloads(self, seqs: list[int]) -> dict[int, Payload]:
         out: dict[int, Payload] = {}

@@ -92,6 +92,11 @@ class VectorIndex(ABC):
     def search(self, collection: str, kind: Kind, vector: np.ndarray, limit: int) -> list[Hit]:
         return self.search_many(collection, kind, vector[None, :], limit)[0]
 
+    def ranking(self, collection: str, kind: Kind, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
+        """The `limit` nearest IRIs (IRI, score), best first, as `search` finds them; a backend
+        may find them without reading their payloads."""
+        return [(hit.iri, hit.score) for hit in self.search(collection, kind, vector, limit)]
+
     @abstractmethod
     def search_many(self, collection: str, kind: Kind, vectors: np.ndarray, limit: int) -> list[list[Hit]]:
         """The `limit` nearest IRIs to each row of `vectors`, by cosine, best first."""
