@@ -177,6 +177,12 @@ def test_search_many_answers_each_query_as_search_does(index: VectorIndex, embed
     index.upsert("c", "entities", ["http://x/e"], embedder.embed(["Warsaw: a city on the Vistula"]), [{}], "definition")
     assert [iri for iri, _ in index.ranking("c", "entities", queries[1], 5)] == ["http://x/e"]  # once, at its best
     assert index.ranking("nothing", "chunks", queries[0], 2) == []
+    # a threshold keeps the hits at or above it: what search finds there, nothing below
+    close = index.search_many("c", "chunks", queries, 4, threshold=0.3)
+    assert [[h.iri for h in hits] for hits in close] == [
+        [h.iri for h in hits if h.score >= 0.3] for hits in index.search_many("c", "chunks", queries, 4)
+    ]
+    assert any(len(hits) < 4 for hits in close) and all(h.score >= 0.3 for hits in close for h in hits)
 
 
 def test_queries_are_scored_a_few_at_a_time_with_the_same_answers(

@@ -359,11 +359,10 @@ class GraphIndex:
         rows: set[tuple[str, str, str, float]] = set()
         for start in range(0, len(asking), SYNONYM_BATCH):
             part = asking[start : start + SYNONYM_BATCH]
-            found = self.vectors.search_many(
-                collection, "entities", np.stack([vectors[e] for e in part]), 2 * SYNONYM_NEIGHBOURS
-            )
             # the best facet's score bounds the name's: what is below the threshold is no synonym
-            near = [[h for h in hits if h.score >= SYNONYM_THRESHOLD] for hits in found]
+            near = self.vectors.search_many(
+                collection, "entities", np.stack([vectors[e] for e in part]), 2 * SYNONYM_NEIGHBOURS, SYNONYM_THRESHOLD
+            )
             names = {h.iri: str(h.payload.get("label") or "") for hits in near for h in hits}
             own = self.vectors.vectors_of(  # the names' own vectors (not their definitions')
                 collection, "entities", sorted(self._present(collection, names))

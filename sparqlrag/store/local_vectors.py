@@ -145,8 +145,10 @@ class _Matrix:
         return self.shortlist.candidates(queries, limit)  # a query's scale does not change its order
 
 
-def _nearest(table: np.ndarray, dead: np.ndarray, queries: np.ndarray, limit: int) -> list[list[tuple[float, int]]]:
-    """Each query's (score, row) pairs over the whole matrix, best first. Queries are scored a
+def _nearest(
+    table: np.ndarray, dead: np.ndarray, queries: np.ndarray, limit: int, threshold: float
+) -> list[list[tuple[float, int]]]:
+    """Each query's (score, row) pairs at or above `threshold` over the whole matrix, best first. Queries are scored a
     few at a time, so that their scores (rows x queries) stay within SCORE_BYTES: all at once,
     a batch's entity names against 80,000 entities took 600 MB for a moment."""
     out = []
@@ -157,20 +159,23 @@ def _nearest(table: np.ndarray, dead: np.ndarray, queries: np.ndarray, limit: in
         for column in scores.T:
             top = np.argpartition(-column, min(limit, len(column) - 1))[:limit]
             top = top[np.argsort(-column[top])]
+            top = top[column[top] >= threshold]
             out.append([(float(column[row]), int(row)) for row in top if not dead[row]])
     return out
 
 
 def _rescored(
-    table: np.ndarray, dead: np.ndarray, candidates: np.ndarray, queries: np.ndarray, limit: int
+    table: np.ndarray, dead: np.ndarray, candidates: np.ndarray, queries: np.ndarray, limit: int, threshold: float
 ) -> list[list[tuple[float, int]]]:
-    """Each query's shortlisted rows (-1: none) scored exactly: (score, row) pairs, best first."""
+    """Each query's shortlisted rows (-1: none) scored exactly: (score, row) pairs at or above
+    `threshold`, best first."""
     out = []
     for rows, query in zip(candidates, unit(queries)):
         rows = rows[(rows >= 0) & (rows < len(table))]
         rows = rows[~dead[rows]]
         scores = table[rows] @ query
         order = np.argsort(-scores)[:limit]
+        order = order[scores[order] >= threshold]
         out.append([(float(scores[i]), int(rows[i])) for i in order])
     return out
 
@@ -217,10 +222,12 @@ class LocalVectors(VectorIndex):
         if (matrix := self._matrices.get(name)) is not None:
             matrix.written(np.array(seqs, dtype=np.int64), vectors)
 
-    def search_many(self, collection: str, kind: Kind, vectors: np.ndarray, limit: int) -> list[list[Hit]]:
+    def search_many(
+        self, collection: str, kind: Kind, vectors: np.ndarray, limit: int, threshold: float = -np.inf
+    ) -> list[list[Hit]]:
         """All queries in one pass over the matrix, computed outside the lock on the arrays of
         the moment (see _Matrix); hits deleted meanwhile are dropped when their payloads are read."""
-        ranked, seqs = self._nearest_rows(collection, kind, vectors, self.fetched(kind, limit))
+        ranked, seqs = self._nearest_rows(collection, kind, vectors, self.fetched(kind, limit), threshold)
         with self._lock:
             payloads = self._payloads(sorted({int(seqs[row]) for hits in ranked for _, row in hits}))
         found = [[(score, payloads[s]) for score, row in hits if (s := int(seqs[row])) in payloads] for hits in ranked]
@@ -228,7 +235,7 @@ class LocalVectors(VectorIndex):
 
     def ranking(self, collection: str, kind: Kind, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         """search's IRIs and scores, reading no payload: a long ranking costs its IRIs alone."""
-        (hits,), seqs = self._nearest_rows(collection, kind, vector[None, :], self.fetched(kind, limit))
+        (hits,), seqs = self._nearest_rows(collection, kind, vector[None, :], self.fetched(kind, limit), -np.inf)
         wanted = sorted({int(seqs[row]) for _, row in hits})
         iris: dict[int, str] = {}
         with self._lock:
@@ -243,9 +250,9 @@ class LocalVectors(VectorIndex):
         return list(best.items())[:limit]
 
     def _nearest_rows(
-        self, collection: str, kind: Kind, vectors: np.ndarray, fetch: int
+        self, collection: str, kind: Kind, vectors: np.ndarray, fetch: int, threshold: float
     ) -> tuple[list[list[tuple[float, int]]], np.ndarray]:
-        """Each query's `fetch` nearest rows (score, row), and the rows' seqs."""
+        """Each query's `fetch` nearest rows (score, row) at or above `threshold`, and the rows' seqs."""
         with self._lock:
             matrix = self._loaded(self.name(collection, kind))
             if not matrix.live():
@@ -254,8 +261,8 @@ class LocalVectors(VectorIndex):
             dead = dead.copy()
             candidates = matrix.shortlisted(vectors, fetch, self.shortlist_rows)
         if candidates is None:
-            return _nearest(table, dead, vectors, fetch), seqs
-        return _rescored(table, dead, candidates, vectors, fetch), seqs
+            return _nearest(table, dead, vectors, fetch, threshold), seqs
+        return _rescored(table, dead, candidates, vectors, fetch, threshold), seqs
 
     def _payloads(self, seqs: list[int]) -> dict[int, Payload]:
         out: dict[int, Payload] = {}

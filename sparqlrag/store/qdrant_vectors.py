@@ -70,14 +70,21 @@ class QdrantVectors(VectorIndex):
                 ]
                 self._client.upsert(name, points=points, wait=True)
 
-    def search_many(self, collection: str, kind: Kind, vectors: np.ndarray, limit: int) -> list[list[Hit]]:
+    def search_many(
+        self, collection: str, kind: Kind, vectors: np.ndarray, limit: int, threshold: float = -np.inf
+    ) -> list[list[Hit]]:
         """All queries in one request."""
         name = self.name(collection, kind)
         with self._lock:
             if not self._exists(name):
                 return [[] for _ in vectors]
             requests = [
-                models.QueryRequest(query=vector.tolist(), limit=self.fetched(kind, limit), with_payload=True)
+                models.QueryRequest(
+                    query=vector.tolist(),
+                    limit=self.fetched(kind, limit),
+                    with_payload=True,
+                    score_threshold=None if threshold == -np.inf else threshold,
+                )
                 for vector in vectors
             ]
             found = [response.points for response in self._client.query_batch_points(name, requests)]

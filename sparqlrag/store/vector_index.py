@@ -98,8 +98,11 @@ class VectorIndex(ABC):
         return [(hit.iri, hit.score) for hit in self.search(collection, kind, vector, limit)]
 
     @abstractmethod
-    def search_many(self, collection: str, kind: Kind, vectors: np.ndarray, limit: int) -> list[list[Hit]]:
-        """The `limit` nearest IRIs to each row of `vectors`, by cosine, best first."""
+    def search_many(
+        self, collection: str, kind: Kind, vectors: np.ndarray, limit: int, threshold: float = -np.inf
+    ) -> list[list[Hit]]:
+        """The `limit` nearest IRIs to each row of `vectors`, by cosine, best first; only those at
+        `threshold` or above, when one is given."""
 
     @abstractmethod
     def existing(self, collection: str, kind: Kind, iris: Sequence[str], facet: Facet = "") -> set[str]:
