@@ -137,6 +137,9 @@ def test_the_default_mode_ranks_by_pagerank_and_traces_its_seeds(services: Servi
     assert [step["name"] for step in trace["steps"]][-2:] == ["pagerank", "synthesis"]
     seeds = trace["pagerank_seeds"]
     assert seeds and all(seed["weight"] > 0 for seed in seeds)
+    answered = answer.json()["pagerank_seeds"]  # the answer carries them too, with the facts that seeded them
+    assert {(s["entity"], s["weight"]) for s in answered} == {(s["entity"], s["weight"]) for s in seeds}
+    assert all(s["facts"] for s in answered)
     assert Iris(BASE).entity("Marie Curie").value in {seed["entity"] for seed in seeds}
     carried = [source for source in trace["sources"] if source["carried_by"]]
     assert carried and all(source["carried_by_statements"] for source in carried)

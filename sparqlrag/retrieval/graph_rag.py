@@ -154,6 +154,7 @@ class GraphRag:
             iri,
             trace.model,
             trace.usage,
+            trace.pagerank_seeds,
         )
         yield "sources", {"sources": [passage_json(p) for p in answer.passages]}
         yield "done", {"answer": answer.answer, "trace": answer.trace, "model": answer.model, "usage": answer.usage}

@@ -12,7 +12,7 @@ from pyoxigraph import NamedNode, Triple
 from sparqlrag.retrieval.document_rag import Passage, passage_json
 from sparqlrag.retrieval.pagerank import FactSeed, Ranking
 from sparqlrag.retrieval.question import check_question
-from sparqlrag.retrieval.trace import Trace, TracedSeed, TracedSource, fact_json
+from sparqlrag.retrieval.trace import Trace, TracedPageRankSeed, TracedSeed, TracedSource, fact_json
 from sparqlrag.store import vocab
 
 # How the passages are ranked. "pagerank" (the default): personalized PageRank over the graph
@@ -161,6 +161,7 @@ class GraphAnswer:
     trace: str
     model: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
+    pagerank_seeds: list[TracedPageRankSeed] = field(default_factory=list)  # pagerank mode
 
     def json(self) -> dict[str, Any]:
         return {
@@ -173,6 +174,10 @@ class GraphAnswer:
             "seeds": [seed_json(s) for s in self.seeds],
             "explored_edges": self.explored,
             "edges": [e.json() for e in self.edges],
+            "pagerank_seeds": [
+                {"entity": s.entity, "weight": s.weight, "facts": [fact_json(f) for f in s.facts]}
+                for s in self.pagerank_seeds
+            ],
             "sources": [passage_json(p) for p in self.passages],
         }
 
