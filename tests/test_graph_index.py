@@ -15,7 +15,8 @@ from sparqlrag.models.embedder import Embedder
 from sparqlrag.retrieval.trace import read_trace
 from sparqlrag.services import Models, Services
 from sparqlrag.store import EmbeddedStore
-from sparqlrag.store.graph_index import GraphIndex
+from sparqlrag.store.graph_index import NO_CHUNK, GraphIndex, Mention
+from sparqlrag.store.local_vectors import LocalVectors
 from sparqlrag.store.select import select
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 
@@ -122,6 +123,8 @@ def test_a_graph_loaded_rather_than_ingested_is_indexed_by_sparqlrag_index(servi
     assert passages == [] and [(row[1], row[3], row[4]) for row in mentions] == [("", warsaw, poland)]
     assert graph(services).view("default").empty  # no passage: nothing for PageRank to rank
     ingest(services, {"warsaw": "Warsaw is the capital of Poland."})
+    _, mentions, _ = as_rebuilt(services)  # the loaded fact, stated by no passage, is kept beside the ingested ones
+    assert ("", warsaw, poland) in {(row[1], row[3], row[4]) for row in mentions}
     view = graph(services).view("default")
     assert view.passages == 1 and (view.vertex[warsaw], view.vertex[poland]) in {
         edge.tuple for edge in view.graph.es
@@ -152,3 +155,20 @@ def test_the_default_mode_ranks_by_pagerank_and_traces_its_seeds(services: Servi
     )
     view = graph(services).view("default")
     assert rows and all(row["entity"] in view.vertex for row in rows)
+
+
+def test_a_fact_a_passage_comes_to_state_leaves_the_facts_no_passage_states(tmp_path: Path) -> None:
+    store = EmbeddedStore(tmp_path / "store")
+    index = GraphIndex(store, LocalVectors(384, tmp_path / "vectors.sqlite"), tmp_path / "graph.sqlite")
+    try:
+        loaded = Mention(NO_CHUNK, "http://x/stmt/1", "http://x/a", "http://x/b")
+        index.write("c", [], [loaded])
+        assert index.rows("c")[1] == [("c", *loaded)]
+        stated = loaded._replace(chunk="http://x/chunk/1")
+        index.write("c", [stated.chunk], [stated, loaded])  # (a rebuild offers both)
+        assert index.rows("c")[:2] == ([("c", stated.chunk)], [("c", *stated)])
+        index.remove_chunks("c", [stated.chunk])
+        assert index.rows("c") == ([], [], []) and index.statements("c") == set()
+    finally:
+        index.close()
+        store.close()

@@ -141,7 +141,8 @@ class GraphIndex:
                 "INSERT OR IGNORE INTO passages VALUES (?, ?)", [(collection, c) for c in chunks if c != NO_CHUNK]
             )
             stated = [m for m in mentions if m.chunk != NO_CHUNK]
-            self._delete_rows(collection, "chunk = '' AND statement", sorted({m.statement for m in stated}))
+            # a fact a passage now states is no longer one no passage states
+            self._delete_rows(collection, "statement", sorted({m.statement for m in stated}), unstated_only=True)
             self._db.executemany(
                 "INSERT OR REPLACE INTO mentions VALUES (?, ?, ?, ?, ?)", [(collection, *m) for m in stated]
             )
@@ -339,10 +340,15 @@ class GraphIndex:
             named |= {end for row in rows for end in row if end is not None}
         return named
 
-    def _delete_rows(self, collection: str, where: str, values: Sequence[str], table: str = "mentions") -> None:
+    def _delete_rows(
+        self, collection: str, column: str, values: Sequence[str], table: str = "mentions", unstated_only: bool = False
+    ) -> None:
+        """Delete the rows of `table` whose `column` is one of `values` (of mentions, only those
+        of NO_CHUNK when `unstated_only`)."""
+        only = " AND chunk = ''" if unstated_only else ""
         for part in _pieces(values):
             self._db.execute(
-                f"DELETE FROM {table} WHERE collection = ? AND {where} IN ({','.join('?' * len(part))})",
+                f"DELETE FROM {table} WHERE collection = ?{only} AND {column} IN ({','.join('?' * len(part))})",
                 (collection, *part),
             )
 
