@@ -18,6 +18,7 @@ from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.graph_index import NO_CHUNK, GraphIndex, Mention
 from sparqlrag.store.local_vectors import LocalVectors
 from sparqlrag.store.select import select
+from sparqlrag.store.vector_index import alias_facet
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 
 BASE = "http://kb.example/"
@@ -129,6 +130,31 @@ def test_a_graph_loaded_rather_than_ingested_is_indexed_by_sparqlrag_index(servi
     assert view.passages == 1 and (view.vertex[warsaw], view.vertex[poland]) in {
         edge.tuple for edge in view.graph.es
     } | {edge.tuple[::-1] for edge in view.graph.es}
+
+
+def test_a_loaded_graphs_alt_labels_and_same_as_ground_a_question(services: Services) -> None:
+    """`sparqlrag index` on someone else's graph follows its own names: a skos:altLabel grounds
+    on its entity (the seed says which name), and an owl:sameAs seeds the IRI it joins when the
+    graph says something of it; a sameAs to an IRI it says nothing of is no seed."""
+    ibm, armonk, flint = (f"http://data.example/{name}" for name in ("ibm", "armonk", "flint"))
+    wikidata, dbpedia = "http://www.wikidata.org/entity/Q37156", "http://dbpedia.org/resource/IBM"
+    kg = Iris(BASE).knowledge_graph.value
+    services.store.update(
+        SPARQL_PREFIXES
+        + f"""INSERT DATA {{ GRAPH <{kg}> {{
+        <{ibm}> rdfs:label "International Business Machines" ; skos:altLabel "Big Blue" ;
+          <http://data.example/headquartered-in> <{armonk}> ; owl:sameAs <{wikidata}>, <{dbpedia}> .
+        <{armonk}> rdfs:label "Armonk" . <{flint}> rdfs:label "Charles Ranlett Flint" .
+        <{wikidata}> <http://data.example/founded-by> <{flint}> }} }}"""
+    )
+    asyncio.run(services.pipeline.indexer.index_graph("default"))
+    walk = asyncio.run(services.graph_rag.retrieve("default", "Where is Big Blue headquartered?"))
+    seeds = {seed.entity: seed for seed in walk.seeds}
+    assert ibm in seeds and seeds[ibm].alias == "Big Blue"
+    assert wikidata in seeds and seeds[wikidata].score == seeds[ibm].score and dbpedia not in seeds
+    assert {(e.fact.subject.value, e.fact.object.value) for e in walk.edges} >= {(ibm, armonk), (wikidata, flint)}
+    services.vectors.delete("default", "entities", [ibm])
+    assert not services.vectors.existing("default", "entities", [ibm], alias_facet("Big Blue"))
 
 
 def test_the_default_mode_ranks_by_pagerank_and_traces_its_seeds(services: Services) -> None:

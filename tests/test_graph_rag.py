@@ -121,9 +121,7 @@ def test_limits_are_honoured(services: Services) -> None:
         )
     )
     assert 2 <= len(narrow.seeds) <= 4  # two concepts (the question, "Marie Curie"), two seeds each, deduplicated
-    assert len({e.pattern for e in narrow.edges}) == 1 and {e.hop for e in narrow.edges} == {
-        1
-    }  # the best edge, and its siblings
+    assert len(narrow.edges) == 1 and narrow.edges[0].hop == 1  # edge_limit=1: the best edge alone
     capped = asyncio.run(
         rag(services).retrieve(
             "default", question, GraphRagOptions(entity_limit=1, triple_limit=1, max_path_length=1, fact_seeds=0)

@@ -15,7 +15,7 @@ from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.local_vectors import LocalVectors
 from sparqlrag.store.qdrant_vectors import QdrantVectors
 from sparqlrag.store.shortlist import Shortlist
-from sparqlrag.store.vector_index import VectorIndex
+from sparqlrag.store.vector_index import VectorIndex, alias_facet
 from sparqlrag.store.vocab import InvalidName
 
 PASSAGES = {
@@ -127,11 +127,12 @@ def test_an_entity_has_a_label_point_and_a_definition_point_but_is_found_once(
     index.upsert(
         "c", "entities", iris[:1], embedder.embed(["Marie Curie: a physicist and chemist"]), [{}], "definition"
     )
-    assert index.count("c", "entities") == 3
+    index.upsert("c", "entities", iris[:1], embedder.embed(["Madame Curie"]), [{}], alias_facet("Madame Curie"))
+    assert index.count("c", "entities") == 4
     assert index.existing("c", "entities", iris, "definition") == {"http://x/curie"}
     hits = index.search("c", "entities", embedder.embed_one("chemist"), 2)
     assert [h.iri for h in hits] == ["http://x/curie", "http://x/bohr"] and hits[0].payload["facet"] == "definition"
-    index.delete("c", "entities", iris[:1])
+    index.delete("c", "entities", iris[:1])  # every facet's point, an alias name's too
     assert (
         index.count("c", "entities") == 1
         and [h.iri for h in index.search("c", "entities", embedder.embed_one("x"), 5)] == iris[1:]

@@ -24,7 +24,7 @@ from sparqlrag.store.graph_index import GraphIndex, mentions_of
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.select import lexical, select, select_terms, select_values
 from sparqlrag.store.sparql_text import sparql_term
-from sparqlrag.store.vector_index import Facet, VectorIndex
+from sparqlrag.store.vector_index import Facet, VectorIndex, alias_facet
 from sparqlrag.store.vocab import Iris
 
 CHUNKS = "GRAPH %s { ?c a sr:Chunk }"  # (of a collection's source graph)
@@ -155,6 +155,9 @@ class Indexer:
             entities += await self._entities(collection, part)
             if on_progress is not None:
                 on_progress(min(start + batch, len(rows)), total)
+        if not minted_only:  # ingest's own names are resolved, not read back (extraction/resolution.py)
+            labels = {row["e"]: row["label"] for row in rows}
+            entities += await self._other_names(collection, iris, labels)
         for start in range(0, len(facts), batch):
             triples = [Triple(row["s"], row["p"], row["o"]) for row in facts[start : start + batch]]  # type: ignore[arg-type]
             fact_vectors += len(await off_loop(self.facts.add, iris, triples))
@@ -162,6 +165,37 @@ class Indexer:
                 on_progress(len(rows) + min(start + batch, len(facts)), total)
         await off_loop(self.graph.rebuild, iris)
         return entities, fact_vectors
+
+    async def _other_names(self, collection: str, iris: Iris, labels: dict[str, str]) -> int:
+        """A point for each `skos:altLabel` a loaded graph gives one of its labelled entities
+        (IRI -> label), with that name's facet: the graph's own word for what names the same
+        thing, so no name rule is applied to someone else's graph. Returns the points written."""
+        rows = await off_loop(
+            select,
+            self.store,
+            vocab.SPARQL_PREFIXES
+            + f"""SELECT DISTINCT ?e ?name WHERE {{ GRAPH {sparql_term(iris.knowledge_graph)} {{
+              ?e skos:altLabel ?name FILTER(isIRI(?e) && isLiteral(?name)) }} }}""",
+        )
+        by_facet: dict[str, list[tuple[str, str]]] = {}
+        for row in rows:
+            if row["e"] in labels and row["name"] != labels[row["e"]]:
+                by_facet.setdefault(alias_facet(row["name"]), []).append((row["e"], row["name"]))
+        new: dict[str, list[tuple[str, str]]] = {}
+        for facet, named in by_facet.items():
+            known = await off_loop(self.vectors.existing, collection, "entities", [e for e, _ in named], facet)
+            if unknown := [(e, name) for e, name in named if e not in known]:
+                new[facet] = unknown
+        if not new:
+            return 0
+        names = [named[0][1] for named in new.values()]  # a facet is one name
+        vectors = await off_loop(self.embedder.embed, names)
+        for (facet, named), vector in zip(new.items(), vectors):
+            payloads = [{"label": labels[e], "alias": name} for e, name in named]
+            repeated = np.repeat(vector[None, :], len(named), axis=0)
+            entities = [e for e, _ in named]
+            await off_loop(self.vectors.upsert, collection, "entities", entities, repeated, payloads, facet)
+        return sum(len(named) for named in new.values())
 
     async def reindex(self, collection: str, *, batch: int = 256, on_progress: Progress | None = None) -> int:
         """Rebuild the collection's derived indexes from the store alone, the system of record:

@@ -41,7 +41,7 @@ from sparqlrag.store import vocab
 from sparqlrag.store.base import GraphNotFound
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.facts import fact_ntriples, parse_fact
-from sparqlrag.store.vector_index import FACETS, Kind
+from sparqlrag.store.vector_index import Kind
 from sparqlrag.store.vocab import InvalidName, Iris, check_collection
 
 log = logging.getLogger(__name__)
@@ -225,7 +225,7 @@ class Cores:
         move = None if exported == iris else _mover(exported, iris)
         for kind in KINDS:
             payloads = [p if move is None else _moved_payload(p, move, iris) for p in core.payloads[kind]]
-            for facet in FACETS:
+            for facet in sorted({p.get("facet", "") for p in payloads}):
                 rows = [i for i, p in enumerate(payloads) if p.get("facet", "") == facet]
                 if rows:
                     points = [payloads[i] for i in rows]

@@ -52,8 +52,7 @@ from sparqlrag.retrieval.walk import (
     Walk,
     seed_json,
 )
-from sparqlrag.store import vocab
-from sparqlrag.store.aliases import canonicals
+from sparqlrag.store.aliases import canonicals, equivalents
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.fact_index import FactIndex
@@ -190,7 +189,7 @@ class GraphRag:
                 break
             with Stage(walk.trace, f"hop {hop}"):
                 scored = await self._hop(iris, walk, frontier, via, seen, hop)
-            kept = self._kept(scored, walk.options.edge_limit)
+            kept = scored[: walk.options.edge_limit]
             visited.update(frontier)
             walk.explored += len(scored)
             for edges, by_fact in ((kept, kept_by_fact), (scored, scored_by_fact)):
@@ -258,17 +257,21 @@ class GraphRag:
             if seed.entity not in best or best[seed.entity].score < seed.score:
                 best[seed.entity] = seed
 
-        aliases = await off_loop(canonicals, self.store, iris, [hit.iri for hits in by_concept for hit in hits])
+        grounded = [hit.iri for hits in by_concept for hit in hits]
+        aliases = await off_loop(canonicals, self.store, iris, grounded)
         whole = {walk.trace.question, *clauses(walk.trace.question)}
         walk.linked = {  # the entity each name in the question links to (its nearest)
             aliases.get(hits[0].iri, hits[0].iri)
             for concept, hits in zip(walk.concepts, by_concept)
             if hits and concept not in whole
         }
+        same = await off_loop(equivalents, self.store, iris, grounded, walk.options.entity_limit)
         for concept, hits in zip(walk.concepts, by_concept):
-            for hit in hits:  # a name that is an alias ("W3C") grounds on the thing it names
-                alias = hit.payload.get("label") if hit.iri in aliases else None
+            for hit in hits:  # a name that is an alias ("W3C", an altLabel) grounds on the thing it names
+                alias = hit.payload.get("alias") or (hit.payload.get("label") if hit.iri in aliases else None)
                 offer(TracedSeed(aliases.get(hit.iri, hit.iri), hit.score, concept, alias=alias))
+                for other in same.get(hit.iri, []):  # a loaded graph's owl:sameAs: the same thing
+                    offer(TracedSeed(other, hit.score, concept))
         for hit in nearest_facts if walk.options.fact_seeds else []:
             fact = parse_fact(hit.payload["fact"])
             walk.near_facts.append(FactSeed(fact, hit.iri, hit.score, str(hit.payload.get("text", ""))))
@@ -326,17 +329,6 @@ class GraphRag:
             edge.score = (edge.relevance + weight[anchors[edge.fact]]) / 2
         edges.sort(key=lambda e: -e.score)
         return edges
-
-    @staticmethod
-    def _kept(scored: list[Edge], limit: int) -> list[Edge]:
-        """The best `limit` edges, and up to `limit` more that are siblings of the best one: when
-        the best path is one member of a set, its other members are kept whole rather than cut
-        at an arbitrary count by other paths' edges.
-        Co-occurrences name no relation, so they make no set."""
-        if len(scored) <= limit or scored[0].fact.predicate == vocab.SR_COOCCURS:
-            return scored[:limit]
-        pattern = scored[0].pattern
-        return scored[:limit] + [edge for edge in scored[limit:] if edge.pattern == pattern][:limit]
 
     @staticmethod
     def _weights(

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pyoxigraph import NamedNode, Triple
+from pyoxigraph import Triple
 
 from sparqlrag.retrieval.document_rag import Passage, passage_json
 from sparqlrag.retrieval.pagerank import FactSeed, Ranking
@@ -36,7 +36,7 @@ class GraphRagOptions:
     entity_limit: int = 50  # seeds, shared among the concepts
     triple_limit: int = 30  # edges fetched per frontier entity and direction
     max_path_length: int = 2  # hops
-    edge_limit: int = 25  # edges kept per hop (and up to as many siblings of the best, GraphRag._kept)
+    edge_limit: int = 25  # edges kept per hop
     max_reranker_input: int = 350  # candidate edges scored per hop
     fact_seeds: int = 5  # the question's nearest facts, whose ends seed the walk (HippoRAG 2 links 5)
     k: int = 5  # passages returned
@@ -103,17 +103,6 @@ class Edge:
         """The fact this edge continues, when it says how: a co-occurrence is no relation, so an
         edge reached through one is judged on its own."""
         return self.via if self.via is not None and self.via.fact.predicate != vocab.SR_COOCCURS else None
-
-    @property
-    def pattern(self) -> tuple[object, ...]:
-        """The relation path from the seed the walk started at: the seed, then each step's
-        predicate and direction. Edges that share it are siblings, members of one set (the
-        genres of an actor's films)."""
-        step = (
-            self.fact.predicate.value,
-            isinstance(self.fact.subject, NamedNode) and self.fact.subject.value == self.anchor,
-        )
-        return (*self.via.pattern, step) if self.via is not None else (self.anchor, step)
 
     @property
     def path_text(self) -> str:

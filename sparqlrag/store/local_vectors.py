@@ -31,7 +31,6 @@ from qdrant_client import QdrantClient
 
 from sparqlrag.store.shortlist import SHORTLIST_ROWS, Shortlist
 from sparqlrag.store.vector_index import (
-    FACETS,
     KINDS,
     Facet,
     Hit,
@@ -54,6 +53,7 @@ CREATE TABLE IF NOT EXISTS points (
   vector BLOB NOT NULL,
   UNIQUE (name, id));
 CREATE INDEX IF NOT EXISTS points_in_order ON points (name, seq);
+CREATE INDEX IF NOT EXISTS points_of_iri ON points (name, iri);
 """
 WRITE = """INSERT INTO points (name, id, iri, payload, vector) VALUES (?, ?, ?, ?, ?)
   ON CONFLICT (name, id) DO UPDATE SET iri = excluded.iri, payload = excluded.payload, vector = excluded.vector
@@ -308,12 +308,11 @@ class LocalVectors(VectorIndex):
 
     def delete(self, collection: str, kind: Kind, iris: Sequence[str]) -> None:
         name = self.name(collection, kind)
-        ids = [point_id(iri, facet) for iri in iris for facet in FACETS]
         with self._lock:
             with self._db:
                 seqs = []
-                for part in _pieces(ids):
-                    query = f"DELETE FROM points WHERE name = ? AND id IN ({_marks(part)}) RETURNING seq"
+                for part in _pieces(iris):
+                    query = f"DELETE FROM points WHERE name = ? AND iri IN ({_marks(part)}) RETURNING seq"
                     seqs += [row[0] for row in self._db.execute(query, [name, *part])]
             if seqs and (matrix := self._matrices.get(name)) is not None:
                 matrix.remove(np.array(sorted(seqs), dtype=np.int64))

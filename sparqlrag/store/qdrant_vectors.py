@@ -10,7 +10,6 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 
 from sparqlrag.store.vector_index import (
-    FACETS,
     KINDS,
     Facet,
     Hit,
@@ -24,6 +23,7 @@ from sparqlrag.store.vector_index import (
 
 BATCH = 256  # points a request
 PAGE = 10_000  # points a page when reading a whole index
+DELETE_BATCH = 1_000  # IRIs a delete request matches
 
 
 class QdrantVectors(VectorIndex):
@@ -114,10 +114,10 @@ class QdrantVectors(VectorIndex):
         name = self.name(collection, kind)
         with self._lock:
             if iris and self._exists(name):
-                ids = [point_id(i, facet) for i in iris for facet in FACETS]
-                self._client.delete(
-                    name, points_selector=models.PointIdsList(points=list[models.ExtendedPointId](ids)), wait=True
-                )
+                for start in range(0, len(iris), DELETE_BATCH):  # every facet's point: by the IRI they carry
+                    match = models.MatchAny(any=list(iris[start : start + DELETE_BATCH]))
+                    selector = models.Filter(must=[models.FieldCondition(key="iri", match=match)])
+                    self._client.delete(name, points_selector=models.FilterSelector(filter=selector), wait=True)
 
     def points(self, collection: str, kind: Kind) -> tuple[np.ndarray, list[Payload]]:
         name = self.name(collection, kind)

@@ -5,8 +5,9 @@ and `{collection}__facts` (the fact index: one point per walked fact, named by i
 point's id is derived from the IRI it indexes and its facet (UUID v5), so re-indexing the same
 chunk or entity overwrites it and deleting needs only the IRIs (which the store knows); the
 payload carries the IRI and whatever the caller adds (text, label). An IRI may have a point per
-facet: an entity has one for its label, and one for its label with its definition when it has
-one; a search returns each IRI once, at its best score. Vectors are stored at unit length.
+facet: an entity has one for its label, one for its label with its definition when it has
+one, and one for each other name a loaded graph gives it (`skos:altLabel`, `alias_facet`); a
+search returns each IRI once, at its best score. Vectors are stored at unit length.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ import numpy as np
 
 Kind = Literal["chunks", "entities", "facts"]
 KINDS: tuple[Kind, ...] = ("chunks", "entities", "facts")
-Facet = Literal["", "definition"]
-FACETS: tuple[Facet, ...] = ("", "definition")
+Facet = str  # "", "definition", or an alias_facet
+FACETS: tuple[Facet, ...] = ("", "definition")  # the facets every entity may have
 Payload = dict[str, Any]  # what a point carries beside its vector: its IRI, label, text, ...
 
 
@@ -35,6 +36,12 @@ class Hit:
 
 def point_id(iri: str, facet: Facet = "") -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{iri}#{facet}" if facet else iri))
+
+
+def alias_facet(name: str) -> Facet:
+    """The facet of one of an entity's other names: a point per name, so a question that says
+    any of them grounds on the entity."""
+    return f"alias:{name}"
 
 
 def unit(vectors: np.ndarray) -> np.ndarray:
@@ -114,7 +121,7 @@ class VectorIndex(ABC):
 
     @abstractmethod
     def delete(self, collection: str, kind: Kind, iris: Sequence[str]) -> None:
-        """Every facet's point of each IRI."""
+        """Every point of each IRI, whatever its facet."""
 
     @abstractmethod
     def points(self, collection: str, kind: Kind) -> tuple[np.ndarray, list[Payload]]:

@@ -47,35 +47,3 @@ def test_a_path_through_a_co_occurrence_is_judged_by_its_last_fact() -> None:
     assert edge.leading is None and edge.path_text == "B works with C"
     edge.via = Edge(Triple(a, related, b), ("A", "works with", "B"))
     assert edge.leading is edge.via and edge.path_text == "A works with B. B works with C"
-
-
-def test_the_members_of_the_best_paths_set_are_kept_beyond_the_edge_limit() -> None:
-    """An actor's films' genres: the best path is one genre of one film; its siblings (the same
-    relations from the same seed) are kept too, up to edge_limit more, while an equally worded
-    path from another seed, or a co-occurrence, makes no set."""
-    node = lambda name: NamedNode(f"http://kb.example/entity/{name}")  # noqa: E731
-    starred, genre = NamedNode("http://kb.example/predicate/starred"), NamedNode("http://kb.example/predicate/genre")
-
-    def path(seed: str, film: str, kind: str, score: float) -> Edge:
-        via = Edge(Triple(node(film), starred, node(seed)), (film, "starred", seed), anchor=node(seed).value)
-        return Edge(
-            Triple(node(film), genre, node(kind)), (film, "genre", kind), score=score, via=via, anchor=node(film).value
-        )
-
-    members = [path("cleese", f"film-{i}", f"genre-{i}", 0.9 - i / 100) for i in range(6)]
-    other_seed = path("palin", "film-9", "genre-9", 0.95)
-    scored = sorted([*members, other_seed], key=lambda e: -e.score)
-    assert scored[0] is other_seed and GraphRag._kept(scored, 2) == [
-        other_seed,
-        members[0],
-    ]  # the best path's set: itself
-    scored = sorted([members[0], other_seed, *members[1:]], key=lambda e: -e.score - (e is members[0]))
-    assert GraphRag._kept(scored, 2) == [members[0], other_seed, *members[1:3]]  # two more siblings: the limit again
-    assert GraphRag._kept(scored, 10) == scored  # under the limit: all
-    together = Edge(
-        Triple(node("a"), SR_COOCCURS, node("b")), ("a", "co-occurs with", "b"), score=1.0, anchor=node("a").value
-    )
-    alike = Edge(
-        Triple(node("a"), SR_COOCCURS, node("c")), ("a", "co-occurs with", "c"), score=0.5, anchor=node("a").value
-    )
-    assert GraphRag._kept([together, members[0], alike], 1) == [together]
