@@ -31,6 +31,22 @@ def test_every_command_of_the_parser_has_a_function_and_no_other() -> None:
     assert all(callable(command(name)) for name in COMMANDS)
 
 
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
+    """`sparqlrag ... | head`: the reader goes away; the command ends quietly, as one SIGPIPE ends."""
+    data = tmp_path / "data"
+    (tmp_path / "data.trig").write_bytes(TRIG)
+    assert cli(data, "load", str(tmp_path / "data.trig")).returncode == 0
+    child = subprocess.Popen(
+        [SPARQLRAG, "query", "SELECT * WHERE { GRAPH ?g { ?s ?p ?o } }", "--data-dir", str(data)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # before the command has written anything
+    stderr = child.stderr.read().decode()
+    assert child.wait(timeout=120) == 141 and stderr == "", stderr
+
+
 def test_load_query_update_dump(tmp_path: Path) -> None:
     data = tmp_path / "data"
     (tmp_path / "in.trig").write_bytes(TRIG)

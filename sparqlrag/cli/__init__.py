@@ -9,6 +9,8 @@ without importing the models and vector index, which take seconds.
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Callable
 from pkgutil import resolve_name
@@ -73,7 +75,14 @@ def main(argv: list[str] | None = None) -> None:
     """Runs a command; a user's error is one line on stderr and exit status 2, never a traceback."""
     bound_malloc_arenas()
     try:
-        run(argv)
+        try:
+            run(argv)
+        finally:
+            sys.stdout.flush()  # here, where a reader gone (`| head`) is caught, not at exit
+    except BrokenPipeError:
+        # the reader has what it wanted: no traceback, and no second error when Python flushes at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(128 + signal.SIGPIPE) from None
     except USER_ERRORS as error:
         print(f"sparqlrag: error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
