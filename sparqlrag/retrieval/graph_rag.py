@@ -258,14 +258,16 @@ class GraphRag:
                 best[seed.entity] = seed
 
         grounded = [hit.iri for hits in by_concept for hit in hits]
-        aliases = await off_loop(canonicals, self.store, iris, grounded)
+        aliases, same = await asyncio.gather(  # resolution's aliases, a loaded graph's owl:sameAs
+            off_loop(canonicals, self.store, iris, grounded),
+            off_loop(equivalents, self.store, iris, grounded, walk.options.entity_limit),
+        )
         whole = {walk.trace.question, *clauses(walk.trace.question)}
         walk.linked = {  # the entity each name in the question links to (its nearest)
             aliases.get(hits[0].iri, hits[0].iri)
             for concept, hits in zip(walk.concepts, by_concept)
             if hits and concept not in whole
         }
-        same = await off_loop(equivalents, self.store, iris, grounded, walk.options.entity_limit)
         for concept, hits in zip(walk.concepts, by_concept):
             for hit in hits:  # a name that is an alias ("W3C", an altLabel) grounds on the thing it names
                 alias = hit.payload.get("alias") or (hit.payload.get("label") if hit.iri in aliases else None)

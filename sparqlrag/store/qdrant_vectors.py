@@ -4,6 +4,7 @@ name, with cosine distance; Qdrant searches, stores and persists them itself."""
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -60,6 +61,9 @@ class QdrantVectors(VectorIndex):
                 self._client.create_collection(
                     name, vectors_config=models.VectorParams(size=self.dim, distance=models.Distance.COSINE)
                 )
+                with warnings.catch_warnings(action="ignore", category=UserWarning):  # in-process Qdrant: no effect
+                    # `delete` finds every facet's point by its IRI: indexed on a server, not scanned
+                    self._client.create_payload_index(name, "iri", models.PayloadSchemaType.KEYWORD)
                 self._known.add(name)
             for start in range(0, len(iris), BATCH):
                 points = [
