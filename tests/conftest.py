@@ -26,7 +26,7 @@ from sparqlrag.server.http_protocol import uvicorn_config
 from sparqlrag.store import EmbeddedStore, WorkerStore
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
+TEST_DATA = ROOT / "tests" / "data"  # what the tests read, shipped with them (tests/data/README.md)
 SPARQLRAG = str(Path(sys.executable).parent / "sparqlrag")
 CALLERS_SETTINGS = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL")
 

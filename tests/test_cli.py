@@ -11,7 +11,7 @@ import pytest
 from sparqlrag.cli import COMMANDS, command
 from sparqlrag.cli.parser import build_parser
 from sparqlrag.store import WorkerStore
-from tests.conftest import SPARQLRAG
+from tests.conftest import SPARQLRAG, TEST_DATA
 
 TRIG = b"""@prefix ex: <http://example.org/> .
 ex:s ex:p "default" .
@@ -219,7 +219,7 @@ def test_ingest_documents_and_forget(tmp_path: Path) -> None:
 
 
 def test_ingest_jsonl_corpus_with_pre_extracted_triples(tmp_path: Path) -> None:
-    shared = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "musique100"
+    shared = TEST_DATA / "musique"
     corpus, triples = tmp_path / "corpus.jsonl", tmp_path / "triples.jsonl"
     corpus.write_text("".join((shared / "corpus.jsonl").read_text().splitlines(keepends=True)[:3]))
     triples.write_text("".join((shared / "triples.jsonl").read_text().splitlines(keepends=True)[:3]))

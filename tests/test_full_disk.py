@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from sparqlrag.store.base import DISK_FULL
-from tests.conftest import LiveServer, start_server
+from tests.conftest import TEST_DATA, LiveServer, start_server
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "musique100" / "corpus.jsonl"
+CORPUS = TEST_DATA / "musique" / "corpus.jsonl"
 UPDATE = {"Content-Type": "application/sparql-update"}
 
 

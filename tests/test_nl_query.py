@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sparqlrag.queries.nl_query import QueryRejected, check_query
-from tests.conftest import SHARED, SPARQLRAG, LiveServer, start_server
+from tests.conftest import SPARQLRAG, TEST_DATA, LiveServer, start_server
 from tests.llm_stub import MessagesStub, Reply, serve_stub
 
 ORG, FOAF = "http://www.w3.org/ns/org#", "http://xmlns.com/foaf/0.1/"
@@ -64,7 +64,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, stub: MessagesStub) -> Iter
         assert (
             client.put(
                 "/api/v1/ontologies/org",
-                content=(SHARED / "data/ontologies/org.ttl").read_bytes(),
+                content=(TEST_DATA / "ontologies/org.ttl").read_bytes(),
                 headers={"Content-Type": "text/turtle"},
             ).status_code
             == 201

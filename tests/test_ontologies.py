@@ -1,4 +1,4 @@
-"""Ontologies on real parts: files from ../shared/data/ontologies read by pyoxigraph and owlready2,
+"""Ontologies on real parts: files from tests/data/ontologies read by pyoxigraph and owlready2,
 kept in a pyoxigraph store on disk, served over real HTTP, and opened by the OWL API (what
 Protégé uses) from the running server's URL."""
 
@@ -20,9 +20,9 @@ from sparqlrag.ontology.registry import Ontologies, OntologyConflict, UnknownOnt
 from sparqlrag.ontology.selection import ElementIndex, Selector, candidate_phrases, element_text, gist, stems
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.vocab import InvalidName, local_name
-from tests.conftest import ROOT, SHARED, SPARQLRAG, LiveServer, start_server
+from tests.conftest import ROOT, SPARQLRAG, TEST_DATA, LiveServer, start_server
 
-ONTOLOGIES = SHARED / "data" / "ontologies"
+ONTOLOGIES = TEST_DATA / "ontologies"
 FOAF, ORG, SCHEMA = "http://xmlns.com/foaf/0.1/", "http://www.w3.org/ns/org#", "http://schema.org/"
 PETS = b"""@prefix owl: <http://www.w3.org/2002/07/owl#> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
 @prefix pets: <http://example.org/pets#> .
@@ -46,7 +46,7 @@ BASE = "http://kb.example/"
 
 
 def converted(name: str, fmt: RdfFormat) -> bytes:
-    """A shared Turtle ontology in another RDF syntax (pyoxigraph's serializer)."""
+    """A Turtle ontology of tests/data in another RDF syntax (pyoxigraph's serializer)."""
     triples = [q.triple for q in parse((ONTOLOGIES / f"{name}.ttl").read_bytes(), format=RdfFormat.TURTLE)]
     return serialize(triples, format=fmt)
 

@@ -1,4 +1,4 @@
-"""Ontology-guided extraction on real parts: the shared ontologies read by owlready2, subsets
+"""Ontology-guided extraction on real parts: the ontologies in tests/data read by owlready2, subsets
 selected with the packaged MiniLM and FAISS, the LLM through the real `anthropic` client and
 the Messages API stub; the offline path typing entities by class labels."""
 
@@ -28,7 +28,7 @@ from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore, vocab
 from sparqlrag.store.select import select
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
-from tests.conftest import SHARED
+from tests.conftest import TEST_DATA
 from tests.llm_stub import Reply, serve_stub
 
 FOAF, ORG, SCHEMA = "http://xmlns.com/foaf/0.1/", "http://www.w3.org/ns/org#", "http://schema.org/"
@@ -46,7 +46,7 @@ JANE_AT_ACME = {
 
 
 def model(name: str, iri: str) -> OntologyModel:
-    path = SHARED / "data" / "ontologies" / f"{name}.ttl"
+    path = TEST_DATA / "ontologies" / f"{name}.ttl"
     return owlready.model(iri, read_ontology(path.read_bytes(), filename=path.name))
 
 
@@ -208,7 +208,7 @@ def test_a_collection_with_an_ontology_gets_typed_knowledge_offline(tmp_path: Pa
     services, store = open_services(tmp_path)
     try:
         services.ontologies.load_sync(
-            "schema", (SHARED / "data/ontologies/schemaorg_subset.ttl").read_bytes(), filename="s.ttl"
+            "schema", (TEST_DATA / "ontologies/schemaorg_subset.ttl").read_bytes(), filename="s.ttl"
         )
         assert asyncio.run(services.collections.create("books", "schema"))
         asyncio.run(
@@ -250,7 +250,7 @@ def test_documents_ingested_together_are_selected_together(tmp_path: Path, monke
     services, store = open_services(tmp_path)
     try:
         services.ontologies.load_sync(
-            "schema", (SHARED / "data/ontologies/schemaorg_subset.ttl").read_bytes(), filename="s.ttl"
+            "schema", (TEST_DATA / "ontologies/schemaorg_subset.ttl").read_bytes(), filename="s.ttl"
         )
         asyncio.run(services.collections.create("notes", "schema"))
         selector = services.pipeline.extractor_for.guides.selector  # type: ignore[union-attr]
@@ -283,7 +283,7 @@ def test_guided_llm_extraction_through_the_pipeline(tmp_path: Path) -> None:
         tmp_path, llm="anthropic", llm_base_url=stub.url, llm_api_key="sk-test", extractor="llm"
     )
     try:
-        services.ontologies.load_sync("org", (SHARED / "data/ontologies/org.ttl").read_bytes(), filename="org.ttl")
+        services.ontologies.load_sync("org", (TEST_DATA / "ontologies/org.ttl").read_bytes(), filename="org.ttl")
         asyncio.run(services.collections.create("hr", "org"))
         asyncio.run(services.pipeline.ingest("hr", "memo", b"Jane Smith is a member of ACME."))
         facts = select(store, f"SELECT ?s ?o WHERE {{ GRAPH <{BASE}graph/hr> {{ ?s <{ORG}memberOf> ?o }} }}")

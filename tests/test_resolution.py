@@ -21,7 +21,7 @@ from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import select
 from sparqlrag.store.vector_index import unit
 from sparqlrag.store.vocab import SPARQL_PREFIXES
-from tests.conftest import ROOT, SHARED
+from tests.conftest import ROOT, TEST_DATA
 
 BASE = "http://kb.example/"
 ID = f"{BASE}id/default/"
@@ -183,7 +183,7 @@ def test_a_partial_name_holds_in_its_own_document_only(kb: Kb) -> None:
 
 def _ontology_collection(kb: Kb, name: str = "places") -> None:
     kb.services.ontologies.load_sync(
-        "schema", (SHARED / "data/ontologies/schemaorg_subset.ttl").read_bytes(), filename="s.ttl"
+        "schema", (TEST_DATA / "ontologies/schemaorg_subset.ttl").read_bytes(), filename="s.ttl"
     )
     assert asyncio.run(kb.services.collections.create(name, "schema"))
 

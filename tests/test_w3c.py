@@ -10,12 +10,12 @@ from collections.abc import Iterator
 import pytest
 from rdflib import RDF, Graph, Namespace, URIRef
 
-from tests.conftest import SHARED, LiveServer, start_server
+from tests.conftest import TEST_DATA, LiveServer, start_server
 from tests.oxigraph_server import start_oxigraph
 from tests.virtuoso_server import start_virtuoso
 from tests.w3c import Case, load_cases, run_case
 
-SUITES = SHARED / "w3c" / "sparql" / "sparql11"
+SUITES = TEST_DATA / "w3c" / "sparql11"
 PROTOCOL = load_cases(SUITES / "protocol" / "manifest.ttl")
 GRAPH_STORE = load_cases(SUITES / "graph-store-protocol" / "manifest.ttl")
 SD = Namespace("http://www.w3.org/ns/sparql-service-description#")

@@ -19,9 +19,9 @@ from sparqlrag.models.prompts import (
     parse_relationships,
     render,
 )
-from tests.conftest import SHARED
+from tests.conftest import TEST_DATA
 
-MUSIQUE = SHARED / "data" / "musique100" / "triples.jsonl"
+MUSIQUE = TEST_DATA / "musique" / "triples.jsonl"
 
 
 def test_render_fills_placeholders_and_keeps_braces() -> None:
