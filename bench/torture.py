@@ -65,6 +65,8 @@ from processes import RssSampler, server, server_log  # noqa: E402
 from report import markdown_table, publish  # noqa: E402
 from shared_data import SHARED, read_jsonl  # noqa: E402
 
+DEFAULT_CORPORA = [SHARED / "musique100" / "corpus.jsonl", SHARED / "2wiki101" / "corpus.jsonl"]
+
 BASE = "http://torture.example/"
 COPY = "copy"  # the collection deleted and imported again from its core
 WRITES = "<urn:torture:writes>"
@@ -451,8 +453,15 @@ def main() -> None:
     parser.add_argument("--fuzz-examples", type=int, default=20, help="schemathesis cases an operation (0: no fuzzing)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--markdown", action="store_true", help="append the tables to bench/RESULTS.md")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        action="append",
+        help="a passage file ({title, text} a line) to draw documents from; repeatable "
+        "(default: the shared MuSiQue-100 and 2Wiki-101 passages)",
+    )
     args = parser.parse_args()
-    corpus = read_jsonl(SHARED / "musique100" / "corpus.jsonl") + read_jsonl(SHARED / "2wiki101" / "corpus.jsonl")
+    corpus = [p for path in args.corpus or DEFAULT_CORPORA for p in read_jsonl(path)]
     texts = [f"{p['title']}. {p['text']}" for p in corpus]
     report: dict[str, Any] = {}
     lines: list[str] = []

@@ -12,13 +12,14 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ["--corpus", str(ROOT / "tests" / "data" / "musique" / "corpus.jsonl")]  # shipped with the tests
 SMALL = ["--cycles", "3", "--seconds", "3", "--clients", "6", "--load-seconds", "20", "--load-clients", "8"]
 FUZZ = ["--fuzz-examples", "3"]
 
 
 def test_kills_and_load_leave_every_invariant_whole_and_no_acknowledged_write_lost() -> None:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "torture.py"), *SMALL, "--passages", "200", *FUZZ],
+        [sys.executable, str(ROOT / "bench" / "torture.py"), *SMALL, "--passages", "200", *FUZZ, *CORPUS],
         capture_output=True,
         text=True,
         timeout=900,
