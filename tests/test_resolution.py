@@ -273,6 +273,29 @@ def test_a_curated_split_survives_reingest_and_a_curated_merge_moves_facts(kb: K
     assert (w3c, "published", ID + "rdf") in kb.facts()
 
 
+def test_a_curated_merge_keeps_its_first_entity_canonical_and_a_split_undoes_it(kb: Kb) -> None:
+    """Two things of one document, equally strong claims (issue 37, item 1): the entity named
+    first stays canonical with its name, and splitting the other off gives back every fact."""
+    curation = kb.services.curation
+    kb.ingest("two", "Acme Corp is based in Boston.\nGlobex Inc makes widgets in Springfield.")
+    acme, globex = ID + "acme-corp", ID + "globex-inc"
+    labels = f"SELECT ?e ?l WHERE {{ GRAPH <{BASE}graph/default> {{ ?e rdfs:label ?l }} }}"
+    facts, named = kb.facts(), {(r["e"], r["l"]) for r in kb.rows(labels)}
+    assert {(acme, "Acme Corp"), (globex, "Globex Inc")} <= named and any(f[0] == globex for f in facts)
+
+    merged = asyncio.run(curation.merge("default", "Acme Corp", "Globex Inc"))
+    assert (merged.entity, merged.label) == (acme, "Acme Corp")
+    assert [(m.alias, m.iri, m.rule) for m in merged.merges] == [("Globex Inc", globex, "curated")]
+    assert kb.same_as() == {(globex, acme)} and (acme, "Globex Inc") in kb.aliases()
+    assert kb.facts() == {(acme if s == globex else s, p, o) for s, p, o in facts}  # every fact moved onto acme
+    assert (acme, "Acme Corp") in {(r["e"], r["l"]) for r in kb.rows(labels)}
+
+    split = asyncio.run(curation.split("default", "Acme Corp", "Globex Inc"))
+    assert (split.entity, split.label, split.merges, split.kept_apart) == (acme, "Acme Corp", [], ["Globex Inc"])
+    assert kb.facts() == facts and {(r["e"], r["l"]) for r in kb.rows(labels)} == named
+    assert not kb.same_as() and not kb.aliases()
+
+
 def test_curation_refuses_what_it_cannot_do_and_changes_nothing(kb: Kb) -> None:
     curation = kb.services.curation
     kb.ingest("a", "Marie Curie was born in Warsaw. Pierre Curie was born in Paris.")

@@ -195,14 +195,15 @@ class _Clusters:
 
     def join(self, alias: str, target: str, rule: str = "", evidence: Iterable[str] = (), score: float = 1.0) -> None:
         """Join alias to target; with a rule, the alias is recorded as joined by that evidence.
-        Directional rules (an acronym, a partial name, an untyped name) keep the target's root
-        canonical unless only the alias's is typed; otherwise the stronger claim wins."""
+        Directional joins (the store's own merge, which has no rule: its canonical IRI is published
+        and may be a person's choice; an acronym, a partial name, an untyped name) keep the
+        target's root canonical unless only the alias's is typed; otherwise the stronger claim wins."""
         a, b = self.root(alias), self.root(target)
         if a != b:
             if not self._allowed(a, b):
                 return
             typed_a, typed_b = self.nodes[a].type is not None, self.nodes[b].type is not None
-            if rule in (ACRONYM, PARTIAL, TYPED) and not (typed_a and not typed_b):
+            if rule in ("", ACRONYM, PARTIAL, TYPED) and not (typed_a and not typed_b):
                 winner = b
             else:
                 winner = a if self._claim(a) > self._claim(b) else b
