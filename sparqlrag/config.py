@@ -227,4 +227,5 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     class FileSettings(Settings):
         model_config = SettingsConfigDict(toml_file=config_file)
 
-    return Settings.model_validate(FileSettings(**overrides).model_dump())
+    # (only what a source set: Settings.model_fields_set says what nobody chose, such as the base IRI)
+    return Settings.model_validate(FileSettings(**overrides).model_dump(exclude_unset=True))

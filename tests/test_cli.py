@@ -135,8 +135,21 @@ def test_changed_base_iri_is_refused(tmp_path: Path) -> None:
     assert result.returncode == 2 and "was created with base IRI http://localhost:7878/" in result.stderr
 
 
+def test_a_data_directorys_base_iri_is_used_without_the_flag(tmp_path: Path) -> None:
+    """Made once with --base-iri, the directory keeps it: later commands need no flag (issue 37, item 4)."""
+    (tmp_path / "note.txt").write_text("Ada Lovelace wrote the first program.")
+    made = cli(tmp_path / "data", "ingest", str(tmp_path / "note.txt"), "--base-iri", "http://kb.example/")
+    assert made.returncode == 0, made.stderr
+    entities = cli(tmp_path / "data", "query", "SELECT DISTINCT ?e WHERE { ?e ?p ?o }", "--format", "csv")
+    assert entities.returncode == 0 and "http://kb.example/id/default/ada-lovelace" in entities.stdout
+    listed = cli(tmp_path / "data", "documents")
+    assert listed.returncode == 0 and "note.txt" in listed.stdout, listed.stderr
+    other = cli(tmp_path / "data", "query", "ASK {}", "--base-iri", "http://other.example/")
+    assert other.returncode == 2 and "was created with base IRI http://kb.example/" in other.stderr
+
+
 def test_demo_ingests_the_corpus_and_answers_with_sources(tmp_path: Path) -> None:
-    result = cli(tmp_path, "demo", "--no-serve")
+    result = cli(tmp_path, "demo", "--no-serve", "--port", "18001")  # its links name the port it serves on
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert (
@@ -144,9 +157,10 @@ def test_demo_ingests_the_corpus_and_answers_with_sources(tmp_path: Path) -> Non
     )
     answer = out.split("?\n\n", 1)[1].split("\n")[0]
     assert "Tim Berners-Lee invented the World Wide Web at CERN in 1989. [1]" in answer
-    assert "\nSources:\n  [1] Tim Berners-Lee: " in out and "\nTrace: http://localhost:7878/trace/default/" in out
-    again = cli(tmp_path, "demo", "--no-serve")  # a second run finds the corpus ingested already
-    assert again.returncode == 0 and "unchanged  berners-lee.md" in again.stdout and "Trace: " in again.stdout
+    assert "\nSources:\n  [1] Tim Berners-Lee: " in out and "\nTrace: http://localhost:18001/trace/default/" in out
+    again = cli(tmp_path, "demo", "--no-serve")  # a second run finds the corpus ingested already, and its base IRI
+    assert again.returncode == 0 and "unchanged  berners-lee.md" in again.stdout
+    assert "Trace: http://localhost:18001/trace/default/" in again.stdout
 
 
 def test_ask_in_each_mode_and_its_errors(tmp_path: Path) -> None:

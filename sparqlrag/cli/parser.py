@@ -20,7 +20,11 @@ server holds it they stop with a clear error (use the server's HTTP endpoints, o
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, help="data directory (default ./data)")
     parser.add_argument("--config", type=Path, help="TOML settings file")
-    parser.add_argument("--base-iri", help="base IRI of the knowledge server (default http://localhost:7878/)")
+    parser.add_argument(
+        "--base-iri",
+        help="base IRI of the knowledge server (default: the one the data directory was made with, else "
+        "http://localhost:PORT/, PORT 7878 unless --port says)",
+    )
     parser.add_argument("--store-url", help="a SPARQL endpoint to keep everything in (default: the data directory)")
     parser.add_argument("--store-update-url", help="the store's SPARQL Update endpoint, if not --store-url")
     parser.add_argument("--store-gsp-url", help="the store's Graph Store Protocol endpoint (default: INSERT DATA)")

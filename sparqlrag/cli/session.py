@@ -14,11 +14,14 @@ from sparqlrag.extraction.triples_import import PreExtracted, TriplesFormatError
 from sparqlrag.models.embedder import ModelUnavailable
 from sparqlrag.models.llm import LLMError
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.data_dir import prepare_data_dir
+from sparqlrag.store.data_dir import pinned_base_iri, prepare_data_dir
 from sparqlrag.store.embedded import EmbeddedStore
 
 if TYPE_CHECKING:
     from sparqlrag.services import Models, Services
+
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
 class CliError(Exception):
@@ -28,7 +31,7 @@ class CliError(Exception):
 def settings_of(args: argparse.Namespace) -> Settings:
     """The settings file, environment and defaults, with the command line's options on top."""
     try:
-        return load_settings(
+        settings = load_settings(
             args.config,
             data_dir=args.data_dir,
             base_iri=args.base_iri,
@@ -44,6 +47,19 @@ def settings_of(args: argparse.Namespace) -> Settings:
         raise CliError(f"invalid settings: {problems}") from None
     except ValueError as error:
         raise CliError(str(error)) from None
+    return with_base_iri(settings)
+
+
+def with_base_iri(settings: Settings) -> Settings:
+    """Settings whose base IRI nobody set (flag, environment, file) take the data directory's
+    pinned one, so a directory made with --base-iri needs it only once; a new directory served
+    on another loopback port mints IRIs that resolve there."""
+    if "base_iri" in settings.model_fields_set:
+        return settings
+    pinned = pinned_base_iri(settings.data_dir)
+    if pinned is None and "port" in settings.model_fields_set and settings.host in LOOPBACK_NAMES:
+        pinned = f"http://localhost:{settings.port}/"
+    return settings.model_copy(update={"base_iri": pinned}) if pinned else settings
 
 
 def load_models(settings: Settings) -> Models:

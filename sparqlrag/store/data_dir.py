@@ -14,12 +14,22 @@ class BaseIriChanged(StoreError):
     """The data directory was created with another base IRI; entity IRIs would stop resolving."""
 
 
+def pinned_base_iri(data_dir: Path) -> str | None:
+    """The base IRI the data directory was created with (none for a new directory): commands
+    that are not told one use it, so the IRIs it minted keep resolving."""
+    meta_path = data_dir / META_FILE
+    if not meta_path.is_file():
+        return None
+    pinned = json.loads(meta_path.read_text()).get("base_iri")
+    return pinned if isinstance(pinned, str) and pinned else None
+
+
 def prepare_data_dir(data_dir: Path, base_iri: str) -> None:
     """Create the directory on first use and pin its base IRI; refuse a silent change later."""
     data_dir.mkdir(parents=True, exist_ok=True)
     meta_path = data_dir / META_FILE
     if meta_path.exists():
-        pinned = json.loads(meta_path.read_text()).get("base_iri")
+        pinned = pinned_base_iri(data_dir)
         if pinned and pinned != base_iri:
             raise BaseIriChanged(
                 f"{data_dir} was created with base IRI {pinned}, not {base_iri}: its entity IRIs are "
