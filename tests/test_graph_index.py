@@ -157,6 +157,31 @@ def test_a_loaded_graphs_alt_labels_and_same_as_ground_a_question(services: Serv
     assert not services.vectors.existing("default", "entities", [ibm], alias_facet("Big Blue"))
 
 
+def test_a_loaded_graphs_names_in_common_vocabularies_are_its_labels(services: Services) -> None:
+    """A FOAF, schema.org, SKOS or Dublin Core graph names its things without rdfs:label
+    (issue 37, item 7): those names are indexed, ground questions, and word the walk's edges;
+    where an entity has several, rdfs:label wins and the others are alias points."""
+    alice, bob, acme, report = (f"http://people.example/{name}" for name in ("alice", "bob", "acme", "report"))
+    kg = Iris(BASE).knowledge_graph.value
+    services.store.update(
+        SPARQL_PREFIXES
+        + f"""PREFIX foaf: <http://xmlns.com/foaf/0.1/> PREFIX schema: <https://schema.org/>
+        PREFIX dcterms: <http://purl.org/dc/terms/> INSERT DATA {{ GRAPH <{kg}> {{
+        <{alice}> foaf:name "Alice Smith" ; foaf:knows <{bob}> ; schema:worksFor <{acme}> .
+        <{bob}> foaf:name "Bob Jones" ; skos:prefLabel "Robert Jones" .
+        <{acme}> schema:name "Acme Corporation" ; rdfs:label "Acme" .
+        <{report}> dcterms:title "Annual Report 2024" ; dcterms:creator <{alice}> }} }}"""
+    )
+    entities, _ = asyncio.run(services.pipeline.indexer.index_graph("default"))
+    assert entities == 6  # four labels, and the other names of Acme and Bob
+    assert services.vectors.existing("default", "entities", [acme], alias_facet("Acme Corporation"))
+    walk = asyncio.run(services.graph_rag.retrieve("default", "Who does Alice Smith know?"))
+    assert alice in {seed.entity for seed in walk.seeds}
+    texts = {e.text for e in walk.edges}
+    assert "Alice Smith knows Robert Jones" in texts and "Alice Smith worksFor Acme" in texts, texts
+    assert all("alice" not in text for text in texts)
+
+
 def test_the_default_mode_ranks_by_pagerank_and_traces_its_seeds(services: Services) -> None:
     ingest(services, DOCS)
     answer = asyncio.run(services.graph_rag.answer("default", "Where did Marie Curie work?"))

@@ -28,7 +28,7 @@ from sparqlrag.store.vector_index import Facet, VectorIndex, alias_facet
 from sparqlrag.store.vocab import Iris
 
 CHUNKS = "GRAPH %s { ?c a sr:Chunk }"  # (of a collection's source graph)
-NAMED = "GRAPH %s { ?e rdfs:label|owl:sameAs ?x }"  # what has an entity vector (in its knowledge graph)
+NAMED = f"GRAPH %s {{ ?e {vocab.NAME_PATH}|owl:sameAs ?x }}"  # what has an entity vector (in its knowledge graph)
 
 
 @dataclass
@@ -138,10 +138,16 @@ class Indexer:
             self.store,
             vocab.SPARQL_PREFIXES
             + f"""
-            SELECT ?e (SAMPLE(?l) AS ?label) (SAMPLE(?d) AS ?definition) WHERE {{ GRAPH {kg} {{
-              ?e rdfs:label ?l OPTIONAL {{ ?e skos:definition ?d }} FILTER(isIRI(?e)){minted}
-              FILTER NOT EXISTS {{ ?x ?e ?y }} }} }} GROUP BY ?e""",
+            SELECT ?e ?l ?name_rank (SAMPLE(?d) AS ?definition) WHERE {{ GRAPH {kg} {{
+              {vocab.named_by("?e", "?l")} OPTIONAL {{ ?e skos:definition ?d }} FILTER(isIRI(?e)){minted}
+              FILTER NOT EXISTS {{ ?x ?e ?y }} }} }} GROUP BY ?e ?l ?name_rank""",
         )
+        labels = vocab.preferred(rows, "e", "l")
+        definitions = {row["e"]: row["definition"] for row in rows if row.get("definition")}
+        names: dict[str, set[str]] = {}  # each entity's names but its label: other names, as altLabels are
+        for row in rows:
+            if row["l"] != labels[row["e"]]:
+                names.setdefault(row["e"], set()).add(row["l"])
         facts = await off_loop(
             select_terms,
             self.store,
@@ -149,27 +155,30 @@ class Indexer:
             FILTER({walked_filter()}) }}""",
         )
         entities = fact_vectors = 0
-        total = len(rows) + len(facts)
-        for start in range(0, len(rows), batch):
-            part = {row["e"]: (row["label"], row.get("definition")) for row in rows[start : start + batch]}
+        named = list(labels)
+        total = len(named) + len(facts)
+        for start in range(0, len(named), batch):
+            part = {e: (labels[e], definitions.get(e)) for e in named[start : start + batch]}
             entities += await self._entities(collection, part)
             if on_progress is not None:
-                on_progress(min(start + batch, len(rows)), total)
+                on_progress(min(start + batch, len(named)), total)
         if not minted_only:  # ingest's own names are resolved, not read back (extraction/resolution.py)
-            labels = {row["e"]: row["label"] for row in rows}
-            entities += await self._other_names(collection, iris, labels)
+            entities += await self._other_names(collection, iris, labels, names)
         for start in range(0, len(facts), batch):
             triples = [Triple(row["s"], row["p"], row["o"]) for row in facts[start : start + batch]]  # type: ignore[arg-type]
             fact_vectors += len(await off_loop(self.facts.add, iris, triples))
             if on_progress is not None:
-                on_progress(len(rows) + min(start + batch, len(facts)), total)
+                on_progress(len(named) + min(start + batch, len(facts)), total)
         await off_loop(self.graph.rebuild, iris)
         return entities, fact_vectors
 
-    async def _other_names(self, collection: str, iris: Iris, labels: dict[str, str]) -> int:
-        """A point for each `skos:altLabel` a loaded graph gives one of its labelled entities
-        (IRI -> label), with that name's facet: the graph's own word for what names the same
-        thing, so no name rule is applied to someone else's graph. Returns the points written."""
+    async def _other_names(
+        self, collection: str, iris: Iris, labels: dict[str, str], names: dict[str, set[str]]
+    ) -> int:
+        """A point for each other name a loaded graph gives one of its named entities (IRI ->
+        label): its `skos:altLabel`s and the `names` its other name predicates give, each with
+        that name's facet: the graph's own words for the thing, so no name rule is applied to
+        someone else's graph. Returns the points written."""
         rows = await off_loop(
             select,
             self.store,
@@ -177,10 +186,11 @@ class Indexer:
             + f"""SELECT DISTINCT ?e ?name WHERE {{ GRAPH {sparql_term(iris.knowledge_graph)} {{
               ?e skos:altLabel ?name FILTER(isIRI(?e) && isLiteral(?name)) }} }}""",
         )
+        other = {(row["e"], row["name"]) for row in rows} | {(e, name) for e, more in names.items() for name in more}
         by_facet: dict[str, list[tuple[str, str]]] = {}
-        for row in rows:
-            if row["e"] in labels and row["name"] != labels[row["e"]]:
-                by_facet.setdefault(alias_facet(row["name"]), []).append((row["e"], row["name"]))
+        for e, name in sorted(other):
+            if e in labels and name != labels[e]:
+                by_facet.setdefault(alias_facet(name), []).append((e, name))
         new: dict[str, list[tuple[str, str]]] = {}
         for facet, named in by_facet.items():
             known = await off_loop(self.vectors.existing, collection, "entities", [e for e, _ in named], facet)
@@ -188,8 +198,8 @@ class Indexer:
                 new[facet] = unknown
         if not new:
             return 0
-        names = [named[0][1] for named in new.values()]  # a facet is one name
-        vectors = await off_loop(self.embedder.embed, names)
+        words = [named[0][1] for named in new.values()]  # a facet is one name
+        vectors = await off_loop(self.embedder.embed, words)
         for (facet, named), vector in zip(new.items(), vectors):
             payloads = [{"label": labels[e], "alias": name} for e, name in named]
             repeated = np.repeat(vector[None, :], len(named), axis=0)
@@ -348,8 +358,8 @@ class Indexer:
                     vocab.SPARQL_PREFIXES
                     + f"""
                 SELECT ?entity WHERE {{ {asked}
-                  FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.knowledge_graph)} {{ ?entity rdfs:label|owl:sameAs
-                    ?kept }} }} }}"""
+                  FILTER NOT EXISTS {{ GRAPH {sparql_term(iris.knowledge_graph)} {{ ?entity
+                    {vocab.NAME_PATH}|owl:sameAs ?kept }} }} }}"""
                 ),
             )
             await off_loop(self.vectors.delete, iris.collection, "entities", [row["entity"] for row in rows])

@@ -206,8 +206,9 @@ def _evidence(store: QuadStore, iris: Iris, facts: list[Triple]) -> dict[Triple,
 
 
 def _labels(store: QuadStore, base_iri: str, nodes: set[NamedNode], graphs: list[NamedNode]) -> dict[str, str]:
-    """A label for each node that has one in `graphs` (the collections' knowledge graphs a page
-    shows) or in a loaded ontology's graph, or in our own vocabulary."""
+    """A label for each node that has a name in `graphs` (the collections' knowledge graphs a
+    page shows: rdfs:label, else another of vocab.NAME_PREDICATES) or an rdfs:label in a loaded
+    ontology's graph, or in our own vocabulary."""
     ours = {node.value: label for node in nodes if (label := vocab.vocabulary_labels().get(node.value))}
     if not nodes:
         return {}
@@ -215,11 +216,12 @@ def _labels(store: QuadStore, base_iri: str, nodes: set[NamedNode], graphs: list
     rows = select_terms(
         store,
         vocab.SPARQL_PREFIXES
-        + f"""SELECT ?x (SAMPLE(?l) AS ?label) WHERE {{ {values("x", sorted(nodes, key=str))}
-        {{ {values("g", graphs)} GRAPH ?g {{ ?x rdfs:label ?l }} }}
-        UNION {{ GRAPH {registry} {{ ?g a sr:Ontology }} GRAPH ?g {{ ?x rdfs:label ?l }} }} }} GROUP BY ?x""",
+        + f"""SELECT ?x ?l ?name_rank WHERE {{ {values("x", sorted(nodes, key=str))}
+        {{ {values("g", graphs)} GRAPH ?g {{ {vocab.named_by("?x", "?l")} }} }}
+        UNION {{ GRAPH {registry} {{ ?g a sr:Ontology }} GRAPH ?g {{ ?x rdfs:label ?l }} BIND(0 AS ?name_rank) }} }}""",
     )
-    return ours | {lexical(row["x"]): lexical(row["label"]) for row in rows if "label" in row}
+    named = [{name: lexical(term) for name, term in row.items()} for row in rows]
+    return ours | vocab.preferred(named, "x", "l")
 
 
 @dataclass

@@ -44,9 +44,9 @@ def walked_filter(variable: str = "?p") -> str:
 def labels_of(
     store: QuadStore, iris: Iris, triples: Iterable[Triple], known: dict[str, str] | None = None
 ) -> dict[str, str]:
-    """A label for every term of the triples: rdfs:label in the knowledge graph (one query per
-    VALUES_BATCH of the IRIs `known` does not name), else vocab.ttl's for an sr: term, else the
-    IRI's last segment; a literal is its own label."""
+    """A label for every term of the triples: its name in the knowledge graph (rdfs:label, else
+    another of vocab.NAME_PREDICATES; one query per VALUES_BATCH of the IRIs `known` does not
+    name), else vocab.ttl's for an sr: term, else the IRI's last segment; a literal is its own label."""
     triples = list(triples)
     labels = {term.value: term.value for t in triples for term in t if isinstance(term, Literal)}
     nodes = {term.value for t in triples for term in t if isinstance(term, NamedNode)}
@@ -59,11 +59,11 @@ def labels_of(
         map(NamedNode, sorted(nodes - set(known or {}))),
         lambda asked: (
             vocab.SPARQL_PREFIXES
-            + f"""SELECT ?x ?label WHERE {{ {asked} GRAPH {sparql_term(iris.knowledge_graph)} {{ ?x rdfs:label ?label }}
-              }}"""
+            + f"""SELECT ?x ?label ?name_rank WHERE {{ {asked} GRAPH {sparql_term(iris.knowledge_graph)} {{
+              {vocab.named_by("?x", "?label")} }} }}"""
         ),
     )
-    labels.update({row["x"]: row["label"] for row in rows})
+    labels.update(vocab.preferred(rows, "x", "label"))
     return labels
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -62,6 +63,40 @@ DCTERMS_TITLE = term(DCTERMS, "title")
 DCTERMS_SOURCE = term(DCTERMS, "source")
 DCTERMS_FORMAT = term(DCTERMS, "format")
 DCTERMS_CREATED = term(DCTERMS, "created")
+SKOS_PREF_LABEL = term(SKOS, "prefLabel")
+# What a graph names its things with, the preferred first: rdfs:label (what ingest writes), then the
+# vocabularies loaded graphs use (SKOS, FOAF, schema.org over http and https, Dublin Core's title).
+NAME_PREDICATES = (
+    RDFS_LABEL,
+    SKOS_PREF_LABEL,
+    NamedNode("http://xmlns.com/foaf/0.1/name"),
+    NamedNode("http://schema.org/name"),
+    NamedNode("https://schema.org/name"),
+    DCTERMS_TITLE,
+    NamedNode("http://purl.org/dc/elements/1.1/title"),
+)
+NAME_PATH = "|".join(f"<{p.value}>" for p in NAME_PREDICATES)  # a SPARQL path: any name
+
+
+def named_by(subject: str, name: str) -> str:
+    """A SPARQL pattern binding `name` to each literal name of `subject` (NAME_PREDICATES), and
+    ?name_rank to its predicate's place in that list (`preferred` picks by it)."""
+    ranks = " ".join(f"(<{p.value}> {rank})" for rank, p in enumerate(NAME_PREDICATES))
+    return (
+        f"VALUES (?name_predicate ?name_rank) {{ {ranks} }} {subject} ?name_predicate {name} FILTER(isLiteral({name}))"
+    )
+
+
+def preferred(rows: Iterable[dict[str, str]], key: str, name: str) -> dict[str, str]:
+    """Each `key`'s name from `named_by` rows: the most preferred predicate's, the least text of those."""
+    best: dict[str, tuple[int, str]] = {}
+    for row in rows:
+        offer = (int(row["name_rank"]), row[name])
+        if row[key] not in best or offer < best[row[key]]:
+            best[row[key]] = offer
+    return {subject: text for subject, (_, text) in best.items()}
+
+
 SR_COLLECTION = term(SR, "Collection")
 SR_KNOWLEDGE_GRAPH = term(SR, "knowledgeGraph")
 SR_SOURCE_GRAPH = term(SR, "sourceGraph")
