@@ -241,6 +241,14 @@ class Services:
         names = [info.name for info in await self.collections.list()]
         for name in await self.pipeline.indexer.build_missing_graphs(names):
             log.warning("built the graph index of collection %r, which an older version did not keep", name)
+        for name, chunks in (await self.pipeline.indexer.unindexed(names)).items():
+            log.warning(
+                "collection %r holds %d chunks that this data directory has not indexed (another one did, on the "
+                "same store?): no answer finds them until `sparqlrag reindex --collection %s` is run here",
+                name,
+                chunks,
+                name,
+            )
 
     def close(self) -> None:
         self.vectors.close()

@@ -236,6 +236,33 @@ def test_the_command_line_works_on_a_remote_store(oxigraph: Oxigraph, tmp_path: 
         assert "Traceback" not in refused.stderr
 
 
+def test_the_command_line_says_what_a_remote_store_needs(oxigraph: Oxigraph, tmp_path: Path) -> None:
+    """Two traps of a new user (issue 37, item 5): updates sent to the query endpoint, and a
+    second data directory on a store another one indexed. Each error says what to do."""
+    (tmp_path / "note.txt").write_text("Ada Lovelace wrote the first program for the Analytical Engine.")
+    only_query = ["--store-url", oxigraph.url + "/query"]
+    store = [*only_query, "--store-update-url", oxigraph.url + "/update"]
+
+    def run(data: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [SPARQLRAG, *args, "--data-dir", str(tmp_path / data)], capture_output=True, text=True, timeout=300
+        )
+
+    refused = run("a", "ingest", str(tmp_path / "note.txt"), *only_query)
+    said = refused.stdout + refused.stderr  # (the file's line, then the command's error)
+    assert refused.returncode == 2 and "--store-update-url" in said and "Oxigraph: /update" in said
+    assert "malformed" not in said and "Traceback" not in said
+    assert run("a", "ingest", str(tmp_path / "note.txt"), *store).returncode == 0
+    malformed = run("a", "update", "INSERT DATA { <http://e/s> }", *only_query)  # still its own error
+    assert malformed.returncode == 2 and "--store-update-url" in malformed.stderr
+
+    elsewhere = run("b", "ask", "Who wrote the first program?", "--mode", "document", *store)
+    assert elsewhere.returncode == 0 and "sparqlrag reindex --collection default" in elsewhere.stderr
+    assert run("b", "reindex", "--collection", "default", *store).returncode == 0
+    found = run("b", "ask", "Who wrote the first program?", "--mode", "document", *store)
+    assert found.returncode == 0 and "Ada Lovelace" in found.stdout and "reindex" not in found.stderr
+
+
 def test_a_store_gone_down_is_a_502_naming_it(oxigraph: Oxigraph, tmp_path: Path) -> None:
     server, stop = start_server(tmp_path / "data", store_url=oxigraph.url + "/query")
     try:

@@ -258,6 +258,23 @@ class Indexer:
                 built.append(collection)
         return built
 
+    async def unindexed(self, collections: list[str]) -> dict[str, int]:
+        """The collections whose store holds chunks (how many) that these indexes have no row of:
+        another data directory indexed them (a second process on one remote store), or the
+        indexes were lost. Only `reindex` makes them answer."""
+        found = {}
+        for collection in collections:
+            if await off_loop(self.keywords.count, collection):
+                continue
+            src = sparql_term(Iris(self.base_iri, collection).source_graph)
+            rows = await off_loop(
+                select, self.store, vocab.SPARQL_PREFIXES + f"SELECT (COUNT(*) AS ?n) WHERE {{ {CHUNKS % src} }}"
+            )
+            held = int(rows[0]["n"]) if rows else 0
+            if held:
+                found[collection] = held
+        return found
+
     async def take_back(self, iris: Iris, indexed: Indexed) -> int:
         """Remove the rows `indexed` recorded whose subject the store does not hold: chunks it
         has not, entities its knowledge graph does not name, facts it does not state. Kept

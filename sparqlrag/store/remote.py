@@ -68,6 +68,7 @@ READ_ATTEMPTS = 3  # a read that could not connect is sent twice more, after a s
 WRITE_BATCH = 5_000  # quads per INSERT DATA: stores limit an update's size (Virtuoso's SQL text)
 HEALTH_TIMEOUT = 5.0  # seconds a liveness probe waits for the store
 MAX_RESPONSE_BYTES = 256 << 20  # what one answer of the store may take in memory, unless set otherwise
+REFUSED = (400, 404, 405, 415)  # how a query endpoint answers an update it does not take
 PROBE = "ASK { BIND(<<( <urn:sparqlrag:probe> <urn:sparqlrag:probe> <urn:sparqlrag:probe> )>> AS ?t) }"
 ASK_AS_ROW = "__ASK_RETVAL"  # Virtuoso 7.2 answers ASK with one row of this variable (1 or none)
 RESULTS_JSON = "application/sparql-results+json"
@@ -124,6 +125,7 @@ class RemoteStore:
     ) -> None:
         self.max_response_bytes = max_response_bytes
         self.query_url, self.update_url, self.gsp_url = query_url, update_url or query_url, gsp_url
+        self._updates_guessed = update_url is None  # sent to the query endpoint, where many stores refuse them
         self.name, self.timeout, self.union_parameter = store_name(query_url), timeout, union_parameter
         auth = httpx.BasicAuth(username, password or "") if username else None
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -208,7 +210,20 @@ class RemoteStore:
         using_named_graphs: list[str] | None = None,
     ) -> None:
         text = apply_update_dataset(sparql, using_graphs or [], using_named_graphs or [])
-        self._send("update", self.update_url, data={"update": self._sparql(text, base_iri)})
+        response = self._send("update", self.update_url, data={"update": self._sparql(text, base_iri)}, checked=False)
+        if response.status_code in REFUSED and self._updates_guessed and not self._takes_updates():
+            raise RemoteStoreFailed(
+                f"the store at {self.name} takes no updates at its query endpoint (HTTP {response.status_code}): "
+                "give its update endpoint with --store-update-url (SPARQLRAG_STORE_UPDATE_URL; Oxigraph: /update, "
+                "Fuseki: /DATASET/update, GraphDB: /repositories/REPO/statements)"
+            )
+        self._checked(response, "update")
+
+    def _takes_updates(self) -> bool:
+        """Whether the update endpoint applies an empty update: if not, an update it refused was
+        refused for where it was sent, not for what it said."""
+        empty = self._send("update", self.update_url, data={"update": "INSERT DATA {}"}, checked=False)
+        return empty.status_code < 300
 
     def healthy(self) -> bool:
         """The store answers a trivial query within HEALTH_TIMEOUT (else the error says why)."""
@@ -355,10 +370,12 @@ class RemoteStore:
         method: str = "POST",
         timeout: float | None = None,
         max_bytes: int | None = None,
+        checked: bool = True,
         **request: Any,
     ) -> httpx.Response:
         """The store's answer, read whole within `timeout` seconds in all (default: the
-        store's) and `max_bytes` (default: the store's cap)."""
+        store's) and `max_bytes` (default: the store's cap); an error status raised as ours
+        unless not `checked`."""
         attempts = READ_ATTEMPTS if what == "query" else 1
         limit = timeout if timeout is not None else self.timeout
         cap = min(max_bytes, self.max_response_bytes) if max_bytes is not None else self.max_response_bytes
@@ -388,7 +405,7 @@ class RemoteStore:
                     ) from None
                 except httpx.HTTPError as error:
                     raise RemoteStoreFailed(f"the connection to the store at {self.name} failed") from error
-                return self._checked(response, what)
+                return self._checked(response, what) if checked else response
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _request(
