@@ -58,6 +58,12 @@ def _reads(server: LiveServer, c: str) -> list[tuple[str, str, dict[str, Any]]]:
     """(method, path, request keywords) reading collection `c`."""
     trace = _trace_id(server, c)
     entity = "acme-bank" if c == "finance" else "mary-smith"
+    with server.client(ADMIN) as admin:  # a reifier of one of its facts
+        (statement,) = _select(
+            admin,
+            f"SELECT ?st WHERE {{ GRAPH <{_graph(server, c, '/source')}> {{ ?st "
+            "<http://www.w3.org/1999/02/22-rdf-syntax-ns#reifies> ?t } } LIMIT 1",
+        )
     return [
         ("GET", f"/api/v1/collections/{c}", {}),
         ("GET", f"/api/v1/collections/{c}/core", {}),
@@ -70,6 +76,9 @@ def _reads(server: LiveServer, c: str) -> list[tuple[str, str, dict[str, Any]]]:
         ("GET", f"/api/v1/traces/{trace}?collection={c}", {}),
         ("GET", f"/trace/{c}/{trace}", {}),
         ("GET", f"/page/trace/{c}/{trace}", {}),
+        ("GET", f"/data/trace/{c}/{trace}.ttl", {}),
+        ("GET", "/" + statement.removeprefix(server.settings.base_iri), {}),
+        ("GET", "/data/" + statement.removeprefix(server.settings.base_iri) + ".ttl", {}),
         ("GET", f"/id/{c}/{entity}", {}),
         ("GET", f"/page/id/{c}/{entity}", {}),
         ("GET", f"/data/id/{c}/{entity}.ttl", {}),

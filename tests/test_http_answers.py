@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from pyoxigraph import Literal, NamedNode, RdfFormat, parse
 
 from tests.conftest import LiveServer, start_server
 
@@ -44,6 +45,27 @@ def test_graph_rag_answers_with_facts_sources_and_a_trace(client: httpx.Client, 
     assert page.status_code == 200 and "Where was Marie Curie born?" in page.text and "Facts the walk kept" in page.text
     assert client.get(path, follow_redirects=True).json()["id"] == trace_id
     assert client.get(path.replace(trace_id, "0" * 32)).status_code == 404
+    # ...and its RDF for an RDF client, in every syntax an entity's IRI offers (issue 37, item 6)
+    for accept, syntax in (
+        ("text/turtle", RdfFormat.TURTLE),
+        ("application/ld+json", RdfFormat.JSON_LD),
+        ("application/rdf+xml", RdfFormat.RDF_XML),
+        ("application/n-triples", RdfFormat.N_TRIPLES),
+    ):
+        rdf = client.get(path, headers={"Accept": accept}, follow_redirects=True)
+        assert rdf.status_code == 200 and rdf.headers["content-type"].startswith(accept), (accept, rdf.text[:300])
+        triples = list(parse(rdf.content, format=syntax))
+        assert Literal("Where was Marie Curie born?") in {
+            t.object for t in triples if t.subject == NamedNode(answer["trace"])
+        }
+        assert len({t.subject for t in triples}) > 3  # its steps, seeds and sources come with it
+    # a fact's reifier (an edge's statement) dereferences to its RDF: what it reifies and where from
+    statement = "/" + born["statement"].removeprefix(server.settings.base_iri)
+    stated = client.get(statement, headers={"Accept": "text/turtle"}, follow_redirects=True)
+    assert stated.status_code == 200 and stated.headers["content-type"].startswith("text/turtle")
+    assert born["chunks"][0] in stated.text and "reifies" in stated.text
+    assert client.get(statement + "0", headers={"Accept": "text/turtle"}).status_code == 404
+    assert client.get(statement, headers={"Accept": "text/html"}).status_code == 406
     trace = client.get(f"/api/v1/traces/{trace_id}").json()
     assert trace["question"] == "Where was Marie Curie born?" and trace["answer"] == answer["answer"]
     assert (

@@ -105,9 +105,10 @@ def collection_of(base_iri: str, iri: str, kind: str = "id") -> str | None:
     return iri[len(prefix) :].split("/", 1)[0]
 
 
-def _resolve(store: QuadStore, base_iri: str, iri: str, kind: str = "id") -> tuple[Iris, NamedNode] | None:
-    """The collection and node of an IRI that could be one of our entities (or documents, for
-    kind "doc"); None for any other string: a path a client sent may be no IRI at all."""
+def resolved(store: QuadStore, base_iri: str, iri: str, kind: str = "id") -> tuple[Iris, NamedNode] | None:
+    """The collection and node of an IRI that could be one of our entities (or of another
+    `kind`: "doc", "trace", "stmt"); None for any other string: a path a client sent may be no
+    IRI at all."""
     name = collection_of(base_iri, iri, kind)
     try:
         iris, node = Iris(base_iri, name or ""), NamedNode(iri)
@@ -118,7 +119,7 @@ def _resolve(store: QuadStore, base_iri: str, iri: str, kind: str = "id") -> tup
 
 def canonical(store: QuadStore, base_iri: str, iri: str) -> str | None:
     """The IRI an alias stands for (entity resolution's owl:sameAs), or None when `iri` is no alias."""
-    found = _resolve(store, base_iri, iri)
+    found = resolved(store, base_iri, iri)
     return canonicals(store, found[0], [iri]).get(iri) if found else None
 
 
@@ -129,7 +130,7 @@ def exists(
     or chunk, or a fact (of `collections`, when given) uses the relation (cheaper than describing it)."""
     if kind == "rel":
         return bool(_relation_facts(store, base_iri, iri, 1, collections))
-    found = _resolve(store, base_iri, iri, kind)
+    found = resolved(store, base_iri, iri, kind)
     if found is None:
         return False
     iris, node = found
@@ -150,7 +151,7 @@ def exists(
 
 def describe(store: QuadStore, base_iri: str, iri: str) -> Description | None:
     """The entity's description, or None when no fact of its collection names it."""
-    found = _resolve(store, base_iri, iri)
+    found = resolved(store, base_iri, iri)
     if found is None:
         return None
     iris, node = found
@@ -250,7 +251,7 @@ class SourceDescription(_Naming):
 
 def describe_source(store: QuadStore, base_iri: str, iri: str) -> SourceDescription | None:
     """The document or chunk at `iri`, or None when the source graph does not have it."""
-    found = _resolve(store, base_iri, iri, "doc")
+    found = resolved(store, base_iri, iri, "doc")
     if found is None:
         return None
     iris, node = found

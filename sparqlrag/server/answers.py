@@ -16,6 +16,7 @@ from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import integral, read_body
 from sparqlrag.server.collections import collection_of
 from sparqlrag.server.errors import ApiError
+from sparqlrag.server.linked_data import ALTERNATES
 from sparqlrag.server.pages import render
 from sparqlrag.server.rate_limit import limit_answers
 from sparqlrag.server.streams import sse, wants_stream
@@ -25,6 +26,8 @@ from sparqlrag.store.formats import negotiate
 from sparqlrag.store.vocab import Iris
 
 TRACE_ID = re.compile(r"[0-9a-f]{32}")  # what Trace mints (uuid4 hex); anything else cannot name one
+# a trace IRI's representations: JSON first (what a client saying */* has always had), its page, its RDF
+TRACE_OFFERS = [("application/json", "json"), ("text/html", "html"), *ALTERNATES]
 
 
 def _services(request: Request) -> Services:
@@ -93,20 +96,16 @@ async def trace(request: Request) -> Response:
 
 async def trace_resource(request: Request) -> Response:
     """A trace's IRI, `{base}trace/C/ID`, dereferenced: 303 to its page for a browser, to its
-    JSON otherwise (a trace's RDF, with triple terms, is in the trace graph for SPARQL)."""
+    RDF (the trace graph's triples about it) for an RDF client, to its JSON otherwise."""
     authorize(request, "read", per_collection=True)
     collection = await collection_of(request, {"collection": request.path_params["collection"]})
     trace_id = request.path_params["id"]
     await _read(request, collection, trace_id)
-    browser = negotiate(request.headers.get("accept"), [("application/json", "json"), ("text/html", "html")]) == (
-        "text/html",
-        "html",
-    )
-    target = (
-        f"../../page/trace/{collection}/{trace_id}"
-        if browser
-        else f"../../api/v1/traces/{trace_id}?collection={collection}"
-    )
+    chosen = negotiate(request.headers.get("accept"), TRACE_OFFERS) or TRACE_OFFERS[0]
+    target = {
+        "json": f"../../api/v1/traces/{trace_id}?collection={collection}",
+        "html": f"../../page/trace/{collection}/{trace_id}",
+    }.get(chosen[1], f"../../data/trace/{collection}/{trace_id}.{chosen[1]}")
     return RedirectResponse(target, status_code=303, headers={"Vary": "Accept"})
 
 

@@ -63,6 +63,7 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
             Route("/id/{path:path}", linked_data.resource, methods=["GET", "HEAD"]),
             Route("/rel/{path:path}", linked_data.resource, methods=["GET", "HEAD"]),
             Route("/doc/{path:path}", linked_data.resource, methods=["GET", "HEAD"]),
+            Route("/stmt/{path:path}", linked_data.resource, methods=["GET", "HEAD"]),
             Route("/trace/{collection}/{id}", answers.trace_resource, methods=["GET", "HEAD"]),
             Route("/page/trace/{collection}/{id}", answers.trace_page, methods=["GET", "HEAD"]),
             Route("/page/{path:path}", linked_data.page, methods=["GET", "HEAD"]),

@@ -1,5 +1,7 @@
 """Dereferenceable IRIs, as linked-data clients expect: entities (`/id/...`), the relations
-minted from text (`/rel/...`), and the documents and chunks facts came from (`/doc/...`).
+minted from text (`/rel/...`), the documents and chunks facts came from (`/doc/...`), and the
+reifiers of facts (`/stmt/...`, RDF only; a trace's IRI is answers.trace_resource's, and its
+RDF is here too, at `/data/trace/...`).
 
 `GET {base}id/C/...` answers 303 See Other: browsers (Accept prefers HTML) go to the page,
 `/page/id/...`; RDF clients to the data, `/data/id/...{.ttl,.rdf,.jsonld,.nt}`, in the syntax
@@ -15,17 +17,19 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from pyoxigraph import RdfFormat, serialize
+from pyoxigraph import Quad, RdfFormat, serialize
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from sparqlrag.queries.describe import canonical, describe, describe_relation, describe_source, exists
+from sparqlrag.queries.records import describe_statement, describe_trace
 from sparqlrag.server.auth import authorize, check_collection_access
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.pages import render
 from sparqlrag.store import vocab
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.formats import negotiate, with_charset
+from sparqlrag.store.reification import as_rdf11
 
 DATA_FORMATS: list[tuple[str, str, RdfFormat]] = [
     ("text/turtle", "ttl", RdfFormat.TURTLE),
@@ -33,14 +37,18 @@ DATA_FORMATS: list[tuple[str, str, RdfFormat]] = [
     ("application/ld+json", "jsonld", RdfFormat.JSON_LD),
     ("application/n-triples", "nt", RdfFormat.N_TRIPLES),
 ]
+RDF12_FORMATS = (RdfFormat.TURTLE, RdfFormat.N_TRIPLES)  # the others cannot write a triple term yet
 ALTERNATES = [(media, ext) for media, ext, _ in DATA_FORMATS]  # what a page links as its data
 OFFERS = ALTERNATES + [("text/html", "html"), ("application/xhtml+xml", "html")]
-# the first segment of a dereferenceable path: how it is described, and the page's template
-KINDS: dict[str, tuple[Callable[[Any, str, str], Any], str]] = {
+# the first segment of a dereferenceable path: how it is described, and the page's template (none: RDF only)
+KINDS: dict[str, tuple[Callable[[Any, str, str], Any], str | None]] = {
     "id": (describe, "entity.html"),
     "rel": (describe_relation, "relation.html"),
     "doc": (describe_source, "source.html"),
+    "stmt": (describe_statement, None),
+    "trace": (describe_trace, None),
 }
+OF_A_COLLECTION = ("id", "doc", "stmt", "trace")  # kinds whose IRIs name their collection first
 
 
 def _path(request: Request, prefix: str) -> str:
@@ -60,12 +68,12 @@ def _reach(request: Request, path: str) -> frozenset[str] | None:
     those collections alone."""
     access = authorize(request, "read", per_collection=True)
     kind, _, rest = path.partition("/")
-    if kind in ("id", "doc"):
+    if kind in OF_A_COLLECTION:
         check_collection_access(request, rest.split("/", 1)[0])
     return access.reads
 
 
-async def _describe(request: Request, path: str) -> tuple[Any, str]:
+async def _describe(request: Request, path: str) -> tuple[Any, str | None]:
     """What the IRI of `path` (`id/...`, `rel/...`, `doc/...`) is described as, and its page's template; 404 when
     unknown."""
     reads = _reach(request, path)
@@ -89,19 +97,23 @@ def _up(path: str) -> str:
 
 async def resource(request: Request) -> Response:
     """303 to the page or data of an entity, relation, document or chunk, as the Accept header
-    prefers; an alias's to those of the entity it stands for."""
+    prefers; an alias's to those of the entity it stands for; a statement's to its data."""
     path = _path(request, "/")
     reads = _reach(request, path)
     base, store = request.app.state.settings.base_iri, request.app.state.store
     kind = path.split("/", 1)[0]
-    if not await off_loop(exists, store, base, base + path, kind, reads):
+    paged = KINDS[kind][1] is not None
+    if paged and not await off_loop(exists, store, base, base + path, kind, reads):
         raise _missing(request, path)
+    if not paged:
+        await _describe(request, path)  # (404 when unknown)
     described = path
     if kind == "id" and (alias_of := await off_loop(canonical, store, base, base + path)):
         described = alias_of.removeprefix(base)
-    chosen = negotiate(request.headers.get("accept"), OFFERS)
+    offers = OFFERS if paged else ALTERNATES
+    chosen = negotiate(request.headers.get("accept"), offers)
     if chosen is None:
-        offered = ", ".join(media for media, _ in OFFERS[:-1])
+        offered = ", ".join(media for media, _ in offers if media != "application/xhtml+xml")
         raise ApiError(406, "not_acceptable", f"this IRI is described as {offered}", headers={"Vary": "Accept"})
     target = f"page/{described}" if chosen[1] == "html" else f"data/{described}.{chosen[1]}"
     return RedirectResponse(_up(path) + target, status_code=303, headers={"Vary": "Accept"})
@@ -114,9 +126,10 @@ async def data(request: Request) -> Response:
     for media, ext, fmt in DATA_FORMATS:
         if path.endswith("." + ext):
             description, _ = await _describe(request, path[: -len(ext) - 1])
-            body = serialize(
-                description.triples(), format=fmt, prefixes=vocab.PREFIXES
-            )  # formats without prefixes ignore them
+            triples = description.triples()
+            if fmt not in RDF12_FORMATS:  # a trace's or statement's triple terms, as RDF 1.1 reification
+                triples = [quad.triple for quad in as_rdf11(Quad(t.subject, t.predicate, t.object) for t in triples)]
+            body = serialize(triples, format=fmt, prefixes=vocab.PREFIXES)  # formats without prefixes ignore them
             return Response(body or b"", media_type=with_charset(media))
     raise ApiError(404, "not_found", "data URLs end in " + ", ".join("." + ext for _, ext, _ in DATA_FORMATS))
 
@@ -125,5 +138,7 @@ async def page(request: Request) -> Response:
     """The description as a page."""
     path = _path(request, "/page/")
     description, template = await _describe(request, path)
+    if template is None:  # described in RDF only
+        raise _missing(request, path)
     root = _up("page/" + path)
     return render(template, root, d=description, alternates=ALTERNATES, data_url=f"{root}data/{path}")

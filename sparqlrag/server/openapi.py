@@ -408,11 +408,23 @@ PATHS: dict[str, dict[str, Any]] = {
         }
         for kind, what in (("id", "an entity"), ("rel", "a relation"), ("doc", "a document or chunk"))
     },
+    "/stmt/{path}": {
+        "parameters": [path_parameter("path", "the rest of a fact's reifier IRI")],
+        "get": operation(
+            "A reifier's IRI: 303 to its RDF (what it reifies, the chunks it came from), by Accept",
+            responses={"303": {"description": "See Other: /data/stmt/....{ttl,rdf,jsonld,nt}"}},
+        ),
+    },
     "/trace/{collection}/{id}": {
         "parameters": [path_parameter("collection", "the collection", NAME), path_parameter("id", "the trace id")],
         "get": operation(
-            "A trace's IRI: 303 to its page (HTML) or its JSON, by Accept",
-            responses={"303": {"description": "See Other: /page/trace/... or /api/v1/traces/..."}},
+            "A trace's IRI: 303 to its page (HTML), its RDF or its JSON (otherwise), by Accept",
+            responses={
+                "303": {
+                    "description": "See Other: /page/trace/..., /data/trace/....{ttl,rdf,jsonld,nt} or "
+                    "/api/v1/traces/..."
+                }
+            },
         ),
     },
     "/page/trace/{collection}/{id}": {
@@ -429,9 +441,11 @@ PATHS: dict[str, dict[str, Any]] = {
         ),
     },
     "/data/{path}": {
-        "parameters": [path_parameter("path", "id/..., rel/... or doc/..., then .ttl, .rdf, .jsonld or .nt")],
+        "parameters": [
+            path_parameter("path", "id/..., rel/..., doc/..., stmt/... or trace/..., then .ttl, .rdf, .jsonld or .nt")
+        ],
         "get": operation(
-            "An entity's, relation's, document's or chunk's description as RDF",
+            "An entity's, relation's, document's, chunk's, reifier's or trace's description as RDF",
             responses={"200": {"description": "RDF", "content": RDF_BODY}},
         ),
     },
