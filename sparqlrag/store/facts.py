@@ -53,18 +53,26 @@ def labels_of(
     vocabulary = vocab.vocabulary_labels()
     labels.update({node: vocabulary.get(node) or local_name(node) for node in nodes})
     labels.update({node: label for node, label in (known or {}).items() if node in nodes})
+    unnamed = sorted(nodes - set(known or {}))
+    # rdfs:label first, the other name predicates for what has none: one lookup a node, not seven
+    for predicates in (vocab.NAME_PREDICATES[:1], vocab.NAME_PREDICATES[1:]):
+        named = _names(store, iris, unnamed, predicates) if unnamed else {}
+        labels.update(named)
+        unnamed = [node for node in unnamed if node not in named]
+    return labels
+
+
+def _names(store: QuadStore, iris: Iris, nodes: list[str], predicates: tuple[NamedNode, ...]) -> dict[str, str]:
+    """Each node's preferred name by `predicates` in the knowledge graph (those that have one)."""
+    graph = sparql_term(iris.knowledge_graph)
+    pattern = vocab.named_by("?x", "?label", predicates)
     rows = select_values(
         store,
         "x",
-        map(NamedNode, sorted(nodes - set(known or {}))),
-        lambda asked: (
-            vocab.SPARQL_PREFIXES
-            + f"""SELECT ?x ?label ?name_rank WHERE {{ {asked} GRAPH {sparql_term(iris.knowledge_graph)} {{
-              {vocab.named_by("?x", "?label")} }} }}"""
-        ),
+        map(NamedNode, nodes),
+        lambda asked: f"SELECT ?x ?label ?name_rank WHERE {{ {asked} GRAPH {graph} {{ {pattern} }} }}",
     )
-    labels.update(vocab.preferred(rows, "x", "label"))
-    return labels
+    return vocab.preferred(rows, "x", "label")
 
 
 def fact_labels(triple: Triple, labels: dict[str, str]) -> tuple[str, str, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -78,10 +78,11 @@ NAME_PREDICATES = (
 NAME_PATH = "|".join(f"<{p.value}>" for p in NAME_PREDICATES)  # a SPARQL path: any name
 
 
-def named_by(subject: str, name: str) -> str:
-    """A SPARQL pattern binding `name` to each literal name of `subject` (NAME_PREDICATES), and
-    ?name_rank to its predicate's place in that list (`preferred` picks by it)."""
-    ranks = " ".join(f"(<{p.value}> {rank})" for rank, p in enumerate(NAME_PREDICATES))
+def named_by(subject: str, name: str, predicates: Sequence[NamedNode] = NAME_PREDICATES) -> str:
+    """A SPARQL pattern binding `name` to each literal name of `subject` by `predicates` (of
+    NAME_PREDICATES), and ?name_rank to its predicate's place in NAME_PREDICATES (`preferred`
+    picks by it)."""
+    ranks = " ".join(f"(<{p.value}> {NAME_PREDICATES.index(p)})" for p in predicates)
     return (
         f"VALUES (?name_predicate ?name_rank) {{ {ranks} }} {subject} ?name_predicate {name} FILTER(isLiteral({name}))"
     )
