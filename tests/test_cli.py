@@ -148,6 +148,15 @@ def test_a_data_directorys_base_iri_is_used_without_the_flag(tmp_path: Path) -> 
     assert other.returncode == 2 and "was created with base IRI http://kb.example/" in other.stderr
 
 
+def test_a_damaged_settings_file_in_the_data_directory_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "sparqlrag.json").write_bytes(b"\xff not json")
+    result = cli(tmp_path / "data", "query", "ASK {}")
+    assert result.returncode == 2 and "sparqlrag.json is not the JSON object" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert (tmp_path / "data" / "sparqlrag.json").read_bytes() == b"\xff not json"  # left as it was
+
+
 def test_demo_ingests_the_corpus_and_answers_with_sources(tmp_path: Path) -> None:
     result = cli(tmp_path, "demo", "--no-serve", "--port", "18001")  # its links name the port it serves on
     assert result.returncode == 0, result.stderr

@@ -79,6 +79,29 @@ def test_graph_rag_answers_with_facts_sources_and_a_trace(client: httpx.Client, 
     assert [s["name"] for s in trace["steps"]] == ["concepts", "grounding", "hop 1", "sources", "pagerank", "synthesis"]
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/stmt/default/" + "0" * 40,  # no such reifier
+        "/stmt/nowhere/abc",  # no such collection
+        "/stmt/default/a%3E%20%7D%20INSERT",  # no IRI at all, with SPARQL in it
+        "/stmt/..%2F..%2Fetc%2Fpasswd",
+        "/data/stmt/default/x%22%7D.ttl",
+        "/data/trace/default/" + "0" * 32 + ".ttl",
+        "/data/trace/default/%7B%7D.jsonld",
+        "/data/trace/default/abc.exe",
+        "/page/stmt/default/abc",  # described in RDF only: no page
+    ],
+)
+def test_a_hostile_record_path_is_a_404_that_changes_nothing(client: httpx.Client, path: str) -> None:
+    count = "SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }"
+    before = client.get("/sparql", params={"query": count}, headers={"Accept": "text/csv"}).text
+    answered = client.get(path, headers={"Accept": "text/turtle"})
+    assert answered.status_code == 404 and answered.json()["error"] == "not_found", (path, answered.text[:200])
+    assert "Traceback" not in answered.text  # (the path it names is the one asked, percent-encoded as sent)
+    assert client.get("/sparql", params={"query": count}, headers={"Accept": "text/csv"}).text == before
+
+
 def _traced_scorer(client: httpx.Client, route: str, body: dict) -> str:
     answer = client.post(route, json={"question": "Where was Marie Curie born?", **body})
     assert answer.status_code == 200, answer.text

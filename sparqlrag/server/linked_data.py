@@ -74,8 +74,8 @@ def _reach(request: Request, path: str) -> frozenset[str] | None:
 
 
 async def _describe(request: Request, path: str) -> tuple[Any, str | None]:
-    """What the IRI of `path` (`id/...`, `rel/...`, `doc/...`) is described as, and its page's template; 404 when
-    unknown."""
+    """What the IRI of `path` (a KINDS path: `id/...`, `rel/...`, `doc/...`, `stmt/...`, `trace/...`) is
+    described as, and its page's template (none: RDF only); 404 when unknown."""
     reads = _reach(request, path)
     kind = path.split("/", 1)[0]
     if kind not in KINDS:
@@ -102,11 +102,14 @@ async def resource(request: Request) -> Response:
     reads = _reach(request, path)
     base, store = request.app.state.settings.base_iri, request.app.state.store
     kind = path.split("/", 1)[0]
-    paged = KINDS[kind][1] is not None
-    if paged and not await off_loop(exists, store, base, base + path, kind, reads):
+    describer, template = KINDS[kind]
+    paged = template is not None
+    if paged:  # (cheaper than describing it)
+        present = await off_loop(exists, store, base, base + path, kind, reads)
+    else:
+        present = await off_loop(describer, store, base, base + path) is not None
+    if not present:
         raise _missing(request, path)
-    if not paged:
-        await _describe(request, path)  # (404 when unknown)
     described = path
     if kind == "id" and (alias_of := await off_loop(canonical, store, base, base + path)):
         described = alias_of.removeprefix(base)

@@ -20,7 +20,13 @@ def pinned_base_iri(data_dir: Path) -> str | None:
     meta_path = data_dir / META_FILE
     if not meta_path.is_file():
         return None
-    pinned = json.loads(meta_path.read_text()).get("base_iri")
+    try:
+        pinned = json.loads(meta_path.read_text(encoding="utf-8")).get("base_iri")
+    except (ValueError, AttributeError):  # not JSON, not UTF-8, or not an object
+        raise StoreError(
+            f'{meta_path} is not the JSON object sparqlrag writes there ({{"base_iri": ...}}): mend it, '
+            "or move the data directory aside"
+        ) from None
     return pinned if isinstance(pinned, str) and pinned else None
 
 
