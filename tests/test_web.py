@@ -316,6 +316,26 @@ def test_the_pages_run_under_their_content_security_policy(browser: object, serv
     assert not [message for message in console if "Content Security Policy" in message], console
 
 
+def test_without_yasgui_the_editor_page_says_so_and_still_lists_the_collections(
+    browser: object, server: LiveServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An offline installation with no copy of YASGUI (and the CDN out of reach) tells the user,
+    rather than staying on "loading…"."""
+    from selenium.webdriver.common.by import By
+
+    from sparqlrag.server import pages
+
+    monkeypatch.setattr(pages, "YASGUI_LOCAL", tmp_path)  # no copy here
+    monkeypatch.setattr(pages, "YASGUI_CDN", "http://127.0.0.1:9/")  # a closed port: the CDN out of reach
+    driver = browser
+    fresh(driver, server.url + "/")
+    (message,) = wait_for(driver, "#yasgui #no-editor")
+    assert "could not be loaded" in message.text and server.url + "/sparql" in message.text
+    wait_for(driver, "#graphs li.collection")
+    driver.find_element(By.LINK_TEXT, "knowledge").click()  # type: ignore[attr-defined]  # no editor to open: nothing breaks
+    assert driver.find_elements(By.CSS_SELECTOR, "#no-editor")  # type: ignore[attr-defined]
+
+
 def test_with_tokens_the_pages_ask_for_one_and_use_it(browser: object, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys

@@ -4,11 +4,25 @@
 (() => {
   const { config, headers, api, element, withPrefixes: query } = sparqlrag;
   const endpoint = new URL("sparql", location.href).href;
+  let yasgui = null; // stays null when YASGUI's script did not load
+  listGraphs();
+  if (typeof Yasgui === "undefined") {
+    // neither this server's copy (fetched by `make install` or the Docker build) nor the public CDN
+    document.getElementById("yasgui").replaceChildren(
+      element(
+        "p",
+        { class: "error", id: "no-editor" },
+        "The SPARQL editor (YASGUI) could not be loaded: this installation has no copy of it and the public CDN " +
+          "is out of reach. The endpoint works without it: send queries to " + endpoint + " from any SPARQL client.",
+      ),
+    );
+    return;
+  }
 
   Yasgui.Yasqe.defaults.value = query(
     "SELECT ?graph (COUNT(*) AS ?triples) WHERE {\n  GRAPH ?graph { ?s ?p ?o }\n}\nGROUP BY ?graph\nORDER BY ?graph",
   );
-  const yasgui = new Yasgui(document.getElementById("yasgui"), {
+  yasgui = new Yasgui(document.getElementById("yasgui"), {
     requestConfig: { endpoint, method: "POST", headers: () => headers() },
     copyEndpointOnNewTab: true,
     endpointCatalogueOptions: { getData: () => [{ endpoint }] },
@@ -17,6 +31,7 @@
   window.yasgui = yasgui; // for the browser tests and the console
 
   function open(name, body) {
+    if (!yasgui) return;
     const tab = yasgui.addTab(true, { name }); // the rest from this page's defaults: endpoint, token
     tab.setQuery(query(body));
   }
@@ -46,5 +61,4 @@
       list.replaceChildren(element("li", { class: "error" }, String(error.message)));
     }
   }
-  listGraphs();
 })();
