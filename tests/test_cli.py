@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import pty
+import re
+import struct
 import subprocess
+import termios
 from pathlib import Path
 
 import pytest
@@ -31,6 +37,69 @@ def test_every_command_of_the_parser_has_a_function_and_no_other() -> None:
     assert all(callable(command(name)) for name in COMMANDS)
 
 
+def on_a_terminal(*command: str, env: dict[str, str] | None = None) -> str:
+    """What a command shows a person: its stdout and stderr through one pseudo-terminal (which
+    writes each newline as CRLF)."""
+    main, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))  # 40 rows of 160 columns
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=terminal, stderr=terminal, env=env)
+    os.close(terminal)
+    shown = bytearray()
+    while True:
+        try:
+            data = os.read(main, 65536)
+        except OSError:  # EIO: the command has ended and closed the terminal
+            break
+        if not data:
+            break
+        shown += data
+    os.close(main)
+    assert process.wait(timeout=120) == 0, shown.decode(errors="replace")
+    return shown.decode(errors="replace")
+
+
+def test_the_top_level_help_lists_every_command_once_with_what_it_does() -> None:
+    shown = subprocess.run([SPARQLRAG, "--help"], capture_output=True, text=True, timeout=60).stdout
+    assert shown.startswith("usage: sparqlrag [-h] COMMAND ...")  # not a brace list of 19 names
+    section = shown.split("\ncommands:\n", 1)[1].split("\n\n", 1)[0]
+    listed = re.findall(r"^ {4}(\S+)", section, flags=re.MULTILINE)
+    assert listed == list(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+    assert set(listed) == set(COMMANDS)
+    assert "Every command but serve opens the data directory directly" in shown
+
+
+def test_on_a_terminal_query_shows_a_table_and_ingest_keeps_its_lines_off_the_progress_bar(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (tmp_path / "data.trig").write_bytes(TRIG)
+    assert cli(data, "load", str(tmp_path / "data.trig")).returncode == 0
+    select = "SELECT ?s ?o WHERE { ?s <http://example.org/p> ?o } ORDER BY ?o"  # the union of the graphs
+    table = on_a_terminal(SPARQLRAG, "query", select, "--data-dir", str(data)).replace("\r\n", "\n")
+    assert table.split("\n")[0].split() == ["?s", "?o"]
+    assert [line.split() for line in table.split("\n")[2:5]] == [
+        ["<http://example.org/s>", "default"],
+        ["<http://example.org/s>", "named"],
+        ["2", "rows"],
+    ]
+    asked = on_a_terminal(SPARQLRAG, "query", "ASK { ?s ?p ?o }", "--data-dir", str(data))
+    assert asked.strip() == "yes"
+    piped = cli(data, "query", select)  # not a terminal: the standard JSON
+    assert [b["o"]["value"] for b in json.loads(piped.stdout)["results"]["bindings"]] == ["default", "named"]
+    assert cli(data, "query", select, "--format", "table").stdout.split("\n")[0].split() == ["?s", "?o"]
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "one.md").write_text("CERN is a laboratory near Geneva.")
+    paragraph = "The Nordic Energy Fund finances wind farms in Norway and solar parks in Sweden. "
+    (corpus / "big.md").write_text("\n\n".join(paragraph * 30 for _ in range(12)))  # one document, many chunks
+    env = {**os.environ, "TQDM_MININTERVAL": "0", "TQDM_MINITERS": "1"}  # every step of the bar drawn
+    shown = on_a_terminal(SPARQLRAG, "ingest", str(corpus), "--data-dir", str(data), env=env)
+    lines = [line.rsplit("\r", 1)[-1] for line in shown.replace("\r\n", "\n").split("\n")]
+    reported = [line for line in lines if "chunks added" in line]
+    assert len(reported) == 2 and all(line.startswith("ready      ") for line in reported), lines
+    steps = [(int(n), int(total)) for n, total in re.findall(r"\| *(\d+)/(\d+) \[", shown)]
+    assert any(0 < n < total for n, total in steps), steps  # the bar moves within the big document
+
+
 def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
     """`sparqlrag ... | head`: the reader goes away; the command ends quietly, as one SIGPIPE ends."""
     data = tmp_path / "data"
@@ -50,9 +119,12 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
 def test_load_query_update_dump(tmp_path: Path) -> None:
     data = tmp_path / "data"
     (tmp_path / "in.trig").write_bytes(TRIG)
-    assert cli(data, "load", str(tmp_path / "in.trig")).returncode == 0
+    loaded = cli(data, "load", str(tmp_path / "in.trig"))
+    assert loaded.returncode == 0 and f"loaded {tmp_path / 'in.trig'} (TriG): +3 quads, 3 in the store" in loaded.stderr
     (tmp_path / "more.ttl").write_text('<http://example.org/t> <http://example.org/p> "turtle" .')
-    assert cli(data, "load", str(tmp_path / "more.ttl"), "--graph", "http://example.org/t").returncode == 0
+    more = cli(data, "load", str(tmp_path / "more.ttl"), str(tmp_path / "in.trig"), "--graph", "http://example.org/t")
+    assert more.returncode == 0 and "(Turtle): +1 quads, 4 in the store" in more.stderr
+    assert "(TriG): +0 quads, 4 in the store" in more.stderr  # what the store holds already is not counted again
 
     union = cli(data, "query", "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", "--format", "csv")
     assert union.stdout.split() == ["n", "4"]

@@ -406,8 +406,18 @@ def test_core_export_and_import_on_the_command_line(core: Exported, tmp_path: Pa
         [*export_to, str(tmp_path / "out.zip"), *options], capture_output=True, text=True, timeout=300
     )
     assert (
-        export.returncode == 0 and "exported default to" in export.stdout and zipfile.is_zipfile(tmp_path / "out.zip")
+        export.returncode == 0 and "exported default to" in export.stderr and zipfile.is_zipfile(tmp_path / "out.zip")
     )
+    assert export.stdout == ""  # stdout stays for answers; the status line is on stderr
+    here = tmp_path / "here"
+    here.mkdir()
+    unnamed = subprocess.run([*export_to, *options], capture_output=True, text=True, timeout=300, cwd=here)
+    assert unnamed.returncode == 0 and f"exported default to {here / 'default.core.zip'}:" in unnamed.stderr
+    assert zipfile.is_zipfile(here / "default.core.zip") and unnamed.stdout == ""
+    kept = (here / "default.core.zip").read_bytes()
+    again = subprocess.run([*export_to, *options], capture_output=True, text=True, timeout=300, cwd=here)
+    assert again.returncode == 2 and "default.core.zip exists already: name the file" in again.stderr
+    assert (here / "default.core.zip").read_bytes() == kept  # a file nobody named is never replaced
     nowhere = subprocess.run(
         [*export_to, str(tmp_path / "missing" / "out.zip"), *options], capture_output=True, text=True, timeout=300
     )

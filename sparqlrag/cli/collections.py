@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from pathlib import Path
 
 from sparqlrag.cli.session import CliError, Session
@@ -33,11 +34,19 @@ def collections(session: Session, args: argparse.Namespace) -> None:
 def core(session: Session, args: argparse.Namespace) -> None:
     try:
         if args.action == "export":
-            _export(session, args.collection, args.file or Path(f"{args.collection}.core.zip"))
+            _export(session, args.collection, args.file or _default_core_file(args.collection))
         else:
             _import(session, args.file, args.collection)
     except (CoreInvalid, CoreMismatch) as error:
         raise CliError(str(error)) from None
+
+
+def _default_core_file(collection: str) -> Path:
+    """COLLECTION.core.zip in the current folder, never replacing a file the user did not name."""
+    target = Path(f"{collection}.core.zip").absolute()
+    if target.exists():
+        raise CliError(f"{target} exists already: name the file to write (a named file is replaced)")
+    return target
 
 
 def _export(session: Session, collection: str, target: Path) -> None:
@@ -46,9 +55,10 @@ def _export(session: Session, collection: str, target: Path) -> None:
     except OSError as error:
         raise CliError(f"cannot write {target}: {error.strerror}") from None
     counts = manifest["counts"]
-    print(
+    print(  # on stderr, as every status line: stdout stays for what a command answers
         f"exported {collection} to {target}: {counts['quads']} quads, {counts['chunks']} chunk vectors, "
-        f"{counts['entities']} entity vectors"
+        f"{counts['entities']} entity vectors",
+        file=sys.stderr,
     )
 
 

@@ -51,20 +51,22 @@ def ingest_paths(services: Services, collection: str, paths: list[Path]) -> None
         raise CliError("two documents would get the same id; ingest them separately")
     sources = chain((s for corpus in corpora for s in _jsonl_documents(corpus)), _read(named))
 
-    async def run(progress: Callable[[int, int], None]) -> int:
-        done = failed = 0
+    async def run(bar: tqdm) -> int:
+        failed = done = extracted = 0  # documents ingested, chunks extracted by the batches before
         while batch := list(islice(sources, INGEST_BATCH)):
 
-            def within(chunks: int, of: int, before: int = done, size: int = len(batch)) -> None:
-                progress(before + size * chunks // max(of, 1), len(ids))
+            def within(chunks: int, of: int, before: int = extracted) -> None:
+                bar.total = before + of  # grows as each document of the batch is chunked
+                bar.update(before + chunks - bar.n)
 
             failed += _report(batch, await pipeline.ingest_many(collection, batch, on_progress=within))
-            done += len(batch)
-            progress(done, len(ids))
+            done, extracted = done + len(batch), bar.n
+            bar.set_postfix_str(f"{done}/{len(ids)} documents")
         return failed
 
-    with _progress("ingesting", "document") as progress:
-        failed = asyncio.run(run(progress))
+    # counted in chunks, so that one big document moves the bar too; the documents done beside it
+    with tqdm(total=0, unit="chunk", desc="ingesting", file=sys.stderr, postfix=f"0/{len(ids)} documents") as bar:
+        failed = asyncio.run(run(bar))
     if failed:
         raise CliError(f"{failed} of {len(ids)} documents failed")
 
@@ -194,17 +196,19 @@ def _document_files(paths: list[Path]) -> list[tuple[str, Path]]:
 
 
 def _report(sources: list[Source], results: list[IngestResult | Exception]) -> int:
-    """One line per document; returns how many failed."""
+    """One line per document on stdout, above the progress bar (tqdm.write clears it first, so
+    the two never share a line on a terminal); returns how many failed."""
     failed = 0
     for source, result in zip(sources, results):
         if isinstance(result, Exception):
             failed += 1
-            print(f"failed     {source.document_id}: {result}")
+            line = f"failed     {source.document_id}: {result}"
         elif result.status == "unchanged":
-            print(f"unchanged  {source.document_id}")
+            line = f"unchanged  {source.document_id}"
         else:
-            print(
+            line = (
                 f"ready      {source.document_id}: {result.chunks_added} chunks added, {result.chunks_removed} "
                 f"removed, {result.chunks_kept} kept, {result.facts} facts"
             )
+        tqdm.write(line, file=sys.stdout)
     return failed

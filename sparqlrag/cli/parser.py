@@ -5,16 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from sparqlrag.cli.table import TABLE
 from sparqlrag.ontology.reading import FORMAT_NAMES as ONTOLOGY_FORMAT_NAMES
 from sparqlrag.store.formats import FORMAT_NAMES, rdf_format_names
 
 DEMO_QUESTION = "Where did the inventor of the World Wide Web invent it, and where is that?"
-DESCRIPTION = """`sparqlrag serve | mcp | query | update | load | dump | ingest | documents | forget | ask | ontology
-| demo`.
-
-mcp, query, update, load, dump, ingest, documents, forget, ask and ontology open the data directory directly; while a
-server holds it they stop with a clear error (use the server's HTTP endpoints, or its /mcp, instead).
-"""
+DIRECT = """Every command but serve opens the data directory directly; while a server holds it, they stop with a clear
+error (use the server's HTTP endpoints, or its /mcp, instead). `sparqlrag COMMAND --help` tells more."""
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -31,8 +28,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sparqlrag", description=DESCRIPTION)
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="sparqlrag",
+        description="A knowledge server: documents into an RDF knowledge graph with provenance, questions answered by "
+        "Graph RAG and Document RAG, everything queryable through SPARQL.",
+        epilog=DIRECT,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
 
     serve = commands.add_parser("serve", help="run the HTTP server (SPARQL Protocol, Graph Store, API)")
     _common(serve)
@@ -51,7 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     query = commands.add_parser("query", help="run a SPARQL query on the data directory")
     _common(query)
     query.add_argument("sparql", help="the query text, @FILE to read it from a file, or - for stdin")
-    query.add_argument("--format", choices=list(FORMAT_NAMES), help="output format (default json / turtle)")
+    query.add_argument(
+        "--format",
+        choices=[*FORMAT_NAMES, TABLE],
+        help="output format (default: a table on a terminal; json for SELECT and ASK, turtle for CONSTRUCT and "
+        "DESCRIBE when piped)",
+    )
     query.add_argument(
         "--no-union", action="store_true", help="query the real default graph, not the union of all graphs"
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -12,22 +13,32 @@ from pyoxigraph import RdfFormat
 from tqdm import tqdm
 
 from sparqlrag.cli.session import CliError, Session
+from sparqlrag.cli.table import TABLE, solutions_table
 from sparqlrag.store.embedded import EmbeddedStore
 from sparqlrag.store.formats import FORMAT_NAMES, rdf_format_for_path
 from sparqlrag.store.reification import rewrite_as_rdf11
 
 
 def query(session: Session, args: argparse.Namespace) -> None:
+    """A table for a person at a terminal (SELECT; ASK says yes or no); the standard formats
+    (JSON, Turtle, or --format) for pipes, files and programs."""
     settings = session.settings
+    table = args.format == TABLE or (args.format is None and sys.stdout.isatty())
+    fmt = None if args.format in (None, TABLE) else FORMAT_NAMES[args.format]
     result = session.store.query(
         _text_argument(args.sparql),
-        accept=FORMAT_NAMES[args.format].media_type.split(";")[0] if args.format else None,
+        accept=fmt.media_type.split(";")[0] if fmt else None,
         base_iri=settings.base_iri,
         union_default_graph=settings.union_default_graph and not args.no_union,
     )
-    sys.stdout.buffer.write(result.body)
-    if not result.body.endswith(b"\n"):
-        sys.stdout.buffer.write(b"\n")
+    if table and result.kind == "solutions":
+        print(solutions_table(result.body))
+    elif table and result.kind == "boolean":
+        print("yes" if json.loads(result.body)["boolean"] else "no")
+    else:
+        sys.stdout.buffer.write(result.body)
+        if not result.body.endswith(b"\n"):
+            sys.stdout.buffer.write(b"\n")
 
 
 def update(session: Session, args: argparse.Namespace) -> None:
@@ -41,6 +52,8 @@ def load(session: Session, args: argparse.Namespace) -> None:
         if not path.is_file():
             raise CliError(f"no such file: {path}")
     settings = session.settings
+    store = session.store
+    held = store.count()
     for path in args.files:
         try:
             fmt = rdf_format_for_path(path, args.format)
@@ -52,8 +65,7 @@ def load(session: Session, args: argparse.Namespace) -> None:
             path.open("rb") as file,
             tqdm(total=size, unit="B", unit_scale=True, desc=path.name, disable=size < 1_000_000) as bar,
         ):
-            store = session.store  # the embedded store reads the file as it loads it: the bar follows
-            store.load(
+            store.load(  # the embedded store reads the file as it loads it: the bar follows
                 _ProgressReader(file, bar) if isinstance(store, EmbeddedStore) else path,  # type: ignore[arg-type]
                 fmt,
                 graph=args.graph,
@@ -61,7 +73,11 @@ def load(session: Session, args: argparse.Namespace) -> None:
                 replace=args.replace,
                 bulk=bulk,
             )
-        print(f"loaded {path} ({fmt.name}{', bulk' if bulk else ''})", file=sys.stderr)
+        before, held = held, store.count()  # quads the file added (those already held are not counted again)
+        print(
+            f"loaded {path} ({fmt.name}{', bulk' if bulk else ''}): {held - before:+,} quads, {held:,} in the store",
+            file=sys.stderr,
+        )
 
 
 def dump(session: Session, args: argparse.Namespace) -> None:
