@@ -31,6 +31,7 @@ ONTOLOGY = (
 )
 READ_TOOLS = {"ask", "search_documents", "sparql_query", "describe_entity", "list_collections", "list_documents"}
 T = TypeVar("T")
+MODES = ("hybrid", "keyword", "vector")  # search_documents' modes
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +95,17 @@ def test_the_tools_answer_over_http(server: LiveServer) -> None:
                 )
             ),
             "search": _result(await client.call_tool("search_documents", {"query": "Sorbonne", "k": 1})),
+            **{
+                f"{mode} {question}": _result(
+                    await client.call_tool("search_documents", {"query": question, "mode": mode})
+                )
+                for mode, question in (
+                    ("hybrid", "Where was Marie Curie born?"),
+                    ("keyword", "Where was Marie Curie born?"),
+                    ("vector", "Where was Marie Curie born?"),
+                    ("vector", "loans to traders"),
+                )
+            },
             "select": _result(
                 await client.call_tool(
                     "sparql_query", {"query": "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } } ORDER BY ?g"}
@@ -123,7 +135,13 @@ def test_the_tools_answer_over_http(server: LiveServer) -> None:
         assert any("born in" in fact for fact in answer["facts"])
         assert answer["trace"].startswith(base + "trace/default/")
     assert "Ole Berg" in seen["document"]["answer"] and seen["document"]["trace"].startswith(base + "trace/finance/")
-    assert [p["title"] for p in seen["search"]["passages"]] == ["curie"]
+    assert [(p["title"], p["rank"]) for p in seen["search"]["passages"]] == [("curie", 1)]
+    # `similarity` means the same in every mode: the query's and the passage's embeddings' cosine
+    (on_topic,) = {seen[f"{mode} Where was Marie Curie born?"]["passages"][0]["similarity"] for mode in MODES}
+    (vector,) = seen["vector Where was Marie Curie born?"]["passages"]
+    (off_topic,) = seen["vector loans to traders"]["passages"]
+    assert abs(vector["score"] - on_topic) < 1e-3 and abs(off_topic["score"] - off_topic["similarity"]) < 1e-3
+    assert -1 <= off_topic["similarity"] < on_topic <= 1
     assert base + "graph/finance" in [row["g"] for row in seen["select"]["rows"]]
     assert seen["ask"] == {"boolean": True}
     assert len(seen["construct"]["triples"]) == 200 and seen["construct"]["total"] == 300  # capped, and said so

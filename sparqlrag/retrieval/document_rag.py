@@ -185,6 +185,18 @@ class DocumentRag:
         )
         return rrf([[iri for iri, _ in dense], [iri for iri, _ in keyword]], list(weights or self.weights))
 
+    async def similarities(self, collection: str, question: str, chunks: list[str]) -> dict[str, float]:
+        """Cosine similarity of the question's embedding and each chunk's stored one (chunks with
+        no vector left out): a figure whose meaning does not depend on the ranking that found the
+        chunk, unlike a fusion score."""
+        query = await off_loop(self.embedder.embed_one, question)
+        stored = await off_loop(self.vectors.vectors_of, collection, "chunks", chunks)
+        norm = float(np.linalg.norm(query)) or 1.0
+        return {
+            iri: float(query @ vector) / (norm * (float(np.linalg.norm(vector)) or 1.0))
+            for iri, vector in stored.items()
+        }
+
     async def _dense(self, collection: str, question: str, candidates: int) -> list[tuple[str, float]]:
         query = await off_loop(self.embedder.embed_one, question)
         return await off_loop(self.vectors.ranking, collection, "chunks", query, candidates)

@@ -156,13 +156,26 @@ class Assistant:
             mode: Literal["hybrid", "vector", "keyword"] = "hybrid",
         ) -> dict[str, Any]:
             """The k passages of a collection that best match the query (1 to 50), with their
-            documents; nothing is answered or traced."""
+            documents; nothing is answered or traced. Each passage has `rank` (1 is the best
+            match by the mode's ranking) and `similarity`: the cosine similarity of the query's
+            and the passage's embeddings, from -1 to 1 (1: the same meaning, near 0: unrelated),
+            comparable across queries and modes. `score` is the ranking's own figure (hybrid:
+            reciprocal-rank fusion of the vector and keyword rankings; vector: the similarity;
+            keyword: BM25): only its order means something."""
             if not 1 <= k <= 50:
                 raise ToolError("bad_request: k is from 1 to 50")
             query = check_question(query)
             name = await self._existing(context, collection)
-            passages = await self.services().document_rag.retrieve(name, query, mode=mode, k=k)
-            return {"passages": [passage_json(p) for p in passages]}
+            rag = self.services().document_rag
+            passages = await rag.retrieve(name, query, mode=mode, k=k)
+            similar = await rag.similarities(name, query, [p.chunk for p in passages])
+            return {
+                "passages": [
+                    {"rank": rank, "similarity": round(similar[p.chunk], 4) if p.chunk in similar else None}
+                    | passage_json(p)
+                    for rank, p in enumerate(passages, start=1)
+                ]
+            }
 
         @server.tool()
         @_tool
