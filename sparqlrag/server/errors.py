@@ -69,7 +69,10 @@ def described(exc: Exception) -> tuple[int, str, str]:
     if base.disk_full(exc):  # the store's, or an index's (SQLite), or a file's
         return 507, "insufficient_storage", base.DISK_FULL
     if isinstance(exc, base.StoreError):  # the store's messages are for clients, but an internal error's
-        status, error = STORE_ERROR_STATUS.get(type(exc), (500, "internal_error"))
+        status, error = next(  # along the MRO: a subclass answers as the error it refines
+            (STORE_ERROR_STATUS[kind] for kind in type(exc).__mro__ if kind in STORE_ERROR_STATUS),
+            (500, "internal_error"),
+        )
         return status, error, INTERNAL if error == "internal_error" else str(exc)
     if isinstance(exc, LLMError):  # the model behind an answer failed (quota, auth, overload): say which
         return 502, "model_failed", str(exc)
