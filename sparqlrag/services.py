@@ -26,7 +26,7 @@ from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.llm import AnthropicModel, ChatModel, OpenAICompatibleModel, ResponseCache
 from sparqlrag.models.reranker import Reranker, build_reranker
 from sparqlrag.ontology.registry import Ontologies
-from sparqlrag.ontology.selection import ElementIndexes, Guides, Selector
+from sparqlrag.ontology.selection import ElementIndexes, OntologyGuides, Selector
 from sparqlrag.queries.nl_query import NlQuery
 from sparqlrag.retrieval.document_rag import DocumentRag
 from sparqlrag.retrieval.graph_rag import GraphRag
@@ -144,7 +144,7 @@ class Services:
         extracting_llm = llm if settings.extractor == "llm" else None
         indexes = ElementIndexes(ontologies, embedder)
         by_ontology = CollectionExtractors(
-            store, settings.base_iri, Guides(indexes, selector), extracting_llm, settings.prompts_dir
+            store, settings.base_iri, OntologyGuides(indexes, selector), extracting_llm, settings.prompts_dir
         )
         overridden = extractor is not None
         if extractor is None:

@@ -22,7 +22,7 @@ from sparqlrag.models.llm import AnthropicModel
 from sparqlrag.ontology.owl import OntologyModel, owlready
 from sparqlrag.ontology.reading import read_ontology
 from sparqlrag.ontology.registry import OntologyConflict
-from sparqlrag.ontology.selection import ElementIndex, Guide, Selector, Subset
+from sparqlrag.ontology.selection import ElementIndex, OntologyGuide, Selector, Subset
 from sparqlrag.queries.describe import describe
 from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore, vocab
@@ -148,7 +148,7 @@ def test_the_llm_sees_the_subset_and_its_answer_is_checked(embedder: Embedder, o
     try:
         stub.script(Reply("```json\n" + json.dumps(answer) + "\n```"))
         extractor = GuidedExtractor(
-            AnthropicModel("claude-test", api_key="sk-test", base_url=stub.url), "org", Guide(index, selector)
+            AnthropicModel("claude-test", api_key="sk-test", base_url=stub.url), "org", OntologyGuide(index, selector)
         )
         knowledge = asyncio.run(extractor.extract(text))
     finally:
@@ -166,7 +166,7 @@ def test_the_llm_sees_the_subset_and_its_answer_is_checked(embedder: Embedder, o
 
 def test_offline_extraction_types_entities_by_class_labels(embedder: Embedder) -> None:
     schema = model("schemaorg_subset", SCHEMA)
-    extractor = TypedOfflineExtractor("schema", Guide(ElementIndex(schema, embedder), Selector(embedder)))
+    extractor = TypedOfflineExtractor("schema", OntologyGuide(ElementIndex(schema, embedder), Selector(embedder)))
     knowledge = asyncio.run(
         extractor.extract(
             "Warsaw is a city in Poland. Acme Corporation employs Jane Smith. Huckleberry Finn is a book by Mark Twain."

@@ -221,7 +221,7 @@ def describe(subset: Subset) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class Guide:
+class OntologyGuide:
     """One ontology as guided extraction reads it (extraction.guidance.Guide)."""
 
     index: ElementIndex
@@ -238,11 +238,11 @@ class Guide:
         return describe(subset)
 
 
-class Guides:
+class OntologyGuides:
     """Every loaded ontology's guide (extraction.guidance.Guides), over the shared indexes."""
 
     def __init__(self, indexes: ElementIndexes, selector: Selector) -> None:
         self.indexes, self.selector = indexes, selector
 
-    def get(self, name: str) -> Guide:
-        return Guide(self.indexes.get(name), self.selector)
+    def get(self, name: str) -> OntologyGuide:
+        return OntologyGuide(self.indexes.get(name), self.selector)

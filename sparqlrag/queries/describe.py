@@ -27,7 +27,7 @@ from sparqlrag.retrieval.document_rag import passages_of
 from sparqlrag.store import vocab
 from sparqlrag.store.aliases import canonicals
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.provenance import fact_sources
+from sparqlrag.store.fact_sources import fact_sources
 from sparqlrag.store.select import Term, lexical, number, select_terms
 from sparqlrag.store.sparql_text import sparql_term, values
 from sparqlrag.store.vocab import InvalidName, Iris, collection_of_graph, local_name
@@ -97,7 +97,7 @@ class Description(_Naming):
         return list(dict.fromkeys([*facts, *labels]))
 
 
-def collection_of(base_iri: str, iri: str, kind: str = "id") -> str | None:
+def collection_of_iri(base_iri: str, iri: str, kind: str = "id") -> str | None:
     """The collection an IRI we mint belongs to (`{base}id/C/...`, `{base}doc/C/...`), if it is ours."""
     prefix = f"{base_iri}{kind}/"
     if not iri.startswith(prefix) or "/" not in iri[len(prefix) :]:
@@ -109,7 +109,7 @@ def resolved(store: QuadStore, base_iri: str, iri: str, kind: str = "id") -> tup
     """The collection and node of an IRI that could be one of our entities (or of another
     `kind`: "doc", "trace", "stmt"); None for any other string: a path a client sent may be no
     IRI at all."""
-    name = collection_of(base_iri, iri, kind)
+    name = collection_of_iri(base_iri, iri, kind)
     try:
         iris, node = Iris(base_iri, name or ""), NamedNode(iri)
     except (InvalidName, ValueError):

@@ -56,9 +56,9 @@ from sparqlrag.store.aliases import canonicals, equivalents
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.fact_index import FactIndex
+from sparqlrag.store.fact_sources import fact_sources
 from sparqlrag.store.facts import fact_labels, labels_of, parse_fact, walked, walked_filter
 from sparqlrag.store.graph_index import GraphIndex
-from sparqlrag.store.provenance import fact_sources
 from sparqlrag.store.select import lexical, select_terms
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vector_index import VectorIndex, unit

@@ -27,7 +27,7 @@ from sparqlrag.extraction.plans import Source
 from sparqlrag.library import librarian
 from sparqlrag.models.llm import LLMError
 from sparqlrag.ontology.registry import UnknownOntology
-from sparqlrag.queries.describe import Description, Statement, collection_of, describe
+from sparqlrag.queries.describe import Description, Statement, collection_of_iri, describe
 from sparqlrag.retrieval.document_rag import passage_json
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.walk import GraphRagOptions
@@ -193,7 +193,7 @@ class Assistant:
             ("Marie Curie"): its labels, types, aliases and facts, each fact with its sources."""
             base = self.base_iri
             if entity.startswith(base + "id/"):
-                collection = collection_of(base, entity) or collection
+                collection = collection_of_iri(base, entity) or collection
             name = await self._existing(context, collection)
             iri = entity if entity.startswith(base + "id/") else Iris(base, name).entity(entity).value
             found = await off_loop(describe, self.services().store, base, iri)

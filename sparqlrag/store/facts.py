@@ -1,6 +1,6 @@
 """Facts as the walk reads them: which knowledge-graph triples are walked, and their text.
 
-The fact index (extraction/fact_index.py) embeds each walked fact's text once, when the fact is
+The fact index (store/fact_index.py) embeds each walked fact's text once, when the fact is
 written, and Graph RAG scores edges against those vectors; both render a fact here, so what was
 embedded is what the walk would have read.
 """
