@@ -30,7 +30,7 @@ Command = Callable[[Session, argparse.Namespace], None]
 COMMANDS: dict[str, str] = {
     "serve": "sparqlrag.cli.serving:serve",
     "demo": "sparqlrag.cli.serving:demo",
-    "mcp": "sparqlrag.cli.assistant:mcp",
+    "mcp": "sparqlrag.cli.mcp_stdio:mcp",
     "query": "sparqlrag.cli.rdf:query",
     "update": "sparqlrag.cli.rdf:update",
     "load": "sparqlrag.cli.rdf:load",

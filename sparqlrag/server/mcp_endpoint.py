@@ -1,4 +1,4 @@
-"""`/mcp`: the MCP servers of server/assistant.py over streamable HTTP.
+"""`/mcp`: the MCP servers of server/mcp_servers.py over streamable HTTP.
 
 The bearer token is judged as on every other route (401 without one, 403 without the read
 scope), then the request goes to the MCP server its token gets: with the write tool when it may
@@ -23,9 +23,9 @@ from starlette.types import Receive, Scope, Send
 
 from sparqlrag.config import Settings
 from sparqlrag.server.access import Access
-from sparqlrag.server.assistant import Assistant
 from sparqlrag.server.auth import authorize, client_key
 from sparqlrag.server.errors import ApiError
+from sparqlrag.server.mcp_servers import McpServers
 from sparqlrag.services import Services
 from sparqlrag.store.formats import media_type_of
 
@@ -48,7 +48,7 @@ class McpEndpoint:
     """The ASGI app at `/mcp`; `lifespan()` runs its session managers while the app runs."""
 
     def __init__(self, settings: Settings, services: Callable[[], Services]) -> None:
-        self.assistant = Assistant(
+        self.assistant = McpServers(
             settings.base_iri,
             services,
             caller=_caller,

@@ -74,7 +74,7 @@ def _tool(function: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
     return wrapped
 
 
-class Assistant:
+class McpServers:
     """The MCP servers over one process's services.
 
     `services` gives the services once the process has opened them; `caller` says what the

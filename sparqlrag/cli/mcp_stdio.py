@@ -1,4 +1,4 @@
-"""`sparqlrag mcp`: the MCP server (server/assistant.py) on stdin/stdout, for an assistant that
+"""`sparqlrag mcp`: the MCP server (server/mcp_servers.py) on stdin/stdout, for an assistant that
 starts it as a child process (Claude Desktop, Claude Code). It opens the data directory as the
 HTTP server does, so it runs instead of a server on that directory, not beside it.
 
@@ -16,9 +16,9 @@ import os
 from sparqlrag.cli.session import CliError, Session, load_models
 from sparqlrag.config import Settings
 from sparqlrag.server.access import Access, check_grants
-from sparqlrag.server.assistant import Assistant
 from sparqlrag.server.auth import access_of
 from sparqlrag.server.errors import ApiError
+from sparqlrag.server.mcp_servers import McpServers
 from sparqlrag.server.running import running
 from sparqlrag.services import Models
 
@@ -42,5 +42,5 @@ def mcp(session: Session, args: argparse.Namespace) -> None:
 
 async def _serve(settings: Settings, models: Models, access: Access) -> None:
     async with running(settings, models) as services:
-        assistant = Assistant(settings.base_iri, lambda: services, caller=lambda context: access)
+        assistant = McpServers(settings.base_iri, lambda: services, caller=lambda context: access)
         await (assistant.writer if access.anywhere("write") else assistant.reader).run_stdio_async()
