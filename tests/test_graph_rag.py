@@ -266,8 +266,11 @@ def test_injection_in_the_question_changes_nothing_but_the_trace(services: Servi
 
 def test_empty_graph_and_oversized_question_are_clear_errors(services: Services) -> None:
     asyncio.run(services.collections.create("empty"))
-    with pytest.raises(EmptyGraph, match="no entities"):
-        asyncio.run(rag(services).answer("empty", "Where was Marie Curie born?", mode="graph"))
+    try:
+        with pytest.raises(EmptyGraph, match="no entities"):
+            asyncio.run(rag(services).answer("empty", "Where was Marie Curie born?", mode="graph"))
+    finally:  # the module's fixture as the other tests expect it
+        asyncio.run(services.collections.delete("empty"))
     with pytest.raises(ValueError, match="mode"):
         asyncio.run(rag(services).answer("default", "Where was Marie Curie born?", mode="walk"))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="limit is 2000"):

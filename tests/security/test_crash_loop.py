@@ -7,7 +7,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -38,7 +38,7 @@ def test_the_probe_query_fails_once_and_others_are_served(hostile: LiveServer) -
     reader = threading.Thread(target=steady_reader)
     reader.start()
     try:
-        time.sleep(0.2)
+        until(lambda: len(answers) > 0)  # the reader is being served
         first = sparql(hostile, READ, "query", NESTED_QUERY, timeout=300)  # the deadline the probe raised
         again = sparql(hostile, READ, "query", NESTED_QUERY)
         still_serving(hostile)
@@ -63,6 +63,24 @@ def test_a_killing_update_fails_once_and_writes_nothing(hostile: LiveServer) -> 
     still_serving(hostile)  # the culprit is answered before the restart; this waits for it
     assert hostile.store.restarts == restarts + 1
     assert snapshot(hostile) == before
+
+
+def until(condition: Callable[[], bool]) -> None:
+    """Waits (a minute at most) for `condition`: what the test orders its threads by."""
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, "not within a minute"
+        time.sleep(0.01)
+
+
+def sent(worker: WorkerStore) -> int:
+    """Calls sent to the store process and not answered yet."""
+    return len(worker._pending)
+
+
+def started(worker: WorkerStore) -> int:
+    """Calls the store process has begun to run (its table of running calls, crash_report.py)."""
+    return len(worker._table.running())
 
 
 @pytest.fixture
@@ -90,10 +108,10 @@ def test_a_write_waiting_for_the_lock_is_resent_and_a_running_one_is_reported(wo
 
     running = threading.Thread(target=run, args=("running", slow))
     running.start()
-    time.sleep(0.3)  # the slow write holds the write lock
+    until(lambda: started(worker) == 1)  # the slow write runs: it holds the write lock
     queued = threading.Thread(target=run, args=("queued", "INSERT DATA { <http://q> <http://p> 1 }"))
     queued.start()
-    time.sleep(0.2)
+    until(lambda: sent(worker) == 2)
     with pytest.raises(QueryCrashed):
         worker.query(NESTED_QUERY)
     running.join()
@@ -117,7 +135,7 @@ def test_without_a_dump_the_only_running_call_is_blamed(worker: WorkerStore) -> 
 
     thread = threading.Thread(target=run)
     thread.start()
-    time.sleep(0.5)
+    until(lambda: started(worker) == 1)  # killed while it runs (one not yet begun would be sent again)
     os.kill(worker._worker.process.pid, signal.SIGKILL)  # type: ignore[union-attr]
     thread.join()
     assert len(failure) == 1
@@ -137,6 +155,6 @@ def test_a_failed_restart_fails_calls_fast_and_is_tried_again(
         for call in (worker.count, lambda: worker.update("INSERT DATA { <http://late> <http://p> 1 }")):
             with pytest.raises(StoreUnavailable, match="could not restart"):
                 call()
-    time.sleep(0.6)
+    monkeypatch.setattr(worker_module, "RETRY_START", 0.0)  # as if RETRY_START had passed
     assert worker.count() == 2000  # started again, with nothing of the refused write
     assert worker.restarts == 1

@@ -4,7 +4,6 @@ body; a client that stops sending cannot hold a connection."""
 from __future__ import annotations
 
 import socket
-import time
 
 import pytest
 
@@ -75,8 +74,7 @@ def test_invalid_utf8_in_a_query_string_is_400(hostile: LiveServer) -> None:
 
 def test_a_body_shorter_than_its_length_times_out(hostile: LiveServer) -> None:
     host, port = hostile.url.removeprefix("http://").split(":")
-    started = time.monotonic()
-    with socket.create_connection((host, int(port)), timeout=30) as sock:
+    with socket.create_connection((host, int(port)), timeout=30) as sock:  # a held connection times recv out
         sock.sendall(
             b"POST /sparql HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
             + READ.encode()
@@ -87,5 +85,4 @@ def test_a_body_shorter_than_its_length_times_out(hostile: LiveServer) -> None:
         while chunk := sock.recv(4096):
             response += chunk
     assert response.startswith(b"HTTP/1.1 408"), response[:200]
-    assert b"body_timeout" in response
-    assert time.monotonic() - started < 25  # the connection was closed, not held
+    assert b"body_timeout" in response  # and the loop ended at EOF: the server closed the connection
