@@ -3,6 +3,7 @@ real server, and over stdio from `sparqlrag mcp` as an assistant would start it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -16,8 +17,15 @@ import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult
 
+from sparqlrag.config import Settings
+from sparqlrag.server import mcp_servers
+from sparqlrag.server.access import EVERYTHING, READ_EVERYTHING
+from sparqlrag.server.mcp_servers import McpServers
+from sparqlrag.services import Services
+from sparqlrag.store import EmbeddedStore
 from tests.conftest import SPARQLRAG, LiveServer, start_server
 from tests.security.conftest import Listener
 
@@ -31,6 +39,7 @@ ONTOLOGY = (
 )
 READ_TOOLS = {"ask", "search_documents", "sparql_query", "describe_entity", "list_collections", "list_documents"}
 T = TypeVar("T")
+BASE = "http://tools.example/"
 MODES = ("hybrid", "keyword", "vector")  # search_documents' modes
 
 
@@ -354,3 +363,26 @@ def test_an_open_server_guards_mcp_against_dns_rebinding(tmp_path: Path) -> None
         assert rebound.status_code in (403, 421), rebound.text
     finally:
         stop()
+
+
+def test_each_tool_is_a_method_that_runs_without_a_transport(tmp_path: Path) -> None:
+    """The tools are importable methods of McpServers: called here with no MCP session, on
+    services of their own, under two callers' access."""
+    store = EmbeddedStore(tmp_path / "store")
+    services = Services.open(Settings(data_dir=tmp_path, base_iri=BASE, reranker_model=None), store)
+    try:
+        writer = McpServers(BASE, lambda: services, caller=lambda context: EVERYTHING)
+        reader = McpServers(BASE, lambda: services, caller=lambda context: READ_EVERYTHING)
+        added = asyncio.run(writer.add_document(CURIE, "curie", None))  # type: ignore[arg-type]  # no context needed
+        assert added["status"] == "ready" and added["facts"] > 0
+        (found,) = asyncio.run(reader.search_documents("Sorbonne", None, k=1))["passages"]  # type: ignore[arg-type]
+        assert (found["rank"], found["title"]) == (1, "curie") and 0 < found["similarity"] <= 1
+        with pytest.raises(ToolError, match="forbidden: the token may not change collection"):
+            asyncio.run(reader.add_document("x", "x", None))  # type: ignore[arg-type]
+        assert set(mcp_servers.READ_TOOLS) == READ_TOOLS and set(mcp_servers.WRITE_TOOLS) == {"add_document"}
+        assert READ_TOOLS | {"add_document"} == {
+            name for name in vars(McpServers) if not name.startswith("_") and callable(getattr(McpServers, name))
+        }  # every public method is a tool, and every tool a method
+    finally:
+        services.close()
+        store.close()

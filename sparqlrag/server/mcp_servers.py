@@ -51,6 +51,8 @@ INSTRUCTIONS = (
     "shows the ones this token reaches."
 )
 
+READ_TOOLS = ("ask", "search_documents", "sparql_query", "describe_entity", "list_collections", "list_documents")
+WRITE_TOOLS = ("add_document",)  # only on the server for tokens that may write
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -107,140 +109,130 @@ class McpServers:
             raise librarian.UnknownCollection(name)
         return name
 
+    # -- the tools: each a method, registered on the servers by name (READ_TOOLS, WRITE_TOOLS) --
+
+    async def ask(
+        self,
+        question: str,
+        context: Context,
+        collection: str = "default",
+        mode: Literal["pagerank", "hybrid", "graph", "document", "default"] = "pagerank",
+    ) -> dict[str, Any]:
+        """Answer a question from a collection, citing the passages used and the knowledge
+        graph's facts. The mode ranks the passages: "pagerank" (the default) by personalized
+        PageRank over the graph; "hybrid" by dense and keyword search lifted by the facts;
+        "graph" by dense search lifted by the facts; "document" answers from passages alone.
+        ("default", the old name of the default, means "pagerank".) The answer's `trace` IRI
+        opens the explanation."""
+        question = check_question(question)
+        name = await self._existing(context, collection)
+        self.before_answer(context)
+        services = self.services()
+        if mode == "document":
+            found = await services.document_rag.answer(name, question)
+            return {
+                "answer": found.answer,
+                "sources": [_source(passage_json(p)) for p in found.passages],
+                "trace": found.trace,
+            }
+        graph = await services.graph_rag.answer(
+            name, question, GraphRagOptions(), "pagerank" if mode == "default" else mode
+        )
+        answered = graph.json()
+        return {
+            "answer": answered["answer"],
+            "facts": [" ".join(edge["labels"]) for edge in answered["edges"]],
+            "sources": [_source(source) for source in answered["sources"]],
+            "trace": answered["trace"],
+        }
+
+    async def search_documents(
+        self,
+        query: str,
+        context: Context,
+        collection: str = "default",
+        k: int = 5,
+        mode: Literal["hybrid", "vector", "keyword"] = "hybrid",
+    ) -> dict[str, Any]:
+        """The k passages of a collection that best match the query (1 to 50), with their
+        documents; nothing is answered or traced. Each passage has `rank` (1 is the best
+        match by the mode's ranking) and `similarity`: the cosine similarity of the query's
+        and the passage's embeddings, from -1 to 1 (1: the same meaning, near 0: unrelated),
+        comparable across queries and modes. `score` is the ranking's own figure (hybrid:
+        reciprocal-rank fusion of the vector and keyword rankings; vector: the similarity;
+        keyword: BM25): only its order means something."""
+        if not 1 <= k <= 50:
+            raise ToolError("bad_request: k is from 1 to 50")
+        query = check_question(query)
+        name = await self._existing(context, collection)
+        rag = self.services().document_rag
+        passages = await rag.retrieve(name, query, mode=mode, k=k)
+        similar = await rag.similarities(name, query, [p.chunk for p in passages])
+        return {
+            "passages": [
+                {"rank": rank, "similarity": round(similar[p.chunk], 4) if p.chunk in similar else None}
+                | passage_json(p)
+                for rank, p in enumerate(passages, start=1)
+            ]
+        }
+
+    async def sparql_query(self, query: str, context: Context) -> dict[str, Any]:
+        """Run a read-only SPARQL 1.1 query (SELECT, ASK, CONSTRUCT, DESCRIBE; updates are
+        refused) with the server's time limit; at most 200 rows or triples come back. Under
+        the server's base IRI, entities are `id/COLLECTION/...`; a collection's facts are in
+        the graph `graph/COLLECTION` and their sources in `graph/COLLECTION/source`."""
+        return await self._query(context, query)
+
+    async def describe_entity(self, entity: str, context: Context, collection: str = "default") -> dict[str, Any]:
+        """What the knowledge graph says about an entity, named by its IRI or its name
+        ("Marie Curie"): its labels, types, aliases and facts, each fact with its sources."""
+        base = self.base_iri
+        if entity.startswith(base + "id/"):
+            collection = collection_of_iri(base, entity) or collection
+        name = await self._existing(context, collection)
+        iri = entity if entity.startswith(base + "id/") else Iris(base, name).entity(entity).value
+        found = await off_loop(describe, self.services().store, base, iri)
+        if found is None:
+            raise ToolError(f"not_found: collection {name!r} has no entity {entity[:200]!r}")
+        return {
+            "iri": found.iri,
+            "label": found.label,
+            "definition": found.definition,
+            "types": [found.labels.get(t, t) for t in found.types],
+            "aliases": found.aliases,
+            "facts": [_fact(found, statement) for statement in (*found.outgoing, *found.incoming)],
+            "page": base + "page/" + found.iri.removeprefix(base),
+        }
+
+    async def list_collections(self, context: Context) -> dict[str, Any]:
+        """The collections this token may read, with their counts of documents, chunks and facts."""
+        access = self.caller(context)
+        listed = await self.services().collections.list()
+        return {"collections": [vars(info) for info in listed if access.may("read", info.name)]}
+
+    async def list_documents(self, context: Context, collection: str = "default") -> dict[str, Any]:
+        """The documents of a collection: id, title, status, chunks."""
+        name = await self._existing(context, collection)
+        services = self.services()
+        rows = await off_loop(librarian.documents, services.store, Iris(self.base_iri, name))
+        return {"documents": [vars(row) for row in rows]}
+
+    async def add_document(
+        self, text: str, document_id: str, context: Context, collection: str = "default", title: str | None = None
+    ) -> dict[str, Any]:
+        """Add a text document to a collection (or replace the one with this id): it is
+        chunked, its facts extracted and indexed before this returns."""
+        name = await self._existing(context, collection, "write")
+        source = Source(document_id, text.encode("utf-8"), "text/plain", None, title)
+        (result,) = await self.services().pipeline.ingest_many(name, [source])
+        if isinstance(result, Exception):
+            raise result
+        return vars(result)
+
     def _server(self, *, writes: bool) -> MCPServer:
         server: MCPServer = MCPServer("sparqlrag", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
-
-        @server.tool()
-        @_tool
-        async def ask(
-            question: str,
-            context: Context,
-            collection: str = "default",
-            mode: Literal["pagerank", "hybrid", "graph", "document", "default"] = "pagerank",
-        ) -> dict[str, Any]:
-            """Answer a question from a collection, citing the passages used and the knowledge
-            graph's facts. The mode ranks the passages: "pagerank" (the default) by personalized
-            PageRank over the graph; "hybrid" by dense and keyword search lifted by the facts;
-            "graph" by dense search lifted by the facts; "document" answers from passages alone.
-            ("default", the old name of the default, means "pagerank".) The answer's `trace` IRI
-            opens the explanation."""
-            question = check_question(question)
-            name = await self._existing(context, collection)
-            self.before_answer(context)
-            services = self.services()
-            if mode == "document":
-                found = await services.document_rag.answer(name, question)
-                return {
-                    "answer": found.answer,
-                    "sources": [_source(passage_json(p)) for p in found.passages],
-                    "trace": found.trace,
-                }
-            graph = await services.graph_rag.answer(
-                name, question, GraphRagOptions(), "pagerank" if mode == "default" else mode
-            )
-            answered = graph.json()
-            return {
-                "answer": answered["answer"],
-                "facts": [" ".join(edge["labels"]) for edge in answered["edges"]],
-                "sources": [_source(source) for source in answered["sources"]],
-                "trace": answered["trace"],
-            }
-
-        @server.tool()
-        @_tool
-        async def search_documents(
-            query: str,
-            context: Context,
-            collection: str = "default",
-            k: int = 5,
-            mode: Literal["hybrid", "vector", "keyword"] = "hybrid",
-        ) -> dict[str, Any]:
-            """The k passages of a collection that best match the query (1 to 50), with their
-            documents; nothing is answered or traced. Each passage has `rank` (1 is the best
-            match by the mode's ranking) and `similarity`: the cosine similarity of the query's
-            and the passage's embeddings, from -1 to 1 (1: the same meaning, near 0: unrelated),
-            comparable across queries and modes. `score` is the ranking's own figure (hybrid:
-            reciprocal-rank fusion of the vector and keyword rankings; vector: the similarity;
-            keyword: BM25): only its order means something."""
-            if not 1 <= k <= 50:
-                raise ToolError("bad_request: k is from 1 to 50")
-            query = check_question(query)
-            name = await self._existing(context, collection)
-            rag = self.services().document_rag
-            passages = await rag.retrieve(name, query, mode=mode, k=k)
-            similar = await rag.similarities(name, query, [p.chunk for p in passages])
-            return {
-                "passages": [
-                    {"rank": rank, "similarity": round(similar[p.chunk], 4) if p.chunk in similar else None}
-                    | passage_json(p)
-                    for rank, p in enumerate(passages, start=1)
-                ]
-            }
-
-        @server.tool()
-        @_tool
-        async def sparql_query(query: str, context: Context) -> dict[str, Any]:
-            """Run a read-only SPARQL 1.1 query (SELECT, ASK, CONSTRUCT, DESCRIBE; updates are
-            refused) with the server's time limit; at most 200 rows or triples come back. Under
-            the server's base IRI, entities are `id/COLLECTION/...`; a collection's facts are in
-            the graph `graph/COLLECTION` and their sources in `graph/COLLECTION/source`."""
-            return await self._query(context, query)
-
-        @server.tool()
-        @_tool
-        async def describe_entity(entity: str, context: Context, collection: str = "default") -> dict[str, Any]:
-            """What the knowledge graph says about an entity, named by its IRI or its name
-            ("Marie Curie"): its labels, types, aliases and facts, each fact with its sources."""
-            base = self.base_iri
-            if entity.startswith(base + "id/"):
-                collection = collection_of_iri(base, entity) or collection
-            name = await self._existing(context, collection)
-            iri = entity if entity.startswith(base + "id/") else Iris(base, name).entity(entity).value
-            found = await off_loop(describe, self.services().store, base, iri)
-            if found is None:
-                raise ToolError(f"not_found: collection {name!r} has no entity {entity[:200]!r}")
-            return {
-                "iri": found.iri,
-                "label": found.label,
-                "definition": found.definition,
-                "types": [found.labels.get(t, t) for t in found.types],
-                "aliases": found.aliases,
-                "facts": [_fact(found, statement) for statement in (*found.outgoing, *found.incoming)],
-                "page": base + "page/" + found.iri.removeprefix(base),
-            }
-
-        @server.tool()
-        @_tool
-        async def list_collections(context: Context) -> dict[str, Any]:
-            """The collections this token may read, with their counts of documents, chunks and facts."""
-            access = self.caller(context)
-            listed = await self.services().collections.list()
-            return {"collections": [vars(info) for info in listed if access.may("read", info.name)]}
-
-        @server.tool()
-        @_tool
-        async def list_documents(context: Context, collection: str = "default") -> dict[str, Any]:
-            """The documents of a collection: id, title, status, chunks."""
-            name = await self._existing(context, collection)
-            services = self.services()
-            rows = await off_loop(librarian.documents, services.store, Iris(self.base_iri, name))
-            return {"documents": [vars(row) for row in rows]}
-
-        if writes:
-
-            @server.tool()
-            @_tool
-            async def add_document(
-                text: str, document_id: str, context: Context, collection: str = "default", title: str | None = None
-            ) -> dict[str, Any]:
-                """Add a text document to a collection (or replace the one with this id): it is
-                chunked, its facts extracted and indexed before this returns."""
-                name = await self._existing(context, collection, "write")
-                source = Source(document_id, text.encode("utf-8"), "text/plain", None, title)
-                (result,) = await self.services().pipeline.ingest_many(name, [source])
-                if isinstance(result, Exception):
-                    raise result
-                return vars(result)
+        for tool in (*READ_TOOLS, *(WRITE_TOOLS if writes else ())):
+            server.add_tool(_tool(getattr(self, tool)))
 
         @server.resource(VOCABULARY, name="sr vocabulary", mime_type="text/turtle")
         def vocabulary() -> str:
