@@ -12,7 +12,8 @@ import asyncio
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar, cast
 
-from sparqlrag.store.worker import READ_METHODS, WRITE_METHODS, WorkerStore
+from sparqlrag.store.store_process import READ_METHODS, WRITE_METHODS
+from sparqlrag.store.worker import WorkerStore
 
 P = ParamSpec("P")
 T = TypeVar("T")

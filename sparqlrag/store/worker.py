@@ -15,26 +15,18 @@ is found (crash_report.py), fails once with QueryCrashed and is never sent again
 refused from then on. Calls that had not started are sent to the new process; a write that
 was running beside it fails with StoreUnavailable (it may or may not have applied).
 
-With remote access off, the child runs under the socket filter (sandbox.py) from its start.
-
-Wire format: length-prefixed pickles over a socketpair. Requests are
-(id, method, args, kwargs, lane), replies (id, ok, value-or-exception).
+The child and the wire between the two are store_process.py; this module is the parent's side.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import copyreg
 import hashlib
 import itertools
 import logging
 import os
-import pickle
-import queue
 import shutil
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -49,35 +41,19 @@ from typing import Any, cast
 
 from pyoxigraph import RdfFormat
 
-from sparqlrag.store import crash_report, sandbox
+from sparqlrag.store import crash_report
 from sparqlrag.store.base import (
     DISK_FULL,
     QueryCrashed,
     QueryTimeout,
     StorageFull,
     StoreError,
-    StoreInternalError,
     StoreUnavailable,
-    disk_full,
 )
+from sparqlrag.store.store_process import WRITE_METHODS, recv, send, slots
 
 log = logging.getLogger("sparqlrag.store")
-_FRAME = struct.Struct(">Q")
-_RDF_FORMATS = {fmt.name: fmt for fmt in (getattr(RdfFormat, n) for n in dir(RdfFormat) if n.isupper())}
-
-
-def _rdf_format(name: str) -> RdfFormat:
-    found: RdfFormat = _RDF_FORMATS[name]
-    return found
-
-
-copyreg.pickle(RdfFormat, lambda fmt: (_rdf_format, (fmt.name,)))
-
-READ_METHODS = frozenset({"query", "graph_exists", "named_graphs", "serialize_graph", "count", "dump"})
-WRITE_METHODS = frozenset({"update", "replace_graph", "add_to_graph", "add_quads", "drop_graph", "load", "optimize"})
 SPARQL_METHODS = frozenset({"query", "update"})
-LANES = ("client", "internal")  # a call with a deadline (a client's query) runs in the first
-INTERNAL_THREADS = 4
 MAX_POISONED = 1024
 RETRY_START = 5.0  # seconds between tries to start the store process again after one failed
 MIN_FREE_BYTES = 32 << 20  # free space a write needs after the disk was found full (a new WAL and MANIFEST)
@@ -85,113 +61,6 @@ CRASHED = (
     "this operation stopped the store process (it nests or chains too deeply to evaluate, or needs more "
     "memory than the server has); it was not run again, and the same text is refused until the server restarts"
 )
-
-
-def _send(sock: socket.socket, lock: threading.Lock, message: object) -> None:
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    with lock:
-        sock.sendall(_FRAME.pack(len(data)) + data)
-
-
-def _recv_exactly(sock: socket.socket, size: int) -> bytes | None:
-    chunks, remaining = [], size
-    while remaining:
-        chunk = sock.recv(min(remaining, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
-
-
-def _recv(sock: socket.socket) -> Any:
-    """The next message, or None when the other side has gone."""
-    try:
-        header = _recv_exactly(sock, _FRAME.size)
-        if header is None:
-            return None
-        payload = _recv_exactly(sock, _FRAME.unpack(header)[0])
-    except OSError:
-        return None
-    return None if payload is None else pickle.loads(payload)
-
-
-# -- child side -------------------------------------------------------------------------------
-
-
-def _serve(fd: int, path: Path, threads: int, allow_remote: bool, table_fd: int, dump_fd: int) -> None:
-    from sparqlrag.store.embedded import EmbeddedStore
-
-    if not allow_remote:
-        with contextlib.suppress(sandbox.SandboxUnavailable):  # then the store refuses SERVICE/LOAD by their words
-            sandbox.deny_network(whole_process=True)
-    crash_report.report_fatal_signals(os.fdopen(dump_fd, "w"))
-    table = crash_report.RunningTable(os.fdopen(table_fd, "r+b"), len(_slots(threads)))
-    sock = socket.socket(fileno=fd)
-    lock = threading.Lock()
-    try:
-        store = EmbeddedStore(path, allow_remote=allow_remote)
-    except StoreError as error:
-        _send(sock, lock, ("ready", False, error))
-        return
-    _send(sock, lock, ("ready", True, None))
-
-    def run(slot: int, request_id: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        thread = threading.get_ident()
-        # a write counts as running (not safe to resend) only once it holds the write lock
-        exclusive = store.write_lock if method in WRITE_METHODS else contextlib.nullcontext()
-        try:
-            if method not in READ_METHODS | WRITE_METHODS:
-                raise StoreInternalError(f"unknown store method {method!r}")
-            with exclusive:
-                table.mark(slot, thread, request_id)
-                reply = (request_id, True, getattr(store, method)(*args, **kwargs))
-        except StoreError as error:
-            reply = (request_id, False, error)
-        except Exception as error:  # a full disk, or a bug: report it rather than leave the caller waiting
-            failure = (
-                StorageFull(DISK_FULL) if disk_full(error) else StoreInternalError(f"{type(error).__name__}: {error}")
-            )
-            reply = (request_id, False, failure)
-        try:
-            _send(sock, lock, reply)
-        except OSError:
-            pass  # the parent went away; nothing to report to
-        finally:
-            table.clear(slot, thread)  # only once the reply is out: a crash before it leaves the call "running"
-
-    queues: dict[str, queue.SimpleQueue[tuple[Any, ...]]] = {lane: queue.SimpleQueue() for lane in LANES}
-
-    def receive() -> None:
-        """Hand each request to its lane's threads."""
-        while (message := _recv(sock)) is not None:
-            *call, lane = message
-            queues[lane].put(tuple(call))
-        store.close()
-        os._exit(0)  # the parent is gone: do not wait for running queries
-
-    def serve_lane(slot: int, lane: str) -> None:
-        crash_report.prepare_thread()
-        while True:
-            run(slot, *queues[lane].get())
-
-    workers = [threading.Thread(target=receive, name="store-receive")] + [
-        threading.Thread(target=serve_lane, args=(slot, lane), name=f"store-{lane}-{slot}")
-        for slot, lane in enumerate(_slots(threads))
-    ]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-
-
-def _slots(threads: int) -> list[str]:
-    """The lane of each of the child's threads: `threads` for clients' queries, INTERNAL_THREADS
-    more for the server's own calls, which clients' queries can then never hold up."""
-    return ["client"] * max(1, threads) + ["internal"] * INTERNAL_THREADS
-
-
-# -- parent side ------------------------------------------------------------------------------
 
 
 @dataclass
@@ -248,7 +117,7 @@ class WorkerStore:
         self._restarting = False  # a new child is being started (outside the lock)
         self._poisoned: OrderedDict[bytes, None] = OrderedDict()  # texts that killed the store
         self._table_file = tempfile.TemporaryFile()
-        self._table = crash_report.RunningTable(self._table_file, len(_slots(threads)))
+        self._table = crash_report.RunningTable(self._table_file, len(slots(threads)))
         self._dump_file = tempfile.TemporaryFile()
         self._worker: _Worker | None = None
         self._worker = self._start()
@@ -263,7 +132,7 @@ class WorkerStore:
         command = [
             sys.executable,
             "-c",
-            "import sys; from sparqlrag.store.worker import main; main(sys.argv[1:])",
+            "import sys; from sparqlrag.store.store_process import main; main(sys.argv[1:])",
             str(fds[0]),
             str(self.path),
             str(self.threads),
@@ -274,7 +143,7 @@ class WorkerStore:
         process = subprocess.Popen(command, pass_fds=fds)
         child.close()
         parent.settimeout(self.start_timeout)
-        ready = _recv(parent)
+        ready = recv(parent)
         parent.settimeout(None)
         if ready is None or not ready[1]:
             process.kill()
@@ -288,7 +157,7 @@ class WorkerStore:
         return worker
 
     def _read_replies(self, worker: _Worker) -> None:
-        while (message := _recv(worker.sock)) is not None:
+        while (message := recv(worker.sock)) is not None:
             request_id, ok, value = message
             with self._state:
                 call = self._pending.pop(request_id, None)
@@ -385,7 +254,7 @@ class WorkerStore:
                 self._pending[request_id] = call
                 if call.is_write:
                     self._writes_running += 1
-                _send(self._worker.sock, self._worker.send_lock, call.frame)
+                send(self._worker.sock, self._worker.send_lock, call.frame)
 
     def close(self) -> None:
         with self._state:
@@ -437,7 +306,7 @@ class WorkerStore:
                 self._writes_running += 1
             worker = self._worker
         try:
-            _send(worker.sock, worker.send_lock, call.frame)
+            send(worker.sock, worker.send_lock, call.frame)
         except OSError:
             pass  # the child just died: once restarted, _after_exit resends this call (or fails a write)
         return True
@@ -563,9 +432,3 @@ class WorkerStore:
 
     def optimize(self) -> None:
         self._call("optimize")
-
-
-def main(argv: list[str]) -> None:
-    """Child entry point: fd of the socket, store path, thread count, allow_remote (1/0), fds of
-    the running table and of the crash dump."""
-    _serve(int(argv[0]), Path(argv[1]), int(argv[2]), argv[3] == "1", int(argv[4]), int(argv[5]))
