@@ -19,19 +19,15 @@ dumps and cores are mapped back, so the rest of the server never sees the differ
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import threading
 import time
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 from urllib.parse import urlsplit
 
 import httpx
 from pyoxigraph import (
-    BlankNode,
     DefaultGraph,
     NamedNode,
     Quad,
@@ -41,13 +37,11 @@ from pyoxigraph import (
     RdfFormat,
     Triple,
     parse,
-    parse_query_results,
     serialize,
 )
 
 from sparqlrag.store.base import (
     ClientGone,
-    DataSyntaxError,
     Graph,
     GraphNotFound,
     NotAcceptable,
@@ -60,8 +54,9 @@ from sparqlrag.store.base import (
 from sparqlrag.store.deadlines import AnswerTooLarge, Cancel, DeadlineTransport, deadline, read_capped
 from sparqlrag.store.formats import media_type_of
 from sparqlrag.store.reification import as_rdf11, as_rdf12, sparql_as_rdf11
+from sparqlrag.store.remote_data import batches, boolean_if_ask, in_default, in_graph, insert, parsed, solutions
 from sparqlrag.store.results import result_too_large, serialize_result
-from sparqlrag.store.sparql_text import apply_update_dataset, insert_data, iri_ref, query_form
+from sparqlrag.store.sparql_text import apply_update_dataset, iri_ref, query_form
 
 logger = logging.getLogger(__name__)
 READ_ATTEMPTS = 3  # a read that could not connect is sent twice more, after a short pause
@@ -70,7 +65,6 @@ HEALTH_TIMEOUT = 5.0  # seconds a liveness probe waits for the store
 MAX_RESPONSE_BYTES = 256 << 20  # what one answer of the store may take in memory, unless set otherwise
 REFUSED = (400, 404, 405, 415)  # how a query endpoint answers an update it does not take
 PROBE = "ASK { BIND(<<( <urn:sparqlrag:probe> <urn:sparqlrag:probe> <urn:sparqlrag:probe> )>> AS ?t) }"
-ASK_AS_ROW = "__ASK_RETVAL"  # Virtuoso 7.2 answers ASK with one row of this variable (1 or none)
 RESULTS_JSON = "application/sparql-results+json"
 NTRIPLES, NQUADS = "application/n-triples", "application/n-quads"
 READERS: dict[str, QueryResultsFormat | RdfFormat] = {
@@ -193,7 +187,7 @@ class RemoteStore:
             raise RemoteStoreFailed(f"the store at {self.name} answered in {media_type or 'no media type'}")
         try:
             if isinstance(reader, QueryResultsFormat):
-                return serialize_result(_boolean_if_ask(_solutions(response.content, reader)), accept, max_bytes)
+                return serialize_result(boolean_if_ask(solutions(response.content, reader)), accept, max_bytes)
             triples = [quad.triple for quad in parse(response.content, format=reader)]
         except SyntaxError as error:
             raise RemoteStoreFailed(
@@ -250,16 +244,16 @@ class RemoteStore:
     def replace_graph(self, graph: Graph, source: Path | BinaryIO, format: RdfFormat, base_iri: str | None) -> bool:
         """Replace a graph's content (see `_write` for how many requests); True if it existed before."""
         existed = self.graph_exists(graph)
-        self._write(_in_graph(_parsed(source, format, base_iri), graph), graph, replace=True)
+        self._write(in_graph(parsed(source, format, base_iri), graph), graph, replace=True)
         return existed
 
     def add_to_graph(self, graph: Graph, source: Path | BinaryIO, format: RdfFormat, base_iri: str | None) -> bool:
         existed = self.graph_exists(graph)
-        self._write(_in_graph(_parsed(source, format, base_iri), graph), graph, replace=False)
+        self._write(in_graph(parsed(source, format, base_iri), graph), graph, replace=False)
         return existed
 
     def add_quads(self, nquads: bytes) -> None:
-        self._write(_parsed(nquads, RdfFormat.N_QUADS, None), "all", replace=False)
+        self._write(parsed(nquads, RdfFormat.N_QUADS, None), "all", replace=False)
 
     def drop_graph(self, graph: Graph) -> None:
         if graph is None:
@@ -300,11 +294,11 @@ class RemoteStore:
     ) -> None:
         """Parsed here (bad data sends nothing), then written (`_write`). `bulk` and `checked`
         choose the embedded store's loader and change nothing here."""
-        quads = _parsed(source, format, base_iri)
+        quads = parsed(source, format, base_iri)
         if format.supports_datasets:
             self._write(quads, "all", replace=replace)
         else:
-            self._write(_in_graph(quads, graph), graph, replace=replace)
+            self._write(in_graph(quads, graph), graph, replace=replace)
 
     def count(self) -> int:
         """Quads in the store: where its default graph is the union of the others (no
@@ -318,7 +312,7 @@ class RemoteStore:
     def _read(self, sparql: str) -> QueryBoolean | list[dict[str, Any]]:
         """An ASK's answer, or a SELECT's rows (variable -> term) for this module's own queries."""
         response = self._send("query", self.query_url, data={"query": sparql}, headers={"Accept": RESULTS_JSON})
-        result = _boolean_if_ask(_solutions(response.content, QueryResultsFormat.JSON))
+        result = boolean_if_ask(solutions(response.content, QueryResultsFormat.JSON))
         if isinstance(result, QuerySolutions):
             names = [variable.value for variable in result.variables]
             return [{name: row[name] for name in names if row[name] is not None} for row in result]
@@ -340,7 +334,7 @@ class RemoteStore:
             quads = list(as_rdf11(quads))
         if self.default_graph:
             graph = self.default_graph if graph is None else graph
-            quads = _in_default(quads, NamedNode(self.default_graph))
+            quads = in_default(quads, NamedNode(self.default_graph))
         if self.gsp_url is not None:
             params = {} if graph == "all" else {"default": ""} if graph is None else {"graph": graph}
             body = (
@@ -356,9 +350,9 @@ class RemoteStore:
             )
             return
         target = "ALL" if graph == "all" else "DEFAULT" if graph is None else f"GRAPH {iri_ref(graph)}"
-        for index, batch in enumerate(_batches(quads, WRITE_BATCH)):
+        for index, batch in enumerate(batches(quads, WRITE_BATCH)):
             operations = [f"CLEAR SILENT {target}"] if replace and index == 0 else []
-            operations += [_insert(batch)] if batch else []
+            operations += [insert(batch)] if batch else []
             if operations:
                 self.update(" ;\n".join(operations))
 
@@ -434,92 +428,3 @@ class RemoteStore:
         if status in (401, 403):
             raise RemoteStoreFailed(f"the store at {self.name} refused our credentials (HTTP {status})")
         raise RemoteStoreFailed(f"the store at {self.name} failed the {what} (HTTP {status})")
-
-
-def _solutions(content: bytes, format: QueryResultsFormat) -> QueryBoolean | QuerySolutions:
-    """Query results read, with blank node labels that are not valid ones (Virtuoso's
-    `nodeID://b1`, in JSON) made valid: a label is only a name within one answer."""
-    if format == QueryResultsFormat.JSON and b"nodeID://" in content:
-        answer = json.loads(content)
-        for row in answer.get("results", {}).get("bindings", []):
-            for value in row.values():
-                if value.get("type") == "bnode":
-                    value["value"] = re.sub(r"\W", "_", value["value"])
-        content = json.dumps(answer).encode()
-    return parse_query_results(content, format)
-
-
-def _boolean_if_ask(result: QueryBoolean | QuerySolutions) -> QueryBoolean | QuerySolutions:
-    """An ASK's answer as a boolean, also from a store that sends it as a row (ASK_AS_ROW)."""
-    if not isinstance(result, QuerySolutions) or [v.value for v in result.variables] != [ASK_AS_ROW]:
-        return result
-    truth = any(row[ASK_AS_ROW] is not None and row[ASK_AS_ROW].value != "0" for row in result)
-    answer = b'{"head": {}, "boolean": %s}' % (b"true" if truth else b"false")
-    return parse_query_results(answer, QueryResultsFormat.JSON)
-
-
-def _insert(quads: list[Quad]) -> str:
-    """INSERT DATA, or where there are blank nodes (which some stores, Virtuoso among them,
-    refuse in data) the same quads as the template of an `INSERT ... WHERE {}`."""
-    text = insert_data(quads)
-    if not any(isinstance(t, BlankNode) for q in quads for t in (q.subject, q.object)):
-        return text
-    return "INSERT" + text.removeprefix("INSERT DATA") + " WHERE {}"
-
-
-def _batches(quads: list[Quad], size: int) -> Iterator[list[Quad]]:
-    """`quads` in runs of about `size` (at least one, maybe empty), the quads sharing a blank
-    node in one run: a blank node's label holds only within one update."""
-    if len(quads) <= size:
-        yield quads
-        return
-    parent: dict[BlankNode, BlankNode] = {}
-
-    def root(node: BlankNode) -> BlankNode:
-        while parent.setdefault(node, node) != node:
-            node = parent[node]
-        return node
-
-    blanks = [[t for t in (q.subject, q.object, q.graph_name) if isinstance(t, BlankNode)] for q in quads]
-    for found in blanks:
-        for other in found[1:]:
-            parent[root(other)] = root(found[0])
-    batch: list[Quad] = []
-    linked: dict[BlankNode, list[Quad]] = {}
-    for quad, found in zip(quads, blanks, strict=True):
-        if found:
-            linked.setdefault(root(found[0]), []).append(quad)
-            continue
-        batch.append(quad)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    for group in linked.values():
-        batch += group
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
-def _parsed(source: Path | BinaryIO | bytes, format: RdfFormat, base_iri: str | None) -> list[Quad]:
-    try:
-        if isinstance(source, Path):
-            return list(parse(path=str(source), format=format, base_iri=base_iri))
-        data = source if isinstance(source, bytes) else source.read()
-        return list(parse(data, format=format, base_iri=base_iri))
-    except SyntaxError as error:
-        raise DataSyntaxError(f"invalid {format.name} data: {error}") from error
-
-
-def _in_default(quads: list[Quad], graph: NamedNode) -> list[Quad]:
-    """The default graph's quads moved into `graph`."""
-    return [
-        Quad(q.subject, q.predicate, q.object, graph) if isinstance(q.graph_name, DefaultGraph) else q for q in quads
-    ]
-
-
-def _in_graph(quads: Iterable[Quad], graph: Graph) -> list[Quad]:
-    target = DefaultGraph() if graph is None else NamedNode(graph)
-    return [Quad(q.subject, q.predicate, q.object, target) for q in quads]

@@ -7,7 +7,7 @@ from pyoxigraph import BlankNode, DefaultGraph, NamedNode, Quad, RdfFormat, Stor
 
 from sparqlrag.store import vocab
 from sparqlrag.store.reification import as_rdf11, as_rdf12, sparql_as_rdf11
-from sparqlrag.store.remote import _batches
+from sparqlrag.store.remote_data import batches
 
 DATA = b"""@prefix ex: <http://example.org/> .
 ex:r <http://www.w3.org/1999/02/22-rdf-syntax-ns#reifies> <<( ex:s ex:p "o )>> x"@en-GB )>> ; ex:from ex:c .
@@ -83,7 +83,7 @@ def test_write_batches_keep_a_blank_nodes_quads_together() -> None:
     plain = [Quad(NamedNode(f"http://e/s{i}"), vocab.RDFS_LABEL, NamedNode("http://e/o"), g) for i in range(7)]
     node = BlankNode("b")
     linked = [Quad(NamedNode("http://e/t"), vocab.RDFS_LABEL, node, g), Quad(node, vocab.RDF_SUBJECT, node, g)]
-    batches = list(_batches(plain[:3] + linked[:1] + plain[3:] + linked[1:], 3))
-    assert sorted(map(str, (q for batch in batches for q in batch))) == sorted(map(str, plain + linked))
-    assert any(all(q in batch for q in linked) for batch in batches)
-    assert max(len(batch) for batch in batches) <= 4 and list(_batches([], 3)) == [[]]
+    runs = list(batches(plain[:3] + linked[:1] + plain[3:] + linked[1:], 3))
+    assert sorted(map(str, (q for run in runs for q in run))) == sorted(map(str, plain + linked))
+    assert any(all(q in run for q in linked) for run in runs)
+    assert max(len(run) for run in runs) <= 4 and list(batches([], 3)) == [[]]
