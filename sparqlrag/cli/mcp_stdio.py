@@ -42,5 +42,5 @@ def mcp(session: Session, args: argparse.Namespace) -> None:
 
 async def _serve(settings: Settings, models: Models, access: Access) -> None:
     async with running(settings, models) as services:
-        assistant = McpServers(settings.base_iri, lambda: services, caller=lambda context: access)
-        await (assistant.writer if access.anywhere("write") else assistant.reader).run_stdio_async()
+        servers = McpServers(settings.base_iri, lambda: services, caller=lambda context: access)
+        await (servers.writer if access.anywhere("write") else servers.reader).run_stdio_async()

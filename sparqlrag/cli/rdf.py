@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -13,7 +12,7 @@ from pyoxigraph import RdfFormat
 from tqdm import tqdm
 
 from sparqlrag.cli.session import CliError, Session
-from sparqlrag.cli.table import TABLE, solutions_table
+from sparqlrag.cli.table import TABLE, readable
 from sparqlrag.store.embedded import EmbeddedStore
 from sparqlrag.store.formats import FORMAT_NAMES, rdf_format_for_path
 from sparqlrag.store.reification import rewrite_as_rdf11
@@ -31,10 +30,8 @@ def query(session: Session, args: argparse.Namespace) -> None:
         base_iri=settings.base_iri,
         union_default_graph=settings.union_default_graph and not args.no_union,
     )
-    if table and result.kind == "solutions":
-        print(solutions_table(result.body))
-    elif table and result.kind == "boolean":
-        print("yes" if json.loads(result.body)["boolean"] else "no")
+    if table and result.kind != "graph":
+        print(readable(result.body))
     else:
         sys.stdout.buffer.write(result.body)
         if not result.body.endswith(b"\n"):

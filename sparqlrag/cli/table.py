@@ -3,9 +3,7 @@ with the project's prefixes, long values cut. Pipes and files get the standard f
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
+from pyoxigraph import BlankNode, Literal, NamedNode, QueryBoolean, QueryResultsFormat, Triple, parse_query_results
 from texttable import Texttable
 
 from sparqlrag.store import vocab
@@ -14,35 +12,33 @@ TABLE = "table"  # the `query --format` that asks for the table even when stdout
 CELL_CHARS = 60  # a longer value is cut, with "…": a table wider than the terminal is unreadable
 
 
-def solutions_table(body: bytes) -> str:
-    """The table of a SPARQL JSON results document (SELECT), with its row count under it."""
-    answer = json.loads(body)
-    variables: list[str] = answer["head"]["vars"]
-    bindings: list[dict[str, Any]] = answer["results"]["bindings"]
-    count = f"{len(bindings)} row{'' if len(bindings) == 1 else 's'}"
+def readable(body: bytes) -> str:
+    """A SPARQL JSON results document as a person reads it: an ASK's yes or no, a SELECT's table
+    with its row count under it."""
+    result = parse_query_results(body, QueryResultsFormat.JSON)
+    if isinstance(result, QueryBoolean):
+        return "yes" if result else "no"
+    variables = [variable.value for variable in result.variables]
+    rows = [[_cut(_text(row[name])) if row[name] is not None else "" for name in variables] for row in result]
+    count = f"{len(rows)} row{'' if len(rows) == 1 else 's'}"
     if not variables:
         return count
     table = Texttable(max_width=0)
     table.set_deco(Texttable.HEADER)
     table.set_cols_dtype(["t"] * len(variables))  # text as it is: no number formatting
     table.header([f"?{name}" for name in variables])
-    for row in bindings:
-        table.add_row([_cut(_term(row[name])) if name in row else "" for name in variables])
+    table.add_rows(rows, header=False)
     return f"{table.draw()}\n{count}"
 
 
-def _term(term: dict[str, Any]) -> str:
-    kind, value = term["type"], term["value"]
-    if kind == "uri":
-        return _compact(value)
-    if kind == "bnode":
-        return f"_:{value}"
-    if kind == "triple":
-        parts = term["value"]
-        return f"<< {_term(parts['subject'])} {_term(parts['predicate'])} {_term(parts['object'])} >>"
-    if "xml:lang" in term:
-        return f"{value}@{term['xml:lang']}"
-    return str(value)
+def _text(term: NamedNode | BlankNode | Literal | Triple) -> str:
+    if isinstance(term, NamedNode):
+        return _compact(term.value)
+    if isinstance(term, BlankNode):
+        return f"_:{term.value}"
+    if isinstance(term, Triple):
+        return f"<< {_text(term.subject)} {_text(term.predicate)} {_text(term.object)} >>"
+    return f"{term.value}@{term.language}" if term.language else term.value
 
 
 def _compact(iri: str) -> str:

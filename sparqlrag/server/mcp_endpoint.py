@@ -48,7 +48,7 @@ class McpEndpoint:
     """The ASGI app at `/mcp`; `lifespan()` runs its session managers while the app runs."""
 
     def __init__(self, settings: Settings, services: Callable[[], Services]) -> None:
-        self.assistant = McpServers(
+        self.servers = McpServers(
             settings.base_iri,
             services,
             caller=_caller,
@@ -56,8 +56,8 @@ class McpEndpoint:
             admitted=lambda context: _request(context).app.state.queries.admitted(client_key(_request(context))),
         )
         security = _transport_security(settings)
-        self.reader = _manager(self.assistant.reader, security)
-        self.writer = _manager(self.assistant.writer, security)
+        self.reader = _manager(self.servers.reader, security)
+        self.writer = _manager(self.servers.writer, security)
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
