@@ -41,7 +41,7 @@ from sparqlrag.config import Settings  # noqa: E402
 from sparqlrag.extraction.plans import Source  # noqa: E402
 from sparqlrag.extraction.triples_import import PreExtracted, read_triples  # noqa: E402
 from sparqlrag.retrieval.document_rag import Passage  # noqa: E402
-from sparqlrag.retrieval.walk import GraphRagOptions  # noqa: E402
+from sparqlrag.retrieval.options import GraphRagOptions  # noqa: E402
 from sparqlrag.services import Models, Services, remote_store  # noqa: E402
 from sparqlrag.store import EmbeddedStore  # noqa: E402
 from sparqlrag.store.base import QuadStore  # noqa: E402

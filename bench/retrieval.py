@@ -42,7 +42,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from urllib.parse import unquote
@@ -59,8 +58,8 @@ from sparqlrag.extraction.knowledge import Extractor  # noqa: E402
 from sparqlrag.extraction.offline import OfflineExtractor  # noqa: E402
 from sparqlrag.extraction.plans import Source  # noqa: E402
 from sparqlrag.extraction.triples_import import PreExtracted, read_triples  # noqa: E402
-from sparqlrag.retrieval.document_rag import MODES, Passage  # noqa: E402
-from sparqlrag.retrieval.walk import GraphRagOptions  # noqa: E402
+from sparqlrag.retrieval.document_rag import Passage  # noqa: E402
+from sparqlrag.retrieval.options import DOCUMENT_MODES, DocumentRagOptions, GraphRagOptions  # noqa: E402
 from sparqlrag.services import Services  # noqa: E402
 from sparqlrag.store import EmbeddedStore, vocab  # noqa: E402
 from sparqlrag.store.shortlist import SHORTLIST_ROWS  # noqa: E402
@@ -172,22 +171,23 @@ async def recall_by_mode(
     k = 8 * copies
 
     def mode(name: str, weights: tuple[float, float] | None = None) -> Callable[[str], Awaitable[list[Passage]]]:
-        return lambda question: rag.retrieve("default", question, mode=name, k=k, weights=weights)  # type: ignore[arg-type]
+        return lambda question: rag.retrieve("default", question, DocumentRagOptions(mode=name, k=k, weights=weights))
 
     async def graph_mode(question: str) -> list[Passage]:
-        return (await graph.retrieve("default", question, replace(options, k=k))).passages
+        return (await graph.retrieve("default", question, options.model_copy(update={"k": k}))).passages
 
     async def fused_mode(question: str) -> list[Passage]:
-        return (await graph.retrieve("default", question, replace(options, k=k), mode="hybrid")).passages
+        return (await graph.retrieve("default", question, options.model_copy(update={"k": k}), mode="hybrid")).passages
 
     async def pagerank_mode(question: str) -> list[Passage]:
-        return (await graph.retrieve("default", question, replace(options, k=k), mode="pagerank")).passages
+        walk = await graph.retrieve("default", question, options.model_copy(update={"k": k}), mode="pagerank")
+        return walk.passages
 
     def ranked(passages: list[Passage]) -> list[str]:
         ids = [unquote(p.document.removeprefix(prefix)) for p in passages]
         return ids if copies == 1 else list(dict.fromkeys(i.split("~")[0] for i in ids))
 
-    runs: dict[str, Callable[[str], Awaitable[list[Passage]]]] = {name: mode(name) for name in MODES}
+    runs: dict[str, Callable[[str], Awaitable[list[Passage]]]] = {name: mode(name) for name in DOCUMENT_MODES}
     runs |= {f"hybrid {w[0]}/{w[1]}": mode("hybrid", w) for w in SWEEP}
     runs |= {"graph": graph_mode, "graph+document": fused_mode, "pagerank": pagerank_mode}
     metrics: dict[str, dict[str, float]] = {}

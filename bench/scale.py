@@ -38,7 +38,7 @@ from retrieval import recall_by_mode  # noqa: E402
 from shared_data import SHARED, read_jsonl  # noqa: E402
 
 from sparqlrag.config import Settings  # noqa: E402
-from sparqlrag.retrieval.walk import GraphRagOptions  # noqa: E402
+from sparqlrag.retrieval.options import GraphRagOptions  # noqa: E402
 from sparqlrag.services import Services  # noqa: E402
 from sparqlrag.store.embedded import EmbeddedStore  # noqa: E402
 from sparqlrag.store.vocab import Iris  # noqa: E402

@@ -15,8 +15,9 @@ from pyoxigraph import NamedNode, RdfFormat, Triple
 from sparqlrag.config import Settings
 from sparqlrag.extraction.knowledge import Knowledge
 from sparqlrag.retrieval.graph_rag import GraphRag
+from sparqlrag.retrieval.options import DocumentRagOptions, GraphRagOptions
 from sparqlrag.retrieval.trace import fact_json, read_trace
-from sparqlrag.retrieval.walk import EmptyGraph, GraphRagOptions, Walk
+from sparqlrag.retrieval.walk import EmptyGraph, Walk
 from sparqlrag.services import Models, Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import select
@@ -304,7 +305,7 @@ def test_with_no_knowledge_graph_the_default_mode_is_document_rags_hybrid(servic
             asyncio.run(plain.pipeline.ingest("default", name, text.encode(), title=name))
         question = "Which river flows through Warsaw?"
         answer = asyncio.run(plain.graph_rag.answer("default", question, GraphRagOptions(k=3)))
-        hybrid = asyncio.run(plain.document_rag.retrieve("default", question, mode="hybrid", k=3))
+        hybrid = asyncio.run(plain.document_rag.retrieve("default", question, DocumentRagOptions(mode="hybrid", k=3)))
         assert [p.chunk for p in answer.passages] == [p.chunk for p in hybrid] and not answer.edges and not answer.seeds
         assert "The Vistula flows through Warsaw. [1]" in answer.answer  # from the passages
         with pytest.raises(EmptyGraph):
@@ -368,7 +369,7 @@ def test_recognition_memory_chooses_the_facts_pagerank_starts_from(services: Ser
     assert {s.entity for s in first.ranking.seeds} <= {kept.subject.value, kept.object.value}
     assert first.trace.steps.keys() >= {"recognition", "pagerank"}
     none = walk(Reply("[]"))
-    hybrid = asyncio.run(services.document_rag.retrieve("default", question, mode="hybrid", k=3))
+    hybrid = asyncio.run(services.document_rag.retrieve("default", question, DocumentRagOptions(mode="hybrid", k=3)))
     assert none.ranking is not None and none.ranking.seeds == []
     assert [p.chunk for p in none.passages] == [p.chunk for p in hybrid]
     unreadable = walk(Reply("I cannot tell."))

@@ -41,12 +41,9 @@ def test_openapi_describes_every_route_and_is_valid(client: httpx.Client, server
         path = re.sub(r"\{(\w+):path\}", r"{\1}", route.path)
         for method in (route.methods or set()) - {"HEAD"}:
             assert (path, method.lower()) in described, f"{method} {path} is not in /openapi.json"
-    assert (
-        document["paths"]["/api/v1/graph-rag"]["post"]["requestBody"]["content"]["application/json"]["schema"][
-            "properties"
-        ]["edge_limit"]["default"]
-        == 25
-    )  # the walk's options come from GraphRagOptions
+    body = document["paths"]["/api/v1/graph-rag"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/GraphRagRequest"}  # generated from the route's model
+    assert document["components"]["schemas"]["GraphRagRequest"]["properties"]["edge_limit"]["default"] == 25
 
 
 def test_collections_answer_as_their_schema_says(client: httpx.Client) -> None:

@@ -15,7 +15,8 @@ from sparqlrag.config import Settings
 from sparqlrag.extraction.curation import CurationRefused, UnknownEntity
 from sparqlrag.extraction.plans import IngestResult, Source
 from sparqlrag.library.librarian import UnknownCollection
-from sparqlrag.retrieval.walk import GraphRagOptions, seed_json
+from sparqlrag.retrieval.options import GraphRagOptions
+from sparqlrag.retrieval.walk import seed_json
 from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import select

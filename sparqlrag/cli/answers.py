@@ -7,12 +7,16 @@ import asyncio
 import sys
 from typing import Literal
 
+from pydantic import ValidationError
+
 from sparqlrag.cli.session import CliError, Session
 from sparqlrag.library import librarian
 from sparqlrag.library.librarian import UnknownCollection
 from sparqlrag.queries.nl_query import NlQueryUnavailable, QueryRejected
 from sparqlrag.retrieval.document_rag import Passage
-from sparqlrag.retrieval.walk import EmptyGraph, GraphAnswer, GraphRagOptions
+from sparqlrag.retrieval.options import DocumentRagOptions, GraphMode, GraphRagOptions
+from sparqlrag.retrieval.walk import EmptyGraph, GraphAnswer
+from sparqlrag.server.contracts import said
 from sparqlrag.services import Services
 from sparqlrag.store.base import QueryResult
 from sparqlrag.store.vocab import Iris, local_name
@@ -26,7 +30,7 @@ def answer(
     services: Services,
     question: str,
     *,
-    mode: Literal["pagerank", "hybrid", "graph", "document"],
+    mode: Literal[GraphMode, Literal["document"]],
     collection: str,
     k: int,
     explain: bool,
@@ -37,12 +41,14 @@ def answer(
     explained: GraphAnswer | None = None
     try:
         if mode == "document":
-            found = asyncio.run(services.document_rag.answer(collection, question, k=k))
+            found = asyncio.run(services.document_rag.answer(collection, question, DocumentRagOptions(k=k)))
             text, passages, trace = found.answer, found.passages, found.trace
         else:
             options = GraphRagOptions(k=k)
             explained = asyncio.run(services.graph_rag.answer(collection, question, options, mode))
             text, passages, trace = explained.answer, explained.passages, explained.trace
+    except ValidationError as error:
+        raise CliError(said(error, GraphRagOptions if mode != "document" else DocumentRagOptions)) from None
     except (ValueError, EmptyGraph) as error:
         raise CliError(str(error)) from None
     print(text.strip() + "\n")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sparqlrag.cli.table import TABLE
 from sparqlrag.ontology.reading import FORMAT_NAMES as ONTOLOGY_FORMAT_NAMES
+from sparqlrag.retrieval.options import GRAPH_MODES
 from sparqlrag.store.formats import FORMAT_NAMES, rdf_format_names
 
 DEMO_QUESTION = "Where did the inventor of the World Wide Web invent it, and where is that?"
@@ -117,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("question")
     ask.add_argument(
         "--mode",
-        choices=["pagerank", "hybrid", "graph", "document"],
+        choices=[*GRAPH_MODES, "document"],
         default="pagerank",
         help="pagerank (default): passages by personalized PageRank over the graph index, seeded by the facts "
         "nearest the question and by hybrid search; hybrid: passages by dense and keyword search, re-ranked by "

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from pyoxigraph import NamedNode, Triple
@@ -23,6 +23,7 @@ from sparqlrag.models.llm import ChatModel
 from sparqlrag.models.prompts import render
 from sparqlrag.models.reranker import Reranker
 from sparqlrag.models.sentences import sentence_splitter
+from sparqlrag.retrieval.options import DocumentRagOptions
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.synthesis import synthesise
 from sparqlrag.retrieval.trace import Stage, Trace, TracedSource, TraceLog, fact_json
@@ -35,8 +36,6 @@ from sparqlrag.store.sparql_text import sparql_term, values
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import READY, Iris
 
-Mode = Literal["vector", "keyword", "hybrid"]
-MODES: tuple[Mode, ...] = ("vector", "keyword", "hybrid")
 RRF_K = 60
 
 
@@ -141,37 +140,28 @@ class DocumentRag:
         self._sentences = sentence_splitter()
 
     async def retrieve(
-        self,
-        collection: str,
-        question: str,
-        *,
-        mode: Mode = "hybrid",
-        k: int = 5,
-        candidates: int = 50,
-        weights: tuple[float, float] | None = None,
-        rerank: bool = False,
-        mmr_lambda: float | None = None,
+        self, collection: str, question: str, options: DocumentRagOptions | None = None, *, candidates: int = 50
     ) -> list[Passage]:
-        """The k best passages of the collection for the question; `weights` (vector, keyword)
-        of the hybrid fusion default to the instance's."""
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        """The options' k best passages of the collection for the question; the hybrid fusion's
+        weights default to the instance's."""
+        options = options or DocumentRagOptions()
+        mode, k = options.mode, options.k
         iris = Iris(self.base_iri, collection)
         if mode == "hybrid":
-            ranked = await self.hybrid_ranking(collection, question, candidates=candidates, weights=weights)
+            ranked = await self.hybrid_ranking(collection, question, candidates=candidates, weights=options.fusion)
         elif mode == "vector":
             ranked = await self._dense(collection, question, candidates)
         else:
             ranked = await self._keyword(collection, question, candidates)
         order, scores = [iri for iri, _ in ranked], dict(ranked)
         passages = await off_loop(passages_of, self.store, iris, order[:candidates], scores)
-        if rerank and self.reranker is not None and passages:
+        if options.rerank and self.reranker is not None and passages:
             rescored = await off_loop(self.reranker.score, question, [p.text for p in passages])
             passages = [Passage(p.chunk, p.document, p.title, p.text, float(s)) for p, s in zip(passages, rescored)]
             passages.sort(key=lambda p: -p.score)
-        if mmr_lambda is not None and len(passages) > k:
+        if options.mmr is not None and len(passages) > k:
             vectors = await off_loop(self.embedder.embed, [p.text for p in passages])
-            picked = mmr(np.array([p.score for p in passages]), vectors, k, mmr_lambda)
+            picked = mmr(np.array([p.score for p in passages]), vectors, k, options.mmr)
             passages = [passages[i] for i in picked]
         return passages[:k]
 
@@ -205,22 +195,20 @@ class DocumentRag:
         matches = await off_loop(self.keywords.search, collection, question, candidates)
         return [(h.iri, h.score) for h in matches]
 
-    async def answer(
-        self, collection: str, question: str, *, mode: Mode = "hybrid", k: int = 5, **options: Any
-    ) -> Answer:
+    async def answer(self, collection: str, question: str, options: DocumentRagOptions | None = None) -> Answer:
         """What `stream` yields, collected: the LLM answers in one (cached) call."""
-        trace, passages = await self._retrieve_traced(collection, question, mode, k, options)
+        trace, passages = await self._retrieve_traced(collection, question, options or DocumentRagOptions())
         done: dict[str, Any] = {}
         async for event, data in self._events(collection, trace, passages, live=False):
             done = data if event == "done" else done
         return Answer(trace.question, trace.answer, passages, done["trace"], trace.model, trace.usage)
 
     async def stream(
-        self, collection: str, question: str, *, mode: Mode = "hybrid", k: int = 5, **options: Any
+        self, collection: str, question: str, options: DocumentRagOptions | None = None
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """(event, data) pairs: "sources" first, then "token" pieces of the answer, then "done"
         with the whole answer and the trace IRI (written before "done" is sent)."""
-        trace, passages = await self._retrieve_traced(collection, question, mode, k, options)
+        trace, passages = await self._retrieve_traced(collection, question, options or DocumentRagOptions())
         async for event in self._events(collection, trace, passages, live=True):
             yield event
 
@@ -241,20 +229,20 @@ class DocumentRag:
         yield "done", {"answer": trace.answer, "trace": iri, "model": trace.model}
 
     async def _retrieve_traced(
-        self, collection: str, question: str, mode: Mode, k: int, options: dict[str, Any]
+        self, collection: str, question: str, options: DocumentRagOptions
     ) -> tuple[Trace, list[Passage]]:
-        trace = Trace(check_question(question), f"document-rag/{mode}", scorer=self.scorer(mode, options))
+        trace = Trace(check_question(question), f"document-rag/{options.mode}", scorer=self.scorer(options))
         with Stage(trace, "retrieval"):
-            passages = await self.retrieve(collection, trace.question, mode=mode, k=k, **options)
+            passages = await self.retrieve(collection, trace.question, options)
         trace.sources = [TracedSource(p.chunk, rank, p.score) for rank, p in enumerate(passages, start=1)]
         return trace, passages
 
-    def scorer(self, mode: Mode, options: dict[str, Any]) -> str:
+    def scorer(self, options: DocumentRagOptions) -> str:
         """What ranks the passages: the reranker when asked for, else cosine, BM25, or their fusion."""
-        if options.get("rerank") and self.reranker is not None:
+        if options.rerank and self.reranker is not None:
             return self.reranker.name
         cosine = f"cosine:{self.embedder.model_name}"
-        return {"vector": cosine, "keyword": "bm25", "hybrid": f"rrf({cosine}, bm25)"}[mode]
+        return {"vector": cosine, "keyword": "bm25", "hybrid": f"rrf({cosine}, bm25)"}[options.mode]
 
     def _prompt(self, question: str, passages: list[Passage]) -> str:
         knowledge = "\n\n".join(f"[{i}] ({p.title}) {p.text}" for i, p in enumerate(passages, start=1))

@@ -11,7 +11,7 @@ reifiers (optionally beside an LLM's reasoning about the edges) -> passages -> s
 or extractive from facts and their sentences). Every stage is timed and written to the
 collection's trace graph.
 
-Passages, by mode (walk.py, Mode). "pagerank", the default: personalized PageRank over the graph
+Passages, by mode (options.py, GraphMode). "pagerank", the default: personalized PageRank over the graph
 index from the question's recognised near facts and every passage's hybrid score
 (retrieval/pagerank.py); with no seed, exactly Document RAG's hybrid ranking. "graph": the
 walk's facts re-rank the dense candidates: a passage scores its cosine to the question plus how
@@ -39,19 +39,12 @@ from sparqlrag.models.prompts import json_items, parse_concepts, render
 from sparqlrag.models.reranker import Reranker
 from sparqlrag.retrieval.document_rag import DocumentRag, Passage, passage_json, passages_of, rrf
 from sparqlrag.retrieval.graph_synthesis import facts_answer, knowledge
+from sparqlrag.retrieval.options import GraphMode, GraphRagOptions
 from sparqlrag.retrieval.pagerank import FactSeed, entity_seeds, linked_facts, rank
 from sparqlrag.retrieval.question import clauses
 from sparqlrag.retrieval.synthesis import synthesise
 from sparqlrag.retrieval.trace import Stage, TracedEdge, TracedPageRankSeed, TracedSeed, TraceLog
-from sparqlrag.retrieval.walk import (
-    Edge,
-    EmptyGraph,
-    GraphAnswer,
-    GraphRagOptions,
-    Mode,
-    Walk,
-    seed_json,
-)
+from sparqlrag.retrieval.walk import Edge, EmptyGraph, GraphAnswer, Walk, seed_json
 from sparqlrag.store.aliases import canonicals, equivalents
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
@@ -98,7 +91,7 @@ class GraphRag:
     # -- the public calls -----------------------------------------------------------------------
 
     async def retrieve(
-        self, collection: str, question: str, options: GraphRagOptions | None = None, mode: Mode = "graph"
+        self, collection: str, question: str, options: GraphRagOptions | None = None, mode: GraphMode = "graph"
     ) -> Walk:
         """Every stage but synthesis (no trace written): for passage-recall benchmarks."""
         walk = Walk.start(question, mode, options)
@@ -107,7 +100,7 @@ class GraphRag:
         return walk
 
     async def answer(
-        self, collection: str, question: str, options: GraphRagOptions | None = None, mode: Mode = "pagerank"
+        self, collection: str, question: str, options: GraphRagOptions | None = None, mode: GraphMode = "pagerank"
     ) -> GraphAnswer:
         """What `stream` yields, collected: the LLM answers in one (cached) call. "graph" raises
         EmptyGraph when nothing can be grounded; the other modes then answer from passages alone."""
@@ -118,7 +111,7 @@ class GraphRag:
         return walk.answer
 
     async def stream(
-        self, collection: str, question: str, options: GraphRagOptions | None = None, mode: Mode = "pagerank"
+        self, collection: str, question: str, options: GraphRagOptions | None = None, mode: GraphMode = "pagerank"
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """(event, data) pairs: the explanation as stages finish ("concepts", "seeds", "hop"...,
         "edges"), the answer as "token"s, then "sources", then "done" with the trace IRI."""

@@ -1,74 +1,26 @@
 """One Graph RAG question's state as the stages build it (Walk), the edges it walks (Edge),
-the options that bound it, and the answer it gives (GraphAnswer). The stages are in graph_rag.py."""
+and the answer it gives (GraphAnswer). The stages are in graph_rag.py."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Literal
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from pyoxigraph import Triple
 
 from sparqlrag.retrieval.document_rag import Passage, passage_json
+from sparqlrag.retrieval.options import GRAPH_MODES, GraphMode, GraphRagOptions
 from sparqlrag.retrieval.pagerank import FactSeed, Ranking
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.trace import Trace, TracedPageRankSeed, TracedSeed, TracedSource, fact_json
 from sparqlrag.store import vocab
 
-# How the passages are ranked. "pagerank" (the default): personalized PageRank over the graph
-# index, seeded by the question's nearest facts and the hybrid ranking (retrieval/pagerank.py).
-# "graph": the walk's own ranking, dense retrieval lifted by the walk's facts; "hybrid": that
-# ranking fused with the keyword ranking by reciprocal rank, as Document RAG's hybrid fuses the
-# dense one. The walk chooses the facts the answer cites in every mode.
-Mode = Literal["pagerank", "graph", "hybrid"]
-MODES: tuple[Mode, ...] = ("pagerank", "graph", "hybrid")
 TRACED_MODES: dict[str, str] = {"pagerank": "graph-rag/pagerank", "graph": "graph-rag", "hybrid": "hybrid"}
 
 
 class EmptyGraph(LookupError):
     """The collection has no entities to ground a question on."""
-
-
-@dataclass(frozen=True)
-class GraphRagOptions:
-    """The walk's limits; every one can be set per request."""
-
-    entity_limit: int = 50  # seeds, shared among the concepts
-    triple_limit: int = 30  # edges fetched per frontier entity and direction
-    max_path_length: int = 2  # hops
-    edge_limit: int = 25  # edges kept per hop
-    max_reranker_input: int = 350  # candidate edges scored per hop
-    fact_seeds: int = 5  # the question's nearest facts, whose ends seed the walk (HippoRAG 2 links 5)
-    k: int = 5  # passages returned
-    reasoning: bool = False  # ask the LLM why each kept edge matters
-    scorer: str = (
-        "facts"  # "facts": the fact index's vectors (a lookup); "text": each path's text, embedded or cross-encoded now
-    )
-
-    BOUNDS: ClassVar[dict[str, int]] = {
-        "entity_limit": 500,
-        "triple_limit": 1000,
-        "max_path_length": 5,
-        "edge_limit": 500,
-        "max_reranker_input": 5000,
-        "fact_seeds": 100,
-        "k": 100,
-    }
-    AT_LEAST: ClassVar[dict[str, int]] = {"fact_seeds": 0}  # a bound below 1
-
-    def __post_init__(self) -> None:
-        if self.scorer not in ("facts", "text"):
-            raise ValueError(f'scorer must be "facts" or "text", got {self.scorer!r}')
-        if not isinstance(self.reasoning, bool):
-            raise ValueError(f"reasoning must be true or false, got {self.reasoning!r}")
-        for name, highest in self.BOUNDS.items():
-            value, lowest = getattr(self, name), self.AT_LEAST.get(name, 1)
-            if not isinstance(value, int) or isinstance(value, bool) or not lowest <= value <= highest:
-                raise ValueError(f"{name} must be an integer from {lowest} to {highest}, got {value!r}")
-
-    @classmethod
-    def names(cls) -> list[str]:
-        return [f.name for f in fields(cls)]
 
 
 @dataclass
@@ -187,7 +139,7 @@ class Walk:
 
     trace: Trace
     options: GraphRagOptions
-    mode: Mode = "graph"
+    mode: GraphMode = "graph"
     concepts: list[str] = field(default_factory=list)
     concept_vectors: np.ndarray | None = None
     question_vector: np.ndarray | None = None
@@ -203,10 +155,10 @@ class Walk:
     answer: GraphAnswer | None = None  # set once synthesis is done and the trace written
 
     @classmethod
-    def start(cls, question: str, mode: Mode, options: GraphRagOptions | None) -> Walk:
+    def start(cls, question: str, mode: GraphMode, options: GraphRagOptions | None) -> Walk:
         """A walk for a checked question (ValueError says what is wrong with it, or the mode)."""
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        if mode not in GRAPH_MODES:
+            raise ValueError(f"mode must be one of {', '.join(GRAPH_MODES)}, not {mode!r}")
         return cls(
             Trace(check_question(question), TRACED_MODES[mode]),
             options or GraphRagOptions(),

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
-from sparqlrag.retrieval.question import QuestionTooLong, check_question
 from sparqlrag.retrieval.trace import list_traces, read_trace
-from sparqlrag.retrieval.walk import MODES, GraphRagOptions
 from sparqlrag.server.auth import authorize
-from sparqlrag.server.bodies import integral, read_body
 from sparqlrag.server.collections import collection_of
+from sparqlrag.server.contracts import GraphRagRequest, parsed
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.linked_data import ALTERNATES
 from sparqlrag.server.pages import render
@@ -35,38 +32,19 @@ def _services(request: Request) -> Services:
 
 
 async def graph_rag(request: Request) -> Response:
-    """`{"question", "collection"?, "mode"?: "pagerank" | "hybrid" | "graph", "stream"?, and any of
-    GraphRagOptions' limits}`. "pagerank" is the default, as `ask`'s (retrieval/walk.py, Mode)."""
+    """A GraphRagRequest (server/contracts.py); "pagerank" is the default mode, as `ask`'s."""
     authorize(request, "read", per_collection=True)
     limit_answers(request)
-    try:
-        body: dict[str, Any] = json.loads(await read_body(request, request.app.state.settings.max_sparql_bytes))
-        if not isinstance(body, dict):
-            raise TypeError("the body must be a JSON object")
-        question = check_question(body.get("question"))
-        options = GraphRagOptions(**{name: integral(body[name]) for name in GraphRagOptions.names() if name in body})
-        unknown = set(body) - set(GraphRagOptions.names()) - {"question", "collection", "stream", "mode"}
-        if unknown:
-            raise ValueError(f"unknown fields: {', '.join(sorted(unknown))}")
-        mode = body.get("mode", "pagerank")
-        if mode not in MODES:
-            raise ValueError(f"mode is one of {', '.join(MODES)}, not {mode!r}")
-    except QuestionTooLong as error:
-        raise ApiError(400, "question_too_long", str(error)) from None
-    except (ValueError, TypeError) as error:
-        fields = ", ".join(GraphRagOptions.names())
-        raise ApiError(
-            400, "bad_request", f'send {{"question": ..., "collection"?, "mode"?, "stream"?, {fields}?}}: {error}'
-        ) from None
+    asked = await parsed(request, GraphRagRequest)
     services = _services(request)
-    collection = await collection_of(request, body)
-    if mode == "graph" and not await off_loop(services.vectors.count, collection, "entities"):
+    collection = await collection_of(request, asked.collection)
+    if asked.mode == "graph" and not await off_loop(services.vectors.count, collection, "entities"):
         raise ApiError(
             409, "empty_graph", f"collection {collection!r} has no entities to answer from: ingest documents first"
         )
-    if wants_stream(body, request.headers.get("accept", "")):
-        return sse(services.graph_rag.stream(collection, question, options, mode))
-    answer = await services.graph_rag.answer(collection, question, options, mode)
+    if wants_stream(asked.stream, request.headers.get("accept", "")):
+        return sse(services.graph_rag.stream(collection, asked.question, asked.options, asked.mode))
+    answer = await services.graph_rag.answer(collection, asked.question, asked.options, asked.mode)
     return JSONResponse(answer.json())
 
 
@@ -98,7 +76,7 @@ async def trace_resource(request: Request) -> Response:
     """A trace's IRI, `{base}trace/C/ID`, dereferenced: 303 to its page for a browser, to its
     RDF (the trace graph's triples about it) for an RDF client, to its JSON otherwise."""
     authorize(request, "read", per_collection=True)
-    collection = await collection_of(request, {"collection": request.path_params["collection"]})
+    collection = await collection_of(request, request.path_params["collection"])
     trace_id = request.path_params["id"]
     await _read(request, collection, trace_id)
     chosen = negotiate(request.headers.get("accept"), TRACE_OFFERS) or TRACE_OFFERS[0]
@@ -111,6 +89,6 @@ async def trace_resource(request: Request) -> Response:
 
 async def trace_page(request: Request) -> Response:
     authorize(request, "read", per_collection=True)
-    collection = await collection_of(request, {"collection": request.path_params["collection"]})
+    collection = await collection_of(request, request.path_params["collection"])
     found = await _read(request, collection, request.path_params["id"])
     return render("trace.html", "../../../", t=found, collection=collection)

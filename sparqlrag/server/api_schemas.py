@@ -5,13 +5,37 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparqlrag.retrieval.question import MAX_QUESTION_CHARS
-from sparqlrag.retrieval.walk import GraphRagOptions
+from pydantic import BaseModel, TypeAdapter
+from pydantic.json_schema import GenerateJsonSchema
+
 from sparqlrag.store.formats import DATASET_FORMATS, TRIPLE_FORMATS
-from sparqlrag.store.vocab import NAME_PATTERN
+from sparqlrag.store.vocab import CollectionName, OntologyName
 
 JSON = "application/json"
-ERROR = {"$ref": "#/components/schemas/Error"}
+COMPONENT = "#/components/schemas/{model}"
+ERROR = {"$ref": COMPONENT.format(model="Error")}
+
+
+class _Schema(GenerateJsonSchema):
+    """JSON Schema as pydantic writes it, without a title on every property (the name says it)."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
+def components(*models: type[BaseModel]) -> dict[str, Any]:
+    """Each model's JSON Schema as an OpenAPI component, with the models it refers to."""
+    found: dict[str, Any] = {}
+    for model in models:
+        schema = model.model_json_schema(ref_template=COMPONENT, schema_generator=_Schema)
+        found |= schema.pop("$defs", {})
+        found[model.__name__] = schema
+    return found
+
+
+def json_body(model: type[BaseModel]) -> dict[str, Any]:
+    """A request body of `model`'s JSON (its component, which `components` wrote)."""
+    return {JSON: {"schema": {"$ref": COMPONENT.format(model=model.__name__)}}}
 
 
 def json_response(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
@@ -24,11 +48,11 @@ def json_object(required: list[str], **properties: dict[str, Any]) -> dict[str, 
 
 STRING, INTEGER, NUMBER, BOOLEAN = {"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"}
 ANY_OBJECT = {"type": "object"}
-NAME = {"type": "string", "pattern": f"^{NAME_PATTERN}$", "description": "1-64 of a-z, 0-9, '-', '_'"}
+NAME = TypeAdapter(CollectionName).json_schema()
+ONTOLOGY_NAME = TypeAdapter(OntologyName).json_schema()
 TEXT = {"type": "string", "minLength": 1}
 UPDATE = {"type": "string", "description": "a SPARQL update; an empty one is valid, and does nothing"}
 IRI = {"type": "string", "format": "uri", "description": "an absolute IRI"}
-QUESTION_TEXT = {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS, "pattern": r"\S"}
 COLLECTION_QUERY = {
     "name": "collection",
     "in": "query",
@@ -101,12 +125,6 @@ def graph_store(what: str, dataset: bool) -> dict[str, Any]:
     }
 
 
-NAME_OR_IRI = {
-    **STRING,
-    "minLength": 1,
-    "pattern": r"\S",
-    "description": "an entity IRI, or a name only one thing of the collection has",
-}
 DOCUMENT_IDS = {"type": "array", "items": STRING}
 ENTITY_ALIASES = json_object(
     ["entity", "label", "aliases", "merges", "kept_apart"],
@@ -125,12 +143,6 @@ ENTITY_ALIASES = json_object(
         ),
     },
     kept_apart={"type": "array", "items": STRING},
-)
-QUESTION = json_object(
-    ["question"],
-    question=QUESTION_TEXT,
-    collection={**NAME, "default": "default"},
-    stream={**BOOLEAN, "description": "answer as server-sent events"},
 )
 ANSWER = json_object(
     ["answer", "sources", "trace"],
@@ -176,16 +188,3 @@ SSE = {  # each event as schemathesis and browsers read it: its name and its JSO
     "text/event-stream": {"schema": json_object(["data"], event=STRING, data=STRING)}
 }
 QUERY_TIMEOUT = json_response(ERROR, "query_timeout: the query ran past its time limit and was stopped")
-WALK_OPTIONS = {
-    **{
-        name: {
-            **INTEGER,
-            "minimum": GraphRagOptions.AT_LEAST.get(name, 1),
-            "maximum": highest,
-            "default": getattr(GraphRagOptions(), name),
-        }
-        for name, highest in GraphRagOptions.BOUNDS.items()
-    },
-    "reasoning": {**BOOLEAN, "default": False},
-    "scorer": {"enum": ["facts", "text"], "default": "facts"},
-}

@@ -5,7 +5,6 @@ from __future__ import annotations
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Any
 
 from starlette.requests import Request
 from starlette.types import Message
@@ -84,8 +83,3 @@ def decode_utf8(data: bytes, what: str) -> str:
     except UnicodeDecodeError as error:
         raise ApiError(400, "bad_encoding", f"the {what} is not valid UTF-8: {error}") from error
 
-
-def integral(value: Any) -> Any:
-    """A JSON number with no fraction as an int: JSON has one number type, and JSON Schema's
-    "integer" takes 70.0 as it takes 70."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value

@@ -3,7 +3,6 @@ export and import a collection as a knowledge core (`/api/v1/collections/{name}/
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 
 from starlette.background import BackgroundTask
@@ -15,7 +14,8 @@ from sparqlrag.library.cores import MEDIA_TYPE, CoreInvalid, CoreMismatch
 from sparqlrag.library.librarian import DEFAULT_COLLECTION, UnknownCollection
 from sparqlrag.ontology.registry import UnknownOntology
 from sparqlrag.server.auth import authorize, check_collection_access
-from sparqlrag.server.bodies import read_body, scratch_path, spool_body
+from sparqlrag.server.bodies import scratch_path, spool_body
+from sparqlrag.server.contracts import NewCollection, parsed
 from sparqlrag.server.errors import ApiError
 from sparqlrag.services import Services
 from sparqlrag.store.vocab import InvalidName, check_collection
@@ -28,22 +28,18 @@ def _collections(request: Request) -> Collections:
     return services.collections
 
 
-async def collection_of(request: Request, body: dict | None = None) -> str:
-    """The collection a request names (`default` if none): 400 for a bad name (an empty one too),
-    403 for one the token may not reach, 404 for an unknown one."""
-    if body is not None and "collection" in body:
-        name = _name(body["collection"])
-    else:
-        name = _name(request.query_params.get("collection", "default"))
+async def collection_of(request: Request, named: str | None = None) -> str:
+    """The collection a request names (`named`, from its body or path, else ?collection=, else
+    `default`): 400 for a bad name (an empty one too), 403 for one the token may not reach, 404
+    for an unknown one."""
+    name = _name(named if named is not None else request.query_params.get("collection", "default"))
     check_collection_access(request, name)
     if not await _collections(request).exists(name):
         raise UnknownCollection(name)
     return name
 
 
-def _name(name: object) -> str:
-    if not isinstance(name, str):
-        raise ApiError(400, "bad_collection", f"a collection's name is a string, not {name!r}")
+def _name(name: str) -> str:
     try:
         return check_collection(name)
     except InvalidName as error:
@@ -67,19 +63,13 @@ async def list_collections(request: Request) -> Response:
 async def create_collection(request: Request) -> Response:
     """`{"name": ..., "ontology"?: ...}`; 201 with Location, 409 when it exists."""
     authorize(request, "write", per_collection=True)
-    try:
-        body = json.loads(await read_body(request, request.app.state.settings.max_sparql_bytes))
-        name, ontology = body["name"], body.get("ontology")
-        if ontology is not None and not isinstance(ontology, str):
-            raise TypeError("ontology must be the name of a loaded ontology")
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise ApiError(400, "bad_request", f'send {{"name": ..., "ontology"?: ...}}: {error}') from None
-    name = _name(name)
+    asked = await parsed(request, NewCollection)
+    name, ontology = asked.name, asked.ontology
     check_collection_access(request, name)
     if ontology is not None:
         try:
             await request.app.state.services.ontologies.info(ontology)
-        except (UnknownOntology, InvalidName) as error:
+        except UnknownOntology as error:
             raise ApiError(400, "unknown_ontology", f"{error}: load it first (POST /api/v1/ontologies)") from None
     if not await _collections(request).create(name, ontology):
         raise ApiError(409, "collection_exists", f"collection {name!r} exists already")

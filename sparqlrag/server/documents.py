@@ -10,11 +10,11 @@ and progress. A document that cannot be read is refused with nothing written, ei
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from typing import Any
 from urllib.parse import quote
 
+from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -22,11 +22,11 @@ from starlette.responses import JSONResponse, Response
 from sparqlrag.extraction.decoders import DecodeError
 from sparqlrag.extraction.plans import IngestResult, Source
 from sparqlrag.library import librarian
-from sparqlrag.retrieval.document_rag import MODES, passage_json
-from sparqlrag.retrieval.question import QuestionTooLong, check_question
+from sparqlrag.retrieval.document_rag import passage_json
 from sparqlrag.server.auth import authorize
-from sparqlrag.server.bodies import integral, read_body
+from sparqlrag.server.bodies import read_body
 from sparqlrag.server.collections import collection_of
+from sparqlrag.server.contracts import DocumentRagRequest, TextDocument, parsed, refusal
 from sparqlrag.server.errors import ApiError, described
 from sparqlrag.server.rate_limit import limit_answers
 from sparqlrag.server.streams import sse, wants_stream
@@ -70,19 +70,10 @@ async def _sources(request: Request) -> list[Source]:
     body = await read_body(request, settings.max_upload_bytes)
     if kind == "application/json":
         try:
-            item = json.loads(body)
-            text = item["text"]
-            if not isinstance(text, str):
-                raise TypeError("text must be a string")
-            return [
-                Source(
-                    str(item["id"]), text.encode("utf-8"), item.get("media_type", "text/plain"), None, item.get("title")
-                )
-            ]
-        except (ValueError, KeyError, TypeError) as error:
-            raise ApiError(
-                400, "bad_request", f'JSON uploads are {{"id": ..., "text": ..., "title"?: ...}}: {error}'
-            ) from None
+            item = TextDocument.model_validate_json(body)
+        except ValidationError as error:
+            raise refusal(error, TextDocument) from None
+        return [Source(item.id, item.text.encode("utf-8"), item.media_type, None, item.title)]
     document_id = request.query_params.get("id")
     if not document_id:
         raise ApiError(400, "bad_request", "a raw upload needs ?id= to name the document (or send multipart/form-data)")
@@ -170,41 +161,15 @@ async def delete_document(request: Request) -> Response:
     return Response(status_code=204)
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 async def document_rag(request: Request) -> Response:
+    """A DocumentRagRequest (server/contracts.py)."""
     authorize(request, "read", per_collection=True)
     limit_answers(request)
-    try:
-        body = json.loads(await read_body(request, request.app.state.settings.max_sparql_bytes))
-        question = check_question(body["question"])
-        mode, k, rerank = body.get("mode", "hybrid"), integral(body.get("k", 5)), body.get("rerank", False)
-        if mode not in MODES or isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 100:
-            raise ValueError(f"mode is one of {', '.join(MODES)} and k is an integer from 1 to 100")
-        if not isinstance(rerank, bool):
-            raise ValueError("rerank is true or false")
-        mmr, weights = body.get("mmr"), body.get("weights")
-        if mmr is not None and not _is_number(mmr):
-            raise ValueError("mmr is a number (MMR's lambda) or null")
-        if weights is not None:
-            if not isinstance(weights, list) or len(weights) != 2 or not all(_is_number(w) for w in weights):
-                raise ValueError("weights are [vector, keyword], two numbers")
-            weights = (float(weights[0]), float(weights[1]))
-            if min(weights) < 0 or sum(weights) <= 0:
-                raise ValueError("weights are [vector, keyword], two non-negative numbers, not both zero")
-        options = {"rerank": rerank, "mmr_lambda": None if mmr is None else float(mmr), "weights": weights}
-    except QuestionTooLong as error:
-        raise ApiError(400, "question_too_long", str(error)) from None
-    except (ValueError, KeyError, TypeError, IndexError) as error:
-        raise ApiError(
-            400, "bad_request", f'send {{"question": ..., "mode"?, "k"?, "rerank"?, "mmr"?, "weights"?}}: {error}'
-        ) from None
-    rag, collection = _services(request).document_rag, await collection_of(request, body)
-    if wants_stream(body, request.headers.get("accept", "")):
-        return sse(rag.stream(collection, question, mode=mode, k=k, **options))
-    answer = await rag.answer(collection, question, mode=mode, k=k, **options)
+    asked = await parsed(request, DocumentRagRequest)
+    rag, collection = _services(request).document_rag, await collection_of(request, asked.collection)
+    if wants_stream(asked.stream, request.headers.get("accept", "")):
+        return sse(rag.stream(collection, asked.question, asked.options))
+    answer = await rag.answer(collection, asked.question, asked.options)
     return JSONResponse(
         {
             "question": answer.question,

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable
 from dataclasses import asdict
 
@@ -12,8 +11,8 @@ from starlette.responses import JSONResponse, Response
 
 from sparqlrag.extraction.curation import Curation, CurationRefused, EntityAliases, UnknownEntity
 from sparqlrag.server.auth import authorize
-from sparqlrag.server.bodies import read_body
 from sparqlrag.server.collections import collection_name
+from sparqlrag.server.contracts import EntityMerge, EntitySplit, parsed
 from sparqlrag.server.errors import ApiError
 
 
@@ -33,18 +32,6 @@ async def _answer(call: Awaitable[EntityAliases]) -> Response:
     return JSONResponse(asdict(aliases))
 
 
-async def _fields(request: Request, *names: str) -> list[str]:
-    try:
-        body = json.loads(await read_body(request, request.app.state.settings.max_sparql_bytes))
-        found = [body[name] for name in names]
-        if not all(isinstance(value, str) and value.strip() for value in found):
-            raise TypeError("each must be a non-empty string")
-    except (ValueError, KeyError, TypeError) as error:
-        wanted = ", ".join(f'"{name}": ...' for name in names)
-        raise ApiError(400, "bad_request", f"send {{{wanted}}}: {error}") from None
-    return [value.strip() for value in found]
-
-
 async def aliases(request: Request) -> Response:
     """?entity=IRI-or-name: the entity's aliases, the merges that joined them, the names kept apart."""
     authorize(request, "read", per_collection=True)
@@ -59,13 +46,13 @@ async def merge(request: Request) -> Response:
     """{"entity", "other"}: other is entity; answers entity's aliases after the merge."""
     authorize(request, "write", per_collection=True)
     collection = collection_name(request)
-    entity, other = await _fields(request, "entity", "other")
-    return await _answer(_curation(request).merge(collection, entity, other))
+    asked = await parsed(request, EntityMerge)
+    return await _answer(_curation(request).merge(collection, asked.entity.strip(), asked.other.strip()))
 
 
 async def split(request: Request) -> Response:
     """{"entity", "alias"}: the alias names something else; answers entity's aliases after the split."""
     authorize(request, "write", per_collection=True)
     collection = collection_name(request)
-    entity, alias = await _fields(request, "entity", "alias")
-    return await _answer(_curation(request).split(collection, entity, alias))
+    asked = await parsed(request, EntitySplit)
+    return await _answer(_curation(request).split(collection, asked.entity.strip(), asked.alias.strip()))

@@ -17,10 +17,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from importlib.resources import files
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from pydantic import BaseModel, TypeAdapter, ValidationError, WithJsonSchema
 
 from sparqlrag import __version__
 from sparqlrag.extraction.plans import Source
@@ -29,14 +30,15 @@ from sparqlrag.models.llm import LLMError
 from sparqlrag.ontology.registry import UnknownOntology
 from sparqlrag.queries.describe import Description, Statement, collection_of_iri, describe
 from sparqlrag.retrieval.document_rag import passage_json
+from sparqlrag.retrieval.options import GRAPH_MODES, DocumentRagOptions, GraphMode, GraphRagOptions, Question
 from sparqlrag.retrieval.question import check_question
-from sparqlrag.retrieval.walk import GraphRagOptions
 from sparqlrag.server.access import Access, Scope, readable_graphs, remote_refusal
 from sparqlrag.server.auth import VERBS
+from sparqlrag.server.contracts import said
 from sparqlrag.server.errors import described
 from sparqlrag.services import Services
 from sparqlrag.store.calls import off_loop
-from sparqlrag.store.vocab import InvalidName, Iris, check_collection
+from sparqlrag.store.vocab import CollectionName, InvalidName, Iris, check_collection
 
 log = logging.getLogger("sparqlrag.mcp")
 
@@ -51,6 +53,29 @@ INSTRUCTIONS = (
     "shows the ones this token reaches."
 )
 
+M = TypeVar("M", bound=BaseModel)
+
+
+def shown(model: type[BaseModel], field: str) -> WithJsonSchema:
+    """A tool parameter's JSON Schema: the model field's, limits and names included. The SDK
+    would refuse a value outside it with a message that repeats the value, so the tool checks
+    it with the model itself (`checked`) and answers in the HTTP API's words."""
+    return WithJsonSchema(model.model_json_schema()["properties"][field])
+
+
+def checked(model: type[M], **values: Any) -> M:
+    try:
+        return model(**values)
+    except ValidationError as error:
+        raise ToolError(f"bad_request: {said(error, model)}") from None
+
+
+QUESTION = WithJsonSchema(TypeAdapter(Question).json_schema())
+Collection = Annotated[str, WithJsonSchema(TypeAdapter(CollectionName).json_schema() | {"default": "default"})]
+# Graph RAG's modes, Document RAG as "document", and "default": the old name of "pagerank"
+GRAPH_MODE_NAMED: dict[str, GraphMode] = {**{mode: mode for mode in GRAPH_MODES}, "default": "pagerank"}
+ASK_MODES = (*GRAPH_MODES, "document", "default")
+ASK_MODE = WithJsonSchema({"enum": list(ASK_MODES), "type": "string", "default": "pagerank"})
 READ_TOOLS = ("ask", "search_documents", "sparql_query", "describe_entity", "list_collections", "list_documents")
 WRITE_TOOLS = ("add_document",)  # only on the server for tokens that may write
 P = ParamSpec("P")
@@ -113,10 +138,10 @@ class McpServers:
 
     async def ask(
         self,
-        question: str,
+        question: Annotated[str, QUESTION],
         context: Context,
-        collection: str = "default",
-        mode: Literal["pagerank", "hybrid", "graph", "document", "default"] = "pagerank",
+        collection: Collection = "default",
+        mode: Annotated[str, ASK_MODE] = "pagerank",
     ) -> dict[str, Any]:
         """Answer a question from a collection, citing the passages used and the knowledge
         graph's facts. The mode ranks the passages: "pagerank" (the default) by personalized
@@ -125,6 +150,8 @@ class McpServers:
         ("default", the old name of the default, means "pagerank".) The answer's `trace` IRI
         opens the explanation."""
         question = check_question(question)
+        if mode not in ASK_MODES:
+            raise ToolError(f"bad_request: mode must be one of {', '.join(ASK_MODES)}")
         name = await self._existing(context, collection)
         self.before_answer(context)
         services = self.services()
@@ -135,9 +162,7 @@ class McpServers:
                 "sources": [_source(passage_json(p)) for p in found.passages],
                 "trace": found.trace,
             }
-        graph = await services.graph_rag.answer(
-            name, question, GraphRagOptions(), "pagerank" if mode == "default" else mode
-        )
+        graph = await services.graph_rag.answer(name, question, GraphRagOptions(), GRAPH_MODE_NAMED[mode])
         answered = graph.json()
         return {
             "answer": answered["answer"],
@@ -148,25 +173,23 @@ class McpServers:
 
     async def search_documents(
         self,
-        query: str,
+        query: Annotated[str, QUESTION],
         context: Context,
-        collection: str = "default",
-        k: int = 5,
-        mode: Literal["hybrid", "vector", "keyword"] = "hybrid",
+        collection: Collection = "default",
+        k: Annotated[int, shown(DocumentRagOptions, "k")] = 5,
+        mode: Annotated[str, shown(DocumentRagOptions, "mode")] = "hybrid",
     ) -> dict[str, Any]:
-        """The k passages of a collection that best match the query (1 to 50), with their
+        """The k passages of a collection that best match the query, with their
         documents; nothing is answered or traced. Each passage has `rank` (1 is the best
         match by the mode's ranking) and `similarity`: the cosine similarity of the query's
         and the passage's embeddings, from -1 to 1 (1: the same meaning, near 0: unrelated),
         comparable across queries and modes. `score` is the ranking's own figure (hybrid:
         reciprocal-rank fusion of the vector and keyword rankings; vector: the similarity;
         keyword: BM25): only its order means something."""
-        if not 1 <= k <= 50:
-            raise ToolError("bad_request: k is from 1 to 50")
-        query = check_question(query)
+        query, options = check_question(query), checked(DocumentRagOptions, mode=mode, k=k)
         name = await self._existing(context, collection)
         rag = self.services().document_rag
-        passages = await rag.retrieve(name, query, mode=mode, k=k)
+        passages = await rag.retrieve(name, query, options)
         similar = await rag.similarities(name, query, [p.chunk for p in passages])
         return {
             "passages": [
@@ -183,7 +206,9 @@ class McpServers:
         the graph `graph/COLLECTION` and their sources in `graph/COLLECTION/source`."""
         return await self._query(context, query)
 
-    async def describe_entity(self, entity: str, context: Context, collection: str = "default") -> dict[str, Any]:
+    async def describe_entity(
+        self, entity: str, context: Context, collection: Collection = "default"
+    ) -> dict[str, Any]:
         """What the knowledge graph says about an entity, named by its IRI or its name
         ("Marie Curie"): its labels, types, aliases and facts, each fact with its sources."""
         base = self.base_iri
@@ -210,7 +235,7 @@ class McpServers:
         listed = await self.services().collections.list()
         return {"collections": [vars(info) for info in listed if access.may("read", info.name)]}
 
-    async def list_documents(self, context: Context, collection: str = "default") -> dict[str, Any]:
+    async def list_documents(self, context: Context, collection: Collection = "default") -> dict[str, Any]:
         """The documents of a collection: id, title, status, chunks."""
         name = await self._existing(context, collection)
         services = self.services()
@@ -218,7 +243,12 @@ class McpServers:
         return {"documents": [vars(row) for row in rows]}
 
     async def add_document(
-        self, text: str, document_id: str, context: Context, collection: str = "default", title: str | None = None
+        self,
+        text: str,
+        document_id: str,
+        context: Context,
+        collection: Collection = "default",
+        title: str | None = None,
     ) -> dict[str, Any]:
         """Add a text document to a collection (or replace the one with this id): it is
         chunked, its facts extracted and indexed before this returns."""

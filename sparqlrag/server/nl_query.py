@@ -4,23 +4,19 @@ runs under the query time limit; the answer has the query and its results."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sparqlrag.ontology.registry import UnknownOntology
 from sparqlrag.queries.nl_query import NlQueryUnavailable, QueryRejected
-from sparqlrag.retrieval.question import QuestionTooLong
 from sparqlrag.server.auth import authorize, client_key
-from sparqlrag.server.bodies import read_body
 from sparqlrag.server.collections import collection_of
+from sparqlrag.server.contracts import NlQuestion, parsed
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.rate_limit import limit_answers
 from sparqlrag.store.base import QueryResult
 from sparqlrag.store.vocab import InvalidName
-
-FIELDS = {"question", "collection", "ontology"}
 
 
 async def nl_query(request: Request) -> Response:
@@ -29,17 +25,8 @@ async def nl_query(request: Request) -> Response:
     authorize(request, "read")
     limit_answers(request)
     settings = request.app.state.settings
-    try:
-        body: dict[str, Any] = json.loads(await read_body(request, settings.max_sparql_bytes))
-        if not isinstance(body, dict):
-            raise TypeError("the body must be a JSON object")
-        if set(body) - FIELDS:
-            raise ValueError(f"unknown fields: {', '.join(sorted(set(body) - FIELDS))}")
-        if body.get("ontology") is not None and not isinstance(body["ontology"], str):
-            raise TypeError("ontology must be the name of a loaded ontology")
-    except (ValueError, TypeError) as error:
-        raise ApiError(400, "bad_request", f'send {{"question": ..., "collection"?, "ontology"?}}: {error}') from None
-    collection = await collection_of(request, body)
+    asked = await parsed(request, NlQuestion)
+    collection = await collection_of(request, asked.collection)
     store = request.app.state.store
 
     def run(query: str, form: str) -> QueryResult:
@@ -55,14 +42,12 @@ async def nl_query(request: Request) -> Response:
     try:
         async with request.app.state.queries.admitted(client_key(request)):
             answer = await request.app.state.services.nl_query.ask(
-                body.get("question"), run, collection=collection, ontology=body.get("ontology")
+                asked.question, run, collection=collection, ontology=asked.ontology
             )
     except NlQueryUnavailable as error:
         raise ApiError(501, "nl_query_unavailable", str(error)) from None
     except QueryRejected as error:
         return JSONResponse({"error": "query_rejected", "detail": str(error), "query": error.query}, status_code=422)
-    except QuestionTooLong as error:
-        raise ApiError(400, "question_too_long", str(error)) from None
     except (UnknownOntology, InvalidName) as error:
         raise ApiError(400, "unknown_ontology", str(error)) from None
     except ValueError as error:

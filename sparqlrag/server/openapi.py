@@ -1,8 +1,9 @@
 """`/openapi.json`: the HTTP API as an OpenAPI 3.1 document.
 
-Written out here, route by route, rather than generated: the handlers read their bodies by
-hand (JSON, multipart, raw RDF), which no generator can see. A test checks that every route
-of the app is described and that the document is valid OpenAPI.
+The paths are written out here, route by route: many take what no model describes (multipart,
+raw RDF, SPARQL text). Every JSON body is a model of server/contracts.py, the very one the route
+validates with, and its schema here is generated from it. A test checks that every route of the
+app is described and that the document is valid OpenAPI.
 """
 
 from __future__ import annotations
@@ -25,24 +26,32 @@ from sparqlrag.server.api_schemas import (
     IRI,
     JSON,
     NAME,
-    NAME_OR_IRI,
     NUMBER,
     ONTOLOGY,
+    ONTOLOGY_NAME,
     QUERY_TIMEOUT,
-    QUESTION,
-    QUESTION_TEXT,
     RDF_BODY,
     SSE,
     STRING,
     TEXT,
     UPDATE,
-    WALK_OPTIONS,
     ZIP,
+    components,
     graph_store,
+    json_body,
     json_object,
     json_response,
     operation,
     path_parameter,
+)
+from sparqlrag.server.contracts import (
+    DocumentRagRequest,
+    EntityMerge,
+    EntitySplit,
+    GraphRagRequest,
+    NewCollection,
+    NlQuestion,
+    TextDocument,
 )
 from sparqlrag.server.sparql import MIN_TIMEOUT
 
@@ -155,7 +164,7 @@ PATHS: dict[str, dict[str, Any]] = {
             scope="write",
             parameters=[COLLECTION_QUERY],
             body={
-                JSON: {"schema": json_object(["id", "text"], id=STRING, text=STRING, title=STRING)},
+                **json_body(TextDocument),
                 "multipart/form-data": {"schema": json_object([], file={"type": "string", "format": "binary"})},
                 "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
             },
@@ -188,52 +197,14 @@ PATHS: dict[str, dict[str, Any]] = {
     "/api/v1/graph-rag": {
         "post": operation(
             "Graph RAG: an answer with the facts used, sources and a trace",
-            body={
-                JSON: {
-                    "schema": {
-                        **QUESTION,
-                        "additionalProperties": False,
-                        "properties": {
-                            **QUESTION["properties"],
-                            **WALK_OPTIONS,
-                            "mode": {
-                                "enum": ["pagerank", "hybrid", "graph"],
-                                "default": "pagerank",
-                                "description": "pagerank: passages by personalized PageRank over the graph index; "
-                                "hybrid: the walk's ranking with the keyword ranking fused in; graph: the walk's",
-                            },
-                        },
-                    }
-                }
-            },
+            body=json_body(GraphRagRequest),
             responses={"200": {"description": "the answer", "content": {JSON: {"schema": ANSWER}, **SSE}}},
         )
     },
     "/api/v1/document-rag": {
         "post": operation(
             "Document RAG over passages (vector, keyword or hybrid retrieval)",
-            body={
-                JSON: {
-                    "schema": {
-                        **QUESTION,
-                        "properties": {
-                            **QUESTION["properties"],
-                            "mode": {"enum": ["vector", "keyword", "hybrid"]},
-                            "k": {**INTEGER, "minimum": 1, "maximum": 100, "default": 5},
-                            "rerank": BOOLEAN,
-                            "mmr": {"type": ["number", "null"], "description": "MMR's lambda; null: no MMR"},
-                            "weights": {
-                                "type": ["array", "null"],
-                                "items": {**NUMBER, "minimum": 0},
-                                "minItems": 2,
-                                "maxItems": 2,
-                                "not": {"items": {"maximum": 0}},  # not both zero
-                                "description": "[vector, keyword], not both zero",
-                            },
-                        },
-                    }
-                }
-            },
+            body=json_body(DocumentRagRequest),
             responses={"200": {"description": "the answer", "content": {JSON: {"schema": ANSWER}, **SSE}}},
         )
     },
@@ -265,7 +236,7 @@ PATHS: dict[str, dict[str, Any]] = {
         "post": operation(
             "Create a collection, optionally extracting with a loaded ontology",
             scope="write",
-            body={JSON: {"schema": json_object(["name"], name=NAME, ontology={**NAME, "type": ["string", "null"]})}},
+            body=json_body(NewCollection),
             responses={"201": json_response(COLLECTION)},
         ),
     },
@@ -332,7 +303,7 @@ PATHS: dict[str, dict[str, Any]] = {
         "post": operation(
             "A person's merge: `other` is `entity` (its IRI becomes an alias, its facts move)",
             scope="write",
-            body={JSON: {"schema": json_object(["entity", "other"], entity=NAME_OR_IRI, other=NAME_OR_IRI)}},
+            body=json_body(EntityMerge),
             responses={"200": json_response(ENTITY_ALIASES)},
         ),
     },
@@ -341,14 +312,14 @@ PATHS: dict[str, dict[str, Any]] = {
         "post": operation(
             "A person's split: `alias` names something else than `entity`, from now on",
             scope="write",
-            body={JSON: {"schema": json_object(["entity", "alias"], entity=NAME_OR_IRI, alias=NAME_OR_IRI)}},
+            body=json_body(EntitySplit),
             responses={"200": json_response(ENTITY_ALIASES)},
         ),
     },
     "/api/v1/nl-query": {
         "post": operation(
             "A question written as a checked SPARQL query over an ontology, and its results",
-            body={JSON: {"schema": json_object(["question"], question=QUESTION_TEXT, collection=NAME, ontology=NAME)}},
+            body=json_body(NlQuestion),
             responses={
                 "200": json_response(
                     json_object(
@@ -379,7 +350,7 @@ PATHS: dict[str, dict[str, Any]] = {
         ),
     },
     "/api/v1/ontologies/{name}": {
-        "parameters": [path_parameter("name", "the ontology's name", NAME)],
+        "parameters": [path_parameter("name", "the ontology's name", ONTOLOGY_NAME)],
         "get": operation(
             "The ontology as RDF/XML (default), Turtle, N-Triples or JSON-LD by Accept",
             responses={"200": {"description": "RDF", "content": RDF_BODY}},
@@ -465,6 +436,9 @@ DOCUMENT: dict[str, Any] = {
             "bearer": {"type": "http", "scheme": "bearer", "description": "tokens with the read or write scope"}
         },
         "schemas": {
+            **components(
+                GraphRagRequest, DocumentRagRequest, NewCollection, EntityMerge, EntitySplit, TextDocument, NlQuestion
+            ),
             "Error": json_object(
                 ["error", "detail"],
                 error={**STRING, "description": "a stable code"},

@@ -9,7 +9,7 @@ from typing import Any
 
 from starlette.responses import StreamingResponse
 
-from sparqlrag.server.errors import ApiError, described
+from sparqlrag.server.errors import described
 
 log = logging.getLogger("sparqlrag.server")
 
@@ -30,9 +30,6 @@ def sse(events: AsyncIterator[tuple[str, dict[str, Any]]]) -> StreamingResponse:
     return StreamingResponse(_events(events), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
 
-def wants_stream(body: dict[str, Any], accept: str) -> bool:
+def wants_stream(stream: bool, accept: str) -> bool:
     """Whether to answer as server-sent events: `"stream": true`, or an Accept that asks for them."""
-    stream = body.get("stream", False)
-    if not isinstance(stream, bool):
-        raise ApiError(400, "bad_request", "stream is true or false")
     return stream or "text/event-stream" in accept

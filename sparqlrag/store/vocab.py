@@ -12,10 +12,12 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
+from typing import Annotated
 from urllib.parse import quote, unquote
 
+from pydantic import AfterValidator, Field, Strict
 from pyoxigraph import Literal, NamedNode, RdfFormat, Triple, parse
 
 SR = "https://w3id.org/sparqlrag/ns#"
@@ -200,6 +202,20 @@ def check_name(name: str, what: str) -> str:
 
 def check_collection(name: str) -> str:
     return check_name(name, "collection")
+
+
+def _shown(what: str) -> dict[str, str]:
+    """How JSON Schema shows a name check_name takes: the same pattern."""
+    return {"pattern": f"^{NAME_PATTERN}$", "description": f"the {what}: 1-64 of a-z, 0-9, '-', '_'"}
+
+
+# request fields naming a collection or an ontology (retrieval/options.py, server/contracts.py)
+CollectionName = Annotated[
+    str, Strict(), AfterValidator(check_collection), Field(json_schema_extra=_shown("collection"))
+]
+OntologyName = Annotated[
+    str, Strict(), AfterValidator(partial(check_name, what="ontology")), Field(json_schema_extra=_shown("ontology"))
+]
 
 
 def registry_graph(base: str) -> NamedNode:
