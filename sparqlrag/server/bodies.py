@@ -82,4 +82,3 @@ def decode_utf8(data: bytes, what: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ApiError(400, "bad_encoding", f"the {what} is not valid UTF-8: {error}") from error
-

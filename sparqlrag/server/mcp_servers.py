@@ -296,10 +296,9 @@ class McpServers:
                 raise ToolError(f"forbidden: {refused}")
             graphs = await off_loop(readable_graphs, services.store, self.base_iri, access)
             dataset = {"default_graphs": graphs, "named_graphs": graphs}
-        store: Any = services.store  # the worker and remote stores take a timeout
         async with self.admitted(context):
             result = await off_loop(
-                store.query,
+                services.store.query,
                 query,
                 accept=RESULTS,
                 base_iri=self.base_iri,

@@ -127,10 +127,15 @@ class QueryResult:
 class QuadStore(Protocol):
     """What the server and CLI need from a quad store.
 
-    EmbeddedStore implements it in-process; WorkerStore runs an EmbeddedStore in a child
-    process and adds `timeout=` to `query`. Code on the event loop calls every method through
-    `store.calls.off_loop(store.method, ...)`. A second implementation (a remote SPARQL store)
-    implements these methods; nothing else in the code reaches past them.
+    EmbeddedStore implements it in-process, WorkerStore in a child process it can kill, and
+    RemoteStore over the SPARQL protocol. Code on the event loop calls every method through
+    `store.calls.off_loop(store.method, ...)`; nothing else in the code reaches past them.
+
+    A query's `timeout` is the seconds it may run: WorkerStore and RemoteStore stop it then and
+    raise QueryTimeout; EmbeddedStore runs in the caller's own thread and cannot stop it, so it
+    ignores the deadline (the server always runs on a WorkerStore or a RemoteStore). An update
+    has no deadline on purpose: it is one transaction, applied whole, and a caller told "timed
+    out" could not know whether it had been.
     """
 
     def healthy(self) -> bool:
@@ -147,6 +152,7 @@ class QuadStore(Protocol):
         default_graphs: list[Graph] | None = None,
         named_graphs: list[str] | None = None,
         union_default_graph: bool = False,
+        timeout: float | None = None,
         max_bytes: int | None = None,
     ) -> QueryResult: ...
 

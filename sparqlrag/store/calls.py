@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar, cast
+from typing import ParamSpec, TypeVar
 
-from sparqlrag.store.store_process import READ_METHODS, WRITE_METHODS
 from sparqlrag.store.worker import WorkerStore
 
 P = ParamSpec("P")
@@ -22,6 +21,6 @@ T = TypeVar("T")
 async def off_loop(call: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
     """`call(*args, **kwargs)`, awaited without blocking the event loop."""
     store = getattr(call, "__self__", None)
-    if isinstance(store, WorkerStore) and call.__name__ in READ_METHODS | WRITE_METHODS:  # (not close)
-        return cast(T, await store.call_async(call.__name__, *args, **kwargs))
+    if isinstance(store, WorkerStore):
+        return await store.awaited(call, *args, **kwargs)
     return await asyncio.to_thread(call, *args, **kwargs)

@@ -159,10 +159,12 @@ class EmbeddedStore:
         default_graphs: list[Graph] | None = None,
         named_graphs: list[str] | None = None,
         union_default_graph: bool = False,
+        timeout: float | None = None,
         max_bytes: int | None = None,
     ) -> QueryResult:
         """Evaluate and serialize in the format `accept` prefers for the query's kind
-        (ResultTooLarge once the result passes `max_bytes`).
+        (ResultTooLarge once the result passes `max_bytes`). `timeout` is not kept: a query in
+        this thread cannot be stopped (base.QuadStore; WorkerStore keeps it).
 
         A protocol dataset (default_graphs / named_graphs) replaces the query's FROM clauses;
         naming only one half leaves the other empty, as the SPARQL 1.1 Protocol says.

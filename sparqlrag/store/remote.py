@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import IO, Any, BinaryIO, Literal
 from urllib.parse import urlsplit
 
 import httpx
@@ -83,7 +83,7 @@ class _Triples:
     def __init__(self, triples: list[Triple]) -> None:
         self.triples = triples
 
-    def serialize(self, output: Any = None, format: RdfFormat | None = None) -> bytes | None:
+    def serialize(self, output: IO[bytes] | None = None, format: RdfFormat | None = None) -> bytes | None:
         return serialize(self.triples, output, format=format or RdfFormat.N_TRIPLES)
 
 

@@ -3,7 +3,7 @@ one negotiation for every store."""
 
 from __future__ import annotations
 
-from typing import IO, Any, Literal, Protocol, TypeVar, cast
+from typing import IO, Literal, Protocol, TypeVar, cast
 
 from pyoxigraph import QueryBoolean, QuerySolutions, RdfFormat
 
@@ -16,7 +16,7 @@ F = TypeVar("F")
 class Triples(Protocol):
     """A CONSTRUCT or DESCRIBE answer: pyoxigraph's QueryTriples, or triples read back from a remote store."""
 
-    def serialize(self, output: Any = None, format: RdfFormat | None = None) -> bytes | None: ...
+    def serialize(self, output: IO[bytes] | None = None, format: RdfFormat | None = None) -> bytes | None: ...
 
 
 def result_too_large(limit: int) -> str:
@@ -59,7 +59,7 @@ def serialize_result(
         return QueryResult(kind, with_charset(media_type), written.value())
     media_type, rdf_format = _chosen(accept, GRAPH_FORMATS, "RDF format for this CONSTRUCT/DESCRIBE result")
     try:
-        result.serialize(output=written, format=rdf_format)
+        result.serialize(output=cast(IO[bytes], written), format=rdf_format)
     except OSError as error:
         raise NotAcceptable(f"cannot write this result as {rdf_format.name}: {error}") from error
     return QueryResult("graph", with_charset(media_type), written.value())

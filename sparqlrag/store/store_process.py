@@ -60,8 +60,8 @@ def _recv_exactly(sock: socket.socket, size: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def recv(sock: socket.socket) -> Any:
-    """The next message, or None when the other side has gone."""
+def recv(sock: socket.socket) -> tuple[object, ...] | None:
+    """The next message (a tuple: a request or a reply), or None when the other side has gone."""
     try:
         header = _recv_exactly(sock, _FRAME.size)
         if header is None:
@@ -119,7 +119,7 @@ def serve(fd: int, path: Path, threads: int, allow_remote: bool, table_fd: int, 
         """Hand each request to its lane's threads."""
         while (message := recv(sock)) is not None:
             *call, lane = message
-            queues[lane].put(tuple(call))
+            queues[str(lane)].put(tuple(call))
         store.close()
         os._exit(0)  # the parent is gone: do not wait for running queries
 

@@ -33,27 +33,33 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, ParamSpec, TypeVar, cast
 
 from pyoxigraph import RdfFormat
 
 from sparqlrag.store import crash_report
 from sparqlrag.store.base import (
     DISK_FULL,
+    Graph,
     QueryCrashed,
+    QueryResult,
     QueryTimeout,
     StorageFull,
     StoreError,
     StoreUnavailable,
 )
-from sparqlrag.store.store_process import WRITE_METHODS, recv, send, slots
+from sparqlrag.store.store_process import READ_METHODS, WRITE_METHODS, recv, send, slots
 
 log = logging.getLogger("sparqlrag.store")
 SPARQL_METHODS = frozenset({"query", "update"})
+PIPED = READ_METHODS | WRITE_METHODS  # what the child answers (close is the parent's own)
+P = ParamSpec("P")
+T = TypeVar("T")
 MAX_POISONED = 1024
 RETRY_START = 5.0  # seconds between tries to start the store process again after one failed
 MIN_FREE_BYTES = 32 << 20  # free space a write needs after the disk was found full (a new WAL and MANIFEST)
@@ -158,7 +164,7 @@ class WorkerStore:
 
     def _read_replies(self, worker: _Worker) -> None:
         while (message := recv(worker.sock)) is not None:
-            request_id, ok, value = message
+            request_id, ok, value = cast(tuple[int, bool, Any], message)
             with self._state:
                 call = self._pending.pop(request_id, None)
                 if call is not None and call.is_write:
@@ -357,18 +363,23 @@ class WorkerStore:
         except FutureTimeout:
             raise self._timed_out(call.frame[0], timeout or 0) from None
 
-    async def call_async(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """`method(*args, **kwargs)` awaited on the event loop without tying up a thread (a
-        `timeout=` keyword bounds a query, as in `query`). Small calls are sent from the loop
+    async def awaited(self, method: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """`method(*args, **kwargs)`, one of this store's own methods, awaited on the event loop
+        without tying up a thread: a call the child answers is sent down the pipe and its reply
+        awaited; anything else (close) runs in a thread. Small calls are sent from the loop
         itself; large payloads, and calls made while the child restarts or is being stopped
         (which wait for it), are sent from a thread: the loop never waits for the child."""
-        timeout: float | None = kwargs.pop("timeout", None)
-        call = self._call_for(method, args, kwargs, timeout)
+        name = method.__name__
+        if getattr(method, "__self__", None) is not self or name not in PIPED:
+            return await asyncio.to_thread(method, *args, **kwargs)
+        sent = dict(kwargs)
+        timeout: float | None = sent.pop("timeout", None)  # type: ignore[assignment]
+        call = self._call_for(name, args, sent, timeout)
         small = all(not isinstance(a, (str, bytes)) or len(a) < 65536 for a in args)
         if not (small and self._submit(call, wait=False)):
             await asyncio.to_thread(self._submit, call)
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(call.future), timeout)
+            return cast(T, await asyncio.wait_for(asyncio.wrap_future(call.future), timeout))
         except TimeoutError:
             raise await asyncio.to_thread(self._timed_out, call.frame[0], timeout or 0) from None
 
@@ -394,11 +405,45 @@ class WorkerStore:
         holds it while the new process starts)."""
         return not self._closed and self._failure is None
 
-    def query(self, sparql: str, *, timeout: float | None = None, **kwargs: Any) -> Any:
-        return self._call("query", sparql, timeout=timeout, **kwargs)
+    def query(
+        self,
+        sparql: str,
+        *,
+        accept: str | None = None,
+        base_iri: str | None = None,
+        default_graphs: list[Graph] | None = None,
+        named_graphs: list[str] | None = None,
+        union_default_graph: bool = False,
+        timeout: float | None = None,
+        max_bytes: int | None = None,
+    ) -> QueryResult:
+        """EmbeddedStore.query in the child; past `timeout` the child is killed (QueryTimeout)."""
+        dataset = {"default_graphs": default_graphs, "named_graphs": named_graphs}
+        return cast(
+            QueryResult,
+            self._call(
+                "query",
+                sparql,
+                timeout=timeout,
+                accept=accept,
+                base_iri=base_iri,
+                union_default_graph=union_default_graph,
+                max_bytes=max_bytes,
+                **dataset,
+            ),
+        )
 
-    def update(self, sparql: str, **kwargs: Any) -> None:
-        self._call("update", sparql, **kwargs)
+    def update(
+        self,
+        sparql: str,
+        *,
+        base_iri: str | None = None,
+        using_graphs: list[str] | None = None,
+        using_named_graphs: list[str] | None = None,
+    ) -> None:
+        self._call(
+            "update", sparql, base_iri=base_iri, using_graphs=using_graphs, using_named_graphs=using_named_graphs
+        )
 
     def graph_exists(self, graph: str | None) -> bool:
         return cast(bool, self._call("graph_exists", graph))
@@ -421,11 +466,21 @@ class WorkerStore:
     def drop_graph(self, graph: str | None) -> None:
         self._call("drop_graph", graph)
 
-    def dump(self, target: Path, format: RdfFormat, graph: str | None = "all") -> None:
+    def dump(self, target: Path, format: RdfFormat, graph: Graph | Literal["all"] = "all") -> None:
         self._call("dump", target, format, graph)
 
-    def load(self, source: Path, format: RdfFormat, **kwargs: Any) -> None:
-        self._call("load", source, format, **kwargs)
+    def load(
+        self,
+        source: Path,
+        format: RdfFormat,
+        *,
+        graph: Graph = None,
+        base_iri: str | None = None,
+        replace: bool = False,
+        bulk: bool = False,
+        checked: bool = True,
+    ) -> None:
+        self._call("load", source, format, graph=graph, base_iri=base_iri, replace=replace, bulk=bulk, checked=checked)
 
     def count(self) -> int:
         return cast(int, self._call("count"))
