@@ -23,6 +23,7 @@ from sparqlrag.config import Settings
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.server.app import create_app
 from sparqlrag.server.http_protocol import uvicorn_config
+from sparqlrag.server.state import app_state
 from sparqlrag.store import EmbeddedStore, WorkerStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,7 +71,7 @@ class LiveServer:
 
     @property
     def store(self) -> Any:
-        return self.app.state.store
+        return app_state(self.app).store
 
     def dataset(self, token: str | None = None) -> str:
         """The whole store as N-Quads: what a refused request must leave as it was."""

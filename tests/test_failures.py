@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from sparqlrag.server.state import app_state
 from tests.conftest import LiveServer, start_server
 from tests.llm_stub import MessagesStub, Reply, serve_stub
 
@@ -157,7 +158,7 @@ def test_an_unplanned_error_is_a_500_without_its_text_plain_or_streamed(
     async def broken(*_: object, **__: object) -> None:
         raise RuntimeError(secret)
 
-    monkeypatch.setattr(server.app.state.services.graph_rag, "_ground", broken)  # the walk's second stage
+    monkeypatch.setattr(app_state(server.app).services.graph_rag, "_ground", broken)  # the walk's second stage
     with server.client() as client:
         plain = client.post("/api/v1/graph-rag", json={"question": "Where is Warsaw?"})
         assert plain.status_code == 500 and plain.json() == {

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from sparqlrag.server.state import app_state
 from sparqlrag.store.base import DISK_FULL
 from tests.conftest import TEST_DATA, LiveServer, start_server
 
@@ -70,7 +71,7 @@ def test_a_full_disk_is_a_507_that_writes_nothing_and_the_server_goes_on_once_sp
             assert applied.status_code == 204
             listed = client.get("/api/v1/documents").json()["documents"]
             assert {d["status"] for d in listed} == {"ready"} and len(listed) == len(statuses)
-            services = server.app.state.services
+            services = app_state(server.app).services
             chunks = client.get(
                 "/sparql",
                 params={"query": "SELECT ?c WHERE { GRAPH ?g { ?c a <https://w3id.org/sparqlrag/ns#Chunk> } }"},

@@ -9,6 +9,7 @@ import httpx
 import pytest
 from pyoxigraph import Literal, NamedNode, RdfFormat, parse
 
+from sparqlrag.server.state import app_state
 from tests.conftest import LiveServer, start_server
 
 DOCS = {
@@ -113,7 +114,7 @@ def test_every_trace_says_which_scorer_ranked(client: httpx.Client, server: Live
     reranker for Document RAG (here the cosine fallback: the test's data directory has no
     cross-encoder)."""
     embedder = server.settings.embedding_model
-    reranker = server.app.state.services.graph_rag.reranker.name
+    reranker = app_state(server.app).services.graph_rag.reranker.name
     assert reranker in (f"flashrank:{server.settings.reranker_model}", f"cosine:{embedder}")
     assert _traced_scorer(client, "/api/v1/graph-rag", {"max_path_length": 1}) == f"facts:cosine:{embedder}"
     assert _traced_scorer(client, "/api/v1/graph-rag", {"max_path_length": 1, "scorer": "text"}) == reranker

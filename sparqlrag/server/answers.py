@@ -16,6 +16,7 @@ from sparqlrag.server.errors import ApiError
 from sparqlrag.server.linked_data import ALTERNATES
 from sparqlrag.server.pages import render
 from sparqlrag.server.rate_limit import limit_answers
+from sparqlrag.server.state import state_of
 from sparqlrag.server.streams import sse, wants_stream
 from sparqlrag.services import Services
 from sparqlrag.store.calls import off_loop
@@ -28,7 +29,7 @@ TRACE_OFFERS = [("application/json", "json"), ("text/html", "html"), *ALTERNATES
 
 
 def _services(request: Request) -> Services:
-    return request.app.state.services
+    return state_of(request).services
 
 
 async def graph_rag(request: Request) -> Response:

@@ -28,6 +28,7 @@ from sparqlrag.server.request_guard import RequestGuard
 from sparqlrag.server.running import running
 from sparqlrag.server.security_headers import SecurityHeaders
 from sparqlrag.server.sparql import sparql_endpoint
+from sparqlrag.server.state import ServerState, app_state, state_of
 from sparqlrag.services import Models
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.data_dir import scratch_dir
@@ -37,7 +38,7 @@ GSP_METHODS = ["GET", "HEAD", "PUT", "POST", "DELETE"]
 
 async def healthz(request: Request) -> Response:
     """Liveness: answered without waiting behind running queries (QuadStore.healthy)."""
-    if not await off_loop(request.app.state.store.healthy):
+    if not await off_loop(state_of(request).store.healthy):
         raise ApiError(503, "store_unavailable", "the store cannot serve now; see the server log")
     return JSONResponse({"status": "ok", "version": __version__})
 
@@ -50,10 +51,10 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with running(settings, models) as services, assistant.lifespan():
-            app.state.store, app.state.services = services.store, services
+            app_state(app).opened = services
             yield
 
-    assistant = McpEndpoint(settings, lambda: app.state.services)
+    assistant = McpEndpoint(settings, lambda: app_state(app).services)
 
     app = Starlette(
         routes=[
@@ -116,9 +117,11 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
         exception_handlers={**EXCEPTION_HANDLERS, 404: ontologies.published_or_not_found},
         lifespan=lifespan,
     )
-    app.state.settings = settings
-    app.state.metrics = Metrics(app)
-    app.state.answer_limit = AnswerRateLimit(settings.answer_rate)
-    app.state.queries = QueryAdmission(settings.max_concurrent_queries, settings.query_crash_budget)
-    app.state.scratch_dir = scratch_dir(settings.data_dir)
+    app.state.server = ServerState(
+        settings,
+        Metrics(app),
+        AnswerRateLimit(settings.answer_rate),
+        QueryAdmission(settings.max_concurrent_queries, settings.query_crash_budget),
+        scratch_dir(settings.data_dir),
+    )
     return app

@@ -24,6 +24,7 @@ from starlette.requests import Request
 from sparqlrag.config import Settings
 from sparqlrag.server.access import EVERYTHING, Access, Scope, token_access
 from sparqlrag.server.errors import ApiError
+from sparqlrag.server.state import state_of
 
 VERBS = {"read": "read", "write": "change"}
 
@@ -35,7 +36,7 @@ def token_cookie(settings: Settings) -> str:
 
 def bearer_token(request: Request, scope: Scope) -> str | None:
     """The request's bearer token (or, for a GET read, its cookie); None when it has none."""
-    settings: Settings = request.app.state.settings
+    settings: Settings = state_of(request).settings
     header = request.headers.get("authorization", "")
     cookie = request.cookies.get(token_cookie(settings), "")
     if not header and cookie and scope == "read" and request.method in ("GET", "HEAD"):
@@ -62,7 +63,7 @@ def access_of(settings: Settings, token: str | None, scope: Scope) -> Access:
 def authorize(request: Request, scope: Scope, *, per_collection: bool = False) -> Access:
     """Raise 401 or 403 unless the request may act with `scope`; a collection-limited token
     passes only where the route narrows itself to collections (`per_collection`)."""
-    access = access_of(request.app.state.settings, bearer_token(request, scope), scope)
+    access = access_of(state_of(request).settings, bearer_token(request, scope), scope)
     if access.limited and not per_collection:
         raise ApiError(
             403, "forbidden", "the bearer token is limited to some collections, and this request reaches beyond them"
@@ -81,7 +82,7 @@ def check_collection_access(request: Request, collection: str) -> None:
 
 def client_key(request: Request) -> bytes:
     """Who is asking, for per-client limits: the token (hashed), else the client's address."""
-    credential = request.headers.get("authorization") or request.cookies.get(token_cookie(request.app.state.settings))
+    credential = request.headers.get("authorization") or request.cookies.get(token_cookie(state_of(request).settings))
     if not credential:
         credential = "address " + (request.client.host if request.client else "")
     return hashlib.sha256(credential.encode()).digest()

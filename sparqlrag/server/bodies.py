@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.types import Message
 
 from sparqlrag.server.errors import ApiError
+from sparqlrag.server.state import state_of
 
 
 def _too_large(limit: int) -> ApiError:
@@ -72,7 +73,7 @@ def bounded(request: Request, limit: int) -> Request:
 
 def scratch_path(request: Request, prefix: str) -> Path:
     """A fresh file name in the scratch directory, for a response written to disk first."""
-    directory: Path = request.app.state.scratch_dir
+    directory: Path = state_of(request).scratch_dir
     directory.mkdir(parents=True, exist_ok=True)
     return directory / f"{prefix}-{uuid.uuid4().hex}"
 

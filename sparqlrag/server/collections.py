@@ -17,6 +17,7 @@ from sparqlrag.server.auth import authorize, check_collection_access
 from sparqlrag.server.bodies import scratch_path, spool_body
 from sparqlrag.server.contracts import NewCollection, parsed
 from sparqlrag.server.errors import ApiError
+from sparqlrag.server.state import state_of
 from sparqlrag.services import Services
 from sparqlrag.store.vocab import InvalidName, check_collection
 
@@ -24,7 +25,7 @@ EMPTIED = "the default collection always exists: it was emptied, and stays"
 
 
 def _collections(request: Request) -> Collections:
-    services: Services = request.app.state.services
+    services: Services = state_of(request).services
     return services.collections
 
 
@@ -68,7 +69,7 @@ async def create_collection(request: Request) -> Response:
     check_collection_access(request, name)
     if ontology is not None:
         try:
-            await request.app.state.services.ontologies.info(ontology)
+            await state_of(request).services.ontologies.info(ontology)
         except UnknownOntology as error:
             raise ApiError(400, "unknown_ontology", f"{error}: load it first (POST /api/v1/ontologies)") from None
     if not await _collections(request).create(name, ontology):
@@ -105,7 +106,7 @@ async def export_core(request: Request) -> Response:
     name = collection_name(request)
     path = scratch_path(request, "core")
     try:
-        await request.app.state.services.cores.export(name, path)
+        await state_of(request).services.cores.export(name, path)
     except BaseException:
         path.unlink(missing_ok=True)
         raise
@@ -120,10 +121,10 @@ async def import_core(request: Request) -> Response:
     when this server cannot take it."""
     authorize(request, "write", per_collection=True)
     name = collection_name(request)
-    settings = request.app.state.settings
-    path = await spool_body(request, settings.max_upload_bytes, request.app.state.scratch_dir)
+    settings = state_of(request).settings
+    path = await spool_body(request, settings.max_upload_bytes, state_of(request).scratch_dir)
     try:
-        result = await request.app.state.services.cores.import_(path, into=name)
+        result = await state_of(request).services.cores.import_(path, into=name)
     except CoreInvalid as error:
         raise ApiError(400, "invalid_core", str(error)) from None
     except CoreMismatch as error:

@@ -22,6 +22,7 @@ from sparqlrag.retrieval.options import (
 from sparqlrag.retrieval.question import QuestionTooLong
 from sparqlrag.server.bodies import read_body
 from sparqlrag.server.errors import ApiError
+from sparqlrag.server.state import state_of
 from sparqlrag.store.vocab import CollectionName, OntologyName
 
 Stream = Annotated[Flag, Field(description="answer as server-sent events")]
@@ -114,7 +115,7 @@ FIELD_CODES = {"collection": "bad_collection", "ontology": "unknown_ontology"}  
 
 async def parsed(request: Request, model: type[M]) -> M:
     """The request's JSON body as `model`; a 400 that names each problem otherwise."""
-    body = await read_body(request, request.app.state.settings.max_sparql_bytes)
+    body = await read_body(request, state_of(request).settings.max_sparql_bytes)
     try:
         return model.model_validate_json(body)
     except ValidationError as error:

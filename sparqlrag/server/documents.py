@@ -29,6 +29,7 @@ from sparqlrag.server.collections import collection_of
 from sparqlrag.server.contracts import DocumentRagRequest, TextDocument, parsed, refusal
 from sparqlrag.server.errors import ApiError, described
 from sparqlrag.server.rate_limit import limit_answers
+from sparqlrag.server.state import state_of
 from sparqlrag.server.streams import sse, wants_stream
 from sparqlrag.services import Services
 from sparqlrag.store.calls import off_loop
@@ -37,7 +38,7 @@ from sparqlrag.store.vocab import Iris
 
 
 def _services(request: Request) -> Services:
-    return request.app.state.services
+    return state_of(request).services
 
 
 def _in_background(request: Request) -> bool:
@@ -47,7 +48,7 @@ def _in_background(request: Request) -> bool:
 
 
 async def _sources(request: Request) -> list[Source]:
-    settings = request.app.state.settings
+    settings = state_of(request).settings
     content_type = request.headers.get("content-type", "")
     kind = media_type_of(content_type)
     if kind == "multipart/form-data":

@@ -14,10 +14,11 @@ from sparqlrag.server.auth import authorize
 from sparqlrag.server.collections import collection_name
 from sparqlrag.server.contracts import EntityMerge, EntitySplit, parsed
 from sparqlrag.server.errors import ApiError
+from sparqlrag.server.state import state_of
 
 
 def _curation(request: Request) -> Curation:
-    curation: Curation = request.app.state.services.curation
+    curation: Curation = state_of(request).services.curation
     return curation
 
 

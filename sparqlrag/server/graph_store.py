@@ -23,6 +23,7 @@ from sparqlrag.server.access import Scope
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import scratch_path, spool_body
 from sparqlrag.server.errors import ApiError
+from sparqlrag.server.state import state_of
 from sparqlrag.store.base import Graph
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.embedded import check_syntax
@@ -78,7 +79,7 @@ def _upload_format(content_type: str | None, allowed: list[tuple[str, RdfFormat]
 
 
 async def graph_store(request: Request) -> Response:
-    settings: Settings = request.app.state.settings
+    settings: Settings = state_of(request).settings
     reading = request.method in ("GET", "HEAD")
     scope: Scope = "read" if reading else "write"
     access = authorize(request, scope, per_collection=True)  # before the request is judged: without a token, 401
@@ -96,7 +97,7 @@ async def graph_store(request: Request) -> Response:
     if request.method == "DELETE":
         if target == ALL:
             raise ApiError(400, "bad_request", "DELETE needs a graph: ?graph=IRI, ?default or a graph path")
-        await off_loop(request.app.state.store.drop_graph, target)
+        await off_loop(state_of(request).store.drop_graph, target)
         return Response(status_code=204)
     if target == ALL:
         return await _write_dataset(request, replace=request.method == "PUT")
@@ -112,7 +113,7 @@ async def _get_graph(request: Request, graph: Graph) -> Response:
     media_type, fmt = chosen
     if _rdf11(request):
         return await _dump_file(request, media_type, fmt, graph, rdf11=True)
-    body = await off_loop(request.app.state.store.serialize_graph, graph, fmt)
+    body = await off_loop(state_of(request).store.serialize_graph, graph, fmt)
     return Response(body, media_type=with_charset(media_type), headers={"Vary": "Accept"})
 
 
@@ -141,12 +142,12 @@ async def _dump_file(request: Request, media_type: str, fmt: RdfFormat, graph: G
         if rdf11:
             nquads = scratch_path(request, "dump")
             try:
-                await off_loop(request.app.state.store.dump, nquads, RdfFormat.N_QUADS, graph)
+                await off_loop(state_of(request).store.dump, nquads, RdfFormat.N_QUADS, graph)
                 await off_loop(rewrite_as_rdf11, nquads, path, fmt)
             finally:
                 nquads.unlink(missing_ok=True)
         else:
-            await off_loop(request.app.state.store.dump, path, fmt, graph)
+            await off_loop(state_of(request).store.dump, path, fmt, graph)
     except BaseException:
         path.unlink(missing_ok=True)
         raise
@@ -157,8 +158,8 @@ async def _dump_file(request: Request, media_type: str, fmt: RdfFormat, graph: G
 
 async def _write_graph(request: Request, graph: Graph, *, replace: bool) -> Response:
     """PUT replaces a graph, POST merges into it (multipart/form-data: one RDF file a part)."""
-    settings: Settings = request.app.state.settings
-    store = request.app.state.store
+    settings: Settings = state_of(request).settings
+    store = state_of(request).store
     base_iri = graph or settings.base_iri
     parts = await _uploaded_parts(request, settings)
     try:
@@ -182,7 +183,7 @@ async def _uploaded_parts(request: Request, settings: Settings) -> list[tuple[Pa
     content_type = request.headers.get("content-type")
     if media_type_of(content_type) != "multipart/form-data":
         fmt = _upload_format(content_type, TRIPLE_FORMATS, "a graph")
-        return [(await spool_body(request, settings.max_upload_bytes, request.app.state.scratch_dir), fmt)]
+        return [(await spool_body(request, settings.max_upload_bytes, state_of(request).scratch_dir), fmt)]
     declared = request.headers.get("content-length")
     if declared is None or not declared.isdigit():
         raise ApiError(411, "length_required", "multipart uploads need a Content-Length header")
@@ -220,8 +221,8 @@ async def _write_dataset(request: Request, *, replace: bool) -> Response:
     nothing; `?no_transaction` skips the check for speed (a syntax error part-way then leaves
     the quads before it loaded), as Oxigraph's parameter of that name does.
     """
-    settings: Settings = request.app.state.settings
-    store = request.app.state.store
+    settings: Settings = state_of(request).settings
+    store = state_of(request).store
     allowed = DATASET_FORMATS if replace else GRAPH_FORMATS
     fmt = _upload_format(request.headers.get("content-type"), allowed, f"{request.method} /store")
     if not fmt.supports_datasets and not replace:
@@ -229,7 +230,7 @@ async def _write_dataset(request: Request, *, replace: bool) -> Response:
         await _write_graph(request, graph, replace=True)
         return Response(status_code=201, headers={"Location": graph})
     unchecked = "no_transaction" in request.query_params  # Oxigraph's name for the same trade
-    path = await spool_body(request, settings.max_upload_bytes, request.app.state.scratch_dir)
+    path = await spool_body(request, settings.max_upload_bytes, state_of(request).scratch_dir)
     try:
         bulk = unchecked or path.stat().st_size > settings.bulk_load_bytes
         await off_loop(

@@ -26,6 +26,7 @@ from sparqlrag.queries.records import describe_statement, describe_trace
 from sparqlrag.server.auth import authorize, check_collection_access
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.pages import render
+from sparqlrag.server.state import state_of
 from sparqlrag.store import vocab
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.formats import negotiate, with_charset
@@ -59,7 +60,7 @@ def _path(request: Request, prefix: str) -> str:
 
 
 def _missing(request: Request, path: str) -> ApiError:
-    return ApiError(404, "not_found", f"no knowledge names <{request.app.state.settings.base_iri + path}>")
+    return ApiError(404, "not_found", f"no knowledge names <{state_of(request).settings.base_iri + path}>")
 
 
 def _reach(request: Request, path: str) -> frozenset[str] | None:
@@ -83,8 +84,8 @@ async def _describe(request: Request, path: str) -> tuple[Any, str | None]:
     describer, template = KINDS[kind]
     if kind == "rel":
         describer = functools.partial(describe_relation, collections=reads)
-    base = request.app.state.settings.base_iri
-    description = await off_loop(describer, request.app.state.store, base, base + path)
+    base = state_of(request).settings.base_iri
+    description = await off_loop(describer, state_of(request).store, base, base + path)
     if description is None:
         raise _missing(request, path)
     return description, template
@@ -100,7 +101,7 @@ async def resource(request: Request) -> Response:
     prefers; an alias's to those of the entity it stands for; a statement's to its data."""
     path = _path(request, "/")
     reads = _reach(request, path)
-    base, store = request.app.state.settings.base_iri, request.app.state.store
+    base, store = state_of(request).settings.base_iri, state_of(request).store
     kind = path.split("/", 1)[0]
     describer, template = KINDS[kind]
     paged = template is not None

@@ -26,6 +26,7 @@ from sparqlrag.server.access import Access
 from sparqlrag.server.auth import authorize, client_key
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.mcp_servers import McpServers
+from sparqlrag.server.state import state_of
 from sparqlrag.services import Services
 from sparqlrag.store.formats import media_type_of
 
@@ -52,8 +53,8 @@ class McpEndpoint:
             settings.base_iri,
             services,
             caller=_caller,
-            before_answer=lambda context: _request(context).app.state.answer_limit.check(_request(context)),
-            admitted=lambda context: _request(context).app.state.queries.admitted(client_key(_request(context))),
+            before_answer=lambda context: state_of(_request(context)).answer_limit.check(_request(context)),
+            admitted=lambda context: state_of(_request(context)).queries.admitted(client_key(_request(context))),
         )
         security = _transport_security(settings)
         self.reader = _manager(self.servers.reader, security)

@@ -12,17 +12,18 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.middleware import HttpMiddleware
+from sparqlrag.server.state import app_state, state_of
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
@@ -30,11 +31,11 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 
 class _ServicesCollector(Collector):
     """What the running services counted: ingest progress, and LLM calls and tokens."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Starlette) -> None:
         self.app = app
 
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
-        services = getattr(self.app.state, "services", None)
+        services = app_state(self.app).opened
         if services is None:  # before startup
             return
         stats = services.pipeline.stats
@@ -65,7 +66,7 @@ class _ServicesCollector(Collector):
 
 
 class Metrics:
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Starlette) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "sparqlrag_http_requests",
@@ -123,13 +124,11 @@ class MetricsMiddleware(HttpMiddleware):
         try:
             await self.app(scope, receive, sending)
         finally:
-            metrics: Metrics | None = getattr(scope["app"].state, "metrics", None)
-            if metrics is not None:
-                route = getattr(scope.get("route"), "path", None) or "unmatched"
-                metrics.requests.labels(scope["method"], route, str(status)).inc()
-                metrics.latency.labels(scope["method"], route).observe(time.perf_counter() - started)
+            metrics, route = app_state(scope["app"]).metrics, getattr(scope.get("route"), "path", None) or "unmatched"
+            metrics.requests.labels(scope["method"], route, str(status)).inc()
+            metrics.latency.labels(scope["method"], route).observe(time.perf_counter() - started)
 
 
 async def metrics_endpoint(request: Request) -> Response:
     authorize(request, "read")
-    return Response(generate_latest(request.app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    return Response(generate_latest(state_of(request).metrics.registry), media_type=CONTENT_TYPE_LATEST)

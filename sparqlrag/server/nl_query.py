@@ -15,6 +15,7 @@ from sparqlrag.server.collections import collection_of
 from sparqlrag.server.contracts import NlQuestion, parsed
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.rate_limit import limit_answers
+from sparqlrag.server.state import state_of
 from sparqlrag.store.base import QueryResult
 from sparqlrag.store.vocab import InvalidName
 
@@ -24,10 +25,10 @@ async def nl_query(request: Request) -> Response:
     (SPARQL JSON results for SELECT and ASK, Turtle text for CONSTRUCT)."""
     authorize(request, "read")
     limit_answers(request)
-    settings = request.app.state.settings
+    settings = state_of(request).settings
     asked = await parsed(request, NlQuestion)
     collection = await collection_of(request, asked.collection)
-    store = request.app.state.store
+    store = state_of(request).store
 
     def run(query: str, form: str) -> QueryResult:
         accept = "text/turtle" if form == "construct" else "application/sparql-results+json"
@@ -40,8 +41,8 @@ async def nl_query(request: Request) -> Response:
         )
 
     try:
-        async with request.app.state.queries.admitted(client_key(request)):
-            answer = await request.app.state.services.nl_query.ask(
+        async with state_of(request).queries.admitted(client_key(request)):
+            answer = await state_of(request).services.nl_query.ask(
                 asked.question, run, collection=collection, ontology=asked.ontology
             )
     except NlQueryUnavailable as error:

@@ -16,6 +16,7 @@ from sparqlrag.ontology.registry import LoadResult, Ontologies, OntologyConflict
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import bounded, read_body
 from sparqlrag.server.errors import ApiError, described_error_handler, http_exception_handler
+from sparqlrag.server.state import state_of
 from sparqlrag.store.formats import media_type_of, negotiate, with_charset
 from sparqlrag.store.vocab import InvalidName
 
@@ -36,7 +37,7 @@ FORM_OVERHEAD = 64 * 1024  # a multipart body's boundaries, part headers and sma
 
 
 def _ontologies(request: Request) -> Ontologies:
-    return request.app.state.services.ontologies
+    return state_of(request).services.ontologies
 
 
 async def list_ontologies(request: Request) -> Response:
@@ -47,7 +48,7 @@ async def list_ontologies(request: Request) -> Response:
 async def upload(request: Request) -> Response:
     """POST: multipart (one file; name from ?name= or the file name) or a raw body with ?name=."""
     authorize(request, "write")
-    limit = request.app.state.settings.max_ontology_bytes
+    limit = state_of(request).settings.max_ontology_bytes
     kind = media_type_of(request.headers.get("content-type"))
     name = request.query_params.get("name")
     if kind == "multipart/form-data":
@@ -69,7 +70,7 @@ async def upload(request: Request) -> Response:
 async def put(request: Request) -> Response:
     """PUT /api/v1/ontologies/{name}: the body is the ontology, loaded or reloaded under that name."""
     authorize(request, "write")
-    data = await read_body(request, request.app.state.settings.max_ontology_bytes)
+    data = await read_body(request, state_of(request).settings.max_ontology_bytes)
     return await _load(
         request, request.path_params["name"], data, media_type_of(request.headers.get("content-type")), None
     )
@@ -126,7 +127,7 @@ async def published_or_not_found(request: Request, exc: Exception) -> Response:
     if request.method in ("GET", "HEAD"):
         try:
             authorize(request, "read", per_collection=True)
-            info = await _ontologies(request).by_iri(request.app.state.settings.base_iri + request.url.path.lstrip("/"))
+            info = await _ontologies(request).by_iri(state_of(request).settings.base_iri + request.url.path.lstrip("/"))
             if info is not None:
                 return await _serve(request, info.name)
         except ApiError as error:

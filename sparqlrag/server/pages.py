@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from sparqlrag.server.auth import token_cookie
+from sparqlrag.server.state import state_of
 from sparqlrag.store import vocab
 
 HERE = Path(__file__).parent
@@ -65,7 +66,7 @@ def _yasgui_url(root: str, name: str) -> str:
 def _page_config(request: Request) -> dict[str, Any]:
     """What the pages' scripts need: the base IRI (graph and trace IRIs derive from it), the
     project's prefixes, and whether requests need a token."""
-    settings = request.app.state.settings
+    settings = state_of(request).settings
     return {
         "base": settings.base_iri,
         "prefixes": vocab.PREFIXES,

@@ -16,6 +16,7 @@ from starlette.requests import Request
 
 from sparqlrag.server.auth import client_key
 from sparqlrag.server.errors import ApiError
+from sparqlrag.server.state import state_of
 
 MAX_CLIENTS = 10_000  # buckets kept; the least recently used go first (a full bucket loses nothing)
 
@@ -48,4 +49,4 @@ class AnswerRateLimit:
 
 
 def limit_answers(request: Request) -> None:
-    request.app.state.answer_limit.check(request)
+    state_of(request).answer_limit.check(request)

@@ -17,6 +17,7 @@ from sparqlrag.server.bodies import decode_utf8, read_body
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.hang_ups import ended_by_hang_up
 from sparqlrag.server.service_description import service_description
+from sparqlrag.server.state import state_of
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.formats import charset_of, media_type_of
 from sparqlrag.store.sparql_text import NotDataUpdate, data_operations, delete_data, insert_data
@@ -86,7 +87,7 @@ def _check_utf8_charset(content_type: str) -> None:
 
 
 async def sparql_endpoint(request: Request) -> Response:
-    settings: Settings = request.app.state.settings
+    settings: Settings = state_of(request).settings
     authorize(request, "read", per_collection=True)  # before the text is read; updates need "write"
     params = _url_params(request)
     if request.method in ("GET", "HEAD"):
@@ -144,9 +145,9 @@ def _timeout(operation: Operation, settings: Settings) -> float:
 
 async def _execute(request: Request, operation: Operation) -> Response:
     """The operation, as one of the client's running queries (query_admission.py)."""
-    counted = request.app.state.metrics.sparql(operation.kind)
+    counted = state_of(request).metrics.sparql(operation.kind)
     access = authorize(request, "write" if operation.kind == "update" else "read", per_collection=True)
-    async with request.app.state.queries.admitted(client_key(request)), ended_by_hang_up(request):
+    async with state_of(request).queries.admitted(client_key(request)), ended_by_hang_up(request):
         if access.limited:
             return await _execute_limited(request, operation, access, counted)
         return await _execute_open(request, operation, counted)
@@ -154,8 +155,8 @@ async def _execute(request: Request, operation: Operation) -> Response:
 
 async def _execute_open(request: Request, operation: Operation, counted: AbstractContextManager[None]) -> Response:
     """An operation of a token that reaches every collection."""
-    settings: Settings = request.app.state.settings
-    store = request.app.state.store
+    settings: Settings = state_of(request).settings
+    store = state_of(request).store
     if operation.kind == "update":
         with counted:
             await off_loop(
@@ -193,7 +194,7 @@ async def _execute_limited(
     only those graphs, and a half they leave out is all of them. An update may only INSERT
     DATA / DELETE DATA into them, and runs as rebuilt from the quads checked.
     """
-    settings: Settings = request.app.state.settings
+    settings: Settings = state_of(request).settings
     if refused := remote_refusal(operation.text):
         raise ApiError(403, "forbidden", refused)
     if operation.kind == "update":
@@ -219,15 +220,15 @@ async def _execute_limited(
         )
         if rebuilt:
             with counted:
-                await off_loop(request.app.state.store.update, rebuilt, base_iri=settings.base_iri)
+                await off_loop(state_of(request).store.update, rebuilt, base_iri=settings.base_iri)
         return Response(status_code=204)
-    readable = await off_loop(readable_graphs, request.app.state.store, settings.base_iri, access)
+    readable = await off_loop(readable_graphs, state_of(request).store, settings.base_iri, access)
     asked = [*operation.graphs("default-graph-uri"), *operation.graphs("named-graph-uri")]
     if outside := [g for g in asked if not access.may_graph("read", settings.base_iri, g)]:
         raise ApiError(403, "forbidden", f"the bearer token may not read the graph <{outside[0][:200]}>")
     with counted:
         result = await off_loop(
-            request.app.state.store.query,
+            state_of(request).store.query,
             operation.text,
             accept=request.headers.get("accept"),
             base_iri=settings.base_iri,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -149,8 +150,8 @@ class QuadStore(Protocol):
         *,
         accept: str | None = None,
         base_iri: str | None = None,
-        default_graphs: list[Graph] | None = None,
-        named_graphs: list[str] | None = None,
+        default_graphs: Sequence[Graph] | None = None,
+        named_graphs: Sequence[str] | None = None,
         union_default_graph: bool = False,
         timeout: float | None = None,
         max_bytes: int | None = None,
@@ -162,7 +163,7 @@ class QuadStore(Protocol):
         *,
         base_iri: str | None = None,
         using_graphs: list[str] | None = None,
-        using_named_graphs: list[str] | None = None,
+        using_named_graphs: Sequence[str] | None = None,
     ) -> None: ...
 
     def graph_exists(self, graph: Graph) -> bool: ...

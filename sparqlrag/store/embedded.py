@@ -6,7 +6,7 @@ import functools
 import logging
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, TypeVar
 
@@ -156,8 +156,8 @@ class EmbeddedStore:
         *,
         accept: str | None = None,
         base_iri: str | None = None,
-        default_graphs: list[Graph] | None = None,
-        named_graphs: list[str] | None = None,
+        default_graphs: Sequence[Graph] | None = None,
+        named_graphs: Sequence[str] | None = None,
         union_default_graph: bool = False,
         timeout: float | None = None,
         max_bytes: int | None = None,
@@ -202,7 +202,7 @@ class EmbeddedStore:
         *,
         base_iri: str | None = None,
         using_graphs: list[str] | None = None,
-        using_named_graphs: list[str] | None = None,
+        using_named_graphs: Sequence[str] | None = None,
     ) -> None:
         """Run an update atomically (pyoxigraph applies the whole request or nothing)."""
         text = apply_update_dataset(sparql, using_graphs or [], using_named_graphs or [])

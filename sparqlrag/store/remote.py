@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Literal
 from urllib.parse import urlsplit
@@ -159,8 +160,8 @@ class RemoteStore:
         *,
         accept: str | None = None,
         base_iri: str | None = None,
-        default_graphs: list[Graph] | None = None,
-        named_graphs: list[str] | None = None,
+        default_graphs: Sequence[Graph] | None = None,
+        named_graphs: Sequence[str] | None = None,
         union_default_graph: bool = False,
         timeout: float | None = None,
         max_bytes: int | None = None,
@@ -201,7 +202,7 @@ class RemoteStore:
         *,
         base_iri: str | None = None,
         using_graphs: list[str] | None = None,
-        using_named_graphs: list[str] | None = None,
+        using_named_graphs: Sequence[str] | None = None,
     ) -> None:
         text = apply_update_dataset(sparql, using_graphs or [], using_named_graphs or [])
         response = self._send("update", self.update_url, data={"update": self._sparql(text, base_iri)}, checked=False)

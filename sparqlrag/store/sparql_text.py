@@ -99,7 +99,7 @@ def _matching_close(found: list[Token], open_index: int) -> int:
     raise QuerySyntaxError("unbalanced braces in update")
 
 
-def apply_update_dataset(update: str, using_graphs: list[str], using_named_graphs: list[str]) -> str:
+def apply_update_dataset(update: str, using_graphs: Sequence[str], using_named_graphs: Sequence[str]) -> str:
     """The update with the protocol dataset written into every DELETE/INSERT ... WHERE operation.
 
     Raises UpdateDatasetConflict when an operation already has USING or WITH (SPARQL 1.1

@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -411,8 +411,8 @@ class WorkerStore:
         *,
         accept: str | None = None,
         base_iri: str | None = None,
-        default_graphs: list[Graph] | None = None,
-        named_graphs: list[str] | None = None,
+        default_graphs: Sequence[Graph] | None = None,
+        named_graphs: Sequence[str] | None = None,
         union_default_graph: bool = False,
         timeout: float | None = None,
         max_bytes: int | None = None,
@@ -439,7 +439,7 @@ class WorkerStore:
         *,
         base_iri: str | None = None,
         using_graphs: list[str] | None = None,
-        using_named_graphs: list[str] | None = None,
+        using_named_graphs: Sequence[str] | None = None,
     ) -> None:
         self._call(
             "update", sparql, base_iri=base_iri, using_graphs=using_graphs, using_named_graphs=using_named_graphs
