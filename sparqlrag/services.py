@@ -1,7 +1,9 @@
 """The running parts built from Settings: store, indexes, models, pipeline, Document RAG.
 
-The CLI opens them on the data directory; the server does the same with its store in a
-WorkerStore. Models load once here and are shared.
+The one place they are built (`Services.open`): every part is handed the parts it uses, so
+none builds another, and tests build through the same function with their own extractor or
+models. The CLI opens them on the data directory; the server does the same with its store in
+a WorkerStore. Models load once here and are shared.
 """
 
 from __future__ import annotations
@@ -14,14 +16,19 @@ from typing import Any
 
 from sparqlrag.config import Settings
 from sparqlrag.extraction.curation import Curation
+from sparqlrag.extraction.extractions import Extractions
 from sparqlrag.extraction.guided import CollectionExtractors
+from sparqlrag.extraction.indexing import Indexer
 from sparqlrag.extraction.knowledge import Extractor
 from sparqlrag.extraction.llm_extractor import LLMExtractor
 from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.extraction.pipeline import Pipeline
+from sparqlrag.extraction.recovery import Recovery
 from sparqlrag.library import librarian
 from sparqlrag.library.collections import Collections
 from sparqlrag.library.cores import Cores
+from sparqlrag.library.files import Library
+from sparqlrag.library.locks import Locks
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.llm import AnthropicModel, ChatModel, OpenAICompatibleModel, ResponseCache
 from sparqlrag.models.reranker import Reranker, build_reranker
@@ -33,6 +40,7 @@ from sparqlrag.retrieval.graph_rag import GraphRag
 from sparqlrag.retrieval.trace import Retention, TraceLog
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
+from sparqlrag.store.fact_index import FactIndex
 from sparqlrag.store.graph_index import GraphIndex
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.local_vectors import LocalVectors
@@ -120,7 +128,11 @@ class Services:
     vectors: VectorIndex
     keywords: KeywordIndex
     llm: ChatModel | None
+    library: Library
+    locks: Locks
+    indexer: Indexer
     pipeline: Pipeline
+    recovery: Recovery
     collections: Collections
     cores: Cores
     document_rag: DocumentRag
@@ -149,15 +161,28 @@ class Services:
         overridden = extractor is not None
         if extractor is None:
             extractor = LLMExtractor(extracting_llm, settings.prompts_dir) if extracting_llm else OfflineExtractor()
-        pipeline = Pipeline(
+        library, locks = Library(settings.data_dir), Locks()
+        extractions = Extractions(library.library_dir)
+        facts = FactIndex(store, vectors, embedder.embed)
+        indexer = Indexer(
             store=store,
             vectors=vectors,
             keywords=keywords,
             graph=graph_index,
+            facts=facts,
+            embedder=embedder,
+            extractions=extractions,
+            base_iri=settings.base_iri,
+        )
+        pipeline = Pipeline(
+            store=store,
+            indexer=indexer,
+            library=library,
+            extractions=extractions,
+            locks=locks,
             embedder=embedder,
             extractor=extractor,
             base_iri=settings.base_iri,
-            work_dir=settings.data_dir,
             chunk_size=settings.chunk_size,
             chunk_overlap=settings.chunk_overlap,
             concurrency=settings.ingest_concurrency,
@@ -181,7 +206,7 @@ class Services:
         graph = GraphRag(
             store=store,
             vectors=vectors,
-            facts=pipeline.indexer.facts,
+            facts=facts,
             graph=graph_index,
             documents=rag,
             embedder=embedder,
@@ -203,45 +228,49 @@ class Services:
         collections = Collections(
             store=store,
             base_iri=settings.base_iri,
-            locks=pipeline.locks,
+            locks=locks,
             vectors=vectors,
             keywords=keywords,
             graph=graph_index,
-            library=pipeline.library,
+            library=library,
         )
         cores = Cores(collections, ontologies, settings.embedding_model)
         return cls(
-            settings,
-            store,
-            embedder,
-            vectors,
-            keywords,
-            llm,
-            pipeline,
-            collections,
-            cores,
-            rag,
-            graph,
-            ontologies,
-            nl_query,
-            Curation(pipeline),
+            settings=settings,
+            store=store,
+            embedder=embedder,
+            vectors=vectors,
+            keywords=keywords,
+            llm=llm,
+            library=library,
+            locks=locks,
+            indexer=indexer,
+            pipeline=pipeline,
+            recovery=Recovery(pipeline, library, indexer),
+            collections=collections,
+            cores=cores,
+            document_rag=rag,
+            graph_rag=graph,
+            ontologies=ontologies,
+            nl_query=nl_query,
+            curation=Curation(pipeline),
         )
 
     async def repair(self) -> None:
         """Put right what a killed process left, before anything else writes: collection deletes
         it left part-way are finished, core imports it left half written undone, index rows of its
         unfinished ingests and forgets swept, graph indexes an older version did not keep built.
-        (Its unfinished ingests then resume with pipeline.recover().) Registrations an older
+        (Its unfinished ingests then resume with recovery.recover().) Registrations an older
         version kept elsewhere move into the registry graph first."""
         await off_loop(librarian.move_registrations, self.store, self.settings.base_iri)
         await off_loop(self.ontologies.move_registry)
         await self.collections.finish_drops()
         await self.cores.undo_interrupted()
-        await self.pipeline.sweep_crashed()
+        await self.recovery.sweep_crashed()
         names = [info.name for info in await self.collections.list()]
-        for name in await self.pipeline.indexer.build_missing_graphs(names):
+        for name in await self.indexer.build_missing_graphs(names):
             log.warning("built the graph index of collection %r, which an older version did not keep", name)
-        for name, chunks in (await self.pipeline.indexer.unindexed(names)).items():
+        for name, chunks in (await self.indexer.unindexed(names)).items():
             log.warning(
                 "collection %r holds %d chunks that this data directory has not indexed (another one did, on the "
                 "same store?): no answer finds them until `sparqlrag reindex --collection %s` is run here",
@@ -253,4 +282,4 @@ class Services:
     def close(self) -> None:
         self.vectors.close()
         self.keywords.close()
-        self.pipeline.indexer.graph.close()
+        self.indexer.graph.close()

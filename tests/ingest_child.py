@@ -75,7 +75,7 @@ if __name__ == "__main__":
     elif "--forget" in sys.argv:
         services = build(data_dir, OfflineExtractor())
         asyncio.run(services.pipeline.ingest("default", "long", long_text().encode()))
-        services.pipeline.indexer.forget = partial(stall, stalled)  # type: ignore[method-assign]
+        services.indexer.forget = partial(stall, stalled)  # type: ignore[method-assign]
         asyncio.run(services.pipeline.forget("default", "long"))
     else:
         if "--after-indexing" in sys.argv:

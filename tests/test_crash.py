@@ -55,8 +55,8 @@ def test_kill_during_ingest_then_recover(tmp_path: Path) -> None:
     try:
         (info,) = librarian.documents(pipeline.store, iris)
         assert info.status == "processing" and info.chunks == 0  # nothing half-written, nothing "ready"
-        assert pipeline.vectors.count("default", "chunks") == 0 and _knowledge(services) == (set(), set())
-        (result,) = asyncio.run(pipeline.recover())
+        assert services.vectors.count("default", "chunks") == 0 and _knowledge(services) == (set(), set())
+        (result,) = asyncio.run(services.recovery.recover())
         assert not isinstance(result, Exception) and (result.status, result.chunks_added) == ("ready", chunks)
         (info,) = librarian.documents(pipeline.store, iris)
         assert (info.status, info.chunks) == ("ready", chunks)
@@ -92,19 +92,18 @@ def _knowledge(services: Services) -> tuple[set[tuple[str, ...]], set[tuple[str,
 
 def test_a_marker_that_cannot_be_replayed_is_dropped(tmp_path: Path) -> None:
     services = build(tmp_path, OfflineExtractor())
-    pipeline = services.pipeline
     try:
-        pipeline.library.save(Upload("default", "empty", None, None, None), b"")  # an empty document cannot be ingested
-        pipeline.library.pending_dir.mkdir(parents=True, exist_ok=True)
-        (pipeline.library.pending_dir / "lost.json").write_text(
+        services.library.save(Upload("default", "empty", None, None, None), b"")  # an empty document cannot be ingested
+        services.library.pending_dir.mkdir(parents=True, exist_ok=True)
+        (services.library.pending_dir / "lost.json").write_text(
             '{"collection": "default", "document_id": "lost", "media_type": null, "filename": null, "title": null}'
         )
-        results = asyncio.run(pipeline.recover())
+        results = asyncio.run(services.recovery.recover())
         assert sorted(str(r) for r in results) == [
             "the document is empty",
             "the library holds no copy of document 'lost' in collection 'default'",
         ]
-        assert not any(pipeline.library.pending_dir.glob("*")) and asyncio.run(pipeline.recover()) == []
+        assert not any(services.library.pending_dir.glob("*")) and asyncio.run(services.recovery.recover()) == []
     finally:
         services.close()
         services.store.close()
@@ -135,12 +134,12 @@ def test_a_queued_document_whose_ingest_cannot_be_resumed_is_failed_not_queued_f
     try:
         asyncio.run(pipeline.submit("default", [Source("late", b"Ada Lovelace was born in London.")]))
         assert [d.status for d in librarian.documents(services.store, iris)] == ["queued"]
-        for copy in (pipeline.library.library_dir / "default").glob("*.bin"):
+        for copy in (services.library.library_dir / "default").glob("*.bin"):
             copy.unlink()
-        (error,) = asyncio.run(pipeline.recover())
+        (error,) = asyncio.run(services.recovery.recover())
         assert "holds no copy of document 'late'" in str(error)
         assert [d.status for d in librarian.documents(services.store, iris)] == ["failed"]
-        assert pipeline.library.markers() == []
+        assert services.library.markers() == []
     finally:
         services.close()
         services.store.close()
@@ -157,12 +156,12 @@ def test_a_pending_ingest_the_store_cannot_take_yet_stays_for_the_next_start(
     try:
         asyncio.run(services.pipeline.submit("default", [Source("late", b"Ada Lovelace was born in London.")]))
         with unstartable(store, tmp_path / "store"):
-            (error,) = asyncio.run(services.pipeline.recover())
-            assert isinstance(error, StoreUnavailable) and len(services.pipeline.library.markers()) == 1
+            (error,) = asyncio.run(services.recovery.recover())
+            assert isinstance(error, StoreUnavailable) and len(services.library.markers()) == 1
         monkeypatch.setattr(worker_module, "RETRY_START", 0.0)  # as if RETRY_START had passed
-        (result,) = asyncio.run(services.pipeline.recover())
+        (result,) = asyncio.run(services.recovery.recover())
         assert not isinstance(result, Exception) and result.status == "ready"
-        assert services.pipeline.library.markers() == []
+        assert services.library.markers() == []
     finally:
         services.close()
         store.close()
@@ -176,21 +175,21 @@ def test_index_rows_of_an_ingest_killed_before_its_commit_are_swept_before_it_re
     try:
         (info,) = librarian.documents(pipeline.store, Iris(pipeline.base_iri))
         assert info.chunks == 0 and _knowledge(services) == (set(), set())  # nothing committed
-        assert pipeline.vectors.count("default", "chunks") == chunks  # but indexed
-        assert pipeline.vectors.count("default", "entities") > 0 and pipeline.keywords.count("default") == chunks
+        assert services.vectors.count("default", "chunks") == chunks  # but indexed
+        assert services.vectors.count("default", "entities") > 0 and services.keywords.count("default") == chunks
         assert _index_rows(services)["graph"] > chunks  # the graph index's passages and mentions too
-        asyncio.run(pipeline.sweep_crashed())
+        asyncio.run(services.recovery.sweep_crashed())
         assert _index_rows(services) == {"chunks": 0, "entities": 0, "facts": 0, "keywords": 0, "graph": 0}
-        (result,) = asyncio.run(pipeline.recover())
+        (result,) = asyncio.run(services.recovery.recover())
         assert not isinstance(result, Exception) and result.status == "ready"
-        graph = pipeline.indexer.graph
+        graph = services.indexer.graph
         written = graph.rows("default")
         graph.rebuild(Iris(pipeline.base_iri))
         assert graph.rows("default") == written and len(written[1]) > chunks  # as the store says
-        assert pipeline.vectors.count("default", "chunks") == chunks and pipeline.keywords.count("default") == chunks
-        assert pipeline.vectors.count("default", "entities") > 0 and pipeline.vectors.count("default", "facts") > 0
-        asyncio.run(pipeline.sweep_crashed())  # no marker left: nothing to look at
-        assert pipeline.vectors.count("default", "chunks") == chunks
+        assert services.vectors.count("default", "chunks") == chunks and services.keywords.count("default") == chunks
+        assert services.vectors.count("default", "entities") > 0 and services.vectors.count("default", "facts") > 0
+        asyncio.run(services.recovery.sweep_crashed())  # no marker left: nothing to look at
+        assert services.vectors.count("default", "chunks") == chunks
     finally:
         services.close()
         services.store.close()
@@ -201,7 +200,7 @@ def test_a_pending_document_whose_collection_is_gone_is_dropped_with_its_copy(tm
     other way (its registration and graphs dropped over SPARQL while the server was down) is not
     created again."""
     services = build(tmp_path, OfflineExtractor())
-    pipeline, library = services.pipeline, services.pipeline.library
+    pipeline, library = services.pipeline, services.library
     try:
         for name in ("deleted", "dropped"):
             asyncio.run(services.collections.create(name))
@@ -213,9 +212,9 @@ def test_a_pending_document_whose_collection_is_gone_is_dropped_with_its_copy(tm
         services.store.update(
             f"DROP SILENT GRAPH <{dropped.source_graph.value}> ; {librarian.unregister_collection(dropped)}"
         )
-        asyncio.run(pipeline.sweep_crashed())
+        asyncio.run(services.recovery.sweep_crashed())
         assert any((library.library_dir / "dropped").iterdir())
-        (result,) = asyncio.run(pipeline.recover())
+        (result,) = asyncio.run(services.recovery.recover())
         assert isinstance(result, librarian.UnknownCollection)
         assert library.markers() == [] and not (library.library_dir / "dropped").exists()
         assert not librarian.collection_exists(services.store, dropped)
@@ -225,9 +224,9 @@ def test_a_pending_document_whose_collection_is_gone_is_dropped_with_its_copy(tm
 
 
 def _index_rows(services: Services, collection: str = "default") -> dict[str, int]:
-    vectors = services.pipeline.vectors
+    vectors = services.vectors
     kinds = {kind: vectors.count(collection, kind) for kind in ("chunks", "entities", "facts")}
-    graph = sum(len(rows) for rows in services.pipeline.indexer.graph.rows(collection))
+    graph = sum(len(rows) for rows in services.indexer.graph.rows(collection))
     return kinds | {"keywords": services.keywords.count(collection), "graph": graph}
 
 
@@ -241,7 +240,7 @@ def test_a_forget_killed_part_way_is_swept_at_the_next_start(tmp_path: Path) -> 
         assert _index_rows(services)["chunks"] > 0  # what the kill left behind
         asyncio.run(services.repair())
         assert _index_rows(services) == {"chunks": 0, "entities": 0, "facts": 0, "keywords": 0, "graph": 0}
-        assert _knowledge(services) == (set(), set()) and services.pipeline.library.begun("forget") == []
+        assert _knowledge(services) == (set(), set()) and services.library.begun("forget") == []
     finally:
         services.close()
         services.store.close()
@@ -285,7 +284,7 @@ def test_a_collection_delete_killed_part_way_is_finished_at_the_next_start(tmp_p
         assert _index_rows(services, "gone")["keywords"] > 0  # what the kill left behind
         asyncio.run(services.repair())
         assert _index_rows(services, "gone") == {"chunks": 0, "entities": 0, "facts": 0, "keywords": 0, "graph": 0}
-        assert services.pipeline.library.begun("drop") == []
+        assert services.library.begun("drop") == []
         asyncio.run(services.collections.create("gone"))
         asyncio.run(services.pipeline.ingest("gone", "short", b"Ada Lovelace was born in London."))
         assert _index_rows(services, "gone")["keywords"] == 1

@@ -52,7 +52,7 @@ def ingest(services: Services, documents: dict[str, str], collection: str = "def
 
 
 def graph(services: Services) -> GraphIndex:
-    return services.pipeline.indexer.graph
+    return services.indexer.graph
 
 
 def as_rebuilt(services: Services, collection: str = "default") -> tuple[list[tuple[str, ...]], ...]:
@@ -92,7 +92,7 @@ def test_every_write_leaves_the_rows_a_rebuild_from_the_store_gives(services: Se
     assert asyncio.run(services.collections.delete("other"))
     assert graph(services).rows("other") == ([], [], [])
 
-    asyncio.run(services.pipeline.indexer.reindex("default"))  # (names embedded again: scores may move a little)
+    asyncio.run(services.indexer.reindex("default"))  # (names embedded again: scores may move a little)
     again = graph(services).rows("default")
     assert again[:2] == (passages, mentions) and {r[1:3] for r in again[2]} == {r[1:3] for r in synonyms}
 
@@ -119,7 +119,7 @@ def test_a_graph_loaded_rather_than_ingested_is_indexed_by_sparqlrag_index(servi
         + f"""INSERT DATA {{ GRAPH <{kg}> {{ <{warsaw}> rdfs:label "Warsaw" ; <{BASE}rel/capital-of> <{poland}> .
         <{poland}> rdfs:label "Poland" }} }}"""
     )
-    asyncio.run(services.pipeline.indexer.index_graph("default"))
+    asyncio.run(services.indexer.index_graph("default"))
     passages, mentions, _ = graph(services).rows("default")
     assert passages == [] and [(row[1], row[3], row[4]) for row in mentions] == [("", warsaw, poland)]
     assert graph(services).view("default").empty  # no passage: nothing for PageRank to rank
@@ -147,7 +147,7 @@ def test_a_loaded_graphs_alt_labels_and_same_as_ground_a_question(services: Serv
         <{armonk}> rdfs:label "Armonk" . <{flint}> rdfs:label "Charles Ranlett Flint" .
         <{wikidata}> <http://data.example/founded-by> <{flint}> }} }}"""
     )
-    asyncio.run(services.pipeline.indexer.index_graph("default"))
+    asyncio.run(services.indexer.index_graph("default"))
     walk = asyncio.run(services.graph_rag.retrieve("default", "Where is Big Blue headquartered?"))
     seeds = {seed.entity: seed for seed in walk.seeds}
     assert ibm in seeds and seeds[ibm].alias == "Big Blue"
@@ -172,7 +172,7 @@ def test_a_loaded_graphs_names_in_common_vocabularies_are_its_labels(services: S
         <{acme}> schema:name "Acme Corporation" ; rdfs:label "Acme" .
         <{report}> dcterms:title "Annual Report 2024" ; dcterms:creator <{alice}> }} }}"""
     )
-    entities, _ = asyncio.run(services.pipeline.indexer.index_graph("default"))
+    entities, _ = asyncio.run(services.indexer.index_graph("default"))
     assert entities == 6  # four labels, and the other names of Acme and Bob
     assert services.vectors.existing("default", "entities", [acme], alias_facet("Acme Corporation"))
     walk = asyncio.run(services.graph_rag.retrieve("default", "Who does Alice Smith know?"))

@@ -12,21 +12,21 @@ from pathlib import Path
 import pytest
 from pyoxigraph import RdfFormat, Triple
 
+from sparqlrag.config import Settings
 from sparqlrag.extraction.decoders import DecodeError
 from sparqlrag.extraction.knowledge import Knowledge
 from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.extraction.pipeline import Pipeline
 from sparqlrag.extraction.plans import Source
 from sparqlrag.library import librarian
-from sparqlrag.library.collections import Collections
 from sparqlrag.library.librarian import CollectionBusy, UnknownCollection
 from sparqlrag.models.embedder import Embedder
+from sparqlrag.models.reranker import CosineReranker
+from sparqlrag.services import Models, Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.base import StoreUnavailable
 from sparqlrag.store.facts import parse_fact, walked_filter
-from sparqlrag.store.graph_index import GraphIndex
 from sparqlrag.store.keyword_index import KeywordIndex
-from sparqlrag.store.local_vectors import LocalVectors
 from sparqlrag.store.select import select, select_terms
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
@@ -53,6 +53,7 @@ class CountingExtractor(OfflineExtractor):
 
 @dataclass
 class PipelineParts:
+    services: Services
     """A pipeline on real parts, and the parts, for the tests to look into."""
 
     pipeline: Pipeline
@@ -84,25 +85,13 @@ class PipelineParts:
 
 @pytest.fixture
 def parts(tmp_path: Path, embedder: Embedder) -> Iterator[PipelineParts]:
+    """The pipeline as the server has it (Services.open), with a counting extractor and small chunks."""
     store = EmbeddedStore(tmp_path / "store")
-    vectors = LocalVectors(embedder.dim, tmp_path / "vectors.sqlite")
-    keywords = KeywordIndex(tmp_path / "keywords.sqlite")
     extractor = CountingExtractor()
-    pipeline = Pipeline(
-        store=store,
-        vectors=vectors,
-        keywords=keywords,
-        graph=GraphIndex(store, vectors, tmp_path / "graph.sqlite"),
-        embedder=embedder,
-        extractor=extractor,
-        base_iri=BASE,
-        work_dir=tmp_path,
-        chunk_size=120,
-        chunk_overlap=0,
-    )
-    yield PipelineParts(pipeline, store, vectors, keywords, extractor, Iris(BASE))
-    vectors.close()
-    keywords.close()
+    settings = Settings(data_dir=tmp_path, base_iri=BASE, chunk_size=120, chunk_overlap=0, reranker_model=None)
+    services = Services.open(settings, store, extractor, Models(embedder, CosineReranker(embedder), None))
+    yield PipelineParts(services, services.pipeline, store, services.vectors, services.keywords, extractor, Iris(BASE))
+    services.close()
     store.close()
 
 
@@ -213,8 +202,8 @@ def test_bad_documents_change_nothing(parts: PipelineParts, data: bytes, media_t
         parts.ingest("bad", data, media_type=media_type)
     assert parts.snapshot() == before and parts.vectors.count("default", "chunks") == 1
     assert (
-        not list((parts.pipeline.library.pending_dir).glob("*.json"))
-        if parts.pipeline.library.pending_dir.exists()
+        not list((parts.services.library.pending_dir).glob("*.json"))
+        if parts.services.library.pending_dir.exists()
         else True
     )
 
@@ -290,7 +279,7 @@ def test_submit_queues_then_ingests_in_the_background(parts: PipelineParts) -> N
     assert [(i.id, i.status) for i in librarian.documents(parts.store, parts.iris)] == [("a", "ready"), ("b", "ready")]
     assert [r.status for r in again] == ["unchanged"]
     assert ("marie-curie", "was born in", "warsaw") in parts.facts()
-    assert not list(parts.pipeline.library.pending_dir.glob("*.json"))
+    assert not list(parts.services.library.pending_dir.glob("*.json"))
 
 
 def test_submit_refuses_a_bad_document_before_writing_anything(parts: PipelineParts) -> None:
@@ -298,27 +287,18 @@ def test_submit_refuses_a_bad_document_before_writing_anything(parts: PipelinePa
     before = parts.snapshot()
     with pytest.raises(DecodeError, match="empty"):
         asyncio.run(parts.pipeline.submit("default", [Source("fine", b"Some text."), Source("bad", b"")]))
-    assert parts.snapshot() == before and not list(parts.pipeline.library.pending_dir.glob("*.json"))
+    assert parts.snapshot() == before and not list(parts.services.library.pending_dir.glob("*.json"))
 
 
 def test_locks_are_dropped_when_done(parts: PipelineParts) -> None:
     for index in range(5):
         parts.ingest(f"doc-{index}", f"Person{index} was born in Warsaw.")
     asyncio.run(parts.pipeline.forget("default", "doc-0"))
-    assert parts.pipeline.locks._locks == {} and not parts.pipeline.locks.active
+    assert parts.services.locks._locks == {} and not parts.services.locks.active
 
 
 def test_collections_isolate_and_delete_with_full_cascade(parts: PipelineParts) -> None:
-    pipeline = parts.pipeline
-    collections = Collections(
-        store=pipeline.store,
-        base_iri=BASE,
-        locks=pipeline.locks,
-        vectors=pipeline.vectors,
-        keywords=pipeline.keywords,
-        graph=pipeline.indexer.graph,
-        library=pipeline.library,
-    )
+    collections = parts.services.collections
     other = Iris(BASE, "other")
     before = parts.snapshot()
     with pytest.raises(UnknownCollection, match="no collection 'other'"):
@@ -340,7 +320,7 @@ def test_collections_isolate_and_delete_with_full_cascade(parts: PipelineParts) 
 
     # a collection is not deleted under a running ingest
     async def delete_while_busy() -> None:
-        async with parts.pipeline.locks.documents("other", ["x"]):
+        async with parts.services.locks.documents("other", ["x"]):
             await collections.delete("other")
 
     with pytest.raises(CollectionBusy):
@@ -348,7 +328,7 @@ def test_collections_isolate_and_delete_with_full_cascade(parts: PipelineParts) 
     assert asyncio.run(collections.delete("other")) is True
     assert asyncio.run(collections.delete("other")) is False and asyncio.run(collections.exists("other")) is False
     assert parts.vectors.count("other", "chunks") == 0 and parts.vectors.count("other", "entities") == 0
-    assert parts.keywords.count("other") == 0 and not (parts.pipeline.library.library_dir / "other").exists()
+    assert parts.keywords.count("other") == 0 and not (parts.services.library.library_dir / "other").exists()
     graphs = {r["g"] for r in select(parts.store, "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")}
     assert not {g for g in graphs if "/other" in g}
     assert parts.vectors.count("default", "chunks") == 1

@@ -37,7 +37,7 @@ def ingest_paths(services: Services, collection: str, paths: list[Path]) -> None
     Everything is checked before the first write (ids, JSONL lines); documents are then read and
     ingested INGEST_BATCH at a time, so memory does not grow with the corpus."""
     pipeline = services.pipeline
-    for result in asyncio.run(pipeline.recover()):
+    for result in asyncio.run(services.recovery.recover()):
         print(
             f"recovered  {result}" if isinstance(result, Exception) else f"recovered  {result.document}",
             file=sys.stderr,
@@ -102,7 +102,7 @@ def forget(session: Session, args: argparse.Namespace) -> None:
 def index(session: Session, args: argparse.Namespace) -> None:
     """Entities and facts of triples loaded into {base}graph/C (with `load --graph`) become
     groundable and scorable."""
-    indexer = session.services.pipeline.indexer
+    indexer = session.services.indexer
     with _progress("indexing", "item") as progress:
         entities, facts = asyncio.run(indexer.index_graph(args.collection, on_progress=progress))
     print(f"indexed {entities} entity vectors and {facts} fact vectors in collection {args.collection!r}")
@@ -114,7 +114,7 @@ def reindex(session: Session, args: argparse.Namespace) -> None:
     names = [args.collection] if args.collection else [info.name for info in asyncio.run(services.collections.list())]
     for name in names:
         with _progress(f"reindexing {name}", "item") as progress:
-            written = asyncio.run(services.pipeline.indexer.reindex(name, on_progress=progress))
+            written = asyncio.run(services.indexer.reindex(name, on_progress=progress))
         print(f"reindexed collection {name!r}: {written} vectors")
 
 

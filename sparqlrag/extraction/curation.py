@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from pyoxigraph import Literal, NamedNode, Quad, Triple
 
@@ -24,6 +23,7 @@ from sparqlrag.extraction.resolution import CURATED
 from sparqlrag.library.librarian import UnknownCollection, collection_exists
 from sparqlrag.store import vocab
 from sparqlrag.store.aliases import chain
+from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import insert_data, sparql_term, values
@@ -67,7 +67,7 @@ class Curation:
         self.pipeline = pipeline
 
     @property
-    def store(self) -> Any:
+    def store(self) -> QuadStore:
         return self.pipeline.store
 
     async def _update(self, *operations: str) -> None:

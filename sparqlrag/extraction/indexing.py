@@ -49,13 +49,13 @@ class Indexer:
         vectors: VectorIndex,
         keywords: KeywordIndex,
         graph: GraphIndex,
+        facts: FactIndex,
         embedder: Embedder,
         extractions: Extractions,
         base_iri: str,
     ) -> None:
         self.store, self.vectors, self.keywords, self.embedder = store, vectors, keywords, embedder
-        self.graph = graph
-        self.facts = FactIndex(store, vectors, embedder.embed)
+        self.graph, self.facts = graph, facts
         self.extractions, self.base_iri = extractions, base_iri
 
     async def index(self, iris: Iris, chunks: list[ChunkRecord], plans: list[Plan], indexed: Indexed) -> None:

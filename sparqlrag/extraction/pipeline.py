@@ -11,7 +11,8 @@ whose text changed; unchanged content is a no-op, unless re-extraction is forced
 (`reingest`, e.g. after changing the extractor). The library keeps each document's latest
 bytes under `work_dir/library/` (what `reingest` reads). Before processing, a marker is saved
 under `work_dir/pending/`; if the process dies (kill -9), `recover()` finds it there and
-ingests the document again, so a document is either in its old state, or fully in its new one.
+ingests the document again, so a document is either in its old state, or fully in its new one
+(recovery.py).
 """
 
 from __future__ import annotations
@@ -45,13 +46,10 @@ from sparqlrag.library.librarian import CollectionBusy
 from sparqlrag.library.locks import Locks
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab
-from sparqlrag.store.base import QuadStore, StorageFull, StoreError, StoreUnavailable
+from sparqlrag.store.base import QuadStore, StoreError
 from sparqlrag.store.calls import off_loop
-from sparqlrag.store.graph_index import GraphIndex
-from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.select import select_values
 from sparqlrag.store.sparql_text import insert_data, sparql_term
-from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import Iris
 
 log = logging.getLogger("sparqlrag.ingest")
@@ -63,36 +61,26 @@ class Pipeline:
         self,
         *,
         store: QuadStore,
-        vectors: VectorIndex,
-        keywords: KeywordIndex,
-        graph: GraphIndex,
+        indexer: Indexer,
+        library: Library,
+        extractions: Extractions,
+        locks: Locks,
         embedder: Embedder,
         extractor: Extractor,
         base_iri: str,
-        work_dir: Path,
         chunk_size: int = 2000,
         chunk_overlap: int = 100,
         concurrency: int = 4,
         extractor_for: Callable[[str], Awaitable[Extractor | None]] | None = None,
         resolution: bool = True,
     ) -> None:
-        self.store, self.vectors, self.keywords, self.embedder = store, vectors, keywords, embedder
-        self.extractor, self.base_iri = extractor, base_iri
+        """The parts come built and shared (services.py builds them all): the indexes through
+        `indexer`, the kept bytes and extraction cache through `library` and `extractions`."""
+        self.store, self.indexer, self.library, self.extractions = store, indexer, library, extractions
+        self.locks, self.embedder, self.extractor, self.base_iri = locks, embedder, extractor, base_iri
         self.extractor_for = extractor_for  # a collection's own extractor (its ontology's), if it has one
         self.resolution = resolution  # off: every spelling is its own entity, as extracted
-        self.library = Library(work_dir)
-        self.extractions = Extractions(self.library.library_dir)
-        self.indexer = Indexer(
-            store=store,
-            vectors=vectors,
-            keywords=keywords,
-            graph=graph,
-            embedder=embedder,
-            extractions=self.extractions,
-            base_iri=base_iri,
-        )
         self.chunk_size, self.chunk_overlap, self.concurrency = chunk_size, chunk_overlap, concurrency
-        self.locks = Locks()
         self.stats = IngestStats()
         self._background: set[asyncio.Task[None]] = set()
 
@@ -218,7 +206,7 @@ class Pipeline:
         indexed, lost = Indexed(), False
         try:
             if self.resolution:
-                await resolve_batch(self.store, self.vectors, self.embedder, iris, [plan for _, plan in plans])
+                await resolve_batch(self.store, self.indexer.vectors, self.embedder, iris, [plan for _, plan in plans])
             chunks = [c for _, plan in plans for c in plan.added]
             await self.indexer.index(iris, chunks, [plan for _, plan in plans], indexed)
         except Exception as error:
@@ -420,11 +408,11 @@ class Pipeline:
         """Mark the document failed; a reported failure is not retried at every start. When
         the store cannot take even that (it is down, its disk is full), the marker stays and
         the next start resumes the document; the error returned is still the first one."""
-        if await self._record_failed(plan.iris, plan.record.iri):
+        if await self.record_failed(plan.iris, plan.record.iri):
             plan.marker.unlink(missing_ok=True)
         return error
 
-    async def _record_failed(self, iris: Iris, document: NamedNode) -> bool:
+    async def record_failed(self, iris: Iris, document: NamedNode) -> bool:
         """The document's status `failed`; False (and logged) when the store cannot take even that."""
         try:
             await self._update(librarian.status_update(iris, document, librarian.FAILED))
@@ -456,7 +444,7 @@ class Pipeline:
         entities = {term for row in rows for term in (row["s"], row["o"]) if term.startswith(prefix)}
         return sorted({row["st"] for row in rows}), entities
 
-    # -- delete and recover -------------------------------------------------------------------
+    # -- delete ------------------------------------------------------------------------------
 
     async def forget(self, collection: str, document_id: str) -> bool:
         """Delete a document: its chunks, the facts only it supported, their index rows; then
@@ -488,75 +476,3 @@ class Pipeline:
         Raises LookupError for a document the library does not hold."""
         upload, data = await off_loop(self.library.load, collection, document_id)
         return Source(document_id, data, upload.media_type, upload.filename, upload.title)
-
-    async def sweep_crashed(self) -> None:
-        """Index rows a killed process left, in each collection a pending marker or a forget's
-        mark names: rows written for an ingest it did not commit, rows of what it forgot.
-        Removed before anything else writes (see Indexer.sweep)."""
-        collections = set()
-        for marker in self.library.markers():
-            try:
-                collections.add(self.library.pending(marker).collection)
-            except (OSError, ValueError, TypeError):
-                continue  # recover() reports it
-        forgets = await off_loop(self.library.begun, "forget")
-        collections |= {details["collection"] for _, details in forgets}
-        for collection in sorted(collections):
-            if await off_loop(librarian.collection_exists, self.store, Iris(self.base_iri, collection)):
-                if removed := await self.indexer.sweep(collection):
-                    log.warning("removed index rows of %d IRIs a stopped process left in %r", removed, collection)
-        for mark, _ in forgets:
-            mark.unlink(missing_ok=True)
-
-    async def recover(self) -> list[IngestResult | Exception]:
-        """Finish the ingests a previous process did not (it was killed): ingest them again.
-        A marker that cannot be replayed is reported once and dropped, its document `failed`;
-        one whose collection is gone takes that collection's library copies with it; one the
-        store cannot take now (down, disk full) stays for the next start."""
-        results: list[IngestResult | Exception] = []
-        for marker in self.library.markers():
-            try:
-                pending = self.library.pending(marker)
-            except (OSError, ValueError, TypeError) as error:
-                log.warning("could not read the pending ingest %s: %s", marker, error)
-                marker.unlink(missing_ok=True)
-                results.append(error)
-                continue
-            try:
-                upload, data = await off_loop(self.library.load, pending.collection, pending.document_id)
-                results.append(
-                    await self.ingest(
-                        upload.collection,
-                        upload.document_id,
-                        data,
-                        media_type=upload.media_type,
-                        filename=upload.filename,
-                        title=upload.title,
-                    )
-                )
-            except (StoreUnavailable, StorageFull) as error:  # the marker stays for the next start
-                log.warning("could not resume the ingest saved in %s yet: %s", marker, error)
-                results.append(error)
-                continue
-            except Exception as error:
-                log.warning("could not resume the ingest saved in %s: %s", marker, error)
-                marker.unlink(missing_ok=True)
-                if isinstance(error, librarian.UnknownCollection):  # deleted while the marker waited
-                    await off_loop(self.library.discard_collection, pending.collection)
-                else:
-                    await self._given_up(pending.collection, pending.document_id)
-                results.append(error)
-        return results
-
-    async def _given_up(self, collection: str, document_id: str) -> None:
-        """A document whose ingest will not be resumed is `failed`, not `queued` for ever (a
-        re-upload or `reingest` starts it again)."""
-        iris = Iris(self.base_iri, collection)
-        document = iris.document(document_id)
-        try:
-            recorded = await off_loop(librarian.documents, self.store, iris, document)
-        except StoreError as error:
-            log.warning("%s stays pending (its status could not be read: %s)", document.value, error)
-            return
-        if recorded and recorded[0].status in (librarian.QUEUED, librarian.PROCESSING):
-            await self._record_failed(iris, document)

@@ -175,6 +175,14 @@ class DocumentRag:
         )
         return rrf([[iri for iri, _ in dense], [iri for iri, _ in keyword]], list(weights or self.weights))
 
+    async def fused_with_keywords(
+        self, collection: str, question: str, ranking: list[str], *, candidates: int = 50
+    ) -> list[tuple[str, float]]:
+        """`ranking` (chunk IRIs, best first) fused with the keyword ranking at the instance's
+        weights, as "hybrid" fuses the dense one: Graph RAG's hybrid mode fuses its own."""
+        keyword = await self._keyword(collection, question, candidates)
+        return rrf([ranking, [iri for iri, _ in keyword]], list(self.weights))
+
     async def similarities(self, collection: str, question: str, chunks: list[str]) -> dict[str, float]:
         """Cosine similarity of the question's embedding and each chunk's stored one (chunks with
         no vector left out): a figure whose meaning does not depend on the ranking that found the

@@ -37,7 +37,7 @@ from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.llm import ChatModel
 from sparqlrag.models.prompts import json_items, parse_concepts, render
 from sparqlrag.models.reranker import Reranker
-from sparqlrag.retrieval.document_rag import DocumentRag, Passage, passage_json, passages_of, rrf
+from sparqlrag.retrieval.document_rag import DocumentRag, Passage, passage_json, passages_of
 from sparqlrag.retrieval.graph_synthesis import facts_answer, knowledge
 from sparqlrag.retrieval.options import GraphMode, GraphRagOptions
 from sparqlrag.retrieval.pagerank import FactSeed, entity_seeds, linked_facts, rank
@@ -446,8 +446,7 @@ class GraphRag:
         order = sorted(lifted, key=lambda chunk: -lifted[chunk])[:CANDIDATES]
         scores = lifted
         if walk.mode == "hybrid":
-            keyword = await off_loop(self.documents.keywords.search, collection, question, CANDIDATES)
-            fused = rrf([order, [hit.iri for hit in keyword]], list(self.documents.weights))
+            fused = await self.documents.fused_with_keywords(collection, question, order, candidates=CANDIDATES)
             order, scores = [chunk for chunk, _ in fused], dict(fused)
         passages = await off_loop(passages_of, self.store, iris, order, scores)
         return [

@@ -38,7 +38,7 @@ async def running(settings: Settings, models: Models | None = None) -> AsyncIter
         services = await off_loop(Services.open, settings, opened, None, models)
         try:
             await services.repair()
-            resuming = asyncio.create_task(services.pipeline.recover())
+            resuming = asyncio.create_task(services.recovery.recover())
             try:
                 yield services
             finally:
