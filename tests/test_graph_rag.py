@@ -364,7 +364,8 @@ def test_recognition_memory_chooses_the_facts_pagerank_starts_from(services: Ser
             return asyncio.run(graph.retrieve("default", question, GraphRagOptions(k=3), mode="pagerank"))
 
     first = walk(Reply("[1]"))
-    kept = first.near_facts[0].fact
+    assert first.grounding is not None
+    kept = first.grounding.near_facts[0].fact
     assert first.ranking is not None and first.ranking.seeds
     assert {s.entity for s in first.ranking.seeds} <= {kept.subject.value, kept.object.value}
     assert first.trace.steps.keys() >= {"recognition", "pagerank"}

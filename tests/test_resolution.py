@@ -333,8 +333,8 @@ def test_an_edge_of_a_seed_named_by_an_alias_is_scored_as_the_question_words_it(
     assert [seed_json(s)["alias"] for s in walk.seeds if s.entity == nato] == ["NATO"]
     (edge,) = [e for e in walk.edges if e.fact.object.value == ID + "france"]
     assert edge.labels[0] == "North Atlantic Treaty Organization"  # the trace still names the canonical node
-    assert walk.concept_vectors is not None
-    as_stored = float((walk.concept_vectors @ unit(kb.services.embedder.embed([edge.text])).T).max())
+    assert walk.grounding is not None
+    as_stored = float((walk.grounding.concept_vectors @ unit(kb.services.embedder.embed([edge.text])).T).max())
     assert edge.relevance > as_stored + 0.05  # "NATO has member states including France" is nearer the question
 
 

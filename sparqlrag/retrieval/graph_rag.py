@@ -38,13 +38,14 @@ from sparqlrag.models.llm import ChatModel
 from sparqlrag.models.prompts import json_items, parse_concepts, render
 from sparqlrag.models.reranker import Reranker
 from sparqlrag.retrieval.document_rag import DocumentRag, Passage, passage_json, passages_of
+from sparqlrag.retrieval.edge_scoring import EdgeScorer
 from sparqlrag.retrieval.graph_synthesis import facts_answer, knowledge
 from sparqlrag.retrieval.options import GraphMode, GraphRagOptions
-from sparqlrag.retrieval.pagerank import FactSeed, entity_seeds, linked_facts, rank
+from sparqlrag.retrieval.pagerank import FactSeed, Ranking, entity_seeds, linked_facts, rank
 from sparqlrag.retrieval.question import clauses
 from sparqlrag.retrieval.synthesis import synthesise
 from sparqlrag.retrieval.trace import Stage, TracedEdge, TracedPageRankSeed, TracedSeed, TraceLog
-from sparqlrag.retrieval.walk import Edge, EmptyGraph, GraphAnswer, Walk, seed_json
+from sparqlrag.retrieval.walk import Edge, EmptyGraph, GraphAnswer, Grounding, Walk, seed_json
 from sparqlrag.store.aliases import canonicals, equivalents
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
@@ -54,7 +55,7 @@ from sparqlrag.store.facts import fact_labels, labels_of, parse_fact, walked, wa
 from sparqlrag.store.graph_index import GraphIndex
 from sparqlrag.store.select import lexical, select_terms
 from sparqlrag.store.sparql_text import sparql_term
-from sparqlrag.store.vector_index import VectorIndex, unit
+from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import Iris
 
 # A node reached through an edge whose edges in one direction fill triple_limit (a year, a
@@ -87,6 +88,7 @@ class GraphRag:
         self.documents, self.traces, self.graph = documents, traces, graph
         self.base_iri, self.llm, self.prompts_dir = base_iri, llm, prompts_dir
         self.phrases = phrases or (lambda question: [])
+        self.scoring = EdgeScorer(embedder, reranker, facts)
 
     # -- the public calls -----------------------------------------------------------------------
 
@@ -163,7 +165,8 @@ class GraphRag:
             walk.concepts = walk.trace.concepts = await self._concepts(walk)
         yield "concepts", {"concepts": walk.concepts}
         with Stage(walk.trace, "grounding"):
-            walk.seeds = walk.trace.seeds = await self._ground(iris, walk)
+            walk.grounding = grounding = await self._ground(iris, walk.trace.question, walk.concepts, walk.options)
+            walk.seeds = walk.trace.seeds = grounding.seeds
         if not walk.seeds and walk.mode == "graph":
             raise EmptyGraph(f"collection {iris.collection!r} has no entities to answer from: ingest documents first")
         yield "seeds", {"seeds": [seed_json(s) for s in walk.seeds]}
@@ -181,7 +184,7 @@ class GraphRag:
             if not frontier:
                 break
             with Stage(walk.trace, f"hop {hop}"):
-                scored = await self._hop(iris, walk, frontier, via, seen, hop)
+                scored = await self._hop(iris, walk, grounding, frontier, via, seen, hop)
             kept = scored[: walk.options.edge_limit]
             visited.update(frontier)
             walk.explored += len(scored)
@@ -211,10 +214,13 @@ class GraphRag:
         carried: dict[str, tuple[str, ...]] = {}
         if walk.mode == "pagerank":
             with Stage(walk.trace, "pagerank"):
-                walk.passages, carried = await self._pagerank(iris, walk, list(scored_by_fact.values()))
+                walk.passages, carried, walk.ranking = await self._pagerank(
+                    iris, walk, grounding, list(scored_by_fact.values())
+                )
+            walk.trace.pagerank_seeds = [TracedPageRankSeed(s.entity, s.weight, s.facts) for s in walk.ranking.seeds]
         else:
             with Stage(walk.trace, "passages"):
-                walk.passages = await self._passages(iris, walk, list(scored_by_fact.values()))
+                walk.passages = await self._passages(iris, walk, grounding, list(scored_by_fact.values()))
         walk.trace.edges = [
             TracedEdge(e.fact, e.statement, e.score, e.hop, e.concept, e.reasoning, e.via.fact if e.via else None)
             for e in walk.edges
@@ -233,16 +239,15 @@ class GraphRag:
         walk.trace.count(completion)
         return list(dict.fromkeys(parse_concepts(completion.text).items)) or [question]
 
-    async def _ground(self, iris: Iris, walk: Walk) -> list[TracedSeed]:
+    async def _ground(self, iris: Iris, question: str, concepts: list[str], options: GraphRagOptions) -> Grounding:
         """The entities nearest each concept (the limit shared among them), and the ends of the
         facts nearest the question (each seeded at its fact's score); best score kept."""
-        walk.path_targets = [walk.trace.question, *clauses(walk.trace.question)]
-        vectors = await off_loop(self.embedder.embed, [*walk.concepts, *walk.path_targets])
-        walk.concept_vectors, walk.path_vectors = vectors[: len(walk.concepts)], vectors[len(walk.concepts) :]
-        walk.question_vector = walk.path_vectors[0]
-        per_concept = max(1, walk.options.entity_limit // len(walk.concepts))
-        entities = off_loop(self.vectors.search_many, iris.collection, "entities", walk.concept_vectors, per_concept)
-        facts = off_loop(self.vectors.search, iris.collection, "facts", walk.question_vector, walk.options.fact_seeds)
+        path_targets = [question, *clauses(question)]
+        vectors = await off_loop(self.embedder.embed, [*concepts, *path_targets])
+        concept_vectors, path_vectors = vectors[: len(concepts)], vectors[len(concepts) :]
+        per_concept = max(1, options.entity_limit // len(concepts))
+        entities = off_loop(self.vectors.search_many, iris.collection, "entities", concept_vectors, per_concept)
+        facts = off_loop(self.vectors.search, iris.collection, "facts", path_vectors[0], options.fact_seeds)
         by_concept, nearest_facts = await asyncio.gather(entities, facts)
         best: dict[str, TracedSeed] = {}
 
@@ -253,32 +258,34 @@ class GraphRag:
         grounded = [hit.iri for hits in by_concept for hit in hits]
         aliases, same = await asyncio.gather(  # resolution's aliases, a loaded graph's owl:sameAs
             off_loop(canonicals, self.store, iris, grounded),
-            off_loop(equivalents, self.store, iris, grounded, walk.options.entity_limit),
+            off_loop(equivalents, self.store, iris, grounded, options.entity_limit),
         )
-        whole = {walk.trace.question, *clauses(walk.trace.question)}
-        walk.linked = {  # the entity each name in the question links to (its nearest)
+        linked = frozenset(  # the entity each name in the question links to (its nearest)
             aliases.get(hits[0].iri, hits[0].iri)
-            for concept, hits in zip(walk.concepts, by_concept)
-            if hits and concept not in whole
-        }
-        for concept, hits in zip(walk.concepts, by_concept):
+            for concept, hits in zip(concepts, by_concept)
+            if hits and concept not in path_targets
+        )
+        for concept, hits in zip(concepts, by_concept):
             for hit in hits:  # a name that is an alias ("W3C", an altLabel) grounds on the thing it names
                 alias = hit.payload.get("alias") or (hit.payload.get("label") if hit.iri in aliases else None)
                 offer(TracedSeed(aliases.get(hit.iri, hit.iri), hit.score, concept, alias=alias))
                 for other in same.get(hit.iri, []):  # a loaded graph's owl:sameAs: the same thing
                     offer(TracedSeed(other, hit.score, concept))
-        for hit in nearest_facts if walk.options.fact_seeds else []:
+        near_facts = []
+        for hit in nearest_facts if options.fact_seeds else []:
             fact = parse_fact(hit.payload["fact"])
-            walk.near_facts.append(FactSeed(fact, hit.iri, hit.score, str(hit.payload.get("text", ""))))
+            near_facts.append(FactSeed(fact, hit.iri, hit.score, str(hit.payload.get("text", ""))))
             for end in (fact.subject, fact.object):
                 if isinstance(end, NamedNode):
-                    offer(TracedSeed(end.value, hit.score, walk.trace.question, fact))
-        return sorted(best.values(), key=lambda s: -s.score)[: walk.options.entity_limit + 2 * walk.options.fact_seeds]
+                    offer(TracedSeed(end.value, hit.score, question, fact))
+        seeds = sorted(best.values(), key=lambda s: -s.score)[: options.entity_limit + 2 * options.fact_seeds]
+        return Grounding(seeds, concept_vectors, path_targets, path_vectors, near_facts, linked)
 
     async def _hop(
         self,
         iris: Iris,
         walk: Walk,
+        grounding: Grounding,
         frontier: dict[str, float],
         via: dict[str, Edge],
         seen: dict[Triple, float],
@@ -307,17 +314,12 @@ class GraphRag:
         # a first hop is scored against the concepts; a longer path, which answers the question as
         # a whole rather than one concept of it, against the question, or one of its clauses when
         # it asks several things
-        assert walk.concept_vectors is not None and walk.path_vectors is not None
-        targets, vectors = (walk.concepts, walk.concept_vectors) if hop == 1 else (walk.path_targets, walk.path_vectors)
-        if options.scorer == "facts":
-            scores = await off_loop(self._score_by_facts, iris, vectors, edges, labels)
+        if hop == 1:
+            targets, vectors = walk.concepts, grounding.concept_vectors
         else:
-            scores = await off_loop(self._score, targets, [e.path_text for e in edges])
-        named = {s.entity: s.alias for s in walk.seeds if s.alias}
-        if any(edge.anchor in named for edge in edges):
-            scores = await off_loop(
-                self._score_as_named, options.scorer, named, targets, vectors, edges, labels, scores
-            )
+            targets, vectors = grounding.path_targets, grounding.path_vectors
+        named = {s.entity: s.alias for s in grounding.seeds if s.alias}
+        scores = await off_loop(self.scoring.relevance, iris, options.scorer, targets, vectors, edges, labels, named)
         for edge, row in zip(edges, scores.T):
             best = int(np.argmax(row))
             edge.relevance, edge.concept = float(row[best]), targets[best]
@@ -334,55 +336,6 @@ class GraphRag:
         fetched = Counter((anchor, lexical(triple.subject) == anchor) for triple, anchor in found)
         hubs = {anchor for (anchor, _), count in fetched.items() if count >= limit}
         return {node: w * (HUB_DAMPING if node in hubs and node in via else 1.0) for node, w in frontier.items()}
-
-    def _score(self, concepts: list[str], texts: list[str]) -> np.ndarray:
-        """(concepts, texts) relevance: the cross-encoder's, or embedding cosine."""
-        return np.array([self.reranker.score(concept, texts) for concept in concepts])
-
-    def _score_by_facts(self, iris: Iris, targets: np.ndarray, edges: list[Edge], labels: dict[str, str]) -> np.ndarray:
-        """(targets, edges) cosine against the facts' vectors from the fact index (computed now
-        only for facts written around it); a path, the fact that led here then this one, is the
-        sum of their two vectors."""
-        matrix = self.facts.lookup(iris, [e.fact for e in edges], labels)
-        for edge, row in zip(edges, matrix):
-            edge.vector = row
-        return targets @ self._paths(edges).T
-
-    @staticmethod
-    def _paths(edges: list[Edge]) -> np.ndarray:
-        """Each edge's path vector: its fact's vector plus the leading fact's, as a unit vector."""
-        return unit(np.stack([e.path_vector for e in edges]))
-
-    def _score_as_named(
-        self,
-        scorer: str,
-        named: dict[str, str],
-        targets: list[str],
-        vectors: np.ndarray,
-        edges: list[Edge],
-        labels: dict[str, str],
-        scores: np.ndarray,
-    ) -> np.ndarray:
-        """`scores` with each edge of a seed the question named by an alias also scored as the
-        question words it ("NATO has member states including France", where the fact index holds
-        the canonical "North Atlantic Treaty Organization ..."), the better kept; with the facts
-        scorer the better vector is the edge's from then on, so a path through it reads the same."""
-        scores = scores.copy()
-        at = [i for i, edge in enumerate(edges) if edge.anchor in named]
-        worded = [
-            replace(edges[i], labels=fact_labels(edges[i].fact, labels | {edges[i].anchor: named[edges[i].anchor]}))
-            for i in at
-        ]
-        if scorer == "facts":
-            for edge, row in zip(worded, unit(self.embedder.embed([e.text for e in worded]))):
-                edge.vector = row
-            alternative = vectors @ self._paths(worded).T
-        else:
-            alternative = self._score(targets, [e.path_text for e in worded])
-        for column, i in enumerate(at):
-            if alternative[:, column].max() > scores[:, i].max():
-                scores[:, i], edges[i].vector = alternative[:, column], worded[column].vector
-        return scores
 
     def _edges_around(self, iris: Iris, frontier: list[str], limit: int) -> list[tuple[Triple, str]]:
         """Each frontier entity's edges, as subject and as object, `limit` of each, schema
@@ -423,19 +376,18 @@ class GraphRag:
             if lexical(row["chunk"]) not in edge.chunks:
                 edge.chunks.append(lexical(row["chunk"]))
 
-    async def _passages(self, iris: Iris, walk: Walk, scored: list[Edge]) -> list[Passage]:
+    async def _passages(self, iris: Iris, walk: Walk, grounding: Grounding, scored: list[Edge]) -> list[Passage]:
         """The k passages: dense candidates and the chunks of scored edges, each scored by its
         cosine plus its best fact's excess over the walk's median fact score (module docstring);
         in hybrid mode fused with the keyword ranking."""
-        assert walk.question_vector is not None
         collection, question = iris.collection, walk.trace.question
         best = _best_by_chunk(scored)
-        dense = await off_loop(self.vectors.search, collection, "chunks", walk.question_vector, CANDIDATES)
+        dense = await off_loop(self.vectors.search, collection, "chunks", grounding.question_vector, CANDIDATES)
         cosine = {hit.iri: hit.score for hit in dense}
         outside = [chunk for chunk in best if chunk not in cosine]
         stored = await off_loop(self.vectors.vectors_of, collection, "chunks", outside) if outside else {}
         cosine |= {
-            chunk: float(vector @ walk.question_vector) / max(float(np.linalg.norm(vector)), 1e-9)
+            chunk: float(vector @ grounding.question_vector) / max(float(np.linalg.norm(vector)), 1e-9)
             for chunk, vector in stored.items()
         }
         median = statistics.median(e.score for e in best.values()) if best else 0.0
@@ -454,23 +406,22 @@ class GraphRag:
         ]
 
     async def _pagerank(
-        self, iris: Iris, walk: Walk, scored: list[Edge]
-    ) -> tuple[list[Passage], dict[str, tuple[str, ...]]]:
+        self, iris: Iris, walk: Walk, grounding: Grounding, scored: list[Edge]
+    ) -> tuple[list[Passage], dict[str, tuple[str, ...]], Ranking]:
         """The k passages by personalized PageRank (retrieval/pagerank.py), each with the fact of
         the walk it supports best; and per passage, the reifiers of its facts that name the
         entities that carried its score."""
         collection, k = iris.collection, walk.options.k
         view = await off_loop(self.graph.view, collection)
-        if self.llm is not None and walk.near_facts:
-            near = await self._recognised(walk)
+        if self.llm is not None and grounding.near_facts:
+            near = await self._recognised(walk, grounding.near_facts)
         else:
-            near = linked_facts(walk.near_facts, walk.linked)
+            near = linked_facts(grounding.near_facts, set(grounding.linked))
         seeds = entity_seeds(view, near)
         # PageRank seeds every passage; with nothing to rank from, the answer is Document RAG's hybrid
         candidates = max(CANDIDATES, view.passages) if seeds and not view.empty else CANDIDATES
         hybrid = await self.documents.hybrid_ranking(collection, walk.trace.question, candidates=candidates)
-        walk.ranking = ranking = await off_loop(rank, view, seeds, hybrid, k)
-        walk.trace.pagerank_seeds = [TracedPageRankSeed(s.entity, s.weight, s.facts) for s in ranking.seeds]
+        ranking = await off_loop(rank, view, seeds, hybrid, k)
         passages = await off_loop(passages_of, self.store, iris, ranking.order[:CANDIDATES], ranking.scores)
         best = _best_by_chunk(scored)
         passages = [replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in passages[:k]]
@@ -487,14 +438,14 @@ class GraphRag:
             )
             for p in passages
         }
-        return passages, carried
+        return passages, carried, ranking
 
-    async def _recognised(self, walk: Walk) -> list[FactSeed]:
+    async def _recognised(self, walk: Walk, near_facts: list[FactSeed]) -> list[FactSeed]:
         """HippoRAG 2's recognition memory: the LLM keeps those of the question's nearest facts
         that bear on it (none: PageRank has no entity to start from). An answer it cannot read
         keeps them all."""
         assert self.llm is not None
-        listing = "\n".join(f"{i}. {seed.text}" for i, seed in enumerate(walk.near_facts, start=1))
+        listing = "\n".join(f"{i}. {seed.text}" for i, seed in enumerate(near_facts, start=1))
         prompt = render("fact_filter", self.prompts_dir, question=walk.trace.question, facts=listing)
         with Stage(walk.trace, "recognition"):
             completion = await self.llm.complete(prompt, max_tokens=256)
@@ -502,11 +453,11 @@ class GraphRag:
         kept = [
             item
             for item in json_items(completion.text)
-            if isinstance(item, int) and not isinstance(item, bool) and 1 <= item <= len(walk.near_facts)
+            if isinstance(item, int) and not isinstance(item, bool) and 1 <= item <= len(near_facts)
         ]
         if not kept and "[" not in completion.text:
-            return walk.near_facts
-        return [walk.near_facts[i - 1] for i in dict.fromkeys(kept)]
+            return near_facts
+        return [near_facts[i - 1] for i in dict.fromkeys(kept)]
 
     async def _reason(self, walk: Walk) -> None:
         """The LLM says, for each kept edge, why it matters to the question (edges it skips get none)."""

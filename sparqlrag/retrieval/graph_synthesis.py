@@ -40,7 +40,8 @@ def continuations(walk: Walk) -> dict[Triple, Edge]:
     """Each kept fact's best continuation: the kept fact the walk reached through it with the
     highest score, or, when the question asks several things ("Where did she work, and where
     is that?"), the one nearest its last clause, which follows up on what the earlier ones ask."""
-    follow_up = walk.path_vectors[-1] if walk.path_vectors is not None and len(walk.path_targets) > 1 else None
+    grounding = walk.grounding
+    follow_up = grounding.path_vectors[-1] if grounding is not None and len(grounding.path_targets) > 1 else None
 
     def rank(edge: Edge) -> float:
         return float(edge.vector @ follow_up) if follow_up is not None and edge.vector is not None else edge.score

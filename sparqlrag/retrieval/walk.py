@@ -133,6 +133,24 @@ def seed_json(seed: TracedSeed) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class Grounding:
+    """What grounding found, for the hops and the passages: the seeds, the concepts' vectors,
+    the question and its clauses (what a longer path is scored against) with their vectors, and
+    the question's nearest facts (fact index)."""
+
+    seeds: list[TracedSeed]
+    concept_vectors: np.ndarray
+    path_targets: list[str]
+    path_vectors: np.ndarray
+    near_facts: list[FactSeed]
+    linked: frozenset[str]  # the entities the names in the question link to
+
+    @property
+    def question_vector(self) -> np.ndarray:
+        return self.path_vectors[0]
+
+
 @dataclass
 class Walk:
     """What the stages build up for one question."""
@@ -141,13 +159,8 @@ class Walk:
     options: GraphRagOptions
     mode: GraphMode = "graph"
     concepts: list[str] = field(default_factory=list)
-    concept_vectors: np.ndarray | None = None
-    question_vector: np.ndarray | None = None
-    path_targets: list[str] = field(default_factory=list)  # what a path is scored against: the question and its clauses
-    path_vectors: np.ndarray | None = None
+    grounding: Grounding | None = None
     seeds: list[TracedSeed] = field(default_factory=list)
-    near_facts: list[FactSeed] = field(default_factory=list)  # the question's nearest facts (fact index)
-    linked: set[str] = field(default_factory=set)  # the entities the names in the question link to
     edges: list[Edge] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
     ranking: Ranking | None = None  # pagerank mode: what PageRank made of the seeds
