@@ -16,7 +16,9 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -39,14 +41,17 @@ def open_services(work: Path, base: str, models: Models) -> Services:
     )
 
 
+T = TypeVar("T")
+
+
 def close(services: Services) -> None:
     services.close()
     services.store.close()
 
 
-def timed(run: object) -> tuple[object, float]:
+def timed(run: Coroutine[Any, Any, T]) -> tuple[T, float]:
     started = time.monotonic()
-    result = asyncio.run(run)  # type: ignore[arg-type]
+    result = asyncio.run(run)
     return result, time.monotonic() - started
 
 
@@ -70,10 +75,10 @@ def main() -> None:
         close(source)
         figures |= {
             "quads": manifest["counts"]["quads"],
-            "chunks": manifest["counts"]["chunks"],  # type: ignore[index]
+            "chunks": manifest["counts"]["chunks"],
             "entities": manifest["counts"]["entities"],
             "core_mb": core.stat().st_size / 2**20,
-        }  # type: ignore[index]
+        }
         for name, base in (("import", BASE), ("import_rebased", OTHER)):
             target = open_services(root / name, base, models)
             _, figures[f"{name}_s"] = timed(target.cores.import_(core))

@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -184,13 +185,13 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true", help="append the table to bench/RESULTS.md")
     args = parser.parse_args()
     args.sample_file.unlink(missing_ok=True)
-    report = {
+    report: dict[str, dict[str, Any]] = {
         dataset.name: asyncio.run(measure(dataset, args.sample, args.sample_file, args.batch))
         for dataset in args.dataset
     }
     rows = []
     for name, row in report.items():
-        off, on = row["off"], row["on"]  # type: ignore[index]
+        off, on = row["off"], row["on"]
         rules = ", ".join(f"{rule} {n}" for rule, n in sorted(on["by_rule"].items()))
         share = f" ({100 * on['title_confirmed'] / on['title_checkable']:.1f}%)" if on["title_checkable"] else ""
         rows.append(

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from processes import RssSampler, server
 from report import markdown_table, publish
@@ -33,7 +34,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=5.0)
     parser.add_argument("--markdown", action="store_true", help="append the table to bench/RESULTS.md")
     args = parser.parse_args()
-    rows, figures = [], {}
+    rows: list[list[str]] = []
+    figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as folder:
         upstream = start_oxigraph(Path(folder) / "oxigraph")
         bad = HostileStore(upstream.url)

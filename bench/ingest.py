@@ -16,6 +16,7 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,8 +56,8 @@ async def run(sources: list[Source], extractor: Extractor, work: Path) -> dict[s
     failed = [r for r in results if isinstance(r, Exception)]
     if failed:
         raise SystemExit(f"{len(failed)} documents failed, first: {failed[0]}")
-    chunks = sum(r.chunks_added for r in results)  # type: ignore[union-attr]
-    facts = sum(r.facts for r in results)  # type: ignore[union-attr]
+    chunks = sum(r.chunks_added for r in results if not isinstance(r, Exception))
+    facts = sum(r.facts for r in results if not isinstance(r, Exception))
     services.close()
     store.close()
     return {
@@ -82,7 +83,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--markdown", action="store_true", help="append the table to bench/RESULTS.md")
     args = parser.parse_args()
-    runs = {
+    runs: dict[str, tuple[Callable[[], list[Source]], Callable[[], Extractor]]] = {
         "offline, corpus/": (corpus_files, OfflineExtractor),
         "offline, MuSiQue passages": (musique, OfflineExtractor),
         "triples import, MuSiQue": (

@@ -33,7 +33,7 @@ from sparqlrag.extraction.guided import TypedOfflineExtractor  # noqa: E402
 from sparqlrag.models.embedder import Embedder  # noqa: E402
 from sparqlrag.ontology.owl import OntClass, OntologyModel, owlready  # noqa: E402
 from sparqlrag.ontology.reading import read_ontology  # noqa: E402
-from sparqlrag.ontology.selection import ElementIndex, Selector  # noqa: E402
+from sparqlrag.ontology.selection import ElementIndex, OntologyGuide, Selector  # noqa: E402
 
 ELEMENTS = 1000
 
@@ -86,7 +86,7 @@ def main() -> None:
         figures["mean_subset_elements"] = sum(sizes) / len(sizes)
         print(run, f"{len(chunks) / seconds:.1f} chunks/s", flush=True)
     cold = Embedder(models_dir=Path(tempfile.mkdtemp(prefix="selection-bench-")))  # an empty cache again
-    queue = TypedOfflineExtractor("bench", index, Selector(cold))
+    queue = TypedOfflineExtractor("bench", OntologyGuide(index, Selector(cold)))
     started = time.monotonic()
     asyncio.run(_prepare_each(queue, chunks))
     figures["documents_chunks_per_s"] = len(chunks) / (time.monotonic() - started)

@@ -49,7 +49,7 @@ from urllib.parse import unquote
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pyoxigraph import Literal, Quad, RdfFormat, serialize  # noqa: E402
+from pyoxigraph import Literal, NamedNode, Quad, RdfFormat, serialize  # noqa: E402
 from report import publish  # noqa: E402
 from shared_data import SHARED, read_jsonl  # noqa: E402
 
@@ -59,15 +59,17 @@ from sparqlrag.extraction.offline import OfflineExtractor  # noqa: E402
 from sparqlrag.extraction.plans import Source  # noqa: E402
 from sparqlrag.extraction.triples_import import PreExtracted, read_triples  # noqa: E402
 from sparqlrag.retrieval.document_rag import Passage  # noqa: E402
-from sparqlrag.retrieval.options import DOCUMENT_MODES, DocumentRagOptions, GraphRagOptions  # noqa: E402
+from sparqlrag.retrieval.options import DOCUMENT_MODES, DocumentRagOptions, GraphMode, GraphRagOptions  # noqa: E402
 from sparqlrag.services import Services  # noqa: E402
 from sparqlrag.store import EmbeddedStore, vocab  # noqa: E402
+from sparqlrag.store.local_vectors import LocalVectors  # noqa: E402
+from sparqlrag.store.select import lexical  # noqa: E402
 from sparqlrag.store.shortlist import SHORTLIST_ROWS  # noqa: E402
 from sparqlrag.store.vocab import Iris  # noqa: E402
 
 LATENCY_SIZES = {"10k": (6_000, 1), "170k": (None, 1), "1M": (None, 8)}  # MetaQA KB lines, copies
 SWEEP = [(0.5, 0.5), (0.75, 0.25)]  # hybrid fusion weights shown beside the configured ones
-DEFAULT_MODE = "pagerank"  # the mode `ask` answers from by default, reported again as "default"
+DEFAULT_MODE: GraphMode = "pagerank"  # the mode `ask` answers from by default, reported again as "default"
 BASE = "http://bench.example/"
 IRIS = Iris(BASE)
 # Published or previously measured figures for these exact files (../shared/data/README.md), in %.
@@ -247,7 +249,7 @@ def passage_table(
 def metaqa_quads(kb: Path, limit: int | None = None, copies: int = 1) -> list[Quad]:
     """The KB as knowledge-graph quads: entities and relations named as ingestion names them,
     each with its label. `copies` > 1 repeats every triple with renamed relations (scale tests)."""
-    graph, labels, quads = IRIS.knowledge_graph, {}, []
+    graph, labels, quads = IRIS.knowledge_graph, dict[NamedNode, str](), list[Quad]()
     lines = [line.split("|") for line in kb.read_text(encoding="utf-8").splitlines() if line.count("|") == 2]
     for subject, relation, obj in lines[:limit]:
         for copy in range(copies):
@@ -292,7 +294,7 @@ async def metaqa(
         seeds = [s.entity for s in walk.seeds]
         best: dict[str, float] = {}
         for edge in walk.edges:
-            for node in (edge.fact.subject.value, edge.fact.object.value):
+            for node in (lexical(edge.fact.subject), lexical(edge.fact.object)):
                 if node != topic:
                     best[node] = max(best.get(node, -1.0), edge.score)
         top = max(best, key=best.__getitem__) if best else None
@@ -332,13 +334,13 @@ async def latency_graph(
 def shortlist_recall(services: Services, questions: list[str]) -> float:
     """How many of the question's 5 nearest facts the float16 shortlist finds (%), against reading
     every float32 vector."""
+    index = services.vectors
+    assert isinstance(index, LocalVectors), "the shortlist is the local index's"
     vectors, found = services.embedder.embed(questions), []
     for exact in (False, True):
-        services.vectors.shortlist_rows = 10**12 if exact else SHORTLIST_ROWS
-        found.append(
-            [{hit.iri for hit in services.vectors.search("default", "facts", vector, 5)} for vector in vectors]
-        )
-    services.vectors.shortlist_rows = SHORTLIST_ROWS
+        index.shortlist_rows = 10**12 if exact else SHORTLIST_ROWS
+        found.append([{hit.iri for hit in index.search("default", "facts", vector, 5)} for vector in vectors])
+    index.shortlist_rows = SHORTLIST_ROWS
     return 100 * statistics.mean(len(a & b) / len(b) for a, b in zip(*found))
 
 
@@ -359,7 +361,8 @@ async def latency(directory: Path, queries_file: Path, root: Path, wanted: list[
         )
         await services.graph_rag.retrieve("default", questions[0])  # builds the search matrix once
         for scorer in ("facts", "text"):
-            times, stages = [], {}
+            times: list[float] = []
+            stages: dict[str, list[float]] = {}
             for question in questions:
                 started = time.perf_counter()
                 options = GraphRagOptions(scorer=scorer)
@@ -371,7 +374,7 @@ async def latency(directory: Path, queries_file: Path, root: Path, wanted: list[
             out[f"{name}, {scorer} scorer"] = row | {
                 f"{stage} p50_ms": statistics.median(ms) for stage, ms in stages.items()
             }
-        if services.vectors.count("default", "facts") >= services.vectors.shortlist_rows:
+        if services.vectors.count("default", "facts") >= SHORTLIST_ROWS:
             out[f"{name}, facts scorer"]["shortlist recall@5"] = shortlist_recall(services, questions)
         print(
             json.dumps({key: row for key, row in out.items() if key.startswith(f"{name},")}),

@@ -58,7 +58,7 @@ def questions(services: Services) -> list[float]:
     return times
 
 
-def interleaved(store: EmbeddedStore, measure, rounds: int) -> tuple[list[float], list[float]]:  # type: ignore[no-untyped-def]
+def interleaved(store: EmbeddedStore, measure, rounds: int) -> tuple[list[float], list[float]]:
     """(sandboxed, direct) timings, alternating rounds so that drift hits both alike."""
     sandboxed: list[float] = []
     direct: list[float] = []
@@ -89,14 +89,15 @@ def main() -> None:
 
         (root / "demo").mkdir()
         settings = Settings(data_dir=root / "demo", reranker_model=None)
-        services = Services.open(settings, EmbeddedStore(root / "demo" / "store"), models=Models.load(settings))
+        store = EmbeddedStore(root / "demo" / "store")
+        services = Services.open(settings, store, models=Models.load(settings))
         corpus = ROOT / "sparqlrag" / "demo" / "corpus"
         sources = [Source(p.stem, p.read_bytes(), "text/markdown", p.name, None) for p in sorted(corpus.glob("*.md"))]
         asyncio.run(services.pipeline.ingest_many("default", sources))
         questions(services)  # warm the caches and the model
-        sandboxed, direct = interleaved(services.store, lambda: questions(services), rounds=4)
+        sandboxed, direct = interleaved(store, lambda: questions(services), rounds=4)
         services.close()
-        services.store.close()
+        store.close()
         rows.append((f"Graph RAG question, demo corpus ({len(sandboxed)} each)", sandboxed, direct, 1e3, "ms"))
     table = []
     for name, sandboxed, direct, scale, unit in rows:

@@ -125,7 +125,7 @@ def main() -> None:
                 data = Path(work) / f"{path}-x{copies}"
                 print(f"{path}, {passages} passages ...", file=sys.stderr, flush=True)
                 if path == "cli":
-                    figures = ingest_cli(corpus, data)
+                    figures: dict[str, Any] = ingest_cli(corpus, data)
                 else:
                     figures = ingest_http(corpus, data, [q["question"] for q in queries[:20]])
                 figures |= {"passages": passages, "passages_per_s": passages / figures["ingest_s"]}

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import httpx
 from processes import server
@@ -27,7 +27,7 @@ from report import markdown_table, publish
 SLOW, OTHER, WRITER = "slow-reader", "other-reader", "writer"
 CARTESIAN = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"
 RESULTS = {"Accept": "application/sparql-results+json"}
-PROBES = {
+PROBES: dict[str, tuple[str, str, str, dict[str, Any]]] = {
     "ASK {} (another token)": (OTHER, "GET", "/sparql", {"params": {"query": "ASK {}"}}),
     "ASK {} (the slow token)": (SLOW, "GET", "/sparql", {"params": {"query": "ASK {}"}}),
     "/healthz": (OTHER, "GET", "/healthz", {}),
@@ -69,7 +69,7 @@ def main() -> None:
     publish(title, table, figures, args.markdown)
 
 
-def _run(url: str, queries: int, timeout: float) -> dict[str, object]:
+def _run(url: str, queries: int, timeout: float) -> dict[str, Any]:
     slow_statuses: list[int] = []
     slow_times: list[float] = []
 
@@ -116,4 +116,4 @@ def _run(url: str, queries: int, timeout: float) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -75,12 +75,12 @@ if __name__ == "__main__":
     elif "--forget" in sys.argv:
         services = build(data_dir, OfflineExtractor())
         asyncio.run(services.pipeline.ingest("default", "long", long_text().encode()))
-        services.indexer.forget = partial(stall, stalled)  # type: ignore[method-assign]
+        services.indexer.forget = partial(stall, stalled)  # type: ignore[method-assign, assignment]
         asyncio.run(services.pipeline.forget("default", "long"))
     else:
         if "--after-indexing" in sys.argv:
             services = build(data_dir, OfflineExtractor())
-            services.pipeline._commit = partial(stall, stalled)  # type: ignore[method-assign]
+            services.pipeline._commit = partial(stall, stalled)  # type: ignore[method-assign, assignment]
         else:
             services = build(data_dir, StallingExtractor(stalled))
         asyncio.run(services.pipeline.ingest("default", "long", long_text().encode()))

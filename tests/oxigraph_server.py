@@ -10,6 +10,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -38,7 +39,7 @@ class StoreServer:
 
 class Oxigraph(StoreServer):
     @property
-    def endpoints(self) -> dict[str, str]:
+    def endpoints(self) -> dict[str, Any]:
         """Settings that keep a sparqlrag server's everything in this store."""
         return {
             "store_url": self.url + "/query",

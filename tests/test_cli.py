@@ -63,7 +63,7 @@ def test_the_top_level_help_lists_every_command_once_with_what_it_does() -> None
     assert shown.startswith("usage: sparqlrag [-h] COMMAND ...")  # not a brace list of 19 names
     section = shown.split("\ncommands:\n", 1)[1].split("\n\n", 1)[0]
     listed = re.findall(r"^ {4}(\S+)", section, flags=re.MULTILINE)
-    assert listed == list(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+    assert listed == list(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr, arg-type]
     assert set(listed) == set(COMMANDS)
     assert "Every command but serve opens the data directory directly" in shown
 
@@ -263,14 +263,14 @@ def test_ask_in_each_mode_and_its_errors(tmp_path: Path) -> None:
     second = [line for line in explained.splitlines() if "  hop 2  " in line]
     assert second and all("  (via: " in line for line in second)  # a second hop names the fact it continues
     trace_id = explained.rsplit("/", 1)[1].strip()
-    mode = cli(
+    traced = cli(
         tmp_path,
         "query",
         f"SELECT ?m WHERE {{ ?t <https://w3id.org/sparqlrag/ns#mode> ?m FILTER(STRENDS(STR(?t), '{trace_id}')) }}",
         "--format",
         "csv",
     )
-    assert mode.stdout.split() == ["m", "graph-rag/pagerank"]  # the default mode
+    assert traced.stdout.split() == ["m", "graph-rag/pagerank"]  # the default mode
     for args, message in [
         (["ask", question, "--collection", "nope"], "no collection 'nope'"),
         (["ask", "why " * 600], "the limit is 2000"),

@@ -28,19 +28,24 @@ def test_sparqlwrapper_updates_and_queries(clean_server: LiveServer) -> None:
     select = SPARQLWrapper(clean_server.sparql)
     select.setQuery(f"SELECT ?who ?name WHERE {{ <{EX}alice> <{EX}knows> ?who . ?who <{EX}name> ?name }}")
     select.setReturnFormat(JSON)
-    bindings = select.query().convert()["results"]["bindings"]
+    selected = select.query().convert()
+    assert isinstance(selected, dict)
+    bindings = selected["results"]["bindings"]
     assert [(b["who"]["value"], b["name"]["value"]) for b in bindings] == [(f"{EX}bob", "Bob")]
 
     construct = SPARQLWrapper(clean_server.sparql)
     construct.setQuery(f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ GRAPH <{EX}g> {{ ?s ?p ?o }} }}")
     construct.setReturnFormat(TURTLE)
-    graph = Graph().parse(data=construct.query().convert(), format="turtle")
+    constructed = construct.query().convert()
+    assert isinstance(constructed, bytes)
+    graph = Graph().parse(data=constructed, format="turtle")
     assert len(graph) == 2 and (URIRef(f"{EX}bob"), URIRef(f"{EX}name"), Literal("Bob")) in graph
 
     ask = SPARQLWrapper(clean_server.sparql)
     ask.setQuery(f"ASK {{ <{EX}bob> <{EX}knows> ?x }}")
     ask.setReturnFormat(JSON)
-    assert ask.query().convert()["boolean"] is False
+    asked = ask.query().convert()
+    assert isinstance(asked, dict) and asked["boolean"] is False
 
 
 def test_rdflib_sparql_update_store(clean_server: LiveServer) -> None:
@@ -51,7 +56,7 @@ def test_rdflib_sparql_update_store(clean_server: LiveServer) -> None:
     graph.remove((URIRef(f"{EX}dave"), None, None))
     assert len(graph) == 1
     rows = list(graph.query(f"SELECT ?who ?age WHERE {{ ?who <{EX}age> ?age }}"))
-    assert [(str(r[0]), r[1].toPython()) for r in rows] == [(f"{EX}carol", 41)]
+    assert [(str(r[0]), r[1].toPython()) for r in rows] == [(f"{EX}carol", 41)]  # type: ignore[index, union-attr]
     assert (URIRef(f"{EX}carol"), URIRef(f"{EX}age"), Literal(41)) in graph
     store.close()
     with clean_server.client() as client:
@@ -59,7 +64,7 @@ def test_rdflib_sparql_update_store(clean_server: LiveServer) -> None:
     assert "41" in turtle.text
 
 
-def test_trig_dump_reloads_isomorphic_over_http(clean_server: LiveServer, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_trig_dump_reloads_isomorphic_over_http(clean_server: LiveServer, tmp_path) -> None:
     data = (
         f"@prefix ex: <{EX}> .\n"
         'ex:a ex:p [ ex:q "blank" ] .\n'

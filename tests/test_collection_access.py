@@ -298,7 +298,8 @@ def test_sparql_updates_touch_only_the_collections_graphs(server: LiveServer) ->
 
 
 def test_grants_are_checked_when_settings_load() -> None:
-    for grants in ({"t": ["admin:finance"]}, {"t": ["read:"]}, {"t": []}, {" ": ["read:a"]}):
+    bad_grants: list[dict[str, list[str]]] = [{"t": ["admin:finance"]}, {"t": ["read:"]}, {"t": []}, {" ": ["read:a"]}]
+    for grants in bad_grants:
         with pytest.raises(ValidationError):
             Settings(collection_tokens=grants)
     with pytest.raises(ValueError, match="collection names"):

@@ -197,14 +197,14 @@ def test_a_core_imported_under_another_name_moves_every_iri_and_comes_back_whole
         close(back)
 
 
-def rewritten(path: Path, target: Path, member: str, change: object, checksum: bool = False) -> Path:
+def rewritten(path: Path, target: Path, member: str, change: bytes | dict[str, Any], checksum: bool = False) -> Path:
     """A copy of the core with one member replaced (bytes), or the manifest changed (a dict to
     merge); `checksum`: the manifest names the new member's checksum, as a forger would."""
     with zipfile.ZipFile(path) as old:
         members = {item: old.read(item) for item in old.namelist()}
     members[member] = (
         change if isinstance(change, bytes) else json.dumps({**json.loads(members[member]), **change}).encode()
-    )  # type: ignore[dict-item]
+    )
     if checksum:
         manifest = json.loads(members["manifest.json"])
         manifest["sha256"][member] = hashlib.sha256(members[member]).hexdigest()

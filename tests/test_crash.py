@@ -45,7 +45,8 @@ def killed_child(data: Path, *options: str, marker: str = "*.json") -> None:
 
 def test_kill_during_ingest_then_recover(tmp_path: Path) -> None:
     data, reference = tmp_path / "killed", tmp_path / "uninterrupted"
-    data.mkdir(), reference.mkdir()
+    data.mkdir()
+    reference.mkdir()
     killed_child(data)
 
     services = build(data, OfflineExtractor())

@@ -9,16 +9,13 @@ import pytest
 
 from sparqlrag.config import Settings
 from sparqlrag.extraction.offline import OfflineExtractor
-from sparqlrag.extraction.pipeline import Pipeline
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.reranker import CosineReranker
 from sparqlrag.retrieval.document_rag import DocumentRag
 from sparqlrag.retrieval.options import DocumentRagOptions as Options
-from sparqlrag.retrieval.trace import Retention, TraceLog, read_trace
+from sparqlrag.retrieval.trace import read_trace
+from sparqlrag.services import Models, Services
 from sparqlrag.store import EmbeddedStore
-from sparqlrag.store.graph_index import GraphIndex
-from sparqlrag.store.keyword_index import KeywordIndex
-from sparqlrag.store.local_vectors import LocalVectors
 from sparqlrag.store.select import select
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 from tests.llm_stub import Reply, stubbed_llm
@@ -38,37 +35,16 @@ DOCS = {
 
 @pytest.fixture(scope="module")
 def rag(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocumentRag]:
+    """Document RAG as the server builds it (Services.open), on the documents above."""
     root = tmp_path_factory.mktemp("rag")
     embedder = Embedder(models_dir=root / "models")
-    store, vectors, keywords = (
-        EmbeddedStore(root / "store"),
-        LocalVectors(embedder.dim, root / "vectors.sqlite"),
-        KeywordIndex(root / "kw.sqlite"),
-    )
-    pipeline = Pipeline(
-        store=store,
-        vectors=vectors,
-        keywords=keywords,
-        graph=GraphIndex(store, vectors, root / "graph.sqlite"),
-        embedder=embedder,
-        extractor=OfflineExtractor(),
-        base_iri=BASE,
-        work_dir=root,
-    )
+    store = EmbeddedStore(root / "store")
+    settings = Settings(data_dir=root, base_iri=BASE, reranker_model=None)
+    services = Services.open(settings, store, OfflineExtractor(), Models(embedder, CosineReranker(embedder), None))
     for document_id, text in DOCS.items():
-        asyncio.run(pipeline.ingest("default", document_id, text.encode(), title=document_id))
-    yield DocumentRag(
-        store=store,
-        vectors=vectors,
-        keywords=keywords,
-        embedder=embedder,
-        base_iri=BASE,
-        weights=Settings().hybrid_weights,
-        reranker=CosineReranker(embedder),
-        traces=TraceLog(store, BASE, Retention()),
-    )
-    vectors.close()
-    keywords.close()
+        asyncio.run(services.pipeline.ingest("default", document_id, text.encode(), title=document_id))
+    yield services.document_rag
+    services.close()
     store.close()
 
 
@@ -78,7 +54,7 @@ def titles(passages: list) -> list[str]:
 
 @pytest.mark.parametrize("mode", ["vector", "keyword", "hybrid"])
 def test_each_mode_finds_the_right_passage(rag: DocumentRag, mode: str) -> None:
-    passages = asyncio.run(rag.retrieve("default", "Where was Marie Curie born?", Options(mode=mode, k=2)))  # type: ignore[arg-type]
+    passages = asyncio.run(rag.retrieve("default", "Where was Marie Curie born?", Options(mode=mode, k=2)))
     assert titles(passages)[0] == "curie"
     assert passages[0].text == DOCS["curie"] and passages[0].score > 0
 
@@ -94,7 +70,7 @@ def test_rerank_and_mmr_options(rag: DocumentRag) -> None:
     diverse = asyncio.run(rag.retrieve("default", question, Options(k=2, mode="vector", mmr=0.5)))
     assert titles(diverse)[1] == "victoria"  # the copy adds nothing the first passage did not say
     with pytest.raises(ValueError, match="mode"):
-        Options(mode="psychic")  # type: ignore[arg-type]
+        Options(mode="psychic")
     assert asyncio.run(rag.retrieve("empty-collection", "Warsaw")) == []
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,7 +25,12 @@ def test_batches_match_single_calls_and_are_cached(embedder: Embedder, monkeypat
     texts = [f"fact number {i} about knowledge graphs" for i in range(100)]
     sent: list[int] = []
     original = embedder._model.embed
-    monkeypatch.setattr(embedder._model, "embed", lambda docs, **kw: sent.append(len(docs)) or original(docs, **kw))
+
+    def counted(docs: list[str], **kw: Any) -> Any:
+        sent.append(len(docs))
+        return original(docs, **kw)
+
+    monkeypatch.setattr(embedder._model, "embed", counted)
     embedder._cache.clear()  # (the fixture is shared) both computations below reach the model
     single = embedder.embed_one(texts[42])
     embedder._cache.clear()

@@ -66,7 +66,8 @@ def test_a_full_disk_is_a_507_that_writes_nothing_and_the_server_goes_on_once_sp
                 if retried.status_code != 503:
                     break
                 time.sleep(0.5)
-            assert retried is not None and retried.status_code == 201, retried.text
+            assert retried is not None
+            assert retried.status_code == 201, retried.text
             applied = client.post("/sparql", content='INSERT DATA { <urn:x> <urn:y> "z" }', headers=UPDATE)
             assert applied.status_code == 204
             listed = client.get("/api/v1/documents").json()["documents"]

@@ -12,12 +12,13 @@ import pytest
 
 from sparqlrag.config import Settings
 from sparqlrag.models.embedder import Embedder
+from sparqlrag.models.reranker import CosineReranker
 from sparqlrag.retrieval.trace import read_trace
 from sparqlrag.services import Models, Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.graph_index import NO_CHUNK, GraphIndex, Mention
 from sparqlrag.store.local_vectors import LocalVectors
-from sparqlrag.store.select import select
+from sparqlrag.store.select import lexical, select
 from sparqlrag.store.vector_index import alias_facet
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 
@@ -32,7 +33,7 @@ DOCS = {
 
 @pytest.fixture(scope="module")
 def models(embedder: Embedder) -> Models:
-    return Models(embedder, None, None)
+    return Models(embedder, CosineReranker(embedder), None)
 
 
 @pytest.fixture
@@ -70,7 +71,7 @@ def test_every_write_leaves_the_rows_a_rebuild_from_the_store_gives(services: Se
     chunks = {row[1] for row in passages}
     assert len(chunks) == len(DOCS) and {row[1] for row in mentions} <= chunks
     assert synonyms, "the offline extractor's names give some synonym pairs (Warsaw, Poland)"
-    assert all(row[3] >= 0.8 for row in synonyms)
+    assert all(float(row[3]) >= 0.8 for row in synonyms)
     entities = {end for row in mentions for end in row[3:] if end}
     assert {end for row in synonyms for end in row[1:3]} <= entities  # only between the graph's entities
 
@@ -152,7 +153,7 @@ def test_a_loaded_graphs_alt_labels_and_same_as_ground_a_question(services: Serv
     seeds = {seed.entity: seed for seed in walk.seeds}
     assert ibm in seeds and seeds[ibm].alias == "Big Blue"
     assert wikidata in seeds and seeds[wikidata].score == seeds[ibm].score and dbpedia not in seeds
-    assert {(e.fact.subject.value, e.fact.object.value) for e in walk.edges} >= {(ibm, armonk), (wikidata, flint)}
+    assert {(lexical(e.fact.subject), lexical(e.fact.object)) for e in walk.edges} >= {(ibm, armonk), (wikidata, flint)}
     services.vectors.delete("default", "entities", [ibm])
     assert not services.vectors.existing("default", "entities", [ibm], alias_facet("Big Blue"))
 

@@ -20,7 +20,7 @@ from sparqlrag.retrieval.trace import fact_json, read_trace
 from sparqlrag.retrieval.walk import EmptyGraph, Walk
 from sparqlrag.services import Models, Services
 from sparqlrag.store import EmbeddedStore
-from sparqlrag.store.select import select
+from sparqlrag.store.select import lexical, select
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 from tests.llm_stub import Reply, stubbed_llm
@@ -69,11 +69,11 @@ def test_two_hops_reach_the_country_and_schema_edges_are_dropped(services: Servi
     options = GraphRagOptions(entity_limit=1, fact_seeds=0)  # start from Marie Curie alone
     walk = asyncio.run(rag(services).retrieve("default", "In which country was Marie Curie born?", options))
     assert [s.entity for s in walk.seeds] == [entity("Marie Curie")]
-    facts = {(e.hop, e.fact.subject.value, e.labels[1], e.fact.object.value) for e in walk.edges}
+    facts = {(e.hop, lexical(e.fact.subject), e.labels[1], lexical(e.fact.object)) for e in walk.edges}
     assert (1, entity("Marie Curie"), "was born in", entity("Warsaw")) in facts
     assert (2, entity("Warsaw"), "is capital of", entity("Poland")) in facts  # reached only through Warsaw
     capital = next(e for e in walk.edges if e.hop == 2 and e.labels[1] == "is capital of")
-    assert capital.via is not None and capital.via.fact.object.value == entity("Warsaw")  # the path is kept
+    assert capital.via is not None and lexical(capital.via.fact.object) == entity("Warsaw")  # the path is kept
     assert (
         capital.path_text == f"{capital.via.text}. {capital.text}" and capital.json()["via"]["text"] == capital.via.text
     )
@@ -367,7 +367,7 @@ def test_recognition_memory_chooses_the_facts_pagerank_starts_from(services: Ser
     assert first.grounding is not None
     kept = first.grounding.near_facts[0].fact
     assert first.ranking is not None and first.ranking.seeds
-    assert {s.entity for s in first.ranking.seeds} <= {kept.subject.value, kept.object.value}
+    assert {s.entity for s in first.ranking.seeds} <= {lexical(kept.subject), lexical(kept.object)}
     assert first.trace.steps.keys() >= {"recognition", "pagerank"}
     none = walk(Reply("[]"))
     hybrid = asyncio.run(services.document_rag.retrieve("default", question, DocumentRagOptions(mode="hybrid", k=3)))
@@ -382,7 +382,7 @@ def test_the_text_scorer_walks_the_same_graph(services: Services) -> None:
     """Scoring each path's text now (a model run per candidate) instead of the fact index."""
     options = GraphRagOptions(entity_limit=1, fact_seeds=0, scorer="text")
     walk = asyncio.run(rag(services).retrieve("default", "In which country was Marie Curie born?", options))
-    facts = {(e.hop, e.fact.subject.value, e.labels[1], e.fact.object.value) for e in walk.edges}
+    facts = {(e.hop, lexical(e.fact.subject), e.labels[1], lexical(e.fact.object)) for e in walk.edges}
     assert (1, entity("Marie Curie"), "was born in", entity("Warsaw")) in facts
     assert (2, entity("Warsaw"), "is capital of", entity("Poland")) in facts
     assert all(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -221,7 +222,7 @@ def test_collections_api(client: httpx.Client, server: LiveServer) -> None:
     assert client.get("/api/v1/collections/default").json()["documents"] == 0
     graphs = client.get("/sparql", params={"query": "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }"}).json()
     assert not [b for b in graphs["results"]["bindings"] if "/papers" in b["g"]["value"]]
-    for method, path, kwargs, status, error in [
+    refusals: list[tuple[str, str, dict[str, Any], int, str]] = [
         ("GET", "/api/v1/collections/papers", {}, 404, "collection_not_found"),
         ("DELETE", "/api/v1/collections/papers", {}, 404, "collection_not_found"),
         ("GET", "/api/v1/documents", {"params": {"collection": "papers"}}, 404, "collection_not_found"),
@@ -235,7 +236,8 @@ def test_collections_api(client: httpx.Client, server: LiveServer) -> None:
         ("POST", "/api/v1/collections", {"json": {"name": "Bad Name"}}, 400, "bad_collection"),
         ("POST", "/api/v1/collections", {"json": {"title": "no name"}}, 400, "bad_request"),
         ("DELETE", "/api/v1/collections/Bad%20Name", {}, 400, "bad_collection"),
-    ]:
+    ]
+    for method, path, kwargs, status, error in refusals:
         before = snapshot(client)
         response = client.request(method, path, **kwargs)
         assert (response.status_code, response.json()["error"]) == (status, error), (method, path, response.text)

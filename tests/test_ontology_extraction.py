@@ -26,7 +26,7 @@ from sparqlrag.ontology.selection import ElementIndex, OntologyGuide, Selector, 
 from sparqlrag.queries.describe import describe
 from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore, vocab
-from sparqlrag.store.select import select
+from sparqlrag.store.select import lexical, select
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 from tests.conftest import TEST_DATA
 from tests.llm_stub import Reply, serve_stub
@@ -135,7 +135,7 @@ def test_typed_knowledge_becomes_typed_iris_and_rdf_type_facts(org: OntologyMode
         and Triple(jane, vocab.RDFS_LABEL, Literal("Jane Smith")) in triples
     )
     assert not any(
-        t.subject.value.startswith("http://kb.example/rel/") for t in triples
+        lexical(t.subject).startswith("http://kb.example/rel/") for t in triples
     )  # the ontology's own property, no minted one
 
 

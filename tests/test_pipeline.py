@@ -17,7 +17,7 @@ from sparqlrag.extraction.decoders import DecodeError
 from sparqlrag.extraction.knowledge import Knowledge
 from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.extraction.pipeline import Pipeline
-from sparqlrag.extraction.plans import Source
+from sparqlrag.extraction.plans import IngestResult, Source
 from sparqlrag.library import librarian
 from sparqlrag.library.librarian import CollectionBusy, UnknownCollection
 from sparqlrag.models.embedder import Embedder
@@ -28,7 +28,7 @@ from sparqlrag.store.base import StoreUnavailable
 from sparqlrag.store.facts import parse_fact, walked_filter
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.select import select, select_terms
-from sparqlrag.store.vector_index import VectorIndex
+from sparqlrag.store.vector_index import KINDS, VectorIndex
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 
 BASE = "http://kb.example/"
@@ -63,13 +63,13 @@ class PipelineParts:
     extractor: CountingExtractor
     iris: Iris
 
-    def ingest(self, document_id: str, text: str | bytes, **kwargs: object):  # type: ignore[no-untyped-def]
+    def ingest(self, document_id: str, text: str | bytes, **kwargs: object):
         data = text.encode() if isinstance(text, str) else text
         return asyncio.run(self.pipeline.ingest("default", document_id, data, **kwargs))  # type: ignore[arg-type]
 
     def snapshot(self) -> list[bytes]:
         out = io.BytesIO()
-        self.store.dump(out, RdfFormat.N_QUADS)  # type: ignore[arg-type]
+        self.store.dump(out, RdfFormat.N_QUADS)
         return sorted(out.getvalue().splitlines())
 
     def facts(self) -> set[tuple[str, str, str]]:
@@ -106,13 +106,13 @@ def test_ingest_writes_store_vectors_and_keywords(parts: PipelineParts) -> None:
     assert parts.keywords.search("default", "Vistula", 1)[0].iri.startswith(info.iri + "/chunk/")
     # the fact index: one point per walked fact, named by its reifier, its text as the walk reads it
     walked = [
-        Triple(r["s"], r["p"], r["o"])
+        Triple(r["s"], r["p"], r["o"])  # type: ignore[arg-type]  # the filter keeps IRI subjects and predicates
         for r in select_terms(
             parts.store,
             f"""SELECT ?s ?p ?o WHERE {{
         GRAPH <{parts.iris.knowledge_graph.value}> {{ ?s ?p ?o }} FILTER({walked_filter()}) }}""",
         )
-    ]  # type: ignore[arg-type]
+    ]
     assert walked and parts.vectors.count("default", "facts") == len(walked)
     born = Triple(parts.iris.entity("Marie Curie"), parts.iris.predicate("was born in"), parts.iris.entity("Warsaw"))
     (hit,) = [
@@ -240,8 +240,9 @@ def test_reingest_extracts_every_chunk_again_with_the_current_extractor(parts: P
     source = asyncio.run(parts.pipeline.kept_source("default", "curie"))
     assert (source.filename, source.data) == ("curie.txt", "\n\n".join(PARAGRAPHS).encode())
     (result,) = asyncio.run(parts.pipeline.ingest_many("default", [source], force=True))
+    assert isinstance(result, IngestResult)
     assert (result.status, result.chunks_added, result.chunks_removed, result.chunks_kept) == ("ready", 3, 3, 0)
-    assert len(parts.pipeline.extractor.seen) == 3  # type: ignore[attr-defined]
+    assert len(parts.pipeline.extractor.seen) == 3
     after = parts.facts()
     assert ("marie-curie", "was born in", "warsaw") in before and ("marie-curie", "was born in", "warsaw") not in after
     assert ("marie-curie", "was born in", "varsovia") in after and not any("warsaw" in (s, o) for s, _, o in after)
@@ -339,7 +340,7 @@ def test_a_failed_commit_takes_back_its_index_rows_and_keeps_the_version_before(
     parts: PipelineParts, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     parts.ingest("curie", "\n\n".join(PARAGRAPHS[:2]))
-    before = {kind: parts.vectors.iris("default", kind) for kind in ("chunks", "entities", "facts")}
+    before = {kind: parts.vectors.iris("default", kind) for kind in KINDS}
     keywords, facts, dataset = parts.keywords.iris("default"), parts.facts(), parts.snapshot()
     update = parts.store.update
 
@@ -352,7 +353,7 @@ def test_a_failed_commit_takes_back_its_index_rows_and_keeps_the_version_before(
     with pytest.raises(StoreUnavailable):
         parts.ingest("curie", "\n\n".join(PARAGRAPHS) + "\n\nIrene Joliot-Curie was born in Paris.")
     monkeypatch.setattr(parts.store, "update", update)
-    assert {kind: parts.vectors.iris("default", kind) for kind in before} == before  # written, then taken back
+    assert {kind: parts.vectors.iris("default", kind) for kind in KINDS} == before  # written, then taken back
     assert parts.keywords.iris("default") == keywords and parts.facts() == facts
     record = f"<{parts.iris.document('curie').value}> ".encode()
     assert [line for line in parts.snapshot() if not line.startswith(record)] == [

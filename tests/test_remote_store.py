@@ -7,6 +7,7 @@ import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -163,7 +164,7 @@ def approximately(value: object) -> object:
     return value
 
 
-def _answers(server: LiveServer) -> list[object]:
+def _answers(server: LiveServer) -> list[Any]:
     """What a user sees of the whole cycle: ingest three demo documents into a collection, ask
     both RAGs, forget one, ask again, export the collection's core, delete the collection,
     import the core, ask again. Trace IRIs are left out (fresh each time)."""

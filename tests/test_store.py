@@ -45,12 +45,12 @@ def canonical(data: bytes, fmt: RdfFormat) -> Dataset:
 
 def nquads(store: EmbeddedStore) -> bytes:
     out = io.BytesIO()
-    store.dump(out, RdfFormat.N_QUADS)  # type: ignore[arg-type]
+    store.dump(out, RdfFormat.N_QUADS)
     return b"".join(sorted(out.getvalue().splitlines(keepends=True)))
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> EmbeddedStore:
+def store(tmp_path: Path) -> Iterator[EmbeddedStore]:
     opened = EmbeddedStore(tmp_path / "store")
     yield opened
     opened.close()

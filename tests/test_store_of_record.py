@@ -37,7 +37,7 @@ def indexes(settings: Settings) -> dict[str, object]:
 def _points(services: Services) -> dict[str, object]:
     seen: dict[str, object] = {}
     for kind in ("chunks", "entities", "facts"):
-        vectors, payloads = services.vectors.points("default", kind)  # type: ignore[arg-type]
+        vectors, payloads = services.vectors.points("default", kind)
         order = sorted(range(len(payloads)), key=lambda i: (payloads[i]["iri"], payloads[i].get("facet", "")))
         seen[kind] = [payloads[i] for i in order]
         seen[kind + " vectors"] = vectors[order]
@@ -94,7 +94,7 @@ def test_an_rdf11_dump_gives_rdflib_every_reifier_with_its_fact_and_chunks(tmp_p
     for quad in parse(path=str(tmp_path / "rdf12.nq"), format=RdfFormat.N_QUADS):
         if quad.predicate.value == RDF + "reifies":
             fact = quad.object
-            expected[quad.subject.value] = (fact.subject.value, fact.predicate.value, fact.object.value)  # type: ignore[union-attr]
+            expected[quad.subject.value] = (fact.subject.value, fact.predicate.value, fact.object.value)
         elif quad.predicate.value == PROV_DERIVED:
             chunks.setdefault(quad.subject.value, set()).add(quad.object.value)
     assert len(expected) > 50

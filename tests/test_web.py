@@ -12,6 +12,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
@@ -20,6 +21,9 @@ import rdflib
 from sparqlrag.cli.parser import DEMO_QUESTION
 from sparqlrag.server.pages import YASGUI_LOCAL
 from tests.conftest import ROOT, LiveServer, start_server
+
+if TYPE_CHECKING:  # selenium is imported where a browser test runs
+    from selenium.webdriver.remote.webdriver import WebDriver
 
 SCREENSHOTS = ROOT / "build" / "screenshots"
 COMUNICA = ROOT / ".cache" / "node" / "node_modules" / ".bin" / "fetch-sparql-endpoint"
@@ -176,7 +180,7 @@ def test_comunicas_sparql_client_queries_and_updates(server: LiveServer, client:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
+def browser() -> Iterator[WebDriver]:
     if not (CHROMIUM and CHROMEDRIVER):
         pytest.skip(
             "headless Chromium is not installed (`make install` installs chromium and chromium-driver as root on "
@@ -205,7 +209,7 @@ def browser() -> Iterator[object]:
     driver.quit()
 
 
-def wait_for(driver: object, css: str, count: int = 1, timeout: float = 60) -> list:
+def wait_for(driver: WebDriver, css: str, count: int = 1, timeout: float = 60) -> list:
     """The elements matching `css` once there are at least `count` of them."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
@@ -217,7 +221,7 @@ def wait_for(driver: object, css: str, count: int = 1, timeout: float = 60) -> l
     return WebDriverWait(driver, timeout).until(enough)  # type: ignore[arg-type]
 
 
-def wait_for_rows(driver: object, expected: Callable[[list[str]], bool], timeout: float = 60) -> list[str]:
+def wait_for_rows(driver: WebDriver, expected: Callable[[list[str]], bool], timeout: float = 60) -> list[str]:
     """The texts of YASR's result rows once they are what the test expects: a table left from an
     earlier query, or one being redrawn, is waited out rather than read."""
     from selenium.common.exceptions import StaleElementReferenceException
@@ -232,12 +236,12 @@ def wait_for_rows(driver: object, expected: Callable[[list[str]], bool], timeout
     return WebDriverWait(driver, timeout, ignored_exceptions=[StaleElementReferenceException]).until(rows)  # type: ignore[arg-type]
 
 
-def fresh(driver: object, url: str) -> None:
+def fresh(driver: WebDriver, url: str) -> None:
     """Opens `url` with no state left by an earlier test: YASGUI keeps its tabs, and their
     queries and results, in the origin's localStorage."""
-    driver.get(url)  # type: ignore[attr-defined]
-    driver.execute_script("window.localStorage.clear(); window.sessionStorage.clear();")  # type: ignore[attr-defined]
-    driver.get(url)  # type: ignore[attr-defined]
+    driver.get(url)
+    driver.execute_script("window.localStorage.clear(); window.sessionStorage.clear();")
+    driver.get(url)
 
 
 def labels_are(*labels: str) -> Callable[[list[str]], bool]:
@@ -245,25 +249,25 @@ def labels_are(*labels: str) -> Callable[[list[str]], bool]:
     return lambda texts: [(text.split() or [""])[-1] for text in texts] == list(labels)
 
 
-def test_yasgui_runs_a_select_and_shows_the_rows(browser: object, server: LiveServer) -> None:
+def test_yasgui_runs_a_select_and_shows_the_rows(browser: WebDriver, server: LiveServer) -> None:
     from selenium.webdriver.common.by import By
 
     driver = browser
     fresh(driver, server.url + "/")
     wait_for(driver, "#graphs li.collection")  # the collections listed beside the editor
-    driver.find_element(By.LINK_TEXT, "knowledge").click()  # type: ignore[attr-defined]  # opens a query on that graph
+    driver.find_element(By.LINK_TEXT, "knowledge").click()  # opens a query on that graph
     assert f"GRAPH <{server.settings.base_iri}graph/default>" in driver.execute_script(
         "return window.yasgui.getTab().getQuery();"
-    )  # type: ignore[attr-defined]
+    )
     driver.execute_script(
-        """const tab = window.yasgui.getTab(); tab.setQuery(arguments[0]); tab.getYasqe().query();""",  # type: ignore[attr-defined]
+        """const tab = window.yasgui.getTab(); tab.setQuery(arguments[0]); tab.getYasqe().query();""",
         "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\nSELECT ?label WHERE { GRAPH ?g { ?e rdfs:label ?label } "
         'FILTER(?label IN ("CERN", "Geneva")) } ORDER BY ?label',
     )
     wait_for_rows(driver, labels_are("CERN", "Geneva"))
-    driver.save_screenshot(str(SCREENSHOTS / "yasgui-select.png"))  # type: ignore[attr-defined]
+    driver.save_screenshot(str(SCREENSHOTS / "yasgui-select.png"))
     driver.execute_script(
-        """const tab = window.yasgui.getTab(); tab.setQuery(arguments[0]); tab.getYasqe().query();""",  # type: ignore[attr-defined]
+        """const tab = window.yasgui.getTab(); tab.setQuery(arguments[0]); tab.getYasqe().query();""",
         'INSERT DATA { GRAPH <urn:yasgui> { <urn:a> <urn:said> "from YASGUI" } }',
     )  # an update, sent as update=
     ask = {"query": 'ASK { GRAPH <urn:yasgui> { <urn:a> <urn:said> "from YASGUI" } }'}
@@ -274,50 +278,52 @@ def test_yasgui_runs_a_select_and_shows_the_rows(browser: object, server: LiveSe
         assert client.get("/sparql", params=ask).json()["boolean"]
 
 
-def test_the_ask_page_shows_an_answer_its_sources_and_the_trace(browser: object, server: LiveServer) -> None:
+def test_the_ask_page_shows_an_answer_its_sources_and_the_trace(browser: WebDriver, server: LiveServer) -> None:
     from selenium.webdriver.common.by import By
 
     driver = browser
     fresh(driver, server.url + "/ask")
     wait_for(driver, "#collection option")
-    driver.find_element(By.ID, "question").send_keys(DEMO_QUESTION)  # type: ignore[attr-defined]
-    driver.find_element(By.CSS_SELECTOR, "form.ask button").click()  # type: ignore[attr-defined]
+    driver.find_element(By.ID, "question").send_keys(DEMO_QUESTION)
+    driver.find_element(By.CSS_SELECTOR, "form.ask button").click()
     sources = wait_for(driver, "#sources li.source")
     wait_for(driver, "#trace-query:not([hidden])")
-    assert "CERN" in driver.find_element(By.ID, "answer").text  # type: ignore[attr-defined]
+    assert "CERN" in driver.find_element(By.ID, "answer").text
     assert sources[0].find_elements(By.TAG_NAME, "a")[0].text  # a document title, linked to the chunk's page
-    assert driver.find_elements(By.CSS_SELECTOR, "#sources mark")  # type: ignore[attr-defined]  # the supporting sentence
-    assert len(driver.find_elements(By.CSS_SELECTOR, "svg#trace circle.seed")) >= 1  # type: ignore[attr-defined]
-    assert len(driver.find_elements(By.CSS_SELECTOR, "svg#trace path.edge")) >= 2  # type: ignore[attr-defined]
-    assert len(driver.find_elements(By.CSS_SELECTOR, "#facts li")) >= 2  # type: ignore[attr-defined]
-    driver.save_screenshot(str(SCREENSHOTS / "ask-answer.png"))  # type: ignore[attr-defined]
-    driver.get(driver.find_element(By.ID, "trace-query").get_attribute("href"))  # type: ignore[attr-defined]  # the trace in YASGUI
-    driver.execute_script("window.yasgui.getTab().getYasqe().query();")  # type: ignore[attr-defined]
+    assert driver.find_elements(By.CSS_SELECTOR, "#sources mark")  # the supporting sentence
+    assert len(driver.find_elements(By.CSS_SELECTOR, "svg#trace circle.seed")) >= 1
+    assert len(driver.find_elements(By.CSS_SELECTOR, "svg#trace path.edge")) >= 2
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#facts li")) >= 2
+    driver.save_screenshot(str(SCREENSHOTS / "ask-answer.png"))
+    link = driver.find_element(By.ID, "trace-query").get_attribute("href")
+    assert link is not None
+    driver.get(link)  # the trace in YASGUI
+    driver.execute_script("window.yasgui.getTab().getYasqe().query();")
     rows = wait_for_rows(driver, lambda texts: any("rel/invented" in text for text in texts))  # the trace's kept facts
     assert [text.split()[1] for text in rows] == sorted(
         text.split()[1] for text in rows
     )  # after the row number: the hop, in order
-    driver.save_screenshot(str(SCREENSHOTS / "ask-trace-in-yasgui.png"))  # type: ignore[attr-defined]
+    driver.save_screenshot(str(SCREENSHOTS / "ask-trace-in-yasgui.png"))
 
 
-def test_the_pages_run_under_their_content_security_policy(browser: object, server: LiveServer) -> None:
+def test_the_pages_run_under_their_content_security_policy(browser: WebDriver, server: LiveServer) -> None:
     """Nothing the pages need is blocked by the policy (which runs no inline script)."""
     driver = browser
     driver.get_log("browser")  # type: ignore[attr-defined]  # what earlier tests left
     fresh(driver, server.url + "/")
     wait_for(driver, "#graphs li.collection")
-    driver.execute_script("window.yasgui.getTab().getYasqe().query();")  # type: ignore[attr-defined]
+    driver.execute_script("window.yasgui.getTab().getYasqe().query();")
     wait_for(driver, ".yasr table tbody tr")
-    driver.get(server.url + "/ask")  # type: ignore[attr-defined]
+    driver.get(server.url + "/ask")
     wait_for(driver, "#collection option")
-    driver.get(server.settings.base_iri + "id/default/cern")  # type: ignore[attr-defined]
+    driver.get(server.settings.base_iri + "id/default/cern")
     wait_for(driver, "table.facts")
     console = [entry["message"] for entry in driver.get_log("browser")]  # type: ignore[attr-defined]
     assert not [message for message in console if "Content Security Policy" in message], console
 
 
 def test_without_yasgui_the_editor_page_says_so_and_still_lists_the_collections(
-    browser: object, server: LiveServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    browser: WebDriver, server: LiveServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """An offline installation with no copy of YASGUI (and the CDN out of reach) tells the user,
     rather than staying on "loading…"."""
@@ -332,11 +338,11 @@ def test_without_yasgui_the_editor_page_says_so_and_still_lists_the_collections(
     (message,) = wait_for(driver, "#yasgui #no-editor")
     assert "could not be loaded" in message.text and server.url + "/sparql" in message.text
     wait_for(driver, "#graphs li.collection")
-    driver.find_element(By.LINK_TEXT, "knowledge").click()  # type: ignore[attr-defined]  # no editor to open: nothing breaks
-    assert driver.find_elements(By.CSS_SELECTOR, "#no-editor")  # type: ignore[attr-defined]
+    driver.find_element(By.LINK_TEXT, "knowledge").click()  # no editor to open: nothing breaks
+    assert driver.find_elements(By.CSS_SELECTOR, "#no-editor")
 
 
-def test_with_tokens_the_pages_ask_for_one_and_use_it(browser: object, tmp_path: Path) -> None:
+def test_with_tokens_the_pages_ask_for_one_and_use_it(browser: WebDriver, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
@@ -350,18 +356,18 @@ def test_with_tokens_the_pages_ask_for_one_and_use_it(browser: object, tmp_path:
                 == 201
             )
         driver = browser
-        driver.get(secured.url + "/")  # type: ignore[attr-defined]
+        driver.get(secured.url + "/")
         wait_for(driver, "#graphs li.error")  # no token yet: the collections cannot be listed, and the page says so
-        driver.find_element(By.ID, "token").send_keys("browser-token", Keys.ENTER)  # type: ignore[attr-defined]
+        driver.find_element(By.ID, "token").send_keys("browser-token", Keys.ENTER)
         wait_for(driver, "#graphs li.collection")  # reloaded, with the token
         driver.execute_script(
-            """const tab = window.yasgui.getTab(); tab.setQuery(arguments[0]); tab.getYasqe().query();""",  # type: ignore[attr-defined]
+            """const tab = window.yasgui.getTab(); tab.setQuery(arguments[0]); tab.getYasqe().query();""",
             "SELECT ?label WHERE { GRAPH ?g { ?e <http://www.w3.org/2000/01/rdf-schema#label> ?label } "
             'FILTER(?label IN ("CERN", "Geneva")) } ORDER BY ?label',
         )
         wait_for_rows(driver, labels_are("CERN", "Geneva"))
-        driver.get(secured.settings.base_iri + "id/default/cern")  # type: ignore[attr-defined]  # a plain link: the cookie carries the token
-        assert driver.find_element(By.TAG_NAME, "h1").text == "CERN"  # type: ignore[attr-defined]
+        driver.get(secured.settings.base_iri + "id/default/cern")  # a plain link: the cookie carries the token
+        assert driver.find_element(By.TAG_NAME, "h1").text == "CERN"
     finally:
         stop()
 

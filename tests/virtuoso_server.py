@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -57,7 +58,7 @@ MaxQueryExecutionTime = 0
 
 class Virtuoso(StoreServer):
     @property
-    def endpoints(self) -> dict[str, object]:
+    def endpoints(self) -> dict[str, Any]:
         """Settings that keep a sparqlrag server's everything in this store: one endpoint for
         queries and updates, writes as INSERT DATA, its default graph already the union, and a
         graph of its own standing for the real default graph."""

@@ -15,6 +15,7 @@ import pyoxigraph
 from rdflib import RDFS, Graph, Namespace, URIRef
 from rdflib.collection import Collection
 from rdflib.compare import isomorphic
+from rdflib.term import Node
 
 MF = Namespace("http://www.w3.org/2001/sw/DataAccess/tests/test-manifest#")
 HT = Namespace("http://www.w3.org/2011/http#")
@@ -24,7 +25,9 @@ UT = Namespace("http://www.w3.org/2009/sparql/tests/test-update#")
 
 STATUS = {"OK": [200], "Created": [201], "NoContent": [204], "NotFound": [404]}
 STATUS.update({f"StatusCode{n}xx": list(range(n * 100, n * 100 + 100)) for n in (2, 3, 4, 5)})
-RESULT_TYPES = {"boolean": ("application/sparql-results+json", "application/sparql-results+xml")}
+RESULT_TYPES: dict[str, tuple[str, ...]] = {
+    "boolean": ("application/sparql-results+json", "application/sparql-results+xml")
+}
 RESULT_TYPES["tabular"] = RESULT_TYPES["boolean"] + ("text/csv", "text/tab-separated-values")
 RESULT_TYPES["RDF"] = ("application/rdf+xml", "text/turtle", "application/n-triples")
 
@@ -56,11 +59,11 @@ class Case:
     graph_data: list[tuple[Path, str]] = field(default_factory=list)
 
 
-def _items(graph: Graph, head: object) -> list:
+def _items(graph: Graph, head: Node) -> list:
     return list(Collection(graph, head))
 
 
-def _headers(graph: Graph, node: object) -> dict[str, str]:
+def _headers(graph: Graph, node: Node) -> dict[str, str]:
     headers = {}
     for header_list in graph.objects(node, HT.headers):
         for header in _items(graph, header_list):
@@ -69,7 +72,7 @@ def _headers(graph: Graph, node: object) -> dict[str, str]:
     return headers
 
 
-def _body(graph: Graph, node: object) -> str | None:
+def _body(graph: Graph, node: Node) -> str | None:
     body = graph.value(node, HT.body)
     return None if body is None else str(graph.value(body, CNT.chars))
 
@@ -82,9 +85,12 @@ def _rewrite(path: str) -> str:
     raise ValueError(f"unexpected test path {path}")
 
 
-def _step(graph: Graph, request: object) -> Step:
+def _step(graph: Graph, request: Node) -> Step:
     response = graph.value(request, HT.resp)
-    statuses = [code for status in graph.objects(response, MF.expectedStatus) for code in STATUS[status.split("#")[1]]]
+    assert response is not None, f"a test request with no response: {request}"
+    statuses = [
+        code for status in graph.objects(response, MF.expectedStatus) for code in STATUS[str(status).split("#")[1]]
+    ]
     boolean = graph.value(response, MF.expectedBoolean)
     fmt = graph.value(response, MF.expectedFormat)
     location = graph.value(response, MF.expectedLocation)
@@ -97,7 +103,7 @@ def _step(graph: Graph, request: object) -> Step:
         expected=Expected(
             statuses=statuses,
             format=None if fmt is None else str(fmt),
-            boolean=None if boolean is None else bool(boolean.toPython()),
+            boolean=None if boolean is None else str(boolean) == "true",
             content_type=response_headers.get("content-type"),
             body=_body(graph, response),
             location_variable=None if location is None else str(location),

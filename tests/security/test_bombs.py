@@ -50,7 +50,7 @@ def core_with(path: Path, member: str, blocks: int, block: bytes) -> Path:
     return path
 
 
-def peak_while(call) -> int:  # type: ignore[no-untyped-def]
+def peak_while(call) -> int:
     """Bytes allocated by Python at the peak of `call()`, above where it started."""
     tracemalloc.start()
     try:

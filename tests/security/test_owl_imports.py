@@ -61,7 +61,7 @@ def owl_xml(name: str, targets: list[str]) -> bytes:
 )
 def test_imports_are_not_followed(
     hostile: LiveServer, listener: Listener, black_hole: Listener, secret_file: Path, media_type: str, build
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     name = "imp-" + media_type.split("/")[1].replace("+", "-")
     body = build(name, imports(secret_file, listener, black_hole))
     with hostile.client(WRITE, timeout=20) as client:  # a followed import of the black hole would time out

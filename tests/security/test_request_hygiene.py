@@ -45,7 +45,7 @@ def test_bad_dataset_iris_are_400_without_exception_text(hostile: LiveServer, gr
         assert response.json()["error"] == "syntax_error" and "No scheme found" not in response.text
 
 
-def test_remote_failures_never_show_the_remote_body(tmp_path, listener: Listener) -> None:  # type: ignore[no-untyped-def]
+def test_remote_failures_never_show_the_remote_body(tmp_path, listener: Listener) -> None:
     """With remote access allowed, a failing SERVICE or LOAD is the client's 400, and what the
     remote server said stays out of it."""
     server, stop = start_server(tmp_path / "remote", allow_remote=True)

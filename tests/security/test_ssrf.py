@@ -58,7 +58,7 @@ def test_service_silent_runs_without_contact(hostile: LiveServer, listener: List
     assert listener.contacts == []
 
 
-def test_in_process_store_is_sandboxed_too(tmp_path, listener: Listener) -> None:  # type: ignore[no-untyped-def]
+def test_in_process_store_is_sandboxed_too(tmp_path, listener: Listener) -> None:
     """The CLI's store (EmbeddedStore in the caller's process) runs SPARQL on filtered threads."""
     store = EmbeddedStore(tmp_path / "store")
     try:
@@ -71,7 +71,7 @@ def test_in_process_store_is_sandboxed_too(tmp_path, listener: Listener) -> None
     assert listener.contacts == []
 
 
-def test_without_a_sandbox_the_words_are_refused(tmp_path, listener: Listener, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_without_a_sandbox_the_words_are_refused(tmp_path, listener: Listener, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where the kernel cannot filter, any text that mentions SERVICE or LOAD is refused: cruder, still closed."""
     monkeypatch.setattr(sandbox, "offline_pool", lambda: None)
     store = EmbeddedStore(tmp_path / "store")
@@ -87,7 +87,7 @@ def test_without_a_sandbox_the_words_are_refused(tmp_path, listener: Listener, m
     assert listener.contacts == []
 
 
-def test_allowed_remote_access_does_reach_out(tmp_path, listener: Listener) -> None:  # type: ignore[no-untyped-def]
+def test_allowed_remote_access_does_reach_out(tmp_path, listener: Listener) -> None:
     """The control: with allow_remote the same request contacts the listener, so the tests above can fail.
     The remote server's body is never shown."""
     store = EmbeddedStore(tmp_path / "store", allow_remote=True)

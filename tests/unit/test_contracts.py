@@ -72,7 +72,7 @@ def test_the_passage_limit_and_the_modes_are_the_same_on_http_mcp_and_the_cli() 
     assert tools["search_documents"]["mode"]["enum"] == list(DOCUMENT_MODES)
     assert _body_schema("/api/v1/graph-rag")["properties"]["mode"]["enum"] == list(GRAPH_MODES)
     assert tools["ask"]["mode"]["enum"] == [*GRAPH_MODES, "document", "default"]
-    ask = next(a for a in build_parser()._subparsers._group_actions[0].choices["ask"]._actions if a.dest == "mode")  # type: ignore[union-attr]
+    ask = next(a for a in build_parser()._subparsers._group_actions[0].choices["ask"]._actions if a.dest == "mode")  # type: ignore[union-attr, index]
     assert list(ask.choices) == [*GRAPH_MODES, "document"]
     pattern = TypeAdapter(CollectionName).json_schema()["pattern"]
     assert _body_schema("/api/v1/graph-rag")["properties"]["collection"]["anyOf"][0]["pattern"] == pattern
@@ -83,18 +83,20 @@ def test_the_passage_limit_and_the_modes_are_the_same_on_http_mcp_and_the_cli() 
 def test_no_module_but_the_options_spells_a_list_of_mode_names() -> None:
     """A tuple, list, set or Literal holding two or more of one set's mode names is a second
     source: it would go on taking a mode the models dropped."""
-    mode_sets = [set(GRAPH_MODES), set(DOCUMENT_MODES)]
+    mode_sets: list[set[str]] = [set(GRAPH_MODES), set(DOCUMENT_MODES)]
     found = []
     for path in sorted(ROOT.rglob("*.py")):
         if path in OWNERS:
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            items = node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else []
+            items: list[ast.expr] = node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else []
             if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "Literal":
                 items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            words = {item.value for item in items if isinstance(item, ast.Constant) and isinstance(item.value, str)}
+            words = {
+                str(item.value) for item in items if isinstance(item, ast.Constant) and isinstance(item.value, str)
+            }
             if any(len(words & modes) >= 2 for modes in mode_sets):
-                found.append(f"{path.relative_to(ROOT.parent)}:{node.lineno}")
+                found.append(f"{path.relative_to(ROOT.parent)}:{getattr(node, 'lineno', '?')}")
     assert found == []
 
 

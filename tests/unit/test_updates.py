@@ -7,6 +7,7 @@ from pyoxigraph import Literal, NamedNode, Quad, Store, Triple
 from sparqlrag.extraction.provenance import ChunkRecord
 from sparqlrag.extraction.updates import placement, removal
 from sparqlrag.store import vocab
+from sparqlrag.store.select import lexical
 from sparqlrag.store.sparql_text import VALUES_BATCH
 from sparqlrag.store.vocab import Iris
 
@@ -52,8 +53,8 @@ def test_placement_moves_kept_chunks_to_their_new_offsets() -> None:
         store.add(Quad(chunk, vocab.SR_INDEX, Literal(offset // 10), SRC))
     moved = [ChunkRecord(DOC, A, 1, 25, "chunk a")]
     store.update(vocab.SPARQL_PREFIXES + placement(IRIS, moved))
-    offsets = {q.subject: int(q.object.value) for q in store.quads_for_pattern(None, vocab.SR_OFFSET, None, SRC)}
-    indexes = {q.subject: int(q.object.value) for q in store.quads_for_pattern(None, vocab.SR_INDEX, None, SRC)}
+    offsets = {q.subject: int(lexical(q.object)) for q in store.quads_for_pattern(None, vocab.SR_OFFSET, None, SRC)}
+    indexes = {q.subject: int(lexical(q.object)) for q in store.quads_for_pattern(None, vocab.SR_INDEX, None, SRC)}
     assert offsets == {A: 25, B: 10} and indexes == {A: 1, B: 1}
 
 
