@@ -13,7 +13,7 @@ from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.reranker import CosineReranker
 from sparqlrag.retrieval.document_rag import DocumentRag
 from sparqlrag.retrieval.options import DocumentRagOptions as Options
-from sparqlrag.retrieval.trace import read_trace
+from sparqlrag.retrieval.trace_json import read_trace
 from sparqlrag.services import Models, Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import select

@@ -13,7 +13,7 @@ import pytest
 from sparqlrag.config import Settings
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.reranker import CosineReranker
-from sparqlrag.retrieval.trace import read_trace
+from sparqlrag.retrieval.trace_json import read_trace
 from sparqlrag.services import Models, Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.graph_index import NO_CHUNK, GraphIndex, Mention

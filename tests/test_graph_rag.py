@@ -16,7 +16,8 @@ from sparqlrag.config import Settings
 from sparqlrag.extraction.knowledge import Knowledge
 from sparqlrag.retrieval.graph_rag import GraphRag
 from sparqlrag.retrieval.options import DocumentRagOptions, GraphRagOptions
-from sparqlrag.retrieval.trace import fact_json, read_trace
+from sparqlrag.retrieval.trace import fact_json
+from sparqlrag.retrieval.trace_json import read_trace
 from sparqlrag.retrieval.walk import EmptyGraph, Walk
 from sparqlrag.services import Models, Services
 from sparqlrag.store import EmbeddedStore

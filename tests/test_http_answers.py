@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import html
 import json
 from collections.abc import Iterator
 
@@ -9,6 +11,8 @@ import httpx
 import pytest
 from pyoxigraph import Literal, NamedNode, RdfFormat, parse
 
+from sparqlrag.server.access import EVERYTHING
+from sparqlrag.server.mcp_servers import McpServers
 from sparqlrag.server.state import app_state
 from tests.conftest import LiveServer, start_server
 
@@ -27,6 +31,28 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         assert client.post("/api/v1/collections", json={"name": "empty"}).status_code == 201
     yield live
     stop()
+
+
+@pytest.mark.parametrize("mode", ["pagerank", "graph", "hybrid"])
+def test_an_answer_and_its_trace_say_the_same(client: httpx.Client, server: LiveServer, mode: str) -> None:
+    """One serialiser (retrieval/trace_json.py) writes the answer's seeds, edges and sources and
+    reads them back from the trace graph: /graph-rag, /traces/{id}, the trace page and MCP agree."""
+    answer = client.post("/api/v1/graph-rag", json={"question": "Where was Marie Curie born?", "mode": mode}).json()
+    trace = client.get(f"/api/v1/traces/{answer['trace'].rsplit('/', 1)[1]}").json()
+    assert answer["edges"] and answer["seeds"] and answer["sources"]
+    for part in ("seeds", "edges", "sources", "pagerank_seeds", "explored_edges", "answer", "question"):
+        assert trace[part] == answer[part], part
+    assert sorted(trace["concepts"]) == sorted(answer["concepts"])  # (RDF keeps no order among a trace's concepts)
+    page = client.get(
+        "/" + answer["trace"].removeprefix(server.settings.base_iri),
+        follow_redirects=True,
+        headers={"Accept": "text/html"},
+    ).text
+    assert all(html.escape(source["chunk"]) in page for source in answer["sources"])
+    servers = McpServers(server.settings.base_iri, lambda: app_state(server.app).services, lambda context: EVERYTHING)
+    told = asyncio.run(servers.ask("Where was Marie Curie born?", None, mode=mode))  # type: ignore[arg-type]
+    assert told["facts"] == [edge["text"] for edge in answer["edges"]]
+    assert [s["chunk"] for s in told["sources"]] == [s["chunk"] for s in answer["sources"]]
 
 
 def test_graph_rag_answers_with_facts_sources_and_a_trace(client: httpx.Client, server: LiveServer) -> None:

@@ -16,7 +16,7 @@ from sparqlrag.extraction.curation import CurationRefused, UnknownEntity
 from sparqlrag.extraction.plans import IngestResult, Source
 from sparqlrag.library.librarian import UnknownCollection
 from sparqlrag.retrieval.options import GraphRagOptions
-from sparqlrag.retrieval.walk import seed_json
+from sparqlrag.retrieval.trace_json import seed_json
 from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import lexical, select

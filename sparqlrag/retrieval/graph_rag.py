@@ -44,8 +44,9 @@ from sparqlrag.retrieval.options import GraphMode, GraphRagOptions
 from sparqlrag.retrieval.pagerank import FactSeed, Ranking, entity_seeds, linked_facts, rank
 from sparqlrag.retrieval.question import clauses
 from sparqlrag.retrieval.synthesis import synthesise
-from sparqlrag.retrieval.trace import Stage, TracedEdge, TracedPageRankSeed, TracedSeed, TraceLog
-from sparqlrag.retrieval.walk import Edge, EmptyGraph, GraphAnswer, Grounding, Walk, seed_json
+from sparqlrag.retrieval.trace import Stage, TracedPageRankSeed, TracedSeed, TraceLog
+from sparqlrag.retrieval.trace_json import seed_json
+from sparqlrag.retrieval.walk import Edge, EmptyGraph, GraphAnswer, Grounding, Walk
 from sparqlrag.store.aliases import canonicals, equivalents
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
@@ -149,6 +150,7 @@ class GraphRag:
             trace.model,
             trace.usage,
             trace.pagerank_seeds,
+            trace.sources,
         )
         yield "sources", {"sources": [passage_json(p) for p in answer.passages]}
         yield "done", {"answer": answer.answer, "trace": answer.trace, "model": answer.model, "usage": answer.usage}
@@ -221,10 +223,7 @@ class GraphRag:
         else:
             with Stage(walk.trace, "passages"):
                 walk.passages = await self._passages(iris, walk, grounding, list(scored_by_fact.values()))
-        walk.trace.edges = [
-            TracedEdge(e.fact, e.statement, e.score, e.hop, e.concept, e.reasoning, e.via.fact if e.via else None)
-            for e in walk.edges
-        ]
+        walk.trace.edges = [e.traced() for e in walk.edges]
         walk.trace_sources(carried)
         yield "edges", {"explored": walk.explored, "edges": [e.json() for e in walk.edges]}
 

@@ -2,8 +2,8 @@
 
 Graph RAG adds its own steps (concepts, seeds, edges) to the same record; Document RAG
 records the question, the retrieval mode, every passage used with its rank and score, the
-answer, the model and token counts, and the time taken. `read_trace` turns a trace's triples
-back into JSON for `/api/v1/traces/{id}`.
+answer, the model and token counts, and the time taken. trace_json.py writes the JSON of an
+answer's parts, and reads a trace's triples back into the same JSON.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from sparqlrag.models.llm import Completion
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
-from sparqlrag.store.select import lexical, number, select, select_terms
+from sparqlrag.store.select import lexical, number, select
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vocab import Iris
 
@@ -64,6 +64,11 @@ class TracedEdge:
     concept: str
     reasoning: str | None = None
     via: Triple | None = None  # the fact that led the walk to this one
+    labels: tuple[str, str, str] = ("", "", "")  # the fact's terms by their names in the graph
+    via_labels: tuple[str, str, str] | None = None
+    relevance: float = 0.0  # its text against the best-matching concept
+    sentence: str | None = None  # the sentence it was read from
+    chunks: tuple[str, ...] = ()  # the chunks it was read from
 
 
 def _double(value: float) -> Literal:
@@ -175,6 +180,7 @@ class Trace:
                 (vocab.SR_SCORE, _double(seed.score)),
                 (vocab.SR_CONCEPT, Literal(seed.concept)),
                 *([(vocab.SR_FACT, seed.fact)] if seed.fact is not None else []),
+                *([(vocab.SR_ALIAS, Literal(seed.alias))] if seed.alias else []),
             )
             quads += described
         for pagerank_seed in self.pagerank_seeds:
@@ -198,6 +204,9 @@ class Trace:
                 (vocab.SR_SCORE, _double(edge.score)),
                 (vocab.SR_HOP, Literal(edge.hop)),
                 (vocab.SR_CONCEPT, Literal(edge.concept)),
+                (vocab.SR_RELEVANCE, _double(edge.relevance)),
+                *([(vocab.SR_EVIDENCE_SENTENCE, Literal(edge.sentence))] if edge.sentence else []),
+                *[(vocab.SR_EVIDENCE_CHUNK, NamedNode(chunk)) for chunk in edge.chunks],
             )
             quads += described
             if edge.statement:
@@ -328,142 +337,10 @@ def list_traces(store: QuadStore, iris: Iris, limit: int = 50) -> list[dict[str,
     ]
 
 
-def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> dict[str, Any] | None:
-    """One trace as JSON (the same data as its triples in the trace graph); None if unknown."""
-    node = iris.trace(trace_id)
-    graph, subject = sparql_term(iris.trace_graph), sparql_term(node)
-    head = select(
-        store,
-        vocab.SPARQL_PREFIXES
-        + f"""SELECT ?p ?o WHERE {{ GRAPH {graph} {{ {subject} ?p ?o FILTER(isLiteral(?o)) }} }}""",
-    )
-    if not head:
-        return None
-    fields = {
-        row["p"].removeprefix(vocab.SR).removeprefix(vocab.PROV): row["o"]
-        for row in head
-        if row["p"] != vocab.SR_CONCEPT.value
-    }
-    concepts = [row["o"] for row in head if row["p"] == vocab.SR_CONCEPT.value]
-
-    def items(prop: str, body: str, names: str) -> list[dict[str, Any]]:
-        return [
-            dict(row)
-            for row in select_terms(
-                store,
-                vocab.SPARQL_PREFIXES
-                + f"""SELECT {names} WHERE {{ GRAPH {graph} {{
-            {subject} {prop} ?item . {body} }} }}""",
-            )
-        ]
-
-    seeds = items(
-        "sr:seed",
-        "?item sr:entity ?entity ; sr:score ?score ; sr:concept ?concept "
-        "OPTIONAL { ?item sr:fact <<( ?fact_s ?fact_p ?fact_o )>> }",
-        "?entity ?score ?concept ?fact_s ?fact_p ?fact_o",
-    )
-    edges = items(
-        "sr:selectedEdge",
-        "?item sr:fact <<( ?fact_s ?fact_p ?fact_o )>> ; sr:score ?score ; sr:hop ?hop ; sr:concept ?concept "
-        "OPTIONAL { ?item sr:statement ?statement } OPTIONAL { ?item sr:reasoning ?reasoning } OPTIONAL "
-        "{ ?item sr:via <<( ?via_s ?via_p ?via_o )>> }",
-        "?fact_s ?fact_p ?fact_o ?score ?hop ?concept ?statement ?reasoning ?via_s ?via_p ?via_o",
-    )
-    sources = items(
-        "sr:source",
-        "?item sr:chunk ?chunk ; sr:rank ?rank ; sr:score ?score "
-        "OPTIONAL { ?item sr:supports <<( ?supports_s ?supports_p ?supports_o )>> }",
-        "?chunk ?rank ?score ?supports_s ?supports_p ?supports_o",
-    )
-    pagerank_seeds = items("sr:pagerankSeed", "?item sr:entity ?entity ; sr:weight ?weight", "?item ?entity ?weight")
-    carriers = items(
-        "sr:source",
-        "?item sr:chunk ?chunk { ?item sr:carriedBy ?entity } UNION { ?item sr:carriedByStatement ?statement }",
-        "?chunk ?entity ?statement",
-    )
-    steps = items("sr:step", "?item rdfs:label ?name ; sr:index ?index ; sr:durationMs ?ms", "?name ?index ?ms")
-    return {
-        "id": trace_id,
-        "iri": node.value,
-        "question": fields.get("question"),
-        "mode": fields.get("mode"),
-        "answer": fields.get("answer"),
-        "model": fields.get("model"),
-        "scorer": fields.get("scorer"),
-        "started": fields.get("startedAtTime"),
-        "ended": fields.get("endedAtTime"),
-        "duration_ms": number(fields.get("durationMs"), 0),
-        "input_tokens": int(number(fields.get("inputTokens"), 0) or 0),
-        "output_tokens": int(number(fields.get("outputTokens"), 0) or 0),
-        "explored_edges": None if (explored := number(fields.get("exploredEdges"))) is None else int(explored),
-        "concepts": concepts,
-        "seeds": sorted(
-            (
-                {
-                    "entity": lexical(s["entity"]),
-                    "score": number(s["score"], 0),
-                    "concept": lexical(s["concept"]),
-                    "fact": _fact_json(s, "fact"),
-                }
-                for s in seeds
-            ),
-            key=lambda s: -(s["score"] or 0),
-        ),
-        "pagerank_seeds": sorted(
-            ({"entity": lexical(p["entity"]), "weight": number(p["weight"], 0)} for p in pagerank_seeds),
-            key=lambda p: -(p["weight"] or 0),
-        ),
-        "edges": sorted((_edge_json(e) for e in edges), key=lambda e: -(e["score"] or 0)),
-        "sources": sorted(
-            (
-                {
-                    "chunk": lexical(s["chunk"]),
-                    "rank": int(number(s["rank"], 0) or 0),
-                    "score": number(s["score"], 0),
-                    "supports": _fact_json(s, "supports"),
-                    "carried_by": sorted(
-                        lexical(c["entity"]) for c in carriers if c["chunk"] == s["chunk"] and "entity" in c
-                    ),
-                    "carried_by_statements": sorted(
-                        lexical(c["statement"]) for c in carriers if c["chunk"] == s["chunk"] and "statement" in c
-                    ),
-                }
-                for s in sources
-            ),
-            key=lambda s: s["rank"],
-        ),
-        "steps": [
-            {"name": lexical(s["name"]), "ms": number(s["ms"], 0)}
-            for s in sorted(steps, key=lambda s: number(s["index"], 0) or 0)
-        ],
-    }
-
-
 def fact_json(fact: Triple) -> dict[str, Any]:
     return {
         "subject": lexical(fact.subject),
         "predicate": fact.predicate.value,
         "object": lexical(fact.object),
         "object_is_literal": isinstance(fact.object, Literal),
-    }
-
-
-def _fact_json(row: dict[str, Any], name: str) -> dict[str, Any] | None:
-    """The fact a row binds as `?{name}_s ?{name}_p ?{name}_o` (matched as `<<( )>>`, so that a
-    store of RDF 1.1 reification answers the same), or None."""
-    if f"{name}_s" not in row:
-        return None
-    return fact_json(Triple(row[f"{name}_s"], row[f"{name}_p"], row[f"{name}_o"]))
-
-
-def _edge_json(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        **fact_json(Triple(row["fact_s"], row["fact_p"], row["fact_o"])),
-        "score": number(row["score"], 0),
-        "via": _fact_json(row, "via"),
-        "hop": int(number(row["hop"], 0) or 0),
-        "concept": lexical(row["concept"]),
-        "statement": lexical(row["statement"]) if "statement" in row else None,
-        "reasoning": lexical(row["reasoning"]) if "reasoning" in row else None,
     }

@@ -9,11 +9,12 @@ from typing import Any
 import numpy as np
 from pyoxigraph import Triple
 
-from sparqlrag.retrieval.document_rag import Passage, passage_json
+from sparqlrag.retrieval.document_rag import Passage
 from sparqlrag.retrieval.options import GRAPH_MODES, GraphMode, GraphRagOptions
 from sparqlrag.retrieval.pagerank import FactSeed, Ranking
 from sparqlrag.retrieval.question import check_question
-from sparqlrag.retrieval.trace import Trace, TracedPageRankSeed, TracedSeed, TracedSource, fact_json
+from sparqlrag.retrieval.trace import Trace, TracedEdge, TracedPageRankSeed, TracedSeed, TracedSource
+from sparqlrag.retrieval.trace_json import edge_json, pagerank_seed_json, seed_json, source_json
 from sparqlrag.store import vocab
 
 TRACED_MODES: dict[str, str] = {"pagerank": "graph-rag/pagerank", "graph": "graph-rag", "hybrid": "hybrid"}
@@ -73,21 +74,24 @@ class Edge:
         return text if text.endswith((".", "!", "?")) else text + "."
 
     def json(self) -> dict[str, Any]:
-        via = fact_json(self.via.fact) | {"text": self.via.text} if self.via else None
-        return {
-            **fact_json(self.fact),
-            "labels": list(self.labels),
-            "text": self.text,
-            "score": self.score,
-            "relevance": self.relevance,
-            "concept": self.concept,
-            "hop": self.hop,
-            "via": via,
-            "statement": self.statement,
-            "sentence": self.sentence,
-            "chunks": self.chunks,
-            "reasoning": self.reasoning,
-        }
+        return edge_json(self.traced())
+
+    def traced(self) -> TracedEdge:
+        """The edge as the trace keeps it, and as both the answer and the trace show it."""
+        return TracedEdge(
+            self.fact,
+            self.statement,
+            self.score,
+            self.hop,
+            self.concept,
+            self.reasoning,
+            self.via.fact if self.via else None,
+            self.labels,
+            self.via.labels if self.via else None,
+            self.relevance,
+            self.sentence,
+            tuple(self.chunks),
+        )
 
 
 @dataclass
@@ -103,8 +107,10 @@ class GraphAnswer:
     model: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
     pagerank_seeds: list[TracedPageRankSeed] = field(default_factory=list)  # pagerank mode
+    sources: list[TracedSource] = field(default_factory=list)  # the passages as traced, in order
 
     def json(self) -> dict[str, Any]:
+        """The answer, its seeds, edges and sources as its trace shows them (trace_json.py)."""
         return {
             "question": self.question,
             "answer": self.answer,
@@ -114,23 +120,10 @@ class GraphAnswer:
             "concepts": self.concepts,
             "seeds": [seed_json(s) for s in self.seeds],
             "explored_edges": self.explored,
-            "edges": [e.json() for e in self.edges],
-            "pagerank_seeds": [
-                {"entity": s.entity, "weight": s.weight, "facts": [fact_json(f) for f in s.facts]}
-                for s in self.pagerank_seeds
-            ],
-            "sources": [passage_json(p) for p in self.passages],
+            "edges": [edge_json(e.traced()) for e in self.edges],
+            "pagerank_seeds": [pagerank_seed_json(s) for s in self.pagerank_seeds],
+            "sources": [source_json(s, p) for s, p in zip(self.sources, self.passages, strict=True)],
         }
-
-
-def seed_json(seed: TracedSeed) -> dict[str, Any]:
-    return {
-        "entity": seed.entity,
-        "score": seed.score,
-        "concept": seed.concept,
-        "alias": seed.alias,
-        "fact": fact_json(seed.fact) if seed.fact else None,
-    }
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
-from sparqlrag.retrieval.trace import list_traces, read_trace
+from sparqlrag.retrieval.trace import list_traces
+from sparqlrag.retrieval.trace_json import read_trace
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.collections import collection_of
 from sparqlrag.server.contracts import GraphRagRequest, parsed

@@ -163,12 +163,11 @@ class McpServers:
                 "trace": found.trace,
             }
         graph = await services.graph_rag.answer(name, question, GraphRagOptions(), GRAPH_MODE_NAMED[mode])
-        answered = graph.json()
         return {
-            "answer": answered["answer"],
-            "facts": [" ".join(edge["labels"]) for edge in answered["edges"]],
-            "sources": [_source(source) for source in answered["sources"]],
-            "trace": answered["trace"],
+            "answer": graph.answer,
+            "facts": [edge.text for edge in graph.edges],
+            "sources": [_source(passage_json(p)) for p in graph.passages],
+            "trace": graph.trace,
         }
 
     async def search_documents(

@@ -1,0 +1,236 @@
+"""The one JSON form of an answer's seeds, edges and sources, written from the same traced
+values whether the answer is fresh (`/api/v1/graph-rag`, MCP `ask`) or read back from its trace
+graph (`/api/v1/traces/{id}`, the trace page): `read_trace` turns the trace's triples into those
+values and hands them to the same functions, so the routes cannot disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyoxigraph import Triple
+
+from sparqlrag.retrieval.document_rag import Passage, passage_json, passages_of
+from sparqlrag.retrieval.trace import TracedEdge, TracedPageRankSeed, TracedSeed, TracedSource, fact_json
+from sparqlrag.store import vocab
+from sparqlrag.store.base import QuadStore
+from sparqlrag.store.facts import fact_labels, labels_of
+from sparqlrag.store.select import lexical, number, select, select_terms
+from sparqlrag.store.sparql_text import sparql_term
+from sparqlrag.store.vocab import Iris
+
+
+def seed_json(seed: TracedSeed) -> dict[str, Any]:
+    return {
+        "entity": seed.entity,
+        "score": seed.score,
+        "concept": seed.concept,
+        "alias": seed.alias,
+        "fact": fact_json(seed.fact) if seed.fact else None,
+    }
+
+
+def edge_json(edge: TracedEdge) -> dict[str, Any]:
+    via = None
+    if edge.via is not None:
+        via = fact_json(edge.via) | {"text": " ".join(edge.via_labels or ())}
+    return {
+        **fact_json(edge.fact),
+        "labels": list(edge.labels),
+        "text": " ".join(edge.labels),
+        "score": edge.score,
+        "relevance": edge.relevance,
+        "concept": edge.concept,
+        "hop": edge.hop,
+        "via": via,
+        "statement": edge.statement,
+        "sentence": edge.sentence,
+        "chunks": sorted(edge.chunks),
+        "reasoning": edge.reasoning,
+    }
+
+
+def pagerank_seed_json(seed: TracedPageRankSeed) -> dict[str, Any]:
+    return {"entity": seed.entity, "weight": seed.weight, "facts": [fact_json(f) for f in sorted(seed.facts, key=str)]}
+
+
+def source_json(source: TracedSource, passage: Passage | None) -> dict[str, Any]:
+    """A passage an answer used: its rank and score, what it supports and what carried it, and
+    its document, title and text (None once its document is gone)."""
+    found = passage_json(passage) if passage else {"document": None, "title": None, "text": None}
+    return found | {
+        "chunk": source.chunk,
+        "rank": source.rank,
+        "score": source.score,
+        "supports": fact_json(source.supports) if source.supports else None,
+        "carried_by": sorted(source.carried_by),  # (a set in the trace graph, so sorted in both)
+        "carried_by_statements": sorted(source.carried_by_statements),
+    }
+
+
+def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> dict[str, Any] | None:
+    """One trace as JSON (the same data as its triples in the trace graph); None if unknown."""
+    node = iris.trace(trace_id)
+    graph, subject = sparql_term(iris.trace_graph), sparql_term(node)
+    head = select(
+        store,
+        vocab.SPARQL_PREFIXES
+        + f"""SELECT ?p ?o WHERE {{ GRAPH {graph} {{ {subject} ?p ?o FILTER(isLiteral(?o)) }} }}""",
+    )
+    if not head:
+        return None
+    fields = {
+        row["p"].removeprefix(vocab.SR).removeprefix(vocab.PROV): row["o"]
+        for row in head
+        if row["p"] != vocab.SR_CONCEPT.value
+    }
+
+    def items(prop: str, body: str, names: str) -> list[dict[str, Any]]:
+        return [
+            dict(row)
+            for row in select_terms(
+                store,
+                vocab.SPARQL_PREFIXES
+                + f"""SELECT {names} WHERE {{ GRAPH {graph} {{
+            {subject} {prop} ?item . {body} }} }}""",
+            )
+        ]
+
+    seeds = items(
+        "sr:seed",
+        "?item sr:entity ?entity ; sr:score ?score ; sr:concept ?concept "
+        "OPTIONAL { ?item sr:fact <<( ?fact_s ?fact_p ?fact_o )>> } OPTIONAL { ?item sr:alias ?alias }",
+        "?entity ?score ?concept ?fact_s ?fact_p ?fact_o ?alias",
+    )
+    pagerank_seeds = items(
+        "sr:pagerankSeed",
+        "?item sr:entity ?entity ; sr:weight ?weight OPTIONAL { ?item sr:fact <<( ?fact_s ?fact_p ?fact_o )>> }",
+        "?item ?entity ?weight ?fact_s ?fact_p ?fact_o",
+    )
+    steps = items("sr:step", "?item rdfs:label ?name ; sr:index ?index ; sr:durationMs ?ms", "?name ?index ?ms")
+    return {
+        "id": trace_id,
+        "iri": node.value,
+        "question": fields.get("question"),
+        "mode": fields.get("mode"),
+        "answer": fields.get("answer"),
+        "model": fields.get("model"),
+        "scorer": fields.get("scorer"),
+        "started": fields.get("startedAtTime"),
+        "ended": fields.get("endedAtTime"),
+        "duration_ms": number(fields.get("durationMs"), 0),
+        "input_tokens": int(number(fields.get("inputTokens"), 0) or 0),
+        "output_tokens": int(number(fields.get("outputTokens"), 0) or 0),
+        "explored_edges": None if (explored := number(fields.get("exploredEdges"))) is None else int(explored),
+        "concepts": [row["o"] for row in head if row["p"] == vocab.SR_CONCEPT.value],
+        "seeds": [seed_json(seed) for seed in sorted(map(_seed, seeds), key=lambda s: -s.score)],
+        "pagerank_seeds": [pagerank_seed_json(seed) for seed in _pagerank_seeds(pagerank_seeds)],
+        "edges": [edge_json(edge) for edge in _edges(store, iris, items)],
+        "sources": _sources(store, iris, items),
+        "steps": [
+            {"name": lexical(s["name"]), "ms": number(s["ms"], 0)}
+            for s in sorted(steps, key=lambda s: number(s["index"], 0) or 0)
+        ],
+    }
+
+
+def _fact(row: dict[str, Any], name: str) -> Triple | None:
+    """The fact a row binds as `?{name}_s ?{name}_p ?{name}_o` (matched as `<<( )>>`, so that a
+    store of RDF 1.1 reification answers the same), or None."""
+    if f"{name}_s" not in row:
+        return None
+    return Triple(row[f"{name}_s"], row[f"{name}_p"], row[f"{name}_o"])
+
+
+def _seed(row: dict[str, Any]) -> TracedSeed:
+    alias = lexical(row["alias"]) if "alias" in row else None
+    return TracedSeed(
+        lexical(row["entity"]), number(row["score"], 0) or 0.0, lexical(row["concept"]), _fact(row, "fact"), alias
+    )
+
+
+def _pagerank_seeds(rows: list[dict[str, Any]]) -> list[TracedPageRankSeed]:
+    """One seed per item, with its facts, heaviest first."""
+    by_item: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_item.setdefault(lexical(row["item"]), []).append(row)
+    seeds = [
+        TracedPageRankSeed(
+            lexical(group[0]["entity"]),
+            number(group[0]["weight"], 0) or 0.0,
+            tuple(f for row in group if (f := _fact(row, "fact")) is not None),
+        )
+        for group in by_item.values()
+    ]
+    return sorted(seeds, key=lambda s: -s.weight)
+
+
+def _edges(store: QuadStore, iris: Iris, items: Any) -> list[TracedEdge]:
+    """The selected edges, best first, named by the graph's labels as the walk named them."""
+    rows = items(
+        "sr:selectedEdge",
+        "?item sr:fact <<( ?fact_s ?fact_p ?fact_o )>> ; sr:score ?score ; sr:hop ?hop ; sr:concept ?concept "
+        "OPTIONAL { ?item sr:relevance ?relevance } OPTIONAL { ?item sr:evidenceSentence ?sentence } "
+        "OPTIONAL { ?item sr:statement ?statement } OPTIONAL { ?item sr:reasoning ?reasoning } OPTIONAL "
+        "{ ?item sr:via <<( ?via_s ?via_p ?via_o )>> }",
+        "?item ?fact_s ?fact_p ?fact_o ?score ?hop ?concept ?relevance ?sentence ?statement ?reasoning "
+        "?via_s ?via_p ?via_o",
+    )
+    chunks: dict[str, list[str]] = {}
+    for row in items("sr:selectedEdge", "?item sr:evidenceChunk ?chunk", "?item ?chunk"):
+        chunks.setdefault(lexical(row["item"]), []).append(lexical(row["chunk"]))
+    facts = [fact for row in rows for fact in (_fact(row, "fact"), _fact(row, "via")) if fact is not None]
+    labels = labels_of(store, iris, facts)
+    edges = []
+    for row in rows:
+        fact, via = _fact(row, "fact"), _fact(row, "via")
+        assert fact is not None  # the pattern requires it
+        edges.append(
+            TracedEdge(
+                fact,
+                lexical(row["statement"]) if "statement" in row else None,
+                number(row["score"], 0) or 0.0,
+                int(number(row["hop"], 0) or 0),
+                lexical(row["concept"]),
+                lexical(row["reasoning"]) if "reasoning" in row else None,
+                via,
+                fact_labels(fact, labels),
+                fact_labels(via, labels) if via is not None else None,
+                number(row.get("relevance"), 0) or 0.0,
+                lexical(row["sentence"]) if "sentence" in row else None,
+                tuple(chunks.get(lexical(row["item"]), [])),
+            )
+        )
+    return sorted(edges, key=lambda e: -e.score)
+
+
+def _sources(store: QuadStore, iris: Iris, items: Any) -> list[dict[str, Any]]:
+    rows = items(
+        "sr:source",
+        "?item sr:chunk ?chunk ; sr:rank ?rank ; sr:score ?score "
+        "OPTIONAL { ?item sr:supports <<( ?supports_s ?supports_p ?supports_o )>> }",
+        "?chunk ?rank ?score ?supports_s ?supports_p ?supports_o",
+    )
+    carriers = items(
+        "sr:source",
+        "?item sr:chunk ?chunk { ?item sr:carriedBy ?entity } UNION { ?item sr:carriedByStatement ?statement }",
+        "?chunk ?entity ?statement",
+    )
+    sources = sorted(
+        (
+            TracedSource(
+                lexical(row["chunk"]),
+                int(number(row["rank"], 0) or 0),
+                number(row["score"], 0) or 0.0,
+                _fact(row, "supports"),
+                tuple(sorted(lexical(c["entity"]) for c in carriers if c["chunk"] == row["chunk"] and "entity" in c)),
+                tuple(
+                    sorted(lexical(c["statement"]) for c in carriers if c["chunk"] == row["chunk"] and "statement" in c)
+                ),
+            )
+            for row in rows
+        ),
+        key=lambda s: s.rank,
+    )
+    passages = {p.chunk: p for p in passages_of(store, iris, [s.chunk for s in sources], {})}
+    return [source_json(s, passages.get(s.chunk)) for s in sources]
