@@ -12,7 +12,7 @@ from sparqlrag.retrieval.trace import list_traces
 from sparqlrag.retrieval.trace_json import read_trace
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.collections import collection_of
-from sparqlrag.server.contracts import GraphRagRequest, parsed
+from sparqlrag.server.contracts import GraphRagRequest, TracesQuery, parsed, parsed_query
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.linked_data import ALTERNATES
 from sparqlrag.server.pages import render
@@ -52,12 +52,9 @@ async def graph_rag(request: Request) -> Response:
 
 async def traces(request: Request) -> Response:
     authorize(request, "read", per_collection=True)
-    services = _services(request)
-    limit = request.query_params.get("limit", "50")
-    if not limit.isdigit() or not 1 <= int(limit) <= 1000:
-        raise ApiError(400, "bad_request", "limit is a number from 1 to 1000")
+    services, asked = _services(request), parsed_query(request, TracesQuery)
     iris = Iris(services.settings.base_iri, await collection_of(request))
-    return JSONResponse({"traces": await off_loop(list_traces, services.store, iris, int(limit))})
+    return JSONResponse({"traces": await off_loop(list_traces, services.store, iris, asked.limit)})
 
 
 async def _read(request: Request, collection: str, trace_id: str) -> dict[str, Any]:

@@ -33,6 +33,21 @@ def components(*models: type[BaseModel]) -> dict[str, Any]:
     return found
 
 
+def query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
+    """A model of query parameters as OpenAPI parameters, each field's schema its own."""
+    schema = model.model_json_schema(schema_generator=_Schema)
+    return [
+        {
+            "name": name,
+            "in": "query",
+            "required": name in schema.get("required", []),
+            "schema": {key: value for key, value in shown.items() if key != "description"},
+            "description": shown.get("description", ""),
+        }
+        for name, shown in schema["properties"].items()
+    ]
+
+
 def json_body(model: type[BaseModel]) -> dict[str, Any]:
     """A request body of `model`'s JSON (its component, which `components` wrote)."""
     return {JSON: {"schema": {"$ref": COMPONENT.format(model=model.__name__)}}}

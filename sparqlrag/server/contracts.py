@@ -109,6 +109,14 @@ class NlQuestion(Body):
     ontology: OntologyName | None = Field(None, description="the ontology to query with (else the collection's)")
 
 
+class TracesQuery(BaseModel):
+    """`GET /api/v1/traces`'s own query parameters (?collection= is every route's)."""
+
+    model_config = ConfigDict(frozen=True)  # a query string's values are text: "50" is 50
+
+    limit: int = Field(50, ge=1, le=1000, description="how many of the latest traces")
+
+
 M = TypeVar("M", bound=BaseModel)
 FIELD_CODES = {"collection": "bad_collection", "ontology": "unknown_ontology"}  # the codes these had before
 
@@ -118,6 +126,16 @@ async def parsed(request: Request, model: type[M]) -> M:
     body = await read_body(request, state_of(request).settings.max_sparql_bytes)
     try:
         return model.model_validate_json(body)
+    except ValidationError as error:
+        raise refusal(error, model) from None
+
+
+def parsed_query(request: Request, model: type[M]) -> M:
+    """The request's query parameters as `model` (each given once); a 400 naming each problem."""
+    try:
+        return model.model_validate(
+            {name: request.query_params[name] for name in model.model_fields if name in request.query_params}
+        )
     except ValidationError as error:
         raise refusal(error, model) from None
 

@@ -43,6 +43,7 @@ from sparqlrag.server.api_schemas import (
     json_response,
     operation,
     path_parameter,
+    query_parameters,
 )
 from sparqlrag.server.contracts import (
     DocumentRagRequest,
@@ -52,6 +53,7 @@ from sparqlrag.server.contracts import (
     NewCollection,
     NlQuestion,
     TextDocument,
+    TracesQuery,
 )
 from sparqlrag.server.sparql import MIN_TIMEOUT
 
@@ -213,7 +215,7 @@ PATHS: dict[str, dict[str, Any]] = {
             "The latest answers' traces",
             parameters=[
                 COLLECTION_QUERY,
-                {"name": "limit", "in": "query", "schema": {**INTEGER, "minimum": 1, "maximum": 1000, "default": 50}},
+                *query_parameters(TracesQuery),
             ],
             responses={"200": json_response(json_object(["traces"], traces={"type": "array", "items": ANY_OBJECT}))},
         )
