@@ -74,6 +74,8 @@ def test_aliases_then_split_then_merge(server: LiveServer, writer: httpx.Client)
         ("post", "split", {"entity": "SPARQL", "alias": "W3C"}, 404, "unknown_entity"),
         ("post", "merge", {"entity": "SPARQL", "other": "SPARQL"}, 409, "curation_refused"),
         ("get", "aliases", None, 400, "bad_request"),
+        ("get", "aliases?entity=%C2%A0", None, 400, "bad_request"),  # schemathesis: a no-break space alone
+        ("post", "merge", {"entity": "SPARQL", "other": "W3C", "extra": 1}, 400, "bad_request"),
         ("get", "aliases?entity=x&collection=y", None, 404, "unknown_entity"),
     ],
 )

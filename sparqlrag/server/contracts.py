@@ -109,6 +109,14 @@ class NlQuestion(Body):
     ontology: OntologyName | None = Field(None, description="the ontology to query with (else the collection's)")
 
 
+class AliasesQuery(BaseModel):
+    """`GET .../entities/aliases`'s query parameters."""
+
+    model_config = ConfigDict(frozen=True)
+
+    entity: NameOrIri
+
+
 class TracesQuery(BaseModel):
     """`GET /api/v1/traces`'s own query parameters (?collection= is every route's)."""
 
@@ -185,6 +193,10 @@ def expected(schema: dict[str, Any]) -> str:
         return "one of " + ", ".join(str(value) for value in schema["enum"])
     kind = {"integer": "an integer", "number": "a number", "boolean": "true or false", "null": "null"}
     words = kind.get(schema.get("type", ""), f"a {schema.get('type', 'value')}")
+    if "pattern" in schema:
+        words += (
+            " with a character that is not a space" if schema["pattern"] == r"\S" else f" matching {schema['pattern']}"
+        )
     if "minimum" in schema and "maximum" in schema:
         words += f" from {schema['minimum']} to {schema['maximum']}"
     elif "minimum" in schema:

@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse, Response
 from sparqlrag.extraction.curation import Curation, CurationRefused, EntityAliases, UnknownEntity
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.collections import collection_name
-from sparqlrag.server.contracts import EntityMerge, EntitySplit, parsed
+from sparqlrag.server.contracts import AliasesQuery, EntityMerge, EntitySplit, parsed, parsed_query
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.state import state_of
 
@@ -37,10 +37,8 @@ async def aliases(request: Request) -> Response:
     """?entity=IRI-or-name: the entity's aliases, the merges that joined them, the names kept apart."""
     authorize(request, "read", per_collection=True)
     collection = collection_name(request)
-    entity = request.query_params.get("entity", "").strip()
-    if not entity:
-        raise ApiError(400, "bad_request", "name the entity: ?entity=IRI or a name")
-    return await _answer(_curation(request).aliases(collection, entity))
+    asked = parsed_query(request, AliasesQuery)
+    return await _answer(_curation(request).aliases(collection, asked.entity.strip()))
 
 
 async def merge(request: Request) -> Response:

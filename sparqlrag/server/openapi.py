@@ -46,6 +46,7 @@ from sparqlrag.server.api_schemas import (
     query_parameters,
 )
 from sparqlrag.server.contracts import (
+    AliasesQuery,
     DocumentRagRequest,
     EntityMerge,
     EntitySplit,
@@ -288,15 +289,7 @@ PATHS: dict[str, dict[str, Any]] = {
         "parameters": [path_parameter("name", "the collection", NAME)],
         "get": operation(
             "An entity's aliases, the merges that joined them (rule, score, evidence documents), the names kept apart",
-            parameters=[
-                {
-                    "name": "entity",
-                    "in": "query",
-                    "required": True,
-                    "schema": {**STRING, "minLength": 1},
-                    "description": "an entity IRI, or a name only one thing of the collection has",
-                }
-            ],
+            parameters=query_parameters(AliasesQuery),
             responses={"200": json_response(ENTITY_ALIASES)},
         ),
     },
