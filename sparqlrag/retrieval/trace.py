@@ -312,6 +312,14 @@ class TraceLog:
         )
 
 
+def trace_exists(store: QuadStore, iris: Iris, trace_id: str) -> bool:
+    """Whether the collection's trace graph holds the trace (one lookup, not its whole record)."""
+    node, graph = sparql_term(iris.trace(trace_id)), sparql_term(iris.trace_graph)
+    return bool(
+        select(store, vocab.SPARQL_PREFIXES + f"SELECT ?t WHERE {{ GRAPH {graph} {{ {node} a sr:Trace }} }} LIMIT 1")
+    )
+
+
 def list_traces(store: QuadStore, iris: Iris, limit: int = 50) -> list[dict[str, Any]]:
     """The collection's traces, newest first: what each asked and answered, when, how long."""
     rows = select(

@@ -6,6 +6,7 @@ values and hands them to the same functions, so the routes cannot disagree.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pyoxigraph import Triple
@@ -18,6 +19,9 @@ from sparqlrag.store.facts import fact_labels, labels_of
 from sparqlrag.store.select import lexical, number, select, select_terms
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vocab import Iris
+
+Items = Callable[[str, str, str], list[dict[str, Any]]]
+"""A trace's details of one kind: (link property, pattern, variables) -> rows (read_trace's `items`)."""
 
 
 def seed_json(seed: TracedSeed) -> dict[str, Any]:
@@ -165,7 +169,7 @@ def _pagerank_seeds(rows: list[dict[str, Any]]) -> list[TracedPageRankSeed]:
     return sorted(seeds, key=lambda s: -s.weight)
 
 
-def _edges(store: QuadStore, iris: Iris, items: Any) -> list[TracedEdge]:
+def _edges(store: QuadStore, iris: Iris, items: Items) -> list[TracedEdge]:
     """The selected edges, best first, named by the graph's labels as the walk named them."""
     rows = items(
         "sr:selectedEdge",
@@ -204,7 +208,7 @@ def _edges(store: QuadStore, iris: Iris, items: Any) -> list[TracedEdge]:
     return sorted(edges, key=lambda e: -e.score)
 
 
-def _sources(store: QuadStore, iris: Iris, items: Any) -> list[dict[str, Any]]:
+def _sources(store: QuadStore, iris: Iris, items: Items) -> list[dict[str, Any]]:
     rows = items(
         "sr:source",
         "?item sr:chunk ?chunk ; sr:rank ?rank ; sr:score ?score "

@@ -8,7 +8,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
-from sparqlrag.retrieval.trace import list_traces
+from sparqlrag.retrieval.trace import list_traces, trace_exists
 from sparqlrag.retrieval.trace_json import read_trace
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.collections import collection_of
@@ -57,12 +57,16 @@ async def traces(request: Request) -> Response:
     return JSONResponse({"traces": await off_loop(list_traces, services.store, iris, asked.limit)})
 
 
+def _missing(trace_id: str) -> ApiError:
+    return ApiError(404, "trace_not_found", f"no trace {trace_id!r} in this collection")
+
+
 async def _read(request: Request, collection: str, trace_id: str) -> dict[str, Any]:
     services = _services(request)
     iris = Iris(services.settings.base_iri, collection)
     found = await off_loop(read_trace, services.store, iris, trace_id) if TRACE_ID.fullmatch(trace_id) else None
     if found is None:
-        raise ApiError(404, "trace_not_found", f"no trace {trace_id!r} in this collection")
+        raise _missing(trace_id)
     return found
 
 
@@ -76,8 +80,10 @@ async def trace_resource(request: Request) -> Response:
     RDF (the trace graph's triples about it) for an RDF client, to its JSON otherwise."""
     authorize(request, "read", per_collection=True)
     collection = await collection_of(request, request.path_params["collection"])
-    trace_id = request.path_params["id"]
-    await _read(request, collection, trace_id)
+    trace_id, services = request.path_params["id"], _services(request)
+    iris = Iris(services.settings.base_iri, collection)
+    if not TRACE_ID.fullmatch(trace_id) or not await off_loop(trace_exists, services.store, iris, trace_id):
+        raise _missing(trace_id)
     chosen = negotiate(request.headers.get("accept"), TRACE_OFFERS) or TRACE_OFFERS[0]
     target = {
         "json": f"../../api/v1/traces/{trace_id}?collection={collection}",
