@@ -301,12 +301,41 @@ def run_mix(server: Server, name: str, make: Callable[[random.Random], str], cli
     return Measure(len(latencies), time.monotonic() - started, latencies)
 
 
+def beside_heavy(server: Server, mix: dict[str, Callable[[random.Random], str]], heavy: int, seconds: float) -> Measure:
+    """Point lookups from one client while `heavy` clients keep heavy queries running (aggregate and
+    1k-row SELECT, alternately): how long a small read waits behind big ones. The heavy clients
+    come from another address (127.0.0.2), as another machine's would: ours limits how many
+    queries one client may run at once."""
+    stop = time.monotonic() + seconds + 1.0
+    names = ["aggregate", "1k-row SELECT"]
+
+    def load(index: int) -> None:
+        rng, name = random.Random(index), names[index % 2]
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600, source_address=("127.0.0.2", 0))
+        headers = {"Content-Type": "application/sparql-query", "Accept": "application/sparql-results+json"}
+        while time.monotonic() < stop:
+            status, body = request(server.port, "POST", server.query_path, mix[name](rng).encode(), headers, conn)
+            if status != 200:
+                raise RuntimeError(f"{server.name} {name}: {status} {body[:200]!r}")
+        conn.close()
+
+    threads = [threading.Thread(target=load, args=(i,)) for i in range(heavy)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.5)  # the heavy queries are running
+    measure = run_mix(server, "point lookup", mix["point lookup"], 1, seconds)
+    for thread in threads:
+        thread.join()
+    return measure
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--triples", type=int, default=1_000_000)
     parser.add_argument("--seconds", type=float, default=5.0, help="per query type and concurrency")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--only", nargs="+", help="run only these workloads (names as printed)")
+    parser.add_argument("--heavy", type=int, default=8, help="heavy clients beside the point lookups (0: skip)")
     parser.add_argument("--markdown", action="store_true", help="append the results to bench/RESULTS.md")
     args = parser.parse_args()
 
@@ -317,7 +346,9 @@ def main() -> None:
     lines = sum(1 for _ in data.open("rb"))
     print(f"generated {lines:,} triples ({data.stat().st_size / 1e6:.0f} MB) in {time.monotonic() - started:.1f} s")
 
-    mix = {name: make for name, make in query_mix(shape).items() if not args.only or name in args.only}
+    full_mix = query_mix(shape)
+    mix = {name: make for name, make in full_mix.items() if not args.only or name in args.only}
+    beside: dict[str, Measure] = {}
     results: dict[str, dict[tuple[str, int], Measure]] = {}
     loads: dict[str, float] = {}
     servers: list[Server] = []
@@ -347,6 +378,12 @@ def main() -> None:
                         f"  {server.name:9} {name:14} x{clients}: {measure.throughput:8.1f} q/s  "
                         f"p50 {measure.percentile(0.5):7.2f} ms  p99 {measure.percentile(0.99):7.2f} ms"
                     )
+        for server in servers if args.heavy else []:
+            beside[server.name] = measure = beside_heavy(server, full_mix, args.heavy, args.seconds)
+            print(
+                f"  {server.name:9} point lookup beside {args.heavy} heavy: {measure.throughput:8.1f} q/s  "
+                f"p50 {measure.percentile(0.5):7.2f} ms  p99 {measure.percentile(0.99):7.2f} ms"
+            )
     finally:
         for server in servers:
             server.stop()
@@ -366,6 +403,13 @@ def main() -> None:
                 f"{ours.percentile(0.99):.2f} | "
                 f"{theirs.percentile(0.5):.2f} / {theirs.percentile(0.99):.2f} |"
             )
+    if beside:
+        ours, theirs = beside["sparqlrag"], beside["oxigraph"]
+        table.append(
+            f"| point lookup beside {args.heavy} heavy | 1 | {ours.throughput:.1f} | {theirs.throughput:.1f} | "
+            f"{ours.throughput / theirs.throughput:.2f}x | {ours.percentile(0.5):.2f} / {ours.percentile(0.99):.2f} | "
+            f"{theirs.percentile(0.5):.2f} / {theirs.percentile(0.99):.2f} |"
+        )
     theirs_load = lines / loads["oxigraph"]
     for mode in ("sparqlrag", "sparqlrag no_transaction"):
         ours_load = lines / loads[mode]

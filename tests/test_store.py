@@ -282,7 +282,7 @@ def test_worker_timeout_waits_for_running_write(worker: WorkerStore) -> None:
     writer = threading.Thread(target=worker.update, args=(slow_write,))
     writer.start()
     deadline = time.monotonic() + 30
-    while not worker._writes_running:  # the write is in the store process: the kill must wait for it
+    while not (worker._worker and worker._worker.writes):  # the write is in the store process: the kill must wait
         assert writer.is_alive() and time.monotonic() < deadline
         time.sleep(0.005)
     with pytest.raises(QueryTimeout):

@@ -57,7 +57,10 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
     assistant = McpEndpoint(settings, lambda: app_state(app).services)
 
     app = Starlette(
-        routes=[
+        routes=[  # the protocol routes first: the router tries each route in turn
+            Route("/sparql", sparql_endpoint, methods=["GET", "POST"]),
+            Route("/store", graph_store, methods=GSP_METHODS),
+            Route("/store/{path:path}", graph_store, methods=GSP_METHODS),
             Route("/", pages.sparql_editor, methods=["GET", "HEAD"]),
             Route("/ask", pages.ask_page, methods=["GET", "HEAD"]),
             Mount("/static", StaticFiles(directory=pages.STATIC), name="static"),
@@ -69,9 +72,6 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
             Route("/page/trace/{collection}/{id}", answers.trace_page, methods=["GET", "HEAD"]),
             Route("/page/{path:path}", linked_data.page, methods=["GET", "HEAD"]),
             Route("/data/{path:path}", linked_data.data, methods=["GET", "HEAD"]),
-            Route("/sparql", sparql_endpoint, methods=["GET", "POST"]),
-            Route("/store", graph_store, methods=GSP_METHODS),
-            Route("/store/{path:path}", graph_store, methods=GSP_METHODS),
             Route("/mcp", assistant, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),

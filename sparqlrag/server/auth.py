@@ -17,6 +17,7 @@ that forgets cannot leak.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 from starlette.requests import Request
@@ -31,7 +32,12 @@ VERBS = {"read": "read", "write": "change"}
 
 def token_cookie(settings: Settings) -> str:
     """`sparqlrag_token_` and a short hash of the base IRI."""
-    return "sparqlrag_token_" + hashlib.sha256(settings.base_iri.encode()).hexdigest()[:12]
+    return _cookie_name(settings.base_iri)
+
+
+@functools.cache
+def _cookie_name(base_iri: str) -> str:
+    return "sparqlrag_token_" + hashlib.sha256(base_iri.encode()).hexdigest()[:12]
 
 
 def bearer_token(request: Request, scope: Scope) -> str | None:

@@ -14,12 +14,18 @@ from collections.abc import AsyncIterator
 
 from starlette.requests import Request
 
+from sparqlrag.store.base import QuadStore
 from sparqlrag.store.deadlines import CANCEL, Cancel
+from sparqlrag.store.remote import RemoteStore
 
 
 @contextlib.asynccontextmanager
-async def ended_by_hang_up(request: Request) -> AsyncIterator[None]:
-    """Store calls made in the block (their threads carry CANCEL) stop when the client hangs up."""
+async def ended_by_hang_up(request: Request, store: QuadStore) -> AsyncIterator[None]:
+    """Calls to a remote `store` made in the block (their threads carry CANCEL) stop when the
+    client hangs up; for any other store the block just runs."""
+    if not isinstance(store, RemoteStore):
+        yield
+        return
     cancel = Cancel()
     reset = CANCEL.set(cancel)
     watcher = asyncio.create_task(_hang_up(request, cancel))

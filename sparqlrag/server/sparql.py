@@ -17,7 +17,7 @@ from sparqlrag.server.bodies import decode_utf8, read_body
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.hang_ups import ended_by_hang_up
 from sparqlrag.server.service_description import service_description
-from sparqlrag.server.state import state_of
+from sparqlrag.server.state import ServerState, state_of
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.formats import charset_of, media_type_of
 from sparqlrag.store.sparql_text import NotDataUpdate, data_operations, delete_data, insert_data
@@ -88,7 +88,7 @@ def _check_utf8_charset(content_type: str) -> None:
 
 async def sparql_endpoint(request: Request) -> Response:
     settings: Settings = state_of(request).settings
-    authorize(request, "read", per_collection=True)  # before the text is read; updates need "write"
+    reading = authorize(request, "read", per_collection=True)  # before the text is read; updates need "write"
     params = _url_params(request)
     if request.method in ("GET", "HEAD"):
         if "update" in params:
@@ -99,7 +99,7 @@ async def sparql_endpoint(request: Request) -> Response:
                 verb = "go" if len(given) > 1 else "goes"
                 raise ApiError(400, "bad_request", f"{' and '.join(given)} {verb} with a query")
             return service_description(request, settings)
-        return await _execute(request, operation)
+        return await _execute(request, operation, reading)
 
     content_type = request.headers.get("content-type", "")
     media_type = media_type_of(content_type)
@@ -125,7 +125,7 @@ async def sparql_endpoint(request: Request) -> Response:
     else:
         operation = _operation(params, ("query" if media_type == QUERY_MEDIA_TYPE else "update", body))
     assert operation is not None
-    return await _execute(request, operation)
+    return await _execute(request, operation, reading)
 
 
 def _timeout(operation: Operation, settings: Settings) -> float:
@@ -143,20 +143,23 @@ def _timeout(operation: Operation, settings: Settings) -> float:
     return value
 
 
-async def _execute(request: Request, operation: Operation) -> Response:
-    """The operation, as one of the client's running queries (query_admission.py)."""
-    counted = state_of(request).metrics.sparql(operation.kind)
-    access = authorize(request, "write" if operation.kind == "update" else "read", per_collection=True)
-    async with state_of(request).queries.admitted(client_key(request)), ended_by_hang_up(request):
+async def _execute(request: Request, operation: Operation, reading: Access) -> Response:
+    """The operation, as one of the client's running queries (query_admission.py); `reading` is
+    what the request may read (an update is authorized again, for writing)."""
+    state = state_of(request)
+    counted = state.metrics.sparql(operation.kind)
+    access = authorize(request, "write", per_collection=True) if operation.kind == "update" else reading
+    async with state.queries.admitted(client_key(request)), ended_by_hang_up(request, state.store):
         if access.limited:
-            return await _execute_limited(request, operation, access, counted)
-        return await _execute_open(request, operation, counted)
+            return await _execute_limited(request, state, operation, access, counted)
+        return await _execute_open(request, state, operation, counted)
 
 
-async def _execute_open(request: Request, operation: Operation, counted: AbstractContextManager[None]) -> Response:
+async def _execute_open(
+    request: Request, state: ServerState, operation: Operation, counted: AbstractContextManager[None]
+) -> Response:
     """An operation of a token that reaches every collection."""
-    settings: Settings = state_of(request).settings
-    store = state_of(request).store
+    settings, store = state.settings, state.store
     if operation.kind == "update":
         with counted:
             await off_loop(
@@ -185,7 +188,7 @@ async def _execute_open(request: Request, operation: Operation, counted: Abstrac
 
 
 async def _execute_limited(
-    request: Request, operation: Operation, access: Access, counted: AbstractContextManager[None]
+    request: Request, state: ServerState, operation: Operation, access: Access, counted: AbstractContextManager[None]
 ) -> Response:
     """A collection-limited token's operation, narrowed to its collections' graphs.
 
@@ -194,7 +197,7 @@ async def _execute_limited(
     only those graphs, and a half they leave out is all of them. An update may only INSERT
     DATA / DELETE DATA into them, and runs as rebuilt from the quads checked.
     """
-    settings: Settings = state_of(request).settings
+    settings = state.settings
     if refused := remote_refusal(operation.text):
         raise ApiError(403, "forbidden", refused)
     if operation.kind == "update":
@@ -220,15 +223,15 @@ async def _execute_limited(
         )
         if rebuilt:
             with counted:
-                await off_loop(state_of(request).store.update, rebuilt, base_iri=settings.base_iri)
+                await off_loop(state.store.update, rebuilt, base_iri=settings.base_iri)
         return Response(status_code=204)
-    readable = await off_loop(readable_graphs, state_of(request).store, settings.base_iri, access)
+    readable = await off_loop(readable_graphs, state.store, settings.base_iri, access)
     asked = [*operation.graphs("default-graph-uri"), *operation.graphs("named-graph-uri")]
     if outside := [g for g in asked if not access.may_graph("read", settings.base_iri, g)]:
         raise ApiError(403, "forbidden", f"the bearer token may not read the graph <{outside[0][:200]}>")
     with counted:
         result = await off_loop(
-            state_of(request).store.query,
+            state.store.query,
             operation.text,
             accept=request.headers.get("accept"),
             base_iri=settings.base_iri,

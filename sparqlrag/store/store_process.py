@@ -1,11 +1,15 @@
 """The store process: the child that runs the embedded store for WorkerStore (worker.py), and the
-wire both sides speak: length-prefixed pickles over a socketpair. Requests are
-(id, method, args, kwargs, lane), replies (id, ok, value-or-exception).
+wire both sides speak: length-prefixed pickles over socketpairs. Requests are
+(id, method, args, kwargs), replies (id, ok, value-or-exception).
 
-The child serves calls from threads in two lanes (LANES): clients' queries, and the server's
-own calls, which clients' queries can then never hold up. Each thread marks the call it runs
-in the running table (crash_report.py), so the parent knows what was running if the process
-dies. With remote access off, it runs under the socket filter (sandbox.py) from its start.
+Each of the child's serving threads owns one connection to the parent and answers the calls
+sent on it one at a time, with no queue or hand-over between threads: a small read costs one
+message each way. The parent keeps the connections in two lanes (LANES): clients' queries, and
+the server's own calls, which clients' queries can then never hold up. Each thread marks the
+call it runs in the running table (crash_report.py), so the parent knows what was running if
+the process dies. A control connection tells the parent the store is open, and tells the child
+the parent has gone. With remote access off, the child runs under the socket filter
+(sandbox.py) from its start.
 """
 
 from __future__ import annotations
@@ -14,12 +18,11 @@ import contextlib
 import copyreg
 import os
 import pickle
-import queue
 import socket
 import struct
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pyoxigraph import RdfFormat
 
@@ -27,6 +30,7 @@ from sparqlrag.store import crash_report, sandbox
 from sparqlrag.store.base import DISK_FULL, StorageFull, StoreError, StoreInternalError, disk_full
 
 _FRAME = struct.Struct(">Q")
+HEADER = _FRAME.size  # bytes of a message's length prefix
 _RDF_FORMATS = {fmt.name: fmt for fmt in (getattr(RdfFormat, n) for n in dir(RdfFormat) if n.isupper())}
 
 
@@ -43,10 +47,19 @@ LANES = ("client", "internal")  # a call with a deadline (a client's query) runs
 INTERNAL_THREADS = 4
 
 
-def send(sock: socket.socket, lock: threading.Lock, message: object) -> None:
+def frame(message: object) -> bytes:
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    with lock:
-        sock.sendall(_FRAME.pack(len(data)) + data)
+    return _FRAME.pack(len(data)) + data
+
+
+def send(sock: socket.socket, message: object) -> None:
+    """Send one message; each connection has one sender at a time (its owner)."""
+    sock.sendall(frame(message))
+
+
+def header_size(header: bytes) -> int:
+    size: int = _FRAME.unpack(header)[0]
+    return size
 
 
 def _recv_exactly(sock: socket.socket, size: int) -> bytes | None:
@@ -61,90 +74,82 @@ def _recv_exactly(sock: socket.socket, size: int) -> bytes | None:
 
 
 def recv(sock: socket.socket) -> tuple[object, ...] | None:
-    """The next message (a tuple: a request or a reply), or None when the other side has gone."""
+    """The next message (a tuple: a request or a reply), or None when the other side has gone.
+    TimeoutError past the socket's timeout."""
     try:
         header = _recv_exactly(sock, _FRAME.size)
         if header is None:
             return None
-        payload = _recv_exactly(sock, _FRAME.unpack(header)[0])
+        payload = _recv_exactly(sock, header_size(header))
+    except TimeoutError:
+        raise
     except OSError:
         return None
     return None if payload is None else pickle.loads(payload)
 
 
-def serve(fd: int, path: Path, threads: int, allow_remote: bool, table_fd: int, dump_fd: int) -> None:
+def serve(control_fd: int, path: Path, allow_remote: bool, table_fd: int, dump_fd: int, connections: list[int]) -> None:
     from sparqlrag.store.embedded import EmbeddedStore
 
     if not allow_remote:
         with contextlib.suppress(sandbox.SandboxUnavailable):  # then the store refuses SERVICE/LOAD by their words
             sandbox.deny_network(whole_process=True)
     crash_report.report_fatal_signals(os.fdopen(dump_fd, "w"))
-    table = crash_report.RunningTable(os.fdopen(table_fd, "r+b"), len(slots(threads)))
-    sock = socket.socket(fileno=fd)
-    lock = threading.Lock()
+    table = crash_report.RunningTable(os.fdopen(table_fd, "r+b"), len(connections))
+    control = socket.socket(fileno=control_fd)
     try:
         store = EmbeddedStore(path, allow_remote=allow_remote)
     except StoreError as error:
-        send(sock, lock, ("ready", False, error))
+        send(control, ("ready", False, error))
         return
-    send(sock, lock, ("ready", True, None))
 
-    def run(slot: int, request_id: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        thread = threading.get_ident()
+    def run(slot: int, request_id: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         # a write counts as running (not safe to resend) only once it holds the write lock
         exclusive = store.write_lock if method in WRITE_METHODS else contextlib.nullcontext()
         try:
             if method not in READ_METHODS | WRITE_METHODS:
                 raise StoreInternalError(f"unknown store method {method!r}")
             with exclusive:
-                table.mark(slot, thread, request_id)
-                reply = (request_id, True, getattr(store, method)(*args, **kwargs))
+                table.mark(slot, threading.get_ident(), request_id)
+                return (request_id, True, getattr(store, method)(*args, **kwargs))
         except StoreError as error:
-            reply = (request_id, False, error)
+            return (request_id, False, error)
         except Exception as error:  # a full disk, or a bug: report it rather than leave the caller waiting
             failure = (
                 StorageFull(DISK_FULL) if disk_full(error) else StoreInternalError(f"{type(error).__name__}: {error}")
             )
-            reply = (request_id, False, failure)
-        try:
-            send(sock, lock, reply)
-        except OSError:
-            pass  # the parent went away; nothing to report to
-        finally:
-            table.clear(slot, thread)  # only once the reply is out: a crash before it leaves the call "running"
+            return (request_id, False, failure)
 
-    queues: dict[str, queue.SimpleQueue[tuple[Any, ...]]] = {lane: queue.SimpleQueue() for lane in LANES}
-
-    def receive() -> None:
-        """Hand each request to its lane's threads."""
-        while (message := recv(sock)) is not None:
-            *call, lane = message
-            queues[str(lane)].put(tuple(call))
-        store.close()
-        os._exit(0)  # the parent is gone: do not wait for running queries
-
-    def serve_lane(slot: int, lane: str) -> None:
+    def serve_connection(slot: int, sock: socket.socket) -> None:
         crash_report.prepare_thread()
-        while True:
-            run(slot, *queues[lane].get())
+        thread = threading.get_ident()
+        while (message := recv(sock)) is not None:
+            try:
+                send(sock, run(slot, *cast(tuple[int, str, tuple[Any, ...], dict[str, Any]], message)))
+            except OSError:
+                return  # the parent went away; nothing to report to
+            finally:
+                table.clear(slot, thread)  # only once the reply is out: a crash before it leaves the call "running"
 
-    workers = [threading.Thread(target=receive, name="store-receive")] + [
-        threading.Thread(target=serve_lane, args=(slot, lane), name=f"store-{lane}-{slot}")
-        for slot, lane in enumerate(slots(threads))
-    ]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    for slot, fd in enumerate(connections):
+        thread = threading.Thread(
+            target=serve_connection, args=(slot, socket.socket(fileno=fd)), name=f"store-{slot}", daemon=True
+        )
+        thread.start()
+    send(control, ("ready", True, None))
+    recv(control)  # returns once the parent is gone or closes the store
+    store.close()
+    os._exit(0)  # do not wait for running queries
 
 
 def slots(threads: int) -> list[str]:
-    """The lane of each of the child's threads: `threads` for clients' queries, INTERNAL_THREADS
-    more for the server's own calls, which clients' queries can then never hold up."""
+    """The lane of each connection (and so of each of the child's threads): `threads` for clients'
+    queries, INTERNAL_THREADS more for the server's own calls, which clients' queries can then
+    never hold up."""
     return ["client"] * max(1, threads) + ["internal"] * INTERNAL_THREADS
 
 
 def main(argv: list[str]) -> None:
-    """Child entry point: fd of the socket, store path, thread count, allow_remote (1/0), fds of
-    the running table and of the crash dump."""
-    serve(int(argv[0]), Path(argv[1]), int(argv[2]), argv[3] == "1", int(argv[4]), int(argv[5]))
+    """Child entry point: fd of the control socket, store path, allow_remote (1/0), fds of the
+    running table and of the crash dump, then the fd of each connection (one serving thread each)."""
+    serve(int(argv[0]), Path(argv[1]), argv[2] == "1", int(argv[3]), int(argv[4]), [int(fd) for fd in argv[5:]])

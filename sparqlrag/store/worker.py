@@ -3,12 +3,15 @@
 pyoxigraph has no query timeout or cancel, and blocking operators (ORDER BY, GROUP BY, COUNT)
 compute inside one native call. The only way to reclaim that CPU is to end the process
 running it. So the server's store lives in a child process (one RocksDB opener, as the
-store requires) serving calls from threads in two lanes: clients' queries (the calls with a
-deadline) in one, the server's own calls in the other, so a lane full of slow queries never
-holds up ingest bookkeeping or RAG lookups. On a deadline the parent kills the child and
-starts a new one. Reads that were running beside the killed query are sent again to the
-new process (unless past their own deadline); a kill waits until running writes have
-finished, so a write's outcome is always known.
+store requires) with one thread per connection to the parent, the connections in two lanes:
+clients' queries (the calls with a deadline) in one, the server's own calls in the other, so a
+lane full of slow queries never holds up ingest bookkeeping or RAG lookups. A call takes an
+idle connection of its lane, sends itself and reads its reply there: on the event loop the
+loop itself reads it (no thread, no hand-over), elsewhere the calling thread does. A query
+that cannot get a connection before its deadline fails without running. On a deadline the
+parent kills the child and starts a new one. Reads that were running beside the killed query
+are sent again to the new process (unless past their own deadline); a kill waits until
+running writes have finished, so a write's outcome is always known.
 
 Some calls kill the process themselves (a stack overflow, out of memory). The call that did
 is found (crash_report.py), fails once with QueryCrashed and is never sent again; its text is
@@ -21,10 +24,12 @@ The child and the wire between the two are store_process.py; this module is the 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import itertools
 import logging
 import os
+import pickle
 import shutil
 import socket
 import subprocess
@@ -34,9 +39,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar, cast
 
@@ -53,7 +56,7 @@ from sparqlrag.store.base import (
     StoreError,
     StoreUnavailable,
 )
-from sparqlrag.store.store_process import READ_METHODS, WRITE_METHODS, recv, send, slots
+from sparqlrag.store.store_process import HEADER, LANES, READ_METHODS, WRITE_METHODS, header_size, recv, send, slots
 
 log = logging.getLogger("sparqlrag.store")
 SPARQL_METHODS = frozenset({"query", "update"})
@@ -61,6 +64,8 @@ PIPED = READ_METHODS | WRITE_METHODS  # what the child answers (close is the par
 P = ParamSpec("P")
 T = TypeVar("T")
 MAX_POISONED = 1024
+READ_SIZE = 1 << 20  # bytes of a reply taken at once
+MAX_LOOP_SEND = 65536  # text sent from the event loop itself; an idle connection's buffer takes more at once
 RETRY_START = 5.0  # seconds between tries to start the store process again after one failed
 MIN_FREE_BYTES = 32 << 20  # free space a write needs after the disk was found full (a new WAL and MANIFEST)
 CRASHED = (
@@ -72,32 +77,89 @@ CRASHED = (
 @dataclass
 class _Call:
     method: str
-    frame: tuple[Any, ...]  # (id, method, args, kwargs, lane)
-    deadline: float | None = None  # monotonic time a client's query is stopped at
-    future: Future[Any] = field(default_factory=Future)
+    frame: tuple[Any, ...]  # (id, method, args, kwargs)
+    lane: str  # the connections it is sent on (LANES)
+    limit: float | None = None  # a client's query's time limit, in seconds
+    deadline: float | None = None  # monotonic time it is stopped at
+
+    @property
+    def id(self) -> int:
+        request_id: int = self.frame[0]
+        return request_id
 
     @property
     def is_write(self) -> bool:
         return self.method in WRITE_METHODS
 
-    def fail(self, error: StoreError) -> None:
-        """Fail the call, unless its caller has stopped waiting (a deadline cancels the future)."""
-        if not self.future.done():
-            self.future.set_exception(error)
+    def remaining(self) -> float | None:
+        return None if self.deadline is None else max(self.deadline - time.monotonic(), 0.0)
+
+
+@dataclass
+class _Death:
+    """What a child left when it exited: the calls it had begun, the one that killed it (if
+    known), and whether the parent stopped it (a deadline) rather than what it ran."""
+
+    started: set[int]
+    blamed: int | None
+    stopped: bool
 
 
 @dataclass
 class _Worker:
     process: subprocess.Popen[bytes]
-    sock: socket.socket
-    send_lock: threading.Lock = field(default_factory=threading.Lock)
+    control: socket.socket  # EOF here: the child has exited
+    idle: dict[str, list[socket.socket]]  # per lane, the connections (one per serving thread of the child) no call uses
+    writes: int = 0  # writes sent and not answered: a kill waits for them
     stopped: bool = False  # killed by us (a deadline), not by what it ran
+    death: _Death | None = None
 
 
 def _poison_key(method: str, args: tuple[Any, ...]) -> bytes | None:
     if method not in SPARQL_METHODS or not args or not isinstance(args[0], str):
         return None
     return hashlib.sha256(f"{method}\0{args[0]}".encode()).digest()
+
+
+class _Reply:
+    """A reply read on the event loop as its bytes arrive (no task, no thread): `future` gets
+    the reply, or None when the child has gone. If nobody awaits it any more (a deadline or a
+    cancellation), `abandoned` gets it instead, so the connection can be freed once it is whole."""
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, sock: socket.socket, abandoned: Callable[[tuple[Any, ...] | None], None]
+    ) -> None:
+        self.loop, self.sock, self.abandoned = loop, sock, abandoned
+        self.future: asyncio.Future[tuple[Any, ...] | None] = loop.create_future()
+        self.buffer = bytearray()
+        self.size: int | None = None  # of the payload, once the header is in
+        sock.setblocking(False)
+        loop.add_reader(sock.fileno(), self._readable)
+
+    def _readable(self) -> None:
+        try:
+            data = self.sock.recv(READ_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._finish(None)
+            return
+        self.buffer += data
+        if self.size is None and len(self.buffer) >= HEADER:
+            self.size = header_size(bytes(self.buffer[:HEADER]))
+        if self.size is not None and len(self.buffer) >= HEADER + self.size:
+            self._finish(cast(tuple[Any, ...], pickle.loads(memoryview(self.buffer)[HEADER:])))
+
+    def _finish(self, reply: tuple[Any, ...] | None) -> None:
+        self.loop.remove_reader(self.sock.fileno())
+        if reply is None:
+            self.sock.close()  # its child has gone: nothing else uses it
+        if self.future.done():
+            self.abandoned(reply)
+        else:
+            self.future.set_result(reply)
 
 
 class WorkerStore:
@@ -113,8 +175,7 @@ class WorkerStore:
         self.restarts = 0
         self._ids = itertools.count()
         self._state = threading.Condition()  # guards everything below
-        self._pending: dict[int, _Call] = {}
-        self._writes_running = 0
+        self._pending: dict[int, _Call] = {}  # sent and not answered
         self._killing = False  # a kill is due: new writes wait for the next child
         self._closed = False
         self._failure: StoreError | None = None  # set when a restart failed: calls fail fast with it
@@ -122,8 +183,9 @@ class WorkerStore:
         self._full = False  # a write found the disk full: the next write needs a fresh child
         self._restarting = False  # a new child is being started (outside the lock)
         self._poisoned: OrderedDict[bytes, None] = OrderedDict()  # texts that killed the store
+        self._lanes = slots(threads)
         self._table_file = tempfile.TemporaryFile()
-        self._table = crash_report.RunningTable(self._table_file, len(slots(threads)))
+        self._table = crash_report.RunningTable(self._table_file, len(self._lanes))
         self._dump_file = tempfile.TemporaryFile()
         self._worker: _Worker | None = None
         self._worker = self._start()
@@ -133,82 +195,72 @@ class WorkerStore:
     def _start(self) -> _Worker:
         self._table.reset()
         self._dump_file.truncate(0)
-        parent, child = socket.socketpair()
-        fds = (child.fileno(), self._table_file.fileno(), self._dump_file.fileno())
+        control, child_control = socket.socketpair()
+        pairs = [socket.socketpair() for _ in self._lanes]
+        fds = [child_control.fileno(), self._table_file.fileno(), self._dump_file.fileno()]
+        connection_fds = [theirs.fileno() for _, theirs in pairs]
         command = [
             sys.executable,
             "-c",
             "import sys; from sparqlrag.store.store_process import main; main(sys.argv[1:])",
             str(fds[0]),
             str(self.path),
-            str(self.threads),
             "1" if self.allow_remote else "0",
             str(fds[1]),
             str(fds[2]),
+            *map(str, connection_fds),
         ]
-        process = subprocess.Popen(command, pass_fds=fds)
-        child.close()
-        parent.settimeout(self.start_timeout)
-        ready = recv(parent)
-        parent.settimeout(None)
+        process = subprocess.Popen(command, pass_fds=fds + connection_fds)
+        child_control.close()
+        for _, theirs in pairs:
+            theirs.close()
+        ours = [mine for mine, _ in pairs]
+        control.settimeout(self.start_timeout)
+        try:
+            ready = recv(control)
+        except TimeoutError:
+            ready = None
+        control.settimeout(None)
         if ready is None or not ready[1]:
             process.kill()
             process.wait()
-            parent.close()
+            for sock in [control, *ours]:
+                sock.close()
             if ready is not None and isinstance(ready[2], StoreError):
                 raise ready[2]
             raise StoreUnavailable(f"the store process for {self.path} did not start")
-        worker = _Worker(process, parent)
-        threading.Thread(target=self._read_replies, args=(worker,), daemon=True, name="store-replies").start()
+        idle: dict[str, list[socket.socket]] = {lane: [] for lane in LANES}
+        for lane, sock in zip(self._lanes, ours, strict=True):
+            idle[lane].append(sock)
+        worker = _Worker(process, control, idle)
+        threading.Thread(target=self._watch, args=(worker,), daemon=True, name="store-watch").start()
         return worker
 
-    def _read_replies(self, worker: _Worker) -> None:
-        while (message := recv(worker.sock)) is not None:
-            request_id, ok, value = cast(tuple[int, bool, Any], message)
-            with self._state:
-                call = self._pending.pop(request_id, None)
-                if call is not None and call.is_write:
-                    self._writes_running -= 1
-                    self._state.notify_all()
-            if call is not None and not call.future.done():
-                if ok:
-                    call.future.set_result(value)
-                else:
-                    call.future.set_exception(value)
-            if isinstance(value, StorageFull):
-                with self._state:
-                    self._full = True
+    def _watch(self, worker: _Worker) -> None:
+        recv(worker.control)  # returns when the child has exited (its end closed)
         self._after_exit(worker)
 
     def _after_exit(self, worker: _Worker) -> None:
-        """The child is gone (killed for a deadline, or crashed): blame the call that killed it,
-        start another child, resend what is safe to resend."""
+        """The child is gone (killed for a deadline, or crashed): record what it left for the
+        calls it had (each decides in `_after_death`), and start another child."""
         returncode = worker.process.wait()
-        worker.sock.close()
         with self._state:
+            running = self._table.running() if not self._closed else {}  # (close() shuts the files after _closed)
+            dump = os.pread(self._dump_file.fileno(), 1 << 20, 0) if not self._closed else b""
+            blamed = None if worker.stopped or self._closed else crash_report.culprit(running, dump)
+            worker.death = _Death(set(running.values()), blamed, worker.stopped)
+            self._state.notify_all()
+            self._close_idle(worker)
             if self._closed or self._worker is not worker:
                 return
-            running = self._table.running()  # (under the lock: close() shuts these files after it marks _closed)
-            dump = os.pread(self._dump_file.fileno(), 1 << 20, 0)
-            self._worker = None
-            self._killing = False
-            orphans = dict(self._pending)
-            self._pending.clear()
-            self._writes_running = 0
-            blamed = None if worker.stopped else crash_report.culprit(running, dump)
             if not worker.stopped:
                 log.error(
                     "the store process died (exit status %s)%s; restarting it",
                     returncode,
-                    f", killed by request {blamed}" if blamed in orphans else "",
+                    f", killed by request {blamed}" if blamed in self._pending else "",
                 )
-            if blamed in orphans:  # fail it now, before the restart: fast, and never sent again
-                call = orphans.pop(blamed)
-                if (key := _poison_key(call.method, call.frame[2])) is not None:
-                    self._poisoned[key] = None
-                    while len(self._poisoned) > MAX_POISONED:
-                        self._poisoned.popitem(last=False)
-                call.fail(QueryCrashed(CRASHED))
+            self._worker = None
+            self._killing = False
             self._restarting = True
         try:  # not under the lock: a start takes about a second, and calls on the event loop take the lock
             started_worker: _Worker | None = self._start()
@@ -221,8 +273,6 @@ class WorkerStore:
             if self._closed:  # closed meanwhile: nothing to serve
                 if started_worker is not None:
                     started_worker.process.kill()
-                for call in orphans.values():
-                    call.fail(StoreUnavailable("the store is closed"))
                 return
             if started_worker is None:
                 log.error("the store process could not restart: %s", failure)
@@ -232,90 +282,150 @@ class WorkerStore:
                     else StoreUnavailable("the store process could not restart; see the server log")
                 )
                 self._failed_at = time.monotonic()
-                for call in orphans.values():
-                    call.fail(self._failure)
                 return
             self._worker = started_worker
             self.restarts += 1
-            self._resend(worker, orphans, running, blamed)
 
-    def _resend(self, stopped: _Worker, orphans: dict[int, _Call], running: dict[Any, int], blamed: int | None) -> None:
-        """Send the calls the stopped child left to the new one, where that is safe; fail the
-        rest. The caller holds the lock."""
-        assert self._worker is not None
-        started, now = set(running.values()), time.monotonic()
-        for request_id, call in orphans.items():
-            if call.deadline is not None and call.deadline <= now:  # its caller stops waiting anyway
-                call.fail(QueryTimeout("the query ran past its limit and was stopped"))
-            elif request_id in started and call.is_write:
-                call.fail(StoreUnavailable("the store process stopped while this write ran; check whether it applied"))
-            elif request_id in started and not stopped.stopped and blamed is None:
-                call.fail(
-                    StoreUnavailable(
-                        "the store process stopped while this ran beside other operations, one of which stopped it; "
-                        "it was not run again: send it again if it is not the one"
-                    )
-                )
-            else:  # not started, or running beside a known culprit or a deadline kill
-                self._pending[request_id] = call
-                if call.is_write:
-                    self._writes_running += 1
-                send(self._worker.sock, self._worker.send_lock, call.frame)
+    @staticmethod
+    def _close_idle(worker: _Worker) -> None:
+        """Close a dead child's sockets no call is using; each in use is closed by its caller,
+        once it has seen the child gone (a socket the event loop watches must not be closed
+        under it). The caller holds the lock."""
+        worker.control.close()
+        for lane in worker.idle.values():
+            for sock in lane:
+                sock.close()
+            lane.clear()
 
     def close(self) -> None:
         with self._state:
             self._closed = True
             self._state.wait_for(lambda: not self._restarting)  # (its files are in use meanwhile)
             worker, self._worker = self._worker, None
+            self._state.notify_all()
         if worker is not None:
-            worker.sock.shutdown(socket.SHUT_RDWR)  # the child sees EOF and exits; close() alone would
-            worker.sock.close()  # not wake the reply thread blocked in recv()
+            worker.control.shutdown(socket.SHUT_RDWR)  # the child sees EOF and exits
             try:
                 worker.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 worker.process.kill()
                 worker.process.wait()
+            with self._state:  # its watcher records the death: callers waiting on it are told the store closed
+                self._state.wait_for(lambda: worker.death is not None, timeout=30)
         self._table_file.close()
         self._dump_file.close()
 
     # -- calls --------------------------------------------------------------------------------
 
     def _call_for(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None) -> _Call:
-        """The call to send. A call with a `timeout` (a client's query) runs in the child's client
-        lane, the rest in its own, so the server's calls keep moving while clients' queries fill theirs."""
+        """The call to send. A call with a `timeout` (a client's query) goes on the clients'
+        connections, the rest on the server's own, so the server's calls keep moving while
+        clients' queries fill theirs."""
         if self._poisoned and _poison_key(method, args) in self._poisoned:  # unlocked: a restart may hold the lock
             refused = QueryCrashed(CRASHED)
             refused.stopped_store = False  # (refused now: it costs no restart)
             raise refused
         request_id = next(self._ids)
         lane, deadline = ("internal", None) if timeout is None else ("client", time.monotonic() + timeout)
-        return _Call(method, (request_id, method, args, kwargs, lane), deadline)
+        return _Call(method, (request_id, method, args, kwargs), lane, timeout, deadline)
 
-    def _submit(self, call: _Call, wait: bool = True) -> bool:
-        """Send a call to the child (its future resolves when its reply arrives), waiting while the
-        child restarts; without `wait` (on the event loop), False instead of waiting."""
+    def _acquire(self, call: _Call, wait: bool = True) -> tuple[_Worker, socket.socket] | None:
+        """A connection of the call's lane on the running child, the call counted as sent;
+        waits while the child restarts (writes also while a kill is due) and while the lane's
+        connections are all busy. Without `wait` (on the event loop), None instead of waiting.
+        A client's query that cannot start before its deadline ends with QueryTimeout."""
         with self._state:
-            busy = self._worker is None or (call.is_write and (self._killing or self._full))
-            if busy and not wait:
-                return False
             if call.is_write and self._full:
                 self._reopen_after_full()
-            while (self._worker is None or (call.is_write and self._killing)) and not self._closed:
-                if self._failure is not None:
+            while True:
+                if self._closed:
+                    raise StoreUnavailable("the store is closed")
+                worker = self._worker
+                ready = worker is not None and not (call.is_write and self._killing)
+                if worker is not None and ready and worker.idle[call.lane]:
+                    sock = worker.idle[call.lane].pop()
+                    self._pending[call.id] = call
+                    worker.writes += call.is_write
+                    return worker, sock
+                if not wait:
+                    return None
+                if worker is None and self._failure is not None:
                     self._start_again()
                     continue
-                self._state.wait()  # the child is restarting; writes also wait while a kill is due
-            if self._closed or self._worker is None:
+                remaining = call.remaining()
+                if remaining == 0.0:
+                    raise QueryTimeout("the query waited past its limit for the store and was not run")
+                self._state.wait(remaining)
+
+    def _release(self, worker: _Worker, sock: socket.socket, call: _Call) -> None:
+        """The call was answered: its connection serves the next call."""
+        with self._state:
+            self._pending.pop(call.id, None)
+            worker.writes -= call.is_write
+            if worker.death is None:
+                worker.idle[call.lane].append(sock)
+            else:
+                sock.close()
+            self._state.notify_all()
+
+    def _answered(self, worker: _Worker, sock: socket.socket, call: _Call, reply: tuple[Any, ...]) -> Any:
+        self._release(worker, sock, call)
+        _, ok, value = reply
+        if ok:
+            return value
+        if isinstance(value, StorageFull):
+            with self._state:
+                self._full = True
+        raise value
+
+    def _after_death(self, worker: _Worker, call: _Call) -> None:
+        """The child died with `call` sent: raise what the caller is told, or return to send it
+        again (on the next child), where that is safe."""
+        with self._state:
+            self._pending.pop(call.id, None)
+            self._state.wait_for(lambda: worker.death is not None)
+            death = cast(_Death, worker.death)
+            if self._closed:
                 raise StoreUnavailable("the store is closed")
-            self._pending[call.frame[0]] = call
-            if call.is_write:
-                self._writes_running += 1
-            worker = self._worker
-        try:
-            send(worker.sock, worker.send_lock, call.frame)
-        except OSError:
-            pass  # the child just died: once restarted, _after_exit resends this call (or fails a write)
-        return True
+            started = call.id in death.started
+            if death.blamed == call.id:  # fail it now, before the restart: fast, and never sent again
+                if (key := _poison_key(call.method, call.frame[2])) is not None:
+                    self._poisoned[key] = None
+                    while len(self._poisoned) > MAX_POISONED:
+                        self._poisoned.popitem(last=False)
+                raise QueryCrashed(CRASHED)
+            if call.deadline is not None and call.deadline <= time.monotonic():
+                raise QueryTimeout("the query ran past its limit and was stopped")
+            if started and call.is_write:
+                raise StoreUnavailable("the store process stopped while this write ran; check whether it applied")
+            if started and not death.stopped and death.blamed is None:
+                raise StoreUnavailable(
+                    "the store process stopped while this ran beside other operations, one of which stopped it; "
+                    "it was not run again: send it again if it is not the one"
+                )
+            # not started, or running beside a known culprit or a deadline kill: sent again
+
+    def _run(self, call: _Call) -> Any:
+        """Send the call and wait for its reply on this thread (again on the next child if its
+        child dies and that is safe); past its deadline the child is stopped (QueryTimeout)."""
+        while True:
+            acquired = self._acquire(call)
+            assert acquired is not None
+            worker, sock = acquired
+            try:
+                sock.settimeout(call.remaining())
+                send(sock, call.frame)
+                reply = recv(sock)
+            except TimeoutError:
+                timed_out = self._timed_out(worker, call)  # (its child is stopped: the socket is done with)
+                sock.close()
+                raise timed_out from None
+            except OSError:
+                reply = None  # the child died as this was sent
+            if reply is not None:
+                return self._answered(worker, sock, call, reply)
+            sock.close()
+            self._after_death(worker, call)
 
     def _reopen_after_full(self) -> None:
         """RocksDB refuses every write after one failed for want of space, until it is opened
@@ -348,55 +458,72 @@ class WorkerStore:
         self.restarts += 1
         self._state.notify_all()
 
-    def _timed_out(self, request_id: int, timeout: float) -> QueryTimeout:
-        self._stop_overdue(request_id)
+    def _timed_out(self, worker: _Worker, call: _Call) -> QueryTimeout:
+        self._stop_overdue(worker, call)
         return QueryTimeout(
-            f"the query ran past its {timeout:g} s limit and was stopped; narrow it, add LIMIT, "
+            f"the query ran past its {call.limit or 0:g} s limit and was stopped; narrow it, add LIMIT, "
             "or raise the limit with the timeout parameter"
         )
 
     def _call(self, method: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
-        call = self._call_for(method, args, kwargs, timeout)
-        self._submit(call)
-        try:
-            return call.future.result(timeout)
-        except FutureTimeout:
-            raise self._timed_out(call.frame[0], timeout or 0) from None
+        return self._run(self._call_for(method, args, kwargs, timeout))
 
     async def awaited(self, method: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """`method(*args, **kwargs)`, one of this store's own methods, awaited on the event loop
-        without tying up a thread: a call the child answers is sent down the pipe and its reply
-        awaited; anything else (close) runs in a thread. Small calls are sent from the loop
-        itself; large payloads, and calls made while the child restarts or is being stopped
-        (which wait for it), are sent from a thread: the loop never waits for the child."""
+        without tying up a thread: a call the child answers is sent on an idle connection and
+        its reply read by the loop itself; anything else (close) runs in a thread. Large
+        payloads, and calls that must wait for a connection or for the child to restart, are
+        sent from a thread: the loop never waits for the child."""
         name = method.__name__
         if getattr(method, "__self__", None) is not self or name not in PIPED:
             return await asyncio.to_thread(method, *args, **kwargs)
         sent = dict(kwargs)
         timeout: float | None = sent.pop("timeout", None)  # type: ignore[assignment]
         call = self._call_for(name, args, sent, timeout)
-        small = all(not isinstance(a, (str, bytes)) or len(a) < 65536 for a in args)
-        if not (small and self._submit(call, wait=False)):
-            await asyncio.to_thread(self._submit, call)
-        try:
-            return cast(T, await asyncio.wait_for(asyncio.wrap_future(call.future), timeout))
-        except TimeoutError:
-            raise await asyncio.to_thread(self._timed_out, call.frame[0], timeout or 0) from None
+        if not all(not isinstance(a, (str, bytes)) or len(a) < MAX_LOOP_SEND for a in args):
+            return cast(T, await asyncio.to_thread(self._run, call))
+        loop = asyncio.get_running_loop()
+        while True:
+            acquired = self._acquire(call, wait=False) or await asyncio.to_thread(self._acquire, call)
+            assert acquired is not None
+            worker, sock = acquired
+            try:
+                sock.settimeout(None)
+                send(sock, call.frame)  # small, on an idle connection: its buffer takes it at once
+            except OSError:
+                sock.close()
+                reply = None  # the child died as this was sent
+            else:
+                reading = _Reply(loop, sock, functools.partial(self._settle, worker, sock, call))
+                try:
+                    async with asyncio.timeout(call.remaining()):
+                        reply = await reading.future
+                except TimeoutError:
+                    raise await asyncio.to_thread(self._timed_out, worker, call) from None
+            if reply is not None:
+                return cast(T, self._answered(worker, sock, call, reply))
+            await asyncio.to_thread(self._after_death, worker, call)
 
-    def _stop_overdue(self, request_id: int) -> None:
-        """Kill the child running an overdue read, once running writes have finished."""
+    def _settle(self, worker: _Worker, sock: socket.socket, call: _Call, reply: tuple[Any, ...] | None) -> None:
+        """A reply nobody waits for any more has come (or its child died): free its connection."""
+        if reply is not None:
+            self._release(worker, sock, call)
+        else:
+            with self._state:
+                self._pending.pop(call.id, None)
+
+    def _stop_overdue(self, worker: _Worker, call: _Call) -> None:
+        """Kill the child running an overdue call, once running writes have finished."""
         with self._state:
-            call = self._pending.pop(request_id, None)
-            if call is None:  # it finished (or its process died) meanwhile
-                return
+            if self._pending.pop(call.id, None) is None or worker.death is not None:
+                return  # it finished, or its process died, meanwhile
             self._killing = True
-            while self._writes_running and self._worker is not None:
+            while worker.writes and worker.death is None:
                 self._state.wait()
-            worker = self._worker
-            if worker is not None:
-                worker.stopped = True
-        if worker is not None:
-            worker.process.kill()
+            if worker.death is not None:
+                return
+            worker.stopped = True
+        worker.process.kill()
 
     # -- the QuadStore interface --------------------------------------------------------------
 
