@@ -24,8 +24,9 @@ from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import scratch_path, spool_body
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.state import state_of
+from sparqlrag.server.streams import answer_response
 from sparqlrag.store.base import Graph
-from sparqlrag.store.calls import off_loop
+from sparqlrag.store.calls import off_loop, streamed_graph
 from sparqlrag.store.embedded import check_syntax
 from sparqlrag.store.formats import (
     DATASET_FORMATS,
@@ -113,8 +114,7 @@ async def _get_graph(request: Request, graph: Graph) -> Response:
     media_type, fmt = chosen
     if _rdf11(request):
         return await _dump_file(request, media_type, fmt, graph, rdf11=True)
-    body = await off_loop(state_of(request).store.serialize_graph, graph, fmt)
-    return Response(body, media_type=with_charset(media_type), headers={"Vary": "Accept"})
+    return answer_response(await streamed_graph(state_of(request).store, graph, fmt, with_charset(media_type)))
 
 
 async def _get_dataset(request: Request) -> Response:

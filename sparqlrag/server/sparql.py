@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from urllib.parse import parse_qs
@@ -18,7 +19,9 @@ from sparqlrag.server.errors import ApiError
 from sparqlrag.server.hang_ups import ended_by_hang_up
 from sparqlrag.server.service_description import service_description
 from sparqlrag.server.state import ServerState, state_of
-from sparqlrag.store.calls import off_loop
+from sparqlrag.server.streams import answer_response
+from sparqlrag.store.base import ResultStream
+from sparqlrag.store.calls import off_loop, streamed_query
 from sparqlrag.store.formats import charset_of, media_type_of
 from sparqlrag.store.sparql_text import NotDataUpdate, data_operations, delete_data, insert_data
 
@@ -144,20 +147,32 @@ def _timeout(operation: Operation, settings: Settings) -> float:
 
 
 async def _execute(request: Request, operation: Operation, reading: Access) -> Response:
-    """The operation, as one of the client's running queries (query_admission.py); `reading` is
-    what the request may read (an update is authorized again, for writing)."""
+    """The operation, as one of the client's running queries (query_admission.py) until its
+    answer has been sent; `reading` is what the request may read (an update is authorized
+    again, for writing)."""
     state = state_of(request)
     counted = state.metrics.sparql(operation.kind)
     access = authorize(request, "write", per_collection=True) if operation.kind == "update" else reading
-    async with state.queries.admitted(client_key(request)), ended_by_hang_up(request, state.store):
+    async with contextlib.AsyncExitStack() as held:
+        await held.enter_async_context(state.queries.admitted(client_key(request)))
+        await held.enter_async_context(ended_by_hang_up(request, state.store))
         if access.limited:
-            return await _execute_limited(request, state, operation, access, counted)
-        return await _execute_open(request, state, operation, counted)
+            answer = await _execute_limited(request, state, operation, access, counted, held)
+        else:
+            answer = await _execute_open(request, state, operation, counted, held)
+        if isinstance(answer, Response):
+            return answer
+        return answer_response(answer, held.pop_all() if answer.rest is not None else None)
+    raise AssertionError("unreachable")  # (mypy: an exit stack may swallow exceptions)
 
 
 async def _execute_open(
-    request: Request, state: ServerState, operation: Operation, counted: AbstractContextManager[None]
-) -> Response:
+    request: Request,
+    state: ServerState,
+    operation: Operation,
+    counted: AbstractContextManager[None],
+    held: contextlib.AsyncExitStack,
+) -> Response | ResultStream:
     """An operation of a token that reaches every collection."""
     settings, store = state.settings, state.store
     if operation.kind == "update":
@@ -172,24 +187,28 @@ async def _execute_open(
         return Response(status_code=204)
     has_dataset = "default-graph-uri" in operation.params or "named-graph-uri" in operation.params
     timeout = _timeout(operation, settings)
-    with counted:
-        result = await off_loop(
-            store.query,
-            operation.text,
-            accept=request.headers.get("accept"),
-            base_iri=settings.base_iri,
-            default_graphs=operation.graphs("default-graph-uri") if has_dataset else None,
-            named_graphs=operation.graphs("named-graph-uri") if has_dataset else None,
-            union_default_graph=settings.union_default_graph,
-            timeout=timeout,
-            max_bytes=settings.max_result_bytes,
-        )
-    return Response(result.body, media_type=result.media_type, headers={"Vary": "Accept"})
+    held.enter_context(counted)
+    return await streamed_query(
+        store,
+        operation.text,
+        accept=request.headers.get("accept"),
+        base_iri=settings.base_iri,
+        default_graphs=operation.graphs("default-graph-uri") if has_dataset else None,
+        named_graphs=operation.graphs("named-graph-uri") if has_dataset else None,
+        union_default_graph=settings.union_default_graph,
+        timeout=timeout,
+        max_bytes=settings.max_result_bytes,
+    )
 
 
 async def _execute_limited(
-    request: Request, state: ServerState, operation: Operation, access: Access, counted: AbstractContextManager[None]
-) -> Response:
+    request: Request,
+    state: ServerState,
+    operation: Operation,
+    access: Access,
+    counted: AbstractContextManager[None],
+    held: contextlib.AsyncExitStack,
+) -> Response | ResultStream:
     """A collection-limited token's operation, narrowed to its collections' graphs.
 
     A query runs on a dataset of those graphs alone, which replaces any FROM / FROM NAMED in
@@ -229,17 +248,16 @@ async def _execute_limited(
     asked = [*operation.graphs("default-graph-uri"), *operation.graphs("named-graph-uri")]
     if outside := [g for g in asked if not access.may_graph("read", settings.base_iri, g)]:
         raise ApiError(403, "forbidden", f"the bearer token may not read the graph <{outside[0][:200]}>")
-    with counted:
-        result = await off_loop(
-            state.store.query,
-            operation.text,
-            accept=request.headers.get("accept"),
-            base_iri=settings.base_iri,
-            # a half left out is all the token reads: never an empty list, which a remote store
-            # could take as "no dataset given"
-            default_graphs=operation.graphs("default-graph-uri") or readable,
-            named_graphs=operation.graphs("named-graph-uri") or readable,
-            timeout=_timeout(operation, settings),
-            max_bytes=settings.max_result_bytes,
-        )
-    return Response(result.body, media_type=result.media_type, headers={"Vary": "Accept"})
+    held.enter_context(counted)
+    return await streamed_query(
+        state.store,
+        operation.text,
+        accept=request.headers.get("accept"),
+        base_iri=settings.base_iri,
+        # a half left out is all the token reads: never an empty list, which a remote store
+        # could take as "no dataset given"
+        default_graphs=operation.graphs("default-graph-uri") or readable,
+        named_graphs=operation.graphs("named-graph-uri") or readable,
+        timeout=_timeout(operation, settings),
+        max_bytes=settings.max_result_bytes,
+    )

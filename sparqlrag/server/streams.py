@@ -1,15 +1,18 @@
-"""Server-sent events for the answer routes."""
+"""Streamed responses: server-sent events for the answer routes, and store answers that arrive
+in pieces (SPARQL results, graphs)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from starlette.responses import StreamingResponse
+from starlette.responses import Response, StreamingResponse
 
 from sparqlrag.server.errors import described
+from sparqlrag.store.base import ResultStream
 
 log = logging.getLogger("sparqlrag.server")
 
@@ -33,3 +36,26 @@ def sse(events: AsyncIterator[tuple[str, dict[str, Any]]]) -> StreamingResponse:
 def wants_stream(stream: bool, accept: str) -> bool:
     """Whether to answer as server-sent events: `"stream": true`, or an Accept that asks for them."""
     return stream or "text/event-stream" in accept
+
+
+def answer_response(answer: ResultStream, held: contextlib.AsyncExitStack | None = None) -> Response:
+    """The store's answer: whole when it came whole, else streamed as it arrives; what `held`
+    holds (the query's place among its client's running ones, its metrics) is let go once the
+    last piece is out."""
+    headers = {"Vary": "Accept"}
+    if answer.rest is None:
+        return Response(answer.head.body, media_type=answer.head.media_type, headers=headers)
+    return StreamingResponse(
+        _pieces(answer, held or contextlib.AsyncExitStack()), media_type=answer.head.media_type, headers=headers
+    )
+
+
+async def _pieces(answer: ResultStream, held: contextlib.AsyncExitStack) -> AsyncIterator[bytes]:
+    """The pieces of an answer still arriving. If it fails on the way (its deadline, the byte
+    cap), the error ends the response early, which cuts the connection: the client sees an
+    incomplete answer, never a complete-looking short one."""
+    assert answer.rest is not None
+    async with held, contextlib.aclosing(answer.rest) as rest:
+        yield answer.head.body
+        async for piece in rest:
+            yield piece

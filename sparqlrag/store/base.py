@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import errno
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -123,6 +123,16 @@ class QueryResult:
     kind: ResultKind
     media_type: str
     body: bytes
+
+
+@dataclass(frozen=True)
+class ResultStream:
+    """A query answer that may still be arriving: `head` has its kind, media type and first
+    piece (the whole answer when `rest` is None); `rest` yields the pieces after it, and raises
+    if the answer cannot be finished (the query passed its deadline, or the result its byte cap)."""
+
+    head: QueryResult
+    rest: AsyncGenerator[bytes, None] | None = None
 
 
 class QuadStore(Protocol):

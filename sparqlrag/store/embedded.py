@@ -8,7 +8,7 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, Literal, TypeVar
+from typing import IO, Any, BinaryIO, Literal, TypeVar, cast
 
 from pyoxigraph import (
     DefaultGraph,
@@ -37,7 +37,7 @@ from sparqlrag.store.base import (
     StoreUnavailable,
     disk_full,
 )
-from sparqlrag.store.results import serialize_result
+from sparqlrag.store.results import CappedWriter, Emit, serialize_result
 from sparqlrag.store.sparql_text import apply_update_dataset, iri_ref
 from sparqlrag.store.xml_entities import check_entity_expansion
 
@@ -161,9 +161,11 @@ class EmbeddedStore:
         union_default_graph: bool = False,
         timeout: float | None = None,
         max_bytes: int | None = None,
+        emit: Emit | None = None,
     ) -> QueryResult:
         """Evaluate and serialize in the format `accept` prefers for the query's kind
-        (ResultTooLarge once the result passes `max_bytes`). `timeout` is not kept: a query in
+        (ResultTooLarge once the result passes `max_bytes`); with `emit`, the result is handed
+        to it in pieces as it is written (results.serialize_result). `timeout` is not kept: a query in
         this thread cannot be stopped (base.QuadStore; WorkerStore keeps it).
 
         A protocol dataset (default_graphs / named_graphs) replaces the query's FROM clauses;
@@ -175,9 +177,11 @@ class EmbeddedStore:
             kwargs["named_graphs"] = [_dataset_graph(g) for g in named_graphs or []]
         elif union_default_graph:
             kwargs["use_default_graph_as_union"] = True
-        return self._sparql(self._evaluate, sparql, kwargs, accept, max_bytes)
+        return self._sparql(self._evaluate, sparql, kwargs, accept, max_bytes, emit)
 
-    def _evaluate(self, sparql: str, kwargs: dict[str, Any], accept: str | None, max_bytes: int | None) -> QueryResult:
+    def _evaluate(
+        self, sparql: str, kwargs: dict[str, Any], accept: str | None, max_bytes: int | None, emit: Emit | None
+    ) -> QueryResult:
         try:
             result = self._store.query(sparql, **kwargs)
         except SyntaxError as error:
@@ -187,7 +191,7 @@ class EmbeddedStore:
         # Results stream: evaluation goes on while they are written. pyoxigraph's results must
         # be dropped on this thread, so no error leaves with a frame that still holds them.
         try:
-            return serialize_result(result, accept, max_bytes)
+            return serialize_result(result, accept, max_bytes, emit)
         except Exception as error:
             error.__traceback__ = None
             failure = error if isinstance(error, StoreError) else self._evaluation_error(error, sparql, "query")
@@ -225,14 +229,21 @@ class EmbeddedStore:
     def named_graphs(self) -> list[str]:
         return sorted(g.value for g in self._store.named_graphs() if isinstance(g, NamedNode))
 
-    def serialize_graph(self, graph: Graph, format: RdfFormat, prefixes: dict[str, str] | None = None) -> bytes:
-        """The graph in `format`, with `prefixes` where the format has them (Turtle, RDF/XML)."""
+    def serialize_graph(
+        self, graph: Graph, format: RdfFormat, prefixes: dict[str, str] | None = None, emit: Emit | None = None
+    ) -> bytes:
+        """The graph in `format`, with `prefixes` where the format has them (Turtle, RDF/XML);
+        with `emit`, handed to it in pieces as it is written, and only the last piece returned."""
         if not self.graph_exists(graph):
             raise GraphNotFound(f"graph <{graph}> does not exist")
+        written = CappedWriter(None, QueryResult("graph", "", b""), emit) if emit is not None else None
         try:
-            return self._store.dump(format=format, from_graph=graph_node(graph), prefixes=prefixes) or b""
+            whole = self._store.dump(
+                cast(IO[bytes] | None, written), format=format, from_graph=graph_node(graph), prefixes=prefixes
+            )
         except OSError as error:
             raise NotAcceptable(f"cannot write this graph as {format.name}: {error}") from error
+        return written.value() if written is not None else whole or b""
 
     @_exclusive
     def replace_graph(self, graph: Graph, source: Source, format: RdfFormat, base_iri: str | None) -> bool:

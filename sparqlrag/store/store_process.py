@@ -21,13 +21,22 @@ import pickle
 import socket
 import struct
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
 from pyoxigraph import RdfFormat
 
 from sparqlrag.store import crash_report, sandbox
-from sparqlrag.store.base import DISK_FULL, StorageFull, StoreError, StoreInternalError, disk_full
+from sparqlrag.store.base import (
+    DISK_FULL,
+    QueryResult,
+    StorageFull,
+    StoreError,
+    StoreInternalError,
+    StoreUnavailable,
+    disk_full,
+)
 
 _FRAME = struct.Struct(">Q")
 HEADER = _FRAME.size  # bytes of a message's length prefix
@@ -41,7 +50,12 @@ def _rdf_format(name: str) -> RdfFormat:
 
 copyreg.pickle(RdfFormat, lambda fmt: (_rdf_format, (fmt.name,)))
 
-READ_METHODS = frozenset({"query", "graph_exists", "named_graphs", "serialize_graph", "count", "dump"})
+STREAM = (
+    "stream"  # a read (kwarg "of": a method taking `emit`) sent in pieces as written: (id, PIECE, QueryResult) each
+)
+PIECE = "piece"
+STREAMABLE = frozenset({"query", "serialize_graph"})
+READ_METHODS = frozenset({"query", STREAM, "graph_exists", "named_graphs", "serialize_graph", "count", "dump"})
 WRITE_METHODS = frozenset({"update", "replace_graph", "add_to_graph", "add_quads", "drop_graph", "load", "optimize"})
 LANES = ("client", "internal")  # a call with a deadline (a client's query) runs in the first
 INTERNAL_THREADS = 4
@@ -88,6 +102,19 @@ def recv(sock: socket.socket) -> tuple[object, ...] | None:
     return None if payload is None else pickle.loads(payload)
 
 
+def _sender(sock: socket.socket, request_id: int) -> Callable[[QueryResult], None]:
+    """Sends each piece of a streamed result. The socket's buffer holds only so much: while the
+    parent is not reading (its client is slow), sending waits, and so does the query."""
+
+    def emit(piece: QueryResult) -> None:
+        try:
+            send(sock, (request_id, PIECE, piece))
+        except OSError:
+            raise StoreUnavailable("the reader of this result has gone") from None
+
+    return emit
+
+
 def serve(control_fd: int, path: Path, allow_remote: bool, table_fd: int, dump_fd: int, connections: list[int]) -> None:
     from sparqlrag.store.embedded import EmbeddedStore
 
@@ -103,12 +130,19 @@ def serve(control_fd: int, path: Path, allow_remote: bool, table_fd: int, dump_f
         send(control, ("ready", False, error))
         return
 
-    def run(slot: int, request_id: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    def run(
+        sock: socket.socket, slot: int, request_id: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, ...]:
         # a write counts as running (not safe to resend) only once it holds the write lock
         exclusive = store.write_lock if method in WRITE_METHODS else contextlib.nullcontext()
         try:
             if method not in READ_METHODS | WRITE_METHODS:
                 raise StoreInternalError(f"unknown store method {method!r}")
+            if method == STREAM:  # a read whose answer leaves in pieces on `sock` as it is written
+                method, kwargs = kwargs["of"], {**kwargs, "emit": _sender(sock, request_id)}
+                del kwargs["of"]
+                if method not in STREAMABLE:
+                    raise StoreInternalError(f"{method!r} cannot be streamed")
             with exclusive:
                 table.mark(slot, threading.get_ident(), request_id)
                 return (request_id, True, getattr(store, method)(*args, **kwargs))
@@ -125,7 +159,7 @@ def serve(control_fd: int, path: Path, allow_remote: bool, table_fd: int, dump_f
         thread = threading.get_ident()
         while (message := recv(sock)) is not None:
             try:
-                send(sock, run(slot, *cast(tuple[int, str, tuple[Any, ...], dict[str, Any]], message)))
+                send(sock, run(sock, slot, *cast(tuple[int, str, tuple[Any, ...], dict[str, Any]], message)))
             except OSError:
                 return  # the parent went away; nothing to report to
             finally:

@@ -37,9 +37,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections import OrderedDict, deque
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar, cast
 
@@ -52,11 +52,23 @@ from sparqlrag.store.base import (
     QueryCrashed,
     QueryResult,
     QueryTimeout,
+    ResultStream,
     StorageFull,
     StoreError,
     StoreUnavailable,
 )
-from sparqlrag.store.store_process import HEADER, LANES, READ_METHODS, WRITE_METHODS, header_size, recv, send, slots
+from sparqlrag.store.store_process import (
+    HEADER,
+    LANES,
+    PIECE,
+    READ_METHODS,
+    STREAM,
+    WRITE_METHODS,
+    header_size,
+    recv,
+    send,
+    slots,
+)
 
 log = logging.getLogger("sparqlrag.store")
 SPARQL_METHODS = frozenset({"query", "update"})
@@ -65,6 +77,7 @@ P = ParamSpec("P")
 T = TypeVar("T")
 MAX_POISONED = 1024
 READ_SIZE = 1 << 20  # bytes of a reply taken at once
+QUEUED = 4  # pieces of a streamed result read ahead of its client
 MAX_LOOP_SEND = 65536  # text sent from the event loop itself; an idle connection's buffer takes more at once
 RETRY_START = 5.0  # seconds between tries to start the store process again after one failed
 MIN_FREE_BYTES = 32 << 20  # free space a write needs after the disk was found full (a new WAL and MANIFEST)
@@ -115,24 +128,32 @@ class _Worker:
     death: _Death | None = None
 
 
-def _poison_key(method: str, args: tuple[Any, ...]) -> bytes | None:
-    if method not in SPARQL_METHODS or not args or not isinstance(args[0], str):
+def _poison_key(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes | None:
+    """What a text that killed the store is refused by: a query's the same streamed or not."""
+    name = kwargs.get("of") if method == STREAM else method
+    if name not in SPARQL_METHODS or not args or not isinstance(args[0], str):
         return None
-    return hashlib.sha256(f"{method}\0{args[0]}".encode()).digest()
+    return hashlib.sha256(f"{name}\0{args[0]}".encode()).digest()
 
 
-class _Reply:
-    """A reply read on the event loop as its bytes arrive (no task, no thread): `future` gets
-    the reply, or None when the child has gone. If nobody awaits it any more (a deadline or a
-    cancellation), `abandoned` gets it instead, so the connection can be freed once it is whole."""
+class _Frames:
+    """The messages of one call's reply, read on the event loop as they arrive (no task, no
+    thread): pieces of a streamed result (id, PIECE, QueryResult), then the end (id, ok, value),
+    or None once the child has gone. Reading pauses while QUEUED pieces wait, so a slow client
+    holds the query back (the child waits to send) instead of filling memory. Once `drop`ped
+    (nobody waits any more: a deadline, a cancellation, a client gone), what comes is discarded
+    and the end goes to `abandoned`, so the connection is freed when the reply is whole."""
 
     def __init__(
         self, loop: asyncio.AbstractEventLoop, sock: socket.socket, abandoned: Callable[[tuple[Any, ...] | None], None]
     ) -> None:
         self.loop, self.sock, self.abandoned = loop, sock, abandoned
-        self.future: asyncio.Future[tuple[Any, ...] | None] = loop.create_future()
         self.buffer = bytearray()
-        self.size: int | None = None  # of the payload, once the header is in
+        self.pieces: deque[tuple[Any, ...]] = deque()
+        self.end: tuple[Any, ...] | None = None
+        self.ended = self.dropped = False
+        self.waiter: asyncio.Future[None] | None = None
+        self.reading = True
         sock.setblocking(False)
         loop.add_reader(sock.fileno(), self._readable)
 
@@ -147,19 +168,67 @@ class _Reply:
             self._finish(None)
             return
         self.buffer += data
-        if self.size is None and len(self.buffer) >= HEADER:
-            self.size = header_size(bytes(self.buffer[:HEADER]))
-        if self.size is not None and len(self.buffer) >= HEADER + self.size:
-            self._finish(cast(tuple[Any, ...], pickle.loads(memoryview(self.buffer)[HEADER:])))
+        while (message := self._message()) is not None:
+            if message[1] != PIECE:
+                self._finish(message)
+                return
+            if not self.dropped:
+                self.pieces.append(message)
+        if len(self.pieces) >= QUEUED:
+            self._pause()
+        self._wake()
 
-    def _finish(self, reply: tuple[Any, ...] | None) -> None:
-        self.loop.remove_reader(self.sock.fileno())
-        if reply is None:
+    def _message(self) -> tuple[Any, ...] | None:
+        if len(self.buffer) < HEADER:
+            return None
+        size = header_size(bytes(self.buffer[:HEADER]))
+        if len(self.buffer) < HEADER + size:
+            return None
+        message = cast(tuple[Any, ...], pickle.loads(memoryview(self.buffer)[HEADER : HEADER + size]))
+        del self.buffer[: HEADER + size]
+        return message
+
+    def _pause(self) -> None:
+        if self.reading:
+            self.loop.remove_reader(self.sock.fileno())
+            self.reading = False
+
+    def _finish(self, end: tuple[Any, ...] | None) -> None:
+        self._pause()
+        self.ended, self.end = True, end
+        if end is None:
             self.sock.close()  # its child has gone: nothing else uses it
-        if self.future.done():
-            self.abandoned(reply)
-        else:
-            self.future.set_result(reply)
+        if self.dropped:
+            self.abandoned(end)
+        self._wake()
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    async def next(self) -> tuple[Any, ...] | None:
+        """The next piece, else the end (None: the child has gone)."""
+        while not self.pieces and not self.ended:
+            self.waiter = self.loop.create_future()
+            await self.waiter
+        if self.pieces:
+            piece = self.pieces.popleft()
+            if not self.reading and not self.ended and len(self.pieces) < QUEUED:
+                self.reading = True
+                self.loop.add_reader(self.sock.fileno(), self._readable)
+            return piece
+        return self.end
+
+    def drop(self) -> None:
+        if self.dropped:
+            return
+        self.dropped = True
+        self.pieces.clear()
+        if self.ended:
+            self.abandoned(self.end)
+        elif not self.reading:
+            self.reading = True
+            self.loop.add_reader(self.sock.fileno(), self._readable)
 
 
 class WorkerStore:
@@ -321,7 +390,9 @@ class WorkerStore:
         """The call to send. A call with a `timeout` (a client's query) goes on the clients'
         connections, the rest on the server's own, so the server's calls keep moving while
         clients' queries fill theirs."""
-        if self._poisoned and _poison_key(method, args) in self._poisoned:  # unlocked: a restart may hold the lock
+        if (
+            self._poisoned and _poison_key(method, args, kwargs) in self._poisoned
+        ):  # unlocked: a restart may hold the lock
             refused = QueryCrashed(CRASHED)
             refused.stopped_store = False  # (refused now: it costs no restart)
             raise refused
@@ -389,7 +460,7 @@ class WorkerStore:
                 raise StoreUnavailable("the store is closed")
             started = call.id in death.started
             if death.blamed == call.id:  # fail it now, before the restart: fast, and never sent again
-                if (key := _poison_key(call.method, call.frame[2])) is not None:
+                if (key := _poison_key(call.method, call.frame[2], call.frame[3])) is not None:
                     self._poisoned[key] = None
                     while len(self._poisoned) > MAX_POISONED:
                         self._poisoned.popitem(last=False)
@@ -480,29 +551,131 @@ class WorkerStore:
         sent = dict(kwargs)
         timeout: float | None = sent.pop("timeout", None)  # type: ignore[assignment]
         call = self._call_for(name, args, sent, timeout)
-        if not all(not isinstance(a, (str, bytes)) or len(a) < MAX_LOOP_SEND for a in args):
-            return cast(T, await asyncio.to_thread(self._run, call))
-        loop = asyncio.get_running_loop()
         while True:
-            acquired = self._acquire(call, wait=False) or await asyncio.to_thread(self._acquire, call)
-            assert acquired is not None
-            worker, sock = acquired
-            try:
-                sock.settimeout(None)
-                send(sock, call.frame)  # small, on an idle connection: its buffer takes it at once
-            except OSError:
-                sock.close()
-                reply = None  # the child died as this was sent
-            else:
-                reading = _Reply(loop, sock, functools.partial(self._settle, worker, sock, call))
-                try:
-                    async with asyncio.timeout(call.remaining()):
-                        reply = await reading.future
-                except TimeoutError:
-                    raise await asyncio.to_thread(self._timed_out, worker, call) from None
+            worker, sock, frames = await self._sent(call)
+            reply = None if frames is None else await self._next(frames, worker, call)
             if reply is not None:
                 return cast(T, self._answered(worker, sock, call, reply))
             await asyncio.to_thread(self._after_death, worker, call)
+
+    async def stream(
+        self,
+        sparql: str,
+        *,
+        accept: str | None = None,
+        base_iri: str | None = None,
+        default_graphs: Sequence[Graph] | None = None,
+        named_graphs: Sequence[str] | None = None,
+        union_default_graph: bool = False,
+        timeout: float | None = None,
+        max_bytes: int | None = None,
+    ) -> ResultStream:
+        """`query`, its result handed on in pieces as the child writes it: never whole in memory
+        on either side, and a slow client holds the query back. Until the first piece is in it
+        raises as `query` does (and a child that dies first is dealt with as for any call);
+        after, `rest` raises."""
+        options: dict[str, object] = {"of": "query", "accept": accept, "base_iri": base_iri}
+        options |= {"default_graphs": default_graphs, "named_graphs": named_graphs}
+        options |= {"union_default_graph": union_default_graph, "max_bytes": max_bytes}
+        return await self._stream(self._call_for(STREAM, (sparql,), options, timeout), "")
+
+    async def stream_graph(self, graph: Graph, format: RdfFormat, media_type: str) -> ResultStream:
+        """`serialize_graph` (404 for a graph that does not exist), in pieces as `stream` is."""
+        return await self._stream(self._call_for(STREAM, (graph, format), {"of": "serialize_graph"}, None), media_type)
+
+    async def _stream(self, call: _Call, media_type: str) -> ResultStream:
+        """The streamed call's answer: its head (a graph's with `media_type`), then the rest."""
+        while True:
+            worker, sock, frames = await self._sent(call)
+            message = None if frames is None else await self._next(frames, worker, call)
+            if message is None:
+                await asyncio.to_thread(self._after_death, worker, call)
+                continue
+            if message[1] != PIECE:
+                whole = self._answered(worker, sock, call, message)
+                return ResultStream(
+                    whole if isinstance(whole, QueryResult) else QueryResult("graph", media_type, whole)
+                )
+            assert frames is not None
+            head = cast(QueryResult, message[2])
+            return ResultStream(
+                replace(head, media_type=head.media_type or media_type), self._rest(frames, worker, sock, call)
+            )
+
+    async def _rest(
+        self, frames: _Frames, worker: _Worker, sock: socket.socket, call: _Call
+    ) -> AsyncGenerator[bytes, None]:
+        """The pieces of a streamed result after the first; a consumer that stops early leaves
+        the rest to be read and dropped (and the query stopped at its deadline)."""
+        ended = False
+        try:
+            while (message := await self._next(frames, worker, call)) is not None and message[1] == PIECE:
+                yield cast(QueryResult, message[2]).body
+            ended = True
+            if message is None:
+                await asyncio.to_thread(self._after_death, worker, call)  # raises if it knows better
+                raise StoreUnavailable(
+                    "the store process restarted while this result was being sent; send the query again"
+                )
+            tail = self._answered(worker, sock, call, message)  # a query's QueryResult, a graph's bytes
+            if body := tail.body if isinstance(tail, QueryResult) else tail:
+                yield body
+        finally:
+            if not ended:
+                frames.drop()
+                self._stop_when_overdue(frames, worker, call)
+
+    async def _sent(self, call: _Call) -> tuple[_Worker, socket.socket, _Frames | None]:
+        """Send the call on an idle connection (from the event loop when small: the connection's
+        buffer takes it at once; else from a thread, as is waiting for a connection), and read
+        its reply there; no reader when the child died as it was sent."""
+        loop = asyncio.get_running_loop()
+        small = all(not isinstance(a, (str, bytes)) or len(a) < MAX_LOOP_SEND for a in call.frame[2])
+        acquired = (small and self._acquire(call, wait=False)) or await asyncio.to_thread(self._acquire, call)
+        assert acquired
+        worker, sock = acquired
+        delivered = self._send(sock, call) if small else await asyncio.to_thread(self._send, sock, call)
+        return (
+            worker,
+            sock,
+            _Frames(loop, sock, functools.partial(self._settle, worker, sock, call)) if delivered else None,
+        )
+
+    @staticmethod
+    def _send(sock: socket.socket, call: _Call) -> bool:
+        try:
+            sock.settimeout(None)
+            send(sock, call.frame)
+        except OSError:
+            sock.close()
+            return False  # the child died as this was sent
+        return True
+
+    async def _next(self, frames: _Frames, worker: _Worker, call: _Call) -> tuple[Any, ...] | None:
+        """The call's next message; past its deadline the child is stopped (QueryTimeout). A
+        caller cancelled meanwhile leaves the reply to be read and dropped."""
+        try:
+            async with asyncio.timeout(call.remaining()):
+                return await frames.next()
+        except TimeoutError:
+            frames.drop()
+            raise await asyncio.to_thread(self._timed_out, worker, call) from None
+        except asyncio.CancelledError:
+            frames.drop()
+            self._stop_when_overdue(frames, worker, call)
+            raise
+
+    def _stop_when_overdue(self, frames: _Frames, worker: _Worker, call: _Call) -> None:
+        """A dropped call still runs in the child: stop it at its deadline unless it ended."""
+        remaining = call.remaining()
+        if remaining is None:
+            return
+
+        def check() -> None:
+            if not frames.ended:
+                frames.loop.run_in_executor(None, self._stop_overdue, worker, call)
+
+        frames.loop.call_later(remaining, check)
 
     def _settle(self, worker: _Worker, sock: socket.socket, call: _Call, reply: tuple[Any, ...] | None) -> None:
         """A reply nobody waits for any more has come (or its child died): free its connection."""
