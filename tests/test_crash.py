@@ -20,7 +20,7 @@ from sparqlrag.library import librarian
 from sparqlrag.library.files import Upload, write_whole
 from sparqlrag.services import Services
 from sparqlrag.store import StoreUnavailable, WorkerStore
-from sparqlrag.store import worker as worker_module
+from sparqlrag.store import supervisor as supervisor_module
 from sparqlrag.store.select import select
 from sparqlrag.store.vocab import Iris
 from tests.conftest import unstartable
@@ -151,7 +151,7 @@ def test_a_pending_ingest_the_store_cannot_take_yet_stays_for_the_next_start(
 ) -> None:
     """Recovery while the store worker cannot be started again: the marker stays (the document
     is not given up), and the next recovery, with the store back, finishes it."""
-    monkeypatch.setattr(worker_module, "RETRY_START", 0.2)
+    monkeypatch.setattr(supervisor_module, "RETRY_START", 0.2)
     store = WorkerStore(tmp_path / "store")
     services = build(tmp_path, OfflineExtractor(), store)
     try:
@@ -159,7 +159,7 @@ def test_a_pending_ingest_the_store_cannot_take_yet_stays_for_the_next_start(
         with unstartable(store, tmp_path / "store"):
             (error,) = asyncio.run(services.recovery.recover())
             assert isinstance(error, StoreUnavailable) and len(services.library.markers()) == 1
-        monkeypatch.setattr(worker_module, "RETRY_START", 0.0)  # as if RETRY_START had passed
+        monkeypatch.setattr(supervisor_module, "RETRY_START", 0.0)  # as if RETRY_START had passed
         (result,) = asyncio.run(services.recovery.recover())
         assert not isinstance(result, Exception) and result.status == "ready"
         assert services.library.markers() == []

@@ -316,3 +316,34 @@ def test_a_collection_token_sees_its_graphs_alone_on_the_store_of_record(oxigrap
             assert {row["g"]["value"] for row in graphs} >= {base + "graph/finance", base + "graph/finance/source"}
     finally:
         stop()
+
+
+def test_a_big_answer_streams_through_from_the_store(oxigraph: Oxigraph, tmp_path: Path) -> None:
+    """A server on a remote store passes a big answer on as the store sends it (chunked, the
+    first piece out before the rest is read), complete; past the byte cap midway the client's
+    connection is cut; a client that goes midway leaves the server serving."""
+    server, stop = start_server(tmp_path / "data", max_result_bytes=8 << 20, **oxigraph.endpoints)
+    triples = " ".join(f'<http://e/s{i}> <http://e/p> "{i}" .' for i in range(1000))
+    pairs = "SELECT ?a ?b WHERE {{ ?a <http://e/p> ?x . ?b <http://e/p> ?y }} LIMIT {}"
+    query = {"Content-Type": "application/sparql-query"}
+    try:
+        with server.client() as client:
+            update = {"Content-Type": "application/sparql-update"}
+            assert client.post("/sparql", content=f"INSERT DATA {{ {triples} }}", headers=update).status_code == 204
+            for accept in ("application/sparql-results+json", "text/csv"):
+                big = client.post("/sparql", content=pairs.format(50_000), headers={**query, "Accept": accept})
+                assert big.status_code == 200 and "content-length" not in big.headers
+                rows = big.json()["results"]["bindings"] if accept.endswith("json") else big.text.splitlines()[1:]
+                assert len(rows) == 50_000
+            construct = "CONSTRUCT { ?a <http://e/q> ?b } WHERE { ?a <http://e/p> ?x . ?b <http://e/p> ?y } LIMIT 20000"
+            graph = client.post("/sparql", content=construct, headers={**query, "Accept": "application/n-triples"})
+            assert graph.status_code == 200 and len(graph.text.splitlines()) == 20_000
+            with pytest.raises(httpx.RemoteProtocolError):  # about 18 MB, over 8 MiB
+                client.post("/sparql", content=pairs.format(200_000), headers=query)
+            with client.stream("POST", "/sparql", content=pairs.format(300_000), headers=query) as response:
+                assert response.status_code == 200
+                next(response.iter_bytes())
+            small = client.post("/sparql", content="ASK { ?s ?p ?o }", headers=query)
+            assert small.status_code == 200 and small.json()["boolean"] is True
+    finally:
+        stop()

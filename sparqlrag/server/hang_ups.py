@@ -22,18 +22,19 @@ from sparqlrag.store.remote import RemoteStore
 @contextlib.asynccontextmanager
 async def ended_by_hang_up(request: Request, store: QuadStore) -> AsyncIterator[None]:
     """Calls to a remote `store` made in the block (their threads carry CANCEL) stop when the
-    client hangs up; for any other store the block just runs."""
+    client hangs up; for any other store the block just runs. The block may end in another
+    task than it began in (a streamed answer's), so CANCEL is set back, not reset by token."""
     if not isinstance(store, RemoteStore):
         yield
         return
-    cancel = Cancel()
-    reset = CANCEL.set(cancel)
+    cancel, before = Cancel(), CANCEL.get()
+    CANCEL.set(cancel)
     watcher = asyncio.create_task(_hang_up(request, cancel))
     try:
         yield
     finally:
         watcher.cancel()
-        CANCEL.reset(reset)
+        CANCEL.set(before)
 
 
 async def _hang_up(request: Request, cancel: Cancel) -> None:

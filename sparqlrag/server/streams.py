@@ -12,7 +12,7 @@ from typing import Any
 from starlette.responses import Response, StreamingResponse
 
 from sparqlrag.server.errors import described
-from sparqlrag.store.base import ResultStream
+from sparqlrag.store.base import ResultStream, StoreError
 
 log = logging.getLogger("sparqlrag.server")
 
@@ -50,12 +50,22 @@ def answer_response(answer: ResultStream, held: contextlib.AsyncExitStack | None
     )
 
 
+class AnswerCut(Exception):
+    """A streamed answer failed after its status line went out: raised (and handled by no one)
+    so the server cuts the connection."""
+
+
 async def _pieces(answer: ResultStream, held: contextlib.AsyncExitStack) -> AsyncIterator[bytes]:
     """The pieces of an answer still arriving. If it fails on the way (its deadline, the byte
     cap), the error ends the response early, which cuts the connection: the client sees an
     incomplete answer, never a complete-looking short one."""
     assert answer.rest is not None
-    async with held, contextlib.aclosing(answer.rest) as rest:
-        yield answer.head.body
-        async for piece in rest:
-            yield piece
+    try:
+        async with held, contextlib.aclosing(answer.rest) as rest:  # (`held` sees the error as it is)
+            yield answer.head.body
+            async for piece in rest:
+                yield piece
+    except StoreError as error:
+        _, code, _ = described(error)
+        log.warning("a streamed answer was cut after its start: %s", code)
+        raise AnswerCut(code) from None

@@ -9,55 +9,89 @@ runs in the default thread pool.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from typing import ParamSpec, TypeVar
+import functools
+import threading
+from collections.abc import AsyncGenerator, Callable, Sequence
+from typing import NotRequired, ParamSpec, TypedDict, TypeVar, Unpack
 
 from pyoxigraph import RdfFormat
 
-from sparqlrag.store.base import Graph, QuadStore, QueryResult, ResultStream
-from sparqlrag.store.worker import WorkerStore
+from sparqlrag.store.base import ClientGone, Graph, QuadStore, QueryResult, ResultStream
+from sparqlrag.store.remote import RemoteStore
+from sparqlrag.store.worker import QUEUED, WorkerStore
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 
-async def streamed_query(
-    store: QuadStore,
-    sparql: str,
-    *,
-    accept: str | None,
-    base_iri: str | None,
-    default_graphs: Sequence[Graph] | None,
-    named_graphs: Sequence[str] | None,
-    union_default_graph: bool = False,
-    timeout: float | None,
-    max_bytes: int | None,
-) -> ResultStream:
-    """A client's query: from a worker store its result streams as it is written (never whole
-    in memory); any other store answers it whole."""
+class QueryOptions(TypedDict):
+    """A client's query's options, as `QuadStore.query` takes them."""
+
+    accept: str | None
+    base_iri: str | None
+    default_graphs: Sequence[Graph] | None
+    named_graphs: Sequence[str] | None
+    union_default_graph: NotRequired[bool]
+    timeout: float | None
+    max_bytes: int | None
+
+
+async def streamed_query(store: QuadStore, sparql: str, **options: Unpack[QueryOptions]) -> ResultStream:
+    """A client's query: from a worker store its result streams as it is written, from a remote
+    store as the store sends it (never whole in memory); the embedded store answers it whole."""
     if isinstance(store, WorkerStore):
-        return await store.stream(
-            sparql,
-            accept=accept,
-            base_iri=base_iri,
-            default_graphs=default_graphs,
-            named_graphs=named_graphs,
-            union_default_graph=union_default_graph,
-            timeout=timeout,
-            max_bytes=max_bytes,
-        )
-    whole = await off_loop(
-        store.query,
-        sparql,
-        accept=accept,
-        base_iri=base_iri,
-        default_graphs=default_graphs,
-        named_graphs=named_graphs,
-        union_default_graph=union_default_graph,
-        timeout=timeout,
-        max_bytes=max_bytes,
-    )
-    return ResultStream(whole)
+        return await store.stream(sparql, **options)
+    if isinstance(store, RemoteStore):
+        return await _streamed_from_thread(functools.partial(store.query, sparql, **options))
+    return ResultStream(await off_loop(store.query, sparql, **options))
+
+
+async def _streamed_from_thread(answer: Callable[..., QueryResult]) -> ResultStream:
+    """`answer(emit=...)` run in a thread, the pieces it emits handed to the event loop as they
+    come; at most QUEUED wait, so the thread (and the remote store's answer) waits for a slow
+    client, and a client that stops reading ends it at its next piece."""
+    loop = asyncio.get_running_loop()
+    pieces: asyncio.Queue[QueryResult] = asyncio.Queue(QUEUED)
+    gone = threading.Event()
+
+    def emit(piece: QueryResult) -> None:
+        if gone.is_set():
+            raise ClientGone("the reader of this answer has gone")
+        asyncio.run_coroutine_threadsafe(pieces.put(piece), loop).result()
+
+    work = asyncio.ensure_future(asyncio.to_thread(answer, emit=emit))
+    first = await _next_piece(pieces, work)
+    if first is None:
+        return ResultStream(await work)
+    return ResultStream(first, _rest(pieces, work, gone))
+
+
+async def _next_piece(pieces: asyncio.Queue[QueryResult], work: asyncio.Future[QueryResult]) -> QueryResult | None:
+    """The next piece, or None once `work` has ended with none left."""
+    if pieces.empty() and not work.done():
+        getting = asyncio.ensure_future(pieces.get())
+        await asyncio.wait({getting, work}, return_when=asyncio.FIRST_COMPLETED)
+        if getting.done():
+            return getting.result()
+        getting.cancel()
+    return None if pieces.empty() else pieces.get_nowait()
+
+
+async def _rest(
+    pieces: asyncio.Queue[QueryResult], work: asyncio.Future[QueryResult], gone: threading.Event
+) -> AsyncGenerator[bytes, None]:
+    try:
+        while (piece := await _next_piece(pieces, work)) is not None:
+            yield piece.body
+        tail = await work  # raises if the answer could not be finished
+        if tail.body:
+            yield tail.body
+    finally:
+        if not work.done():  # the client stopped reading: the thread's next piece ends it
+            gone.set()
+            while not pieces.empty():
+                pieces.get_nowait()  # (a piece waiting to be put then goes in, and the thread moves on)
+            work.add_done_callback(lambda ended: ended.cancelled() or ended.exception())
 
 
 async def streamed_graph(store: QuadStore, graph: Graph, format: RdfFormat, media_type: str) -> ResultStream:

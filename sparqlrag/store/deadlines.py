@@ -11,6 +11,7 @@ byte cap, so a store that streams an endless result costs the cap, not the serve
 
 from __future__ import annotations
 
+import io
 import socket
 import ssl
 import threading
@@ -168,18 +169,43 @@ class DeadlineTransport(httpx.HTTPTransport):
 
 
 class AnswerTooLarge(Exception):
-    """An answer passed its byte cap; raised by `read_capped`."""
+    """An answer passed its byte cap; raised by `capped_pieces`."""
 
 
-def read_capped(response: httpx.Response, cap: int) -> bytes:
-    """The body of a streamed response, read in pieces; AnswerTooLarge past `cap` bytes."""
+def capped_pieces(response: httpx.Response, cap: int) -> Iterator[bytes]:
+    """The body of a streamed response as it arrives; AnswerTooLarge once it passes `cap` bytes
+    (before the first piece when the answer says it will)."""
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > cap:
         raise AnswerTooLarge
-    parts, size = [], 0
-    for part in response.iter_bytes():
-        size += len(part)
+    size = 0
+    for piece in response.iter_bytes():
+        size += len(piece)
         if size > cap:
             raise AnswerTooLarge
-        parts.append(part)
-    return b"".join(parts)
+        yield piece
+
+
+def read_capped(response: httpx.Response, cap: int) -> bytes:
+    return b"".join(capped_pieces(response, cap))
+
+
+class CappedBody(io.RawIOBase):
+    """A streamed response's body as a file a parser reads as the answer arrives (capped_pieces)."""
+
+    def __init__(self, response: httpx.Response, cap: int) -> None:
+        self._pieces, self._held = capped_pieces(response, cap), b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._held:
+            piece = next(self._pieces, None)
+            if piece is None:
+                return 0
+            self._held = piece
+        taken = min(len(buffer), len(self._held))
+        buffer[:taken] = self._held[:taken]
+        self._held = self._held[taken:]
+        return taken

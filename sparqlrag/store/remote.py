@@ -19,12 +19,13 @@ dumps and cores are mapped back, so the rest of the server never sees the differ
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any, BinaryIO, Literal
+from typing import Any, BinaryIO, Literal
 from urllib.parse import urlsplit
 
 import httpx
@@ -53,10 +54,18 @@ from sparqlrag.store.base import (
     ResultTooLarge,
 )
 from sparqlrag.store.deadlines import AnswerTooLarge, Cancel, DeadlineTransport, deadline, read_capped
-from sparqlrag.store.formats import media_type_of
 from sparqlrag.store.reification import as_rdf11, as_rdf12, sparql_as_rdf11
-from sparqlrag.store.remote_data import batches, boolean_if_ask, in_default, in_graph, insert, parsed, solutions
-from sparqlrag.store.results import result_too_large, serialize_result
+from sparqlrag.store.remote_answers import NQUADS, NTRIPLES, RESULTS_JSON, streamed_answer, whole_answer
+from sparqlrag.store.remote_data import (
+    batches,
+    boolean_if_ask,
+    in_default,
+    in_graph,
+    insert,
+    parsed,
+    solutions,
+)
+from sparqlrag.store.results import Emit, result_too_large
 from sparqlrag.store.sparql_text import apply_update_dataset, iri_ref, query_form
 
 logger = logging.getLogger(__name__)
@@ -66,26 +75,6 @@ HEALTH_TIMEOUT = 5.0  # seconds a liveness probe waits for the store
 MAX_RESPONSE_BYTES = 256 << 20  # what one answer of the store may take in memory, unless set otherwise
 REFUSED = (400, 404, 405, 415)  # how a query endpoint answers an update it does not take
 PROBE = "ASK { BIND(<<( <urn:sparqlrag:probe> <urn:sparqlrag:probe> <urn:sparqlrag:probe> )>> AS ?t) }"
-RESULTS_JSON = "application/sparql-results+json"
-NTRIPLES, NQUADS = "application/n-triples", "application/n-quads"
-READERS: dict[str, QueryResultsFormat | RdfFormat] = {
-    RESULTS_JSON: QueryResultsFormat.JSON,
-    "application/sparql-results+xml": QueryResultsFormat.XML,
-    "text/tab-separated-values": QueryResultsFormat.TSV,
-    NTRIPLES: RdfFormat.N_TRIPLES,
-    "text/turtle": RdfFormat.TURTLE,
-    "application/rdf+xml": RdfFormat.RDF_XML,
-}
-
-
-class _Triples:
-    """A CONSTRUCT or DESCRIBE answer read back, to be written as the client asks."""
-
-    def __init__(self, triples: list[Triple]) -> None:
-        self.triples = triples
-
-    def serialize(self, output: IO[bytes] | None = None, format: RdfFormat | None = None) -> bytes | None:
-        return serialize(self.triples, output, format=format or RdfFormat.N_TRIPLES)
 
 
 def store_name(url: str) -> str:
@@ -165,10 +154,13 @@ class RemoteStore:
         union_default_graph: bool = False,
         timeout: float | None = None,
         max_bytes: int | None = None,
+        emit: Emit | None = None,
     ) -> QueryResult:
         """The store's answer, written in the format `accept` prefers for the query's kind;
         past `timeout` seconds (default: the store's), QueryTimeout; an answer, or its writing,
-        over `max_bytes` (default: the store's cap), ResultTooLarge."""
+        over `max_bytes` (default: the store's cap), ResultTooLarge. With `emit`, the answer is
+        read, written again and handed to it in pieces as the store sends it (never whole in
+        memory), within the same deadline and cap; what is returned holds the last piece."""
         form: dict[str, str | list[str]] = {
             "query": self._sparql(sparql, base_iri),
             "default-graph-uri": [g for g in default_graphs or [] if g is not None],
@@ -179,22 +171,13 @@ class RemoteStore:
         kind = query_form(sparql)  # ask for one kind: Virtuoso answers a CONSTRUCT as solutions if it may
         graph_kind = kind in ("CONSTRUCT", "DESCRIBE")
         accepted = NTRIPLES if graph_kind else RESULTS_JSON if kind else f"{RESULTS_JSON}, {NTRIPLES};q=0.9"
+        if emit is not None:
+            written = functools.partial(streamed_answer, store=self.name, accept=accept, max_bytes=max_bytes, emit=emit)
+            return self._send_streamed(form, accepted, timeout, max_bytes, written)
         response = self._send(
             "query", self.query_url, data=form, headers={"Accept": accepted}, timeout=timeout, max_bytes=max_bytes
         )
-        media_type = media_type_of(response.headers.get("content-type"))
-        reader = READERS.get(media_type)
-        if reader is None:
-            raise RemoteStoreFailed(f"the store at {self.name} answered in {media_type or 'no media type'}")
-        try:
-            if isinstance(reader, QueryResultsFormat):
-                return serialize_result(boolean_if_ask(solutions(response.content, reader)), accept, max_bytes)
-            triples = [quad.triple for quad in parse(response.content, format=reader)]
-        except SyntaxError as error:
-            raise RemoteStoreFailed(
-                f"the store at {self.name} sent a {media_type} answer that does not parse"
-            ) from error
-        return serialize_result(_Triples(triples), accept, max_bytes)
+        return whole_answer(response, store=self.name, accept=accept, max_bytes=max_bytes)
 
     def update(
         self,
@@ -371,13 +354,47 @@ class RemoteStore:
         """The store's answer, read whole within `timeout` seconds in all (default: the
         store's) and `max_bytes` (default: the store's cap); an error status raised as ours
         unless not `checked`."""
+        answer = self._exchange(what, url, method, timeout, max_bytes, request, None)
+        assert isinstance(answer, httpx.Response)
+        return self._checked(answer, what) if checked else answer
+
+    def _send_streamed(
+        self,
+        form: dict[str, str | list[str]],
+        accepted: str,
+        timeout: float | None,
+        max_bytes: int | None,
+        written: Callable[[httpx.Response, int], QueryResult],
+    ) -> QueryResult:
+        """A query whose answer `written` reads as it arrives, held to `_send`'s deadline and cap
+        and failing with its errors."""
+        request = {"data": form, "headers": {"Accept": accepted}}
+        answer = self._exchange("query", self.query_url, "POST", timeout, max_bytes, request, written)
+        if isinstance(answer, httpx.Response):  # an error status, read: raised as ours
+            self._checked(answer, "query")
+            raise AssertionError("unreachable: only an error status comes back unread")
+        return answer
+
+    def _exchange(
+        self,
+        what: Literal["query", "update", "write"],
+        url: str,
+        method: str,
+        timeout: float | None,
+        max_bytes: int | None,
+        request: dict[str, Any],
+        consume: Callable[[httpx.Response, int], QueryResult] | None,
+    ) -> httpx.Response | QueryResult:
+        """One exchange within the deadline and cap, a read tried again if it could not connect:
+        the answer read whole, or (with `consume`, and a success status) what `consume` makes of
+        it as it arrives."""
         attempts = READ_ATTEMPTS if what == "query" else 1
         limit = timeout if timeout is not None else self.timeout
         cap = min(max_bytes, self.max_response_bytes) if max_bytes is not None else self.max_response_bytes
         with deadline(limit) as cancel:
             for attempt in range(1, attempts + 1):
                 try:
-                    response = self._request(method, url, limit, cap, cancel, request)
+                    response = self._request(method, url, limit, cap, cancel, request, consume)
                 except httpx.ConnectError as error:
                     if attempt < attempts:
                         time.sleep(0.2 * attempt)
@@ -400,16 +417,26 @@ class RemoteStore:
                     ) from None
                 except httpx.HTTPError as error:
                     raise RemoteStoreFailed(f"the connection to the store at {self.name} failed") from error
-                return self._checked(response, what) if checked else response
+                return response
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _request(
-        self, method: str, url: str, limit: float, cap: int, cancel: Cancel | None, request: dict[str, Any]
-    ) -> httpx.Response:
-        """One request, its answer read whole (at most `cap` bytes; an error's, 4 KiB); ClientGone
-        when it failed because the client it serves hung up (`cancel`)."""
+        self,
+        method: str,
+        url: str,
+        limit: float,
+        cap: int,
+        cancel: Cancel | None,
+        request: dict[str, Any],
+        consume: Callable[[httpx.Response, int], QueryResult] | None,
+    ) -> httpx.Response | QueryResult:
+        """One request, its answer read whole (at most `cap` bytes; an error's, 4 KiB) or, on
+        success, by `consume`; ClientGone when it failed because the client it serves hung up
+        (`cancel`)."""
         try:
             with self._client.stream(method, url, timeout=limit, **request) as streamed:
+                if consume is not None and streamed.status_code < 300:
+                    return consume(streamed, cap)
                 body = read_capped(streamed, cap if streamed.status_code < 300 else 4096)
                 return httpx.Response(streamed.status_code, headers=streamed.headers, content=body)
         except httpx.HTTPError as error:

@@ -4,11 +4,12 @@ forms some stores give them (Virtuoso's blank node labels and its ASK as a row) 
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, Any, BinaryIO
 
 from pyoxigraph import (
     BlankNode,
@@ -40,6 +41,45 @@ def solutions(content: bytes, format: QueryResultsFormat) -> QueryBoolean | Quer
                     value["value"] = re.sub(r"\W", "_", value["value"])
         content = json.dumps(answer).encode()
     return parse_query_results(content, format)
+
+
+# a blank node's value in JSON results, as Virtuoso writes it (type before value)
+_VIRTUOSO_BNODE = re.compile(rb'("type"\s{0,8}:\s{0,8}"bnode"\s{0,8},\s{0,8}"value"\s{0,8}:\s{0,8}")nodeID://')
+_HELD_BACK = 64  # bytes kept until the next piece: longer than any match of _VIRTUOSO_BNODE
+
+
+class _BnodeLabels(io.RawIOBase):
+    """JSON results as they arrive, Virtuoso's blank node labels (`nodeID://b1`) made valid the
+    way `solutions` makes them (`nodeID___b1`); a match across two pieces is found, since the
+    end of each piece waits for the next."""
+
+    def __init__(self, source: IO[bytes]) -> None:
+        self._source, self._ready, self._tail = source, b"", b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._ready:
+            piece = self._source.read(1 << 16)
+            if not piece:
+                self._ready, self._tail = self._tail, b""
+                if not self._ready:
+                    return 0
+                break
+            text = _VIRTUOSO_BNODE.sub(rb"\1nodeID___", self._tail + piece)
+            self._ready, self._tail = text[:-_HELD_BACK], text[-_HELD_BACK:]
+        taken = min(len(buffer), len(self._ready))
+        buffer[:taken] = self._ready[:taken]
+        self._ready = self._ready[taken:]
+        return taken
+
+
+def streamed_solutions(body: IO[bytes], format: QueryResultsFormat) -> QueryBoolean | QuerySolutions:
+    """Query results read as they arrive (`solutions`, for an answer never whole in memory)."""
+    if format == QueryResultsFormat.JSON:
+        body = io.BufferedReader(_BnodeLabels(body))
+    return parse_query_results(body, format)
 
 
 def boolean_if_ask(result: QueryBoolean | QuerySolutions) -> QueryBoolean | QuerySolutions:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sparqlrag.store import StoreUnavailable, WorkerStore
-from sparqlrag.store import worker as worker_module
+from sparqlrag.store import supervisor as supervisor_module
 from sparqlrag.store.base import QueryCrashed
 from tests.conftest import LiveServer, seeded_worker, unstartable
 from tests.security.conftest import READ, WRITE, snapshot, sparql, still_serving
@@ -150,11 +150,11 @@ def test_a_failed_restart_fails_calls_fast_and_is_tried_again(
 ) -> None:
     """While the store cannot be opened every call fails at once (a 503 over HTTP) instead of
     waiting; once it can, the next call after RETRY_START starts it and is served."""
-    monkeypatch.setattr(worker_module, "RETRY_START", 0.5)
+    monkeypatch.setattr(supervisor_module, "RETRY_START", 0.5)
     with unstartable(worker, tmp_path / "store"):
         for call in (worker.count, lambda: worker.update("INSERT DATA { <http://late> <http://p> 1 }")):
             with pytest.raises(StoreUnavailable, match="could not restart"):
                 call()
-    monkeypatch.setattr(worker_module, "RETRY_START", 0.0)  # as if RETRY_START had passed
+    monkeypatch.setattr(supervisor_module, "RETRY_START", 0.0)  # as if RETRY_START had passed
     assert worker.count() == 2000  # started again, with nothing of the refused write
     assert worker.restarts == 1
