@@ -1,6 +1,8 @@
 """A store of record that floods or trickles (issue 35, hole 5): how long `/sparql?timeout=5`
 takes to answer, and the server's peak RSS, when the store behind `--store-url` sends an endless
-result, its body one byte a second, or its headers one byte a second.
+result, its body one byte a second, its headers one byte a second, or a few MB and then one byte
+a second. An answer that had begun to stream when it failed is cut (the connection closed
+before its end): the table says after how many bytes.
 
 `sparqlrag serve` runs with `store_url` pointing at tests/hostile_store.py, a proxy in front of a
 real `oxigraph serve` that passes everything through except queries carrying a marker. After
@@ -12,12 +14,14 @@ each bad answer an `ASK {}` checks that the server goes on serving.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 from processes import RssSampler, server
 from report import markdown_table, publish
 
@@ -27,6 +31,20 @@ from tests.hostile_store import HostileStore  # noqa: E402
 from tests.oxigraph_server import start_oxigraph  # noqa: E402
 
 RESULTS = {"Accept": "application/sparql-results+json"}
+
+
+def _answer(client: httpx.Client, query: dict[str, str]) -> tuple[int, str, int, bool]:
+    """Status, error code, bytes received, and whether the answer was cut before its end."""
+    received, head = 0, b""
+    with client.stream("GET", "/sparql", params=query, headers=RESULTS) as answered:
+        try:
+            for piece in answered.iter_bytes():
+                received += len(piece)
+                head += piece[: max(0, 65536 - len(head))]
+        except httpx.RemoteProtocolError:
+            return answered.status_code, "", received, True
+    error = json.loads(head).get("error", "") if answered.status_code >= 400 else ""
+    return answered.status_code, error, received, False
 
 
 def main() -> None:
@@ -49,21 +67,16 @@ def main() -> None:
             with server(Path(folder) / "data", "http://bench.example/", env) as (client, process):
                 rss = RssSampler(process.pid)
                 try:
-                    for marker in ("FLOOD", "TRICKLE", "SLOWHEAD"):
+                    for marker in ("FLOOD", "TRICKLE", "SLOWHEAD", "STALL"):
                         started = time.monotonic()
-                        answered = client.get(
-                            "/sparql",
-                            params={
-                                "query": f"SELECT ?x WHERE {{ ?x ?p ?o }} # {marker}",
-                                "timeout": str(args.timeout),
-                            },
-                            headers=RESULTS,
-                        )
+                        query = {"query": f"SELECT ?x WHERE {{ ?x ?p ?o }} # {marker}", "timeout": str(args.timeout)}
+                        status, error, received, cut = _answer(client, query)
                         took = time.monotonic() - started
                         after = client.get("/sparql", params={"query": "ASK {}"}, headers=RESULTS).status_code
-                        error = answered.json().get("error", "")
-                        figures[marker] = {"status": answered.status_code, "error": error, "seconds": took}
-                        rows.append([marker, f"{answered.status_code} {error}", f"{took:.2f}", str(after)])
+                        figures[marker] = {"status": status, "error": error, "seconds": took}
+                        figures[marker] |= {"received_bytes": received, "cut": cut}
+                        said = f"{status} {error}" if not cut else f"{status}, cut after {received / 1e6:,.0f} MB"
+                        rows.append([marker, said, f"{took:.2f}", str(after)])
                 finally:
                     rss.stop()
                 figures["peak_rss_mb"] = rss.peak

@@ -4,7 +4,9 @@ every request through, except a query whose text carries a marker, which it answ
 - `FLOOD`: a valid SPARQL JSON result that never ends (as a store answering a cartesian product);
 - `TRICKLE`: headers, then the body one byte a second;
 - `SLOWHEAD`: the status line and headers themselves one byte a second;
-- `HOLD`: nothing at all, as a store computing a long answer.
+- `HOLD`: nothing at all, as a store computing a long answer;
+- `STALL`: a few MB of a valid answer at once, then the rest one byte a second (an answer that
+  has begun streaming, then stalls).
 
 Each bad answer stops by itself after `LIMIT_SECONDS`, or when the client hangs up (counted in
 `hung_up`).
@@ -55,7 +57,13 @@ class HostileStore:
                 return
             method, path, headers, body = request
             text = unquote_plus(body.decode("utf-8", "replace"))
-            for marker, answer in (("FLOOD", _flood), ("TRICKLE", _trickle), ("SLOWHEAD", _slow_head), ("HOLD", _hold)):
+            for marker, answer in (
+                ("FLOOD", _flood),
+                ("TRICKLE", _trickle),
+                ("SLOWHEAD", _slow_head),
+                ("HOLD", _hold),
+                ("STALL", _stall),
+            ):
                 if marker in text:
                     self.bad_answers += 1
                     try:
@@ -97,6 +105,11 @@ def _flood(connection: socket.socket) -> None:
     block, deadline = ROW * 5000, time.monotonic() + LIMIT_SECONDS
     while time.monotonic() < deadline:
         connection.sendall(block)
+
+
+def _stall(connection: socket.socket) -> None:
+    connection.sendall(HEAD + b'{"head": {"vars": ["x"]}, "results": {"bindings": [' + ROW * 15_000)
+    _drip(connection, ROW * 100)
 
 
 def _trickle(connection: socket.socket) -> None:

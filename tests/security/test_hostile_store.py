@@ -111,6 +111,27 @@ def test_a_flooding_store_is_passed_on_to_the_cap_and_then_cut(
     _still_serving(server)
 
 
+def test_a_streamed_answer_that_stalls_is_cut_at_its_deadline(
+    server: LiveServer, hostile_store: tuple[HostileStore, Oxigraph]
+) -> None:
+    """A store's answer that has begun streaming to the client and then stalls still ends at the
+    query's deadline in all: the client's connection is cut, the server hangs up on the store."""
+    bad, _ = hostile_store
+    before = bad.bad_answers
+    started = time.monotonic()
+    with server.client(READ, timeout=60) as client, pytest.raises(httpx.RemoteProtocolError):
+        query = {"query": "SELECT ?x WHERE { ?x ?p ?o } # STALL", "timeout": "4"}
+        with client.stream("GET", "/sparql", params=query, headers=RESULTS) as answered:
+            assert answered.status_code == 200  # about 3 MB came at once: the answer was streaming
+            for _ in answered.iter_bytes():
+                pass
+    took = time.monotonic() - started
+    assert bad.bad_answers == before + 1
+    assert took < 15  # the deadline (4 s), not the store's drip (LIMIT_SECONDS)
+    assert bad.hung_up.acquire(timeout=LIMIT_SECONDS - took)
+    _still_serving(server)
+
+
 def test_a_client_that_hangs_up_stops_its_request_to_the_store(
     server: LiveServer, hostile_store: tuple[HostileStore, Oxigraph]
 ) -> None:
