@@ -50,9 +50,9 @@ def _rdf_format(name: str) -> RdfFormat:
 
 copyreg.pickle(RdfFormat, lambda fmt: (_rdf_format, (fmt.name,)))
 
-STREAM = (
-    "stream"  # a read (kwarg "of": a method taking `emit`) sent in pieces as written: (id, PIECE, QueryResult) each
-)
+# a read (kwarg "of": one of STREAMABLE, which take `emit`) whose answer is sent in pieces as it is
+# written, each (id, PIECE, QueryResult), before its reply
+STREAM = "stream"
 PIECE = "piece"
 STREAMABLE = frozenset({"query", "serialize_graph"})
 READ_METHODS = frozenset({"query", STREAM, "graph_exists", "named_graphs", "serialize_graph", "count", "dump"})
@@ -61,14 +61,10 @@ LANES = ("client", "internal")  # a call with a deadline (a client's query) runs
 INTERNAL_THREADS = 4
 
 
-def frame(message: object) -> bytes:
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    return _FRAME.pack(len(data)) + data
-
-
 def send(sock: socket.socket, message: object) -> None:
     """Send one message; each connection has one sender at a time (its owner)."""
-    sock.sendall(frame(message))
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    sock.sendall(_FRAME.pack(len(data)) + data)
 
 
 def header_size(header: bytes) -> int:
