@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, NotRequired, Protocol, TypedDict
 
 from pyoxigraph import RdfFormat
 
@@ -123,6 +123,18 @@ class QueryResult:
     kind: ResultKind
     media_type: str
     body: bytes
+
+
+class QueryOptions(TypedDict):
+    """A client's query's options, as `QuadStore.query` takes them."""
+
+    accept: str | None
+    base_iri: str | None
+    default_graphs: Sequence[Graph] | None
+    named_graphs: Sequence[str] | None
+    union_default_graph: NotRequired[bool]
+    timeout: float | None
+    max_bytes: int | None
 
 
 @dataclass(frozen=True)

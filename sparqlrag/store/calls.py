@@ -11,29 +11,17 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-from collections.abc import AsyncGenerator, Callable, Sequence
-from typing import NotRequired, ParamSpec, TypedDict, TypeVar, Unpack
+from collections.abc import AsyncGenerator, Callable
+from typing import ParamSpec, TypeVar, Unpack
 
 from pyoxigraph import RdfFormat
 
-from sparqlrag.store.base import ClientGone, Graph, QuadStore, QueryResult, ResultStream
+from sparqlrag.store.base import ClientGone, Graph, QuadStore, QueryOptions, QueryResult, ResultStream
 from sparqlrag.store.remote import RemoteStore
 from sparqlrag.store.worker import QUEUED, WorkerStore
 
 P = ParamSpec("P")
 T = TypeVar("T")
-
-
-class QueryOptions(TypedDict):
-    """A client's query's options, as `QuadStore.query` takes them."""
-
-    accept: str | None
-    base_iri: str | None
-    default_graphs: Sequence[Graph] | None
-    named_graphs: Sequence[str] | None
-    union_default_graph: NotRequired[bool]
-    timeout: float | None
-    max_bytes: int | None
 
 
 async def streamed_query(store: QuadStore, sparql: str, **options: Unpack[QueryOptions]) -> ResultStream:
@@ -60,7 +48,11 @@ async def _streamed_from_thread(answer: Callable[..., QueryResult]) -> ResultStr
         asyncio.run_coroutine_threadsafe(pieces.put(piece), loop).result()
 
     work = asyncio.ensure_future(asyncio.to_thread(answer, emit=emit))
-    first = await _next_piece(pieces, work)
+    try:
+        first = await _next_piece(pieces, work)
+    except BaseException:
+        _abandon(pieces, work, gone)
+        raise
     if first is None:
         return ResultStream(await work)
     return ResultStream(first, _rest(pieces, work, gone))
@@ -70,10 +62,12 @@ async def _next_piece(pieces: asyncio.Queue[QueryResult], work: asyncio.Future[Q
     """The next piece, or None once `work` has ended with none left."""
     if pieces.empty() and not work.done():
         getting = asyncio.ensure_future(pieces.get())
-        await asyncio.wait({getting, work}, return_when=asyncio.FIRST_COMPLETED)
-        if getting.done():
-            return getting.result()
-        getting.cancel()
+        try:
+            await asyncio.wait({getting, work}, return_when=asyncio.FIRST_COMPLETED)
+            if getting.done():
+                return getting.result()
+        finally:
+            getting.cancel()  # (done already, or never to be taken)
     return None if pieces.empty() else pieces.get_nowait()
 
 
@@ -87,11 +81,18 @@ async def _rest(
         if tail.body:
             yield tail.body
     finally:
-        if not work.done():  # the client stopped reading: the thread's next piece ends it
-            gone.set()
-            while not pieces.empty():
-                pieces.get_nowait()  # (a piece waiting to be put then goes in, and the thread moves on)
-            work.add_done_callback(lambda ended: ended.cancelled() or ended.exception())
+        _abandon(pieces, work, gone)
+
+
+def _abandon(pieces: asyncio.Queue[QueryResult], work: asyncio.Future[QueryResult], gone: threading.Event) -> None:
+    """Nobody reads on (the client stopped, or went before the first piece): the thread's next
+    piece ends its work, and a piece it waits to put goes in, so it never waits for ever."""
+    if work.done():
+        return
+    gone.set()
+    while not pieces.empty():
+        pieces.get_nowait()
+    work.add_done_callback(lambda ended: ended.cancelled() or ended.exception())
 
 
 async def streamed_graph(store: QuadStore, graph: Graph, format: RdfFormat, media_type: str) -> ResultStream:

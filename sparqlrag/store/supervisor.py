@@ -273,9 +273,8 @@ class StoreSupervisor:
         """The call to send. A call with a `timeout` (a client's query) goes on the clients'
         connections, the rest on the server's own, so the server's calls keep moving while
         clients' queries fill theirs."""
-        if (
-            self._poisoned and _poison_key(method, args, kwargs) in self._poisoned
-        ):  # unlocked: a restart may hold the lock
+        # unlocked: a restart may hold the lock
+        if self._poisoned and _poison_key(method, args, kwargs) in self._poisoned:
             refused = QueryCrashed(CRASHED)
             refused.stopped_store = False  # (refused now: it costs no restart)
             raise refused
@@ -417,5 +416,3 @@ class StoreSupervisor:
                 return
             worker.stopped = True
         worker.process.kill()
-
-    # -- the QuadStore interface --------------------------------------------------------------

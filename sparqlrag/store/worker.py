@@ -17,12 +17,13 @@ from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal, ParamSpec, TypeVar, cast
+from typing import Any, Literal, ParamSpec, TypeVar, Unpack, cast
 
 from pyoxigraph import RdfFormat
 
 from sparqlrag.store.base import (
     Graph,
+    QueryOptions,
     QueryResult,
     ResultStream,
     StoreUnavailable,
@@ -189,26 +190,14 @@ class WorkerStore(StoreSupervisor):
                 return cast(T, self._answered(worker, sock, call, reply))
             await asyncio.to_thread(self._after_death, worker, call)
 
-    async def stream(
-        self,
-        sparql: str,
-        *,
-        accept: str | None = None,
-        base_iri: str | None = None,
-        default_graphs: Sequence[Graph] | None = None,
-        named_graphs: Sequence[str] | None = None,
-        union_default_graph: bool = False,
-        timeout: float | None = None,
-        max_bytes: int | None = None,
-    ) -> ResultStream:
+    async def stream(self, sparql: str, **options: Unpack[QueryOptions]) -> ResultStream:
         """`query`, its result handed on in pieces as the child writes it: never whole in memory
         on either side, and a slow client holds the query back. Until the first piece is in it
         raises as `query` does (and a child that dies first is dealt with as for any call);
         after, `rest` raises."""
-        options: dict[str, object] = {"of": "query", "accept": accept, "base_iri": base_iri}
-        options |= {"default_graphs": default_graphs, "named_graphs": named_graphs}
-        options |= {"union_default_graph": union_default_graph, "max_bytes": max_bytes}
-        return await self._stream(self._call_for(STREAM, (sparql,), options, timeout), "")
+        sent: dict[str, object] = {"of": "query", **options}
+        timeout = cast(float | None, sent.pop("timeout"))
+        return await self._stream(self._call_for(STREAM, (sparql,), sent, timeout), "")
 
     async def stream_graph(self, graph: Graph, format: RdfFormat, media_type: str) -> ResultStream:
         """`serialize_graph` (404 for a graph that does not exist), in pieces as `stream` is."""
