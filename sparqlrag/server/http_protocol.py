@@ -6,16 +6,12 @@ connections that never finished their headers stayed open. Here a head over `max
 is answered 431 and one not finished within `header_timeout` seconds 408, each closing the
 connection; and uvicorn's own `limit_concurrency` (max_connections) answers 503 beyond that
 many connections. `uvicorn_config` is the one place the CLI and the tests configure uvicorn.
-
-Writes are gathered per turn of the event loop: uvicorn writes a response's head and its body
-separately, and on loopback a send costs the receiving side's work too (the head's own send was
-a third of the server's time on small answers; py-spy, point lookups, 8 clients).
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, cast
+from typing import Any
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -23,34 +19,6 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from sparqlrag.config import Settings
 
 LINGER = 2.0  # seconds
-
-
-class TurnBuffered:
-    """A transport whose writes made in one turn of the event loop leave as one send at its end."""
-
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
-        self._transport, self._loop, self._held = transport, loop, list[bytes]()
-
-    def write(self, data: bytes) -> None:
-        if not self._held:
-            self._loop.call_soon(self._flush)
-        self._held.append(data)
-
-    def _flush(self) -> None:
-        data, self._held = b"".join(self._held), []
-        if data and not self._transport.is_closing():
-            self._transport.write(data)
-
-    def write_eof(self) -> None:
-        self._flush()
-        self._transport.write_eof()
-
-    def close(self) -> None:
-        self._flush()
-        self._transport.close()
-
-    def __getattr__(self, name: str) -> Any:  # everything else is the transport's own
-        return getattr(self._transport, name)
 
 
 class _Refused(Exception):
@@ -68,7 +36,7 @@ class GuardedHttp(HttpToolsProtocol):
         self._refused = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(cast(asyncio.Transport, TurnBuffered(transport, self.loop)))
+        super().connection_made(transport)
         self._head_begins()
 
     def on_message_begin(self) -> None:
