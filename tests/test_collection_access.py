@@ -83,6 +83,7 @@ def _reads(server: LiveServer, c: str) -> list[tuple[str, str, dict[str, Any]]]:
         ("GET", f"/page/id/{c}/{entity}", {}),
         ("GET", f"/data/id/{c}/{entity}.ttl", {}),
         ("GET", f"/doc/{c}/d1", {}),
+        ("GET", f"/file/doc/{c}/d1", {}),
         ("GET", f"/store?graph={quote(_graph(server, c), safe='')}", {}),
     ]
 

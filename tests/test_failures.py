@@ -78,8 +78,11 @@ def test_in_a_batch_the_document_the_llm_refuses_fails_alone(stubbed: tuple[Live
     ]
     with server.client() as client:
         response = client.post("/api/v1/documents", files=files)
-        statuses = {d["id"]: d["status"] for d in client.get("/api/v1/documents").json()["documents"]}
+        listed = {d["id"]: d for d in client.get("/api/v1/documents").json()["documents"]}
+    statuses = {name: document["status"] for name, document in listed.items()}
     assert response.status_code == 201 and statuses == {"warsaw.txt": "ready", "krakow.txt": "failed"}
+    assert "HTTP 400" in listed["krakow.txt"]["error"] and listed["warsaw.txt"]["error"] is None  # the library's reason
+    assert listed["warsaw.txt"]["facts"] > 0 and listed["krakow.txt"]["facts"] is None
     failed = next(d for d in response.json()["documents"] if d["id"] == "krakow.txt")
     assert failed["status"] == "failed" and "HTTP 400" in failed["error"]
     assert "invalid_request_error" not in response.text  # the LLM's own answer is never passed on

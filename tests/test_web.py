@@ -21,6 +21,7 @@ import rdflib
 from sparqlrag.cli.parser import DEMO_QUESTION
 from sparqlrag.server.pages import YASGUI_LOCAL
 from tests.conftest import ROOT, LiveServer, start_server
+from tests.documents_made import report_pdf
 
 if TYPE_CHECKING:  # selenium is imported where a browser test runs
     from selenium.webdriver.remote.webdriver import WebDriver
@@ -306,6 +307,66 @@ def test_the_ask_page_shows_an_answer_its_sources_and_the_trace(browser: WebDriv
     driver.save_screenshot(str(SCREENSHOTS / "ask-trace-in-yasgui.png"))
 
 
+def test_the_library_page_uploads_lists_reingests_and_deletes(
+    browser: WebDriver, server: LiveServer, tmp_path: Path
+) -> None:
+    """A PDF uploaded through the page (with its progress bar) is listed with its pages, chunks
+    and facts; a refused upload and a failed document say why; re-ingest and delete work."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    with server.client() as client:
+        assert client.post("/api/v1/collections", json={"name": "shelf"}).status_code == 201
+    report, fake = tmp_path / "report.pdf", tmp_path / "fake.pdf"
+    report.write_bytes(report_pdf())
+    fake.write_bytes(b"this is no PDF")
+    driver = browser
+    fresh(driver, server.url + "/library?collection=shelf")
+    wait_for(driver, "#documents td.none")
+    assert driver.find_element(By.ID, "collection").get_attribute("value") == "shelf"
+
+    def upload(path: Path) -> None:
+        driver.find_element(By.ID, "files").send_keys(str(path))
+        driver.find_element(By.CSS_SELECTOR, "form#upload button").click()
+
+    upload(fake)
+    WebDriverWait(driver, 30).until(lambda d: "Upload refused (400)" in d.find_element(By.ID, "status").text)
+    assert "not a PDF" in driver.find_element(By.ID, "status").text
+    upload(report)
+    (ready,) = wait_for(driver, "#documents tr td.state.ready")
+    cells = [cell.text for cell in ready.find_element(By.XPATH, "..").find_elements(By.TAG_NAME, "td")]
+    assert cells[0].startswith("Annual report 2024") and cells[1:4] == ["PDF", "ready", "3"]
+    assert int(cells[4]) >= 5 and int(cells[5]) > 0  # chunks, facts
+    driver.save_screenshot(str(SCREENSHOTS / "library.png"))
+    original = driver.find_element(By.CSS_SELECTOR, "#documents a.original").get_attribute("href")
+    assert original is not None and httpx.get(original).content == report.read_bytes()
+
+    document = server.settings.base_iri + "doc/shelf/report.pdf"  # failed as an extraction that fails leaves it
+    with server.client() as client:
+        marked = client.post(
+            "/sparql",
+            data={
+                "update": f"""PREFIX sr: <https://w3id.org/sparqlrag/ns#>
+                DELETE {{ GRAPH ?g {{ <{document}> sr:status ?s }} }}
+                INSERT {{ GRAPH ?g {{ <{document}> sr:status "failed" ; sr:error "extraction took too long" }} }}
+                WHERE {{ GRAPH ?g {{ <{document}> sr:status ?s }} }}"""
+            },
+        )
+        assert marked.status_code == 204, marked.text
+    driver.refresh()
+    (failed,) = wait_for(driver, "#documents td.state.failed")
+    assert "extraction took too long" in failed.text
+    driver.save_screenshot(str(SCREENSHOTS / "library-failed.png"))
+    driver.find_element(By.CSS_SELECTOR, "#documents button.reingest").click()
+    (again,) = wait_for(driver, "#documents td.state.ready")
+    assert "extraction took too long" not in again.text
+    driver.find_element(By.CSS_SELECTOR, "#documents button.delete").click()
+    driver.switch_to.alert.accept()
+    wait_for(driver, "#documents td.none")
+    with server.client() as client:
+        assert client.get("/api/v1/documents?collection=shelf").json()["documents"] == []
+
+
 def test_the_pages_run_under_their_content_security_policy(browser: WebDriver, server: LiveServer) -> None:
     """Nothing the pages need is blocked by the policy (which runs no inline script)."""
     driver = browser
@@ -316,6 +377,8 @@ def test_the_pages_run_under_their_content_security_policy(browser: WebDriver, s
     wait_for(driver, ".yasr table tbody tr")
     driver.get(server.url + "/ask")
     wait_for(driver, "#collection option")
+    driver.get(server.url + "/library")
+    wait_for(driver, "#documents tr td.state")
     driver.get(server.settings.base_iri + "id/default/cern")
     wait_for(driver, "table.facts")
     console = [entry["message"] for entry in driver.get_log("browser")]  # type: ignore[attr-defined]

@@ -92,4 +92,4 @@ def _sources(passages: list[Passage]) -> None:
     print("Sources:" if passages else "Sources: none")
     for number, passage in enumerate(passages, start=1):
         snippet = " ".join(passage.text.split())
-        print(f"  [{number}] {passage.title}: {snippet[:150]}{'...' if len(snippet) > 150 else ''}")
+        print(f"  [{number}] {passage.citation}: {snippet[:150]}{'...' if len(snippet) > 150 else ''}")

@@ -3,7 +3,8 @@
 Works on character spans of the original text, so every chunk knows its exact offset
 (written to the store as sr:offset). Adjacent pieces are packed into chunks of at most
 `size` characters; a new chunk repeats up to `overlap` characters of the previous one,
-taken from whole pieces.
+taken from whole pieces. Given `sections` (ranges of the text under one heading each), no chunk
+crosses from one into the next: each section is split on its own.
 """
 
 from __future__ import annotations
@@ -37,19 +38,32 @@ def _spans(text: str, start: int, end: int, separators: tuple[str, ...], size: i
     return spans
 
 
-def split(text: str, size: int = 2000, overlap: int = 100, separators: tuple[str, ...] = SEPARATORS) -> list[Piece]:
+def split(
+    text: str,
+    size: int = 2000,
+    overlap: int = 100,
+    separators: tuple[str, ...] = SEPARATORS,
+    sections: list[tuple[int, int]] | None = None,
+) -> list[Piece]:
     if size <= 0 or not 0 <= overlap < size:
         raise ValueError(f"chunk size must be positive and overlap in [0, size); got size={size}, overlap={overlap}")
-    pieces = _spans(text, 0, len(text), separators, size)
+    chunks: list[Piece] = []
+    for start, end in sections or [(0, len(text))]:
+        chunks += _split_range(text, start, end, size, overlap, separators)
+    return chunks
+
+
+def _split_range(text: str, start: int, end: int, size: int, overlap: int, separators: tuple[str, ...]) -> list[Piece]:
+    pieces = _spans(text, start, end, separators, size)
     chunks: list[Piece] = []
     current: list[tuple[int, int]] = []
 
     def emit() -> None:
-        start, end = current[0][0], current[-1][1]
-        body = text[start:end]
+        first, last = current[0][0], current[-1][1]
+        body = text[first:last]
         stripped = body.strip()
         if stripped:
-            chunks.append(Piece(stripped, start + len(body) - len(body.lstrip())))
+            chunks.append(Piece(stripped, first + len(body) - len(body.lstrip())))
 
     for piece in pieces:
         if current and piece[1] - current[0][0] > size:

@@ -1,20 +1,26 @@
-"""Documents to text: plain text, Markdown, HTML (stdlib parser) and PDF (pypdf).
+"""Documents to text with structure: plain text, Markdown, HTML, PDF and DOCX.
 
 The media type comes from the client, else from the file name, else from the content; a
 file that does not hold what it claims (binary bytes sent as text, a "PDF" that is not one,
-an empty file) is refused with a message that says so.
+an empty file) is refused with a message that says so. Structured formats keep their headings
+and pages as spans of the text (structure.py); each format's reader is its own module
+(pdf_text, html_text, docx_text).
 """
 
 from __future__ import annotations
 
-import io
 import re
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import PurePath
 
+from sparqlrag.extraction.docx_text import UnreadableDocx, read_docx
+from sparqlrag.extraction.html_text import read_html
+from sparqlrag.extraction.pdf_text import read_pdf
+from sparqlrag.extraction.structure import Block, Span, assemble
+
 TEXT, MARKDOWN, HTML, PDF = "text/plain", "text/markdown", "text/html", "application/pdf"
-MEDIA_TYPES = (TEXT, MARKDOWN, HTML, PDF)
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+MEDIA_TYPES = (TEXT, MARKDOWN, HTML, PDF, DOCX)
 EXTENSIONS = {
     ".txt": TEXT,
     ".text": TEXT,
@@ -23,8 +29,10 @@ EXTENSIONS = {
     ".html": HTML,
     ".htm": HTML,
     ".pdf": PDF,
+    ".docx": DOCX,
 }
 ALIASES = {"text/x-markdown": MARKDOWN, "application/xhtml+xml": HTML, "application/x-pdf": PDF}
+_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
 
 
 class DecodeError(ValueError):
@@ -33,9 +41,13 @@ class DecodeError(ValueError):
 
 @dataclass(frozen=True)
 class Decoded:
+    """The text, its kind and title; where its stretches lie (pages, headings), and its page count."""
+
     text: str
     media_type: str
     title: str | None
+    spans: tuple[Span, ...] = ()
+    pages: int | None = None
 
 
 def media_type_for(declared: str | None, filename: str | None, data: bytes) -> str:
@@ -47,12 +59,14 @@ def media_type_for(declared: str | None, filename: str | None, data: bytes) -> s
         return declared
     if declared and declared not in ("application/octet-stream", ""):
         raise DecodeError(
-            f"unsupported document type {declared}: send text/plain, text/markdown, text/html or application/pdf"
+            f"unsupported document type {declared}: send text/plain, text/markdown, text/html, application/pdf or DOCX"
         )
     if filename and (by_name := EXTENSIONS.get(PurePath(filename).suffix.lower())):
         return by_name
     if data.startswith(b"%PDF-"):
         return PDF
+    if data.startswith(b"PK\x03\x04") and b"word/" in data[:4096]:
+        return DOCX
     if re.match(rb"\s*(<!doctype html|<html)", data[:1024], re.IGNORECASE):
         return HTML
     return TEXT
@@ -64,22 +78,31 @@ def decode(data: bytes, media_type: str | None = None, filename: str | None = No
     kind = media_type_for(media_type, filename, data)
     if kind == PDF:
         return _pdf(data)
+    if kind == DOCX:
+        return _docx(data)
     text = _text(data, kind)
     if kind == HTML:
-        parser = _TextOfHtml()
-        parser.feed(text)
-        parser.close()
-        text, title = parser.text(), parser.title
-    else:
-        title = _markdown_title(text)  # a "# Heading" line names plain text too
+        blocks, title = read_html(text)
+        return _structured(blocks, HTML, title)
     if not text.strip():
         raise DecodeError(f"the {kind} document has no text")
-    return Decoded(text, kind, title)
+    spans = _markdown_spans(text) if kind == MARKDOWN else ()
+    title = _markdown_title(text)  # a "# Heading" line names plain text too
+    return Decoded(text, kind, title, spans)
+
+
+def _structured(blocks: list[Block], kind: str, title: str | None, pages: int | None = None) -> Decoded:
+    text, spans = assemble(blocks)
+    if not text:
+        raise DecodeError(f"the {kind} document has no text")
+    return Decoded(text, kind, title, spans, pages)
 
 
 def _text(data: bytes, kind: str) -> str:
     if data.startswith(b"%PDF-"):
         raise DecodeError(f"this is a PDF file, sent as {kind}: send it as application/pdf")
+    if data.startswith(b"PK\x03\x04"):
+        raise DecodeError(f"this is a ZIP archive (a DOCX?), sent as {kind}: send a DOCX file as {DOCX}")
     for bom, codec in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
         if data.startswith(bom):
             return data.decode(codec)
@@ -94,67 +117,50 @@ def _text(data: bytes, kind: str) -> str:
 
 
 def _markdown_title(text: str) -> str | None:
-    match = re.search(r"^#\s+(.+?)\s*#*\s*$", text, re.MULTILINE)
-    return match.group(1) if match else None
+    match = _ATX_HEADING.search(text)
+    return match.group(2) if match else None
+
+
+def _markdown_spans(text: str) -> tuple[Span, ...]:
+    """Spans of a Markdown text under its ATX headings (`## Name`), fenced code aside."""
+    spans: list[Span] = []
+    path: list[tuple[int, str]] = []
+    start, fence, position = 0, "", 0
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if fence and stripped.startswith(fence):
+            fence = ""
+        elif not fence and stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+        elif not fence and (heading := _ATX_HEADING.match(line)):
+            if position > start:
+                spans.append(Span(start, position, None, tuple(name for _, name in path)))
+            level = len(heading.group(1))
+            path = [(lvl, name) for lvl, name in path if lvl < level] + [(level, heading.group(2))]
+            start = position
+        position += len(line)
+    spans.append(Span(start, len(text), None, tuple(name for _, name in path)))
+    return tuple(spans)
 
 
 def _pdf(data: bytes) -> Decoded:
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    from pdfminer.pdfparser import PDFSyntaxError
+    from pdfminer.psparser import PSException
 
     if not data.startswith(b"%PDF-"):
         raise DecodeError("the document is labelled PDF but is not a PDF file")
     try:
-        reader = PdfReader(io.BytesIO(data))
-        pages = [page.extract_text() or "" for page in reader.pages]
-        title = reader.metadata.title if reader.metadata else None
-    except (PdfReadError, ValueError, KeyError, OSError) as error:
-        raise DecodeError(f"the PDF cannot be read: {error}") from None
-    text = "\n\n".join(page.strip() for page in pages if page.strip())
-    if not text:
+        blocks, title, pages = read_pdf(data)
+    except (PDFSyntaxError, PSException, ValueError, KeyError, TypeError, AttributeError, IndexError) as error:
+        raise DecodeError(f"the PDF cannot be read ({type(error).__name__})") from None
+    if not any(block.text.strip() for block in blocks):
         raise DecodeError("the PDF has no extractable text (is it a scan? OCR it first)")
-    return Decoded(text, PDF, title or None)
+    return _structured(blocks, PDF, title or next((b.text for b in blocks if b.heading == 1), None), pages)
 
 
-class _TextOfHtml(HTMLParser):
-    """Visible text of an HTML page, with block elements as paragraph breaks."""
-
-    BLOCKS = set(
-        """
-        p div br li ul ol h1 h2 h3 h4 h5 h6 tr table section article header footer blockquote pre hr dt dd
-        """.split()
-    )
-    HIDDEN = {"script", "style", "noscript", "template", "head"}
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.title: str | None = None
-        self._hidden = 0
-        self._in_title = False
-
-    def handle_starttag(self, tag: str, attrs: list) -> None:
-        if tag in self.HIDDEN:
-            self._hidden += 1
-        if tag == "title":
-            self._in_title = True
-        if tag in self.BLOCKS:
-            self.parts.append("\n\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self.HIDDEN and self._hidden:
-            self._hidden -= 1
-        if tag == "title":
-            self._in_title = False
-        if tag in self.BLOCKS:
-            self.parts.append("\n\n")
-
-    def handle_data(self, data: str) -> None:
-        if self._in_title:
-            self.title = " ".join(((self.title or "") + " " + data).split()) or None
-        elif not self._hidden:
-            self.parts.append(data)
-
-    def text(self) -> str:
-        paragraphs = re.split(r"\n\s*\n", "".join(self.parts))
-        return "\n\n".join(" ".join(p.split()) for p in paragraphs if p.strip())
+def _docx(data: bytes) -> Decoded:
+    try:
+        blocks, title = read_docx(data)
+    except UnreadableDocx as error:
+        raise DecodeError(str(error)) from None
+    return _structured(blocks, DOCX, title)

@@ -27,19 +27,29 @@ from pyoxigraph import NamedNode
 
 from sparqlrag.extraction import resolver
 from sparqlrag.extraction.batch_resolution import resolve_batch
-from sparqlrag.extraction.chunker import split
+from sparqlrag.extraction.chunker import Piece, split
 from sparqlrag.extraction.decoders import Decoded
 from sparqlrag.extraction.extractions import Extractions
 from sparqlrag.extraction.indexing import Indexed, Indexer
 from sparqlrag.extraction.knowledge import Extractor, Knowledge
-from sparqlrag.extraction.plans import ChunkProgress, IngestResult, IngestStats, Plan, Progress, Source, decode_and_hash
+from sparqlrag.extraction.plans import (
+    ChunkProgress,
+    IngestResult,
+    IngestStats,
+    Plan,
+    Progress,
+    Source,
+    decode_and_hash,
+    failure_reason,
+)
 from sparqlrag.extraction.provenance import (
     ChunkRecord,
     DocumentRecord,
     chunk_quads,
     merge_quads,
 )
-from sparqlrag.extraction.updates import placement, record_update, removal
+from sparqlrag.extraction.structure import placed, sections
+from sparqlrag.extraction.updates import facts_count, placement, record_update, removal
 from sparqlrag.library import librarian
 from sparqlrag.library.files import Library, Upload
 from sparqlrag.library.librarian import CollectionBusy
@@ -316,7 +326,12 @@ class Pipeline:
     def _record(iris: Iris, source: Source, decoded: Decoded, sha256: str) -> DocumentRecord:
         title = source.title or decoded.title or source.filename or source.document_id
         return DocumentRecord(
-            iris.document(source.document_id), title, source.filename or source.document_id, decoded.media_type, sha256
+            iris.document(source.document_id),
+            title,
+            source.filename or source.document_id,
+            decoded.media_type,
+            sha256,
+            decoded.pages,
         )
 
     async def _prepare(
@@ -338,10 +353,10 @@ class Pipeline:
         plan = Plan(iris, *accepted, extractor, reuse=reuse)
         try:
             chunks: dict[str, ChunkRecord] = {}
-            pieces = await off_loop(split, decoded.text, self.chunk_size, self.chunk_overlap)
-            for index, piece in enumerate(pieces):
+            for index, piece in enumerate(await off_loop(self._pieces, decoded)):
                 iri = iris.chunk(doc, piece.text)
-                chunks.setdefault(iri.value, ChunkRecord(doc, iri, index, piece.offset, piece.text))
+                place = placed(decoded.spans, piece.offset, piece.offset + len(piece.text))
+                chunks.setdefault(iri.value, ChunkRecord(doc, iri, index, piece.offset, piece.text, place))
             old = await off_loop(librarian.chunks_of, self.store, iris, doc)
             plan.added = [chunk for iri, chunk in chunks.items() if force or iri not in old]
             plan.kept = [chunk for iri, chunk in chunks.items() if not force and iri in old]
@@ -355,6 +370,11 @@ class Pipeline:
         except Exception as error:
             raise await self._failed(plan, error) from None
         return plan
+
+    def _pieces(self, decoded: Decoded) -> list[Piece]:
+        """The chunks' texts: each section of the document (its headings) split on its own."""
+        ranges = sections(decoded.spans, len(decoded.text))
+        return split(decoded.text, self.chunk_size, self.chunk_overlap, sections=ranges)
 
     async def _extract(
         self, plan: Plan, chunk: ChunkRecord, document_id: str, slots: asyncio.Semaphore, progress: ChunkProgress
@@ -395,6 +415,7 @@ class Pipeline:
             placement(iris, plan.kept),
             record_update(iris, plan.record, librarian.READY, plan.created, plan.record),
             insert_data(quads),
+            facts_count(iris, plan.record.iri),
         )
         readded = {chunk.iri.value for chunk in plan.added}  # (forced: same IRIs, rows just rewritten)
         dropped = [iri for iri in plan.removed if iri not in readded]
@@ -408,14 +429,15 @@ class Pipeline:
         """Mark the document failed; a reported failure is not retried at every start. When
         the store cannot take even that (it is down, its disk is full), the marker stays and
         the next start resumes the document; the error returned is still the first one."""
-        if await self.record_failed(plan.iris, plan.record.iri):
+        log.warning("ingesting %s failed: %r", plan.record.iri.value, error)
+        if await self.record_failed(plan.iris, plan.record.iri, failure_reason(error)):
             plan.marker.unlink(missing_ok=True)
         return error
 
-    async def record_failed(self, iris: Iris, document: NamedNode) -> bool:
-        """The document's status `failed`; False (and logged) when the store cannot take even that."""
+    async def record_failed(self, iris: Iris, document: NamedNode, reason: str | None = None) -> bool:
+        """The document's status `failed` (and why); False (and logged) when the store cannot take even that."""
         try:
-            await self._update(librarian.status_update(iris, document, librarian.FAILED))
+            await self._update(librarian.status_update(iris, document, librarian.FAILED, reason=reason))
         except StoreError as unrecorded:
             log.warning("%s stays pending (its failure could not be recorded: %s)", document.value, unrecorded)
             return False

@@ -10,10 +10,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from sparqlrag.extraction.decoders import Decoded, decode
+from sparqlrag.extraction.decoders import Decoded, DecodeError, decode
 from sparqlrag.extraction.knowledge import Extractor, Knowledge
 from sparqlrag.extraction.provenance import ChunkRecord, DocumentRecord
 from sparqlrag.extraction.resolution import Resolution
+from sparqlrag.models.llm import LLMError
+from sparqlrag.store.base import StoreError
 from sparqlrag.store.vocab import Iris
 
 Progress = Callable[[int, int], None]
@@ -64,6 +66,18 @@ class Plan:
         return [
             (chunk.iri.value, chunk.text, knowledge) for chunk, (knowledge, _, _) in zip(self.added, self.knowledge)
         ]
+
+
+def failure_reason(error: Exception) -> str:
+    """Why a document failed, as the library shows it: in our words, never an exception's text
+    (which may carry another server's reply); the server's log has the rest."""
+    if isinstance(error, (DecodeError, LLMError)):  # (an LLMError's message is ours: it names the status only)
+        return str(error)
+    if isinstance(error, StoreError):
+        return "the store could not take the document's changes"
+    if isinstance(error, TimeoutError):
+        return "extraction took too long"
+    return f"extraction failed ({type(error).__name__}); the server's log has the details"
 
 
 def decode_and_hash(source: Source) -> tuple[Decoded, str]:

@@ -16,6 +16,7 @@ from pyoxigraph import Literal, NamedNode, Quad, Triple
 from sparqlrag.extraction.knowledge import COOCCURS, Knowledge
 from sparqlrag.extraction.names import name_key
 from sparqlrag.extraction.resolution import Mention, Merge, Resolution
+from sparqlrag.extraction.structure import HEADING_SEPARATOR, Place
 from sparqlrag.store import vocab
 from sparqlrag.store.vocab import Iris
 
@@ -33,6 +34,27 @@ class ChunkRecord:
     index: int
     offset: int
     text: str
+    place: Place = Place()
+
+
+def placement_quads(iris: Iris, chunk: ChunkRecord) -> list[Quad]:
+    """Where the chunk lies in its document: offset, index, pages (bibo) and heading path. A
+    chunk kept through an edit may move, so these are written again on their own (updates.placement)."""
+    source = iris.source_graph
+    quads = [
+        Quad(chunk.iri, vocab.SR_OFFSET, Literal(chunk.offset), source),
+        Quad(chunk.iri, vocab.SR_INDEX, Literal(chunk.index), source),
+    ]
+    if chunk.place.pages is not None:
+        first, last = chunk.place.pages
+        quads += [
+            Quad(chunk.iri, vocab.BIBO_PAGE_START, Literal(first), source),
+            Quad(chunk.iri, vocab.BIBO_PAGE_END, Literal(last), source),
+        ]
+    if chunk.place.headings:
+        path = Literal(HEADING_SEPARATOR.join(chunk.place.headings))
+        quads.append(Quad(chunk.iri, vocab.SR_HEADING_PATH, path, source))
+    return quads
 
 
 def entity_iri(iris: Iris, mention: Mention, ontology: str | None) -> NamedNode:
@@ -146,8 +168,7 @@ def chunk_quads(
         Quad(chunk.iri, vocab.RDF_TYPE, vocab.SR_CHUNK, source),
         Quad(chunk.iri, vocab.PROV_DERIVED, chunk.document, source),
         Quad(chunk.iri, vocab.SR_TEXT, Literal(chunk.text), source),
-        Quad(chunk.iri, vocab.SR_OFFSET, Literal(chunk.offset), source),
-        Quad(chunk.iri, vocab.SR_INDEX, Literal(chunk.index), source),
+        *placement_quads(iris, chunk),
         Quad(activity, vocab.RDF_TYPE, vocab.PROV_ACTIVITY, source),
         Quad(activity, vocab.PROV_USED, chunk.iri, source),
         Quad(activity, vocab.SR_EXTRACTOR, Literal(extractor), source),
@@ -178,11 +199,15 @@ class DocumentRecord:
     source: str
     media_type: str
     sha256: str
+    pages: int | None = None
 
 
 def document_quads(iris: Iris, document: DocumentRecord, status: str, created: datetime) -> list[Quad]:
     source = iris.source_graph
-    return [
+    quads = (
+        [] if document.pages is None else [Quad(document.iri, vocab.BIBO_NUM_PAGES, Literal(document.pages), source)]
+    )
+    return quads + [
         Quad(document.iri, vocab.RDF_TYPE, vocab.SR_DOCUMENT, source),
         Quad(document.iri, vocab.DCTERMS_TITLE, Literal(document.title), source),
         Quad(document.iri, vocab.DCTERMS_SOURCE, Literal(document.source), source),

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pyoxigraph import Literal, NamedNode, Quad
+from pyoxigraph import Literal, NamedNode
 
-from sparqlrag.extraction.provenance import ChunkRecord, DocumentRecord, document_quads
+from sparqlrag.extraction.provenance import ChunkRecord, DocumentRecord, document_quads, placement_quads
 from sparqlrag.extraction.resolution import JOINT_RULES
 from sparqlrag.store import vocab
 from sparqlrag.store.sparql_text import insert_data, slices, sparql_term, values
@@ -53,19 +53,19 @@ def removal(iris: Iris, chunks: list[str], statements: list[str]) -> str:
     return " ;\n".join(ops)
 
 
+PLACEMENT = (vocab.SR_OFFSET, vocab.SR_INDEX, vocab.BIBO_PAGE_START, vocab.BIBO_PAGE_END, vocab.SR_HEADING_PATH)
+
+
 def placement(iris: Iris, chunks: list[ChunkRecord]) -> str:
-    """Kept chunks may move within the new text: refresh their offset and index."""
+    """Kept chunks may move within the new text (to another page, under another heading):
+    their placement_quads are written again."""
     if not chunks:
         return ""
     src = sparql_term(iris.source_graph)
     return (
-        f"DELETE {{ GRAPH {src} {{ ?chunk sr:offset ?o ; sr:index ?i }} }} WHERE {{ "
-        f"{values('chunk', [c.iri for c in chunks])} GRAPH {src} {{ ?chunk sr:offset ?o ; sr:index ?i }} }} ;\n"
-        + insert_data(
-            Quad(c.iri, predicate, Literal(value), iris.source_graph)
-            for c in chunks
-            for predicate, value in ((vocab.SR_OFFSET, c.offset), (vocab.SR_INDEX, c.index))
-        )
+        f"DELETE {{ GRAPH {src} {{ ?chunk ?p ?o }} }} WHERE {{ {values('chunk', [c.iri for c in chunks])} "
+        f"{values('p', PLACEMENT)} GRAPH {src} {{ ?chunk ?p ?o }} }} ;\n"
+        + insert_data(quad for chunk in chunks for quad in placement_quads(iris, chunk))
     )
 
 
@@ -74,3 +74,14 @@ def record_update(iris: Iris, record: DocumentRecord, status: str, created: date
     src, doc = sparql_term(iris.source_graph), sparql_term(record.iri)
     clear = f"DELETE WHERE {{ GRAPH {src} {{ {doc} ?p ?o }} }} ;\n" if existing is not None else ""
     return clear + insert_data(document_quads(iris, record, status, created))
+
+
+def facts_count(iris: Iris, document: NamedNode) -> str:
+    """Record how many statements the document's chunks support (sr:facts), for the library's
+    listing; run after its chunks are written, in the same request."""
+    src, doc = sparql_term(iris.source_graph), sparql_term(document)
+    return (
+        f"INSERT {{ GRAPH {src} {{ {doc} sr:facts ?n }} }} WHERE {{ SELECT (COUNT(DISTINCT ?st) AS ?n) WHERE {{ "
+        f"GRAPH {src} {{ ?chunk prov:wasDerivedFrom {doc} ; a sr:Chunk . ?st prov:wasDerivedFrom ?chunk ; "
+        f"rdf:reifies ?fact }} }} }}"
+    )

@@ -187,6 +187,9 @@ class DocumentInfo:
     progress: float
     created: str
     chunks: int
+    facts: int | None = None  # facts its chunks support, as of its last ingest
+    pages: int | None = None  # a paged document's (PDF) page count
+    error: str | None = None  # why it failed, when it did
 
 
 def documents(store: QuadStore, iris: Iris, document: NamedNode | None = None) -> list[DocumentInfo]:
@@ -198,15 +201,20 @@ def documents(store: QuadStore, iris: Iris, document: NamedNode | None = None) -
         store,
         vocab.SPARQL_PREFIXES
         + f"""
-        SELECT ?doc ?title ?source ?format ?sha ?status ?progress ?created (COUNT(?chunk) AS ?chunks) WHERE {{
+        SELECT ?doc ?title ?source ?format ?sha ?status ?progress ?created ?facts ?pages ?error
+               (COUNT(?chunk) AS ?chunks) WHERE {{
           GRAPH {sparql_term(iris.source_graph)} {{
             {only}
             ?doc a sr:Document ; dcterms:title ?title ; dcterms:source ?source ; dcterms:format ?format ;
                  sr:sha256 ?sha ; sr:status ?status ; dcterms:created ?created .
             OPTIONAL {{ ?doc sr:progress ?progress }}
+            OPTIONAL {{ ?doc sr:facts ?facts }}
+            OPTIONAL {{ ?doc bibo:numPages ?pages }}
+            OPTIONAL {{ ?doc sr:error ?error }}
             OPTIONAL {{ ?chunk prov:wasDerivedFrom ?doc ; a sr:Chunk }}
           }}
-        }} GROUP BY ?doc ?title ?source ?format ?sha ?status ?progress ?created ORDER BY ?created ?doc""",
+        }} GROUP BY ?doc ?title ?source ?format ?sha ?status ?progress ?created ?facts ?pages ?error
+        ORDER BY ?created ?doc""",
     )
     prefix = iris.document("").value
     return [
@@ -221,9 +229,18 @@ def documents(store: QuadStore, iris: Iris, document: NamedNode | None = None) -
             progress=_progress(row.get("progress"), row["status"]),
             created=row["created"],
             chunks=int(row["chunks"]),
+            facts=_count(row.get("facts")),
+            pages=_count(row.get("pages")),
+            error=row.get("error"),
         )
         for row in rows
     ]
+
+
+def _count(value: str | None) -> int | None:
+    """A count read back from a graph clients may write: None unless a whole number."""
+    found = number(value)
+    return int(found) if found is not None and found >= 0 and found == int(found) else None
 
 
 def _progress(value: str | None, status: str) -> float:
@@ -243,14 +260,21 @@ def chunks_of(store: QuadStore, iris: Iris, document: NamedNode) -> set[str]:
     return {row["chunk"] for row in rows}
 
 
-def status_update(iris: Iris, document: NamedNode, status: str, progress: float | None = None) -> str:
-    """SPARQL update operations (no prologue) setting a document's status and progress (0-1)."""
+def status_update(
+    iris: Iris, document: NamedNode, status: str, progress: float | None = None, reason: str | None = None
+) -> str:
+    """SPARQL update operations (no prologue) setting a document's status, progress (0-1) and,
+    when it failed, why (sr:error)."""
     doc, graph = sparql_term(document), sparql_term(iris.source_graph)
     values = f"{doc} sr:status {sparql_term(Literal(status))}"
     if progress is not None:
         values += f" ; sr:progress {sparql_term(Literal(round(progress, 4)))}"
+    if reason is not None:
+        values += f" ; sr:error {sparql_term(Literal(reason))}"
     return (
-        f"DELETE WHERE {{ GRAPH {graph} {{ {doc} sr:status ?status }} }} ;\n"
-        f"DELETE WHERE {{ GRAPH {graph} {{ {doc} sr:progress ?progress }} }} ;\n"
-        f"INSERT DATA {{ GRAPH {graph} {{ {values} }} }}"
+        "".join(
+            f"DELETE WHERE {{ GRAPH {graph} {{ {doc} {term} ?value }} }} ;\n"
+            for term in ("sr:status", "sr:progress", "sr:error")
+        )
+        + f"INSERT DATA {{ GRAPH {graph} {{ {values} }} }}"
     )

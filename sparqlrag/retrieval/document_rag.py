@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.keyword_index import KeywordIndex
-from sparqlrag.store.select import select
+from sparqlrag.store.select import number, select
 from sparqlrag.store.sparql_text import sparql_term, values
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import READY, Iris
@@ -47,6 +47,16 @@ class Passage:
     text: str
     score: float
     supports: Triple | None = None  # Graph RAG: the best fact the chunk is evidence for
+    pages: tuple[int, int] | None = None  # the chunk's first and last page, for a paged document
+    headings: str | None = None  # its heading path (sr:headingPath)
+
+    @property
+    def citation(self) -> str:
+        """How an answer cites it: "Annual report 2024, p. 3" (pp. 3-4 across pages), or its title."""
+        if self.pages is None:
+            return self.title
+        first, last = self.pages
+        return f"{self.title}, p. {first}" if first == last else f"{self.title}, pp. {first}-{last}"
 
 
 @dataclass
@@ -60,13 +70,22 @@ class Answer:
 
 
 def passage_json(passage: Passage) -> dict[str, Any]:
-    return {
+    """A passage as answers give it; `pages` ([first, last]) and `headings` where the document has them."""
+    found: dict[str, Any] = {
         "chunk": passage.chunk,
         "document": passage.document,
         "title": passage.title,
+        "citation": passage.citation,
         "score": passage.score,
         "text": passage.text,
-    } | ({"supports": fact_json(passage.supports)} if passage.supports else {})
+        "file": vocab.original_file(passage.document),
+    }
+    if passage.pages is not None:
+        found["pages"] = list(passage.pages)
+        found["file"] += f"#page={passage.pages[0]}"
+    if passage.headings:
+        found["headings"] = passage.headings
+    return found | ({"supports": fact_json(passage.supports)} if passage.supports else {})
 
 
 def passages_of(store: QuadStore, iris: Iris, chunks: list[str], scores: dict[str, float]) -> list[Passage]:
@@ -78,16 +97,20 @@ def passages_of(store: QuadStore, iris: Iris, chunks: list[str], scores: dict[st
         store,
         vocab.SPARQL_PREFIXES
         + f"""
-        SELECT ?chunk ?text ?doc ?title WHERE {{ {values("chunk", map(NamedNode, chunks))}
+        SELECT ?chunk ?text ?doc ?title ?first ?last ?headings WHERE {{ {values("chunk", map(NamedNode, chunks))}
           GRAPH {sparql_term(iris.source_graph)} {{
-            ?chunk sr:text ?text ; prov:wasDerivedFrom ?doc . ?doc sr:status "{READY}" ; dcterms:title ?title }} }}""",
+            ?chunk sr:text ?text ; prov:wasDerivedFrom ?doc . ?doc sr:status "{READY}" ; dcterms:title ?title
+            OPTIONAL {{ ?chunk bibo:pageStart ?first ; bibo:pageEnd ?last }}
+            OPTIONAL {{ ?chunk sr:headingPath ?headings }} }} }}""",
     )
     found = {row["chunk"]: row for row in rows}
-    return [
-        Passage(iri, found[iri]["doc"], found[iri]["title"], found[iri]["text"], scores.get(iri, 0.0))
-        for iri in chunks
-        if iri in found
-    ]
+    return [_passage(found[iri], scores.get(iri, 0.0)) for iri in chunks if iri in found]
+
+
+def _passage(row: dict[str, str], score: float) -> Passage:
+    first, last = number(row.get("first")), number(row.get("last"))  # (clients may write these: never raise)
+    pages = (int(first), int(last)) if first is not None and last is not None else None
+    return Passage(row["chunk"], row["doc"], row["title"], row["text"], score, None, pages, row.get("headings"))
 
 
 def rrf(rankings: list[list[str]], weights: list[float], k: int = RRF_K) -> list[tuple[str, float]]:
@@ -157,7 +180,7 @@ class DocumentRag:
         passages = await off_loop(passages_of, self.store, iris, order[:candidates], scores)
         if options.rerank and self.reranker is not None and passages:
             rescored = await off_loop(self.reranker.score, question, [p.text for p in passages])
-            passages = [Passage(p.chunk, p.document, p.title, p.text, float(s)) for p, s in zip(passages, rescored)]
+            passages = [replace(p, score=float(s)) for p, s in zip(passages, rescored)]
             passages.sort(key=lambda p: -p.score)
         if options.mmr is not None and len(passages) > k:
             vectors = await off_loop(self.embedder.embed, [p.text for p in passages])
@@ -253,7 +276,7 @@ class DocumentRag:
         return {"vector": cosine, "keyword": "bm25", "hybrid": f"rrf({cosine}, bm25)"}[options.mode]
 
     def _prompt(self, question: str, passages: list[Passage]) -> str:
-        knowledge = "\n\n".join(f"[{i}] ({p.title}) {p.text}" for i, p in enumerate(passages, start=1))
+        knowledge = "\n\n".join(f"[{i}] ({p.citation}) {p.text}" for i, p in enumerate(passages, start=1))
         return render("synthesis", self.prompts_dir, question=question, knowledge=knowledge)
 
     def extractive_answer(self, question: str, passages: list[Passage], sentences: int = 3) -> str:

@@ -12,7 +12,7 @@ def knowledge(walk: Walk) -> str:
     """The synthesis prompt's knowledge: each kept fact citing the passages that support it, then the passages."""
     numbers = {p.chunk: i for i, p in enumerate(walk.passages, start=1)}
     facts = [f"- {edge.text}{_citation(edge, numbers)}" for edge in walk.edges]
-    sources = [f"[{i}] ({p.title}) {p.text}" for i, p in enumerate(walk.passages, start=1)]
+    sources = [f"[{i}] ({p.citation}) {p.text}" for i, p in enumerate(walk.passages, start=1)]
     return "Facts from the knowledge graph:\n" + "\n".join(facts) + "\n\nSources:\n" + "\n\n".join(sources)
 
 

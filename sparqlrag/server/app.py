@@ -15,7 +15,17 @@ from starlette.staticfiles import StaticFiles
 
 from sparqlrag import __version__
 from sparqlrag.config import Settings
-from sparqlrag.server import answers, collections, documents, entities, linked_data, nl_query, ontologies, pages
+from sparqlrag.server import (
+    answers,
+    collections,
+    documents,
+    entities,
+    linked_data,
+    nl_query,
+    ontologies,
+    originals,
+    pages,
+)
 from sparqlrag.server.access import check_grants
 from sparqlrag.server.errors import EXCEPTION_HANDLERS, ApiError, UnexpectedErrors
 from sparqlrag.server.graph_store import graph_store
@@ -63,6 +73,7 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
             Route("/store/{path:path}", graph_store, methods=GSP_METHODS),
             Route("/", pages.sparql_editor, methods=["GET", "HEAD"]),
             Route("/ask", pages.ask_page, methods=["GET", "HEAD"]),
+            Route("/library", pages.library_page, methods=["GET", "HEAD"]),
             Mount("/static", StaticFiles(directory=pages.STATIC), name="static"),
             Route("/id/{path:path}", linked_data.resource, methods=["GET", "HEAD"]),
             Route("/rel/{path:path}", linked_data.resource, methods=["GET", "HEAD"]),
@@ -72,6 +83,7 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
             Route("/page/trace/{collection}/{id}", answers.trace_page, methods=["GET", "HEAD"]),
             Route("/page/{path:path}", linked_data.page, methods=["GET", "HEAD"]),
             Route("/data/{path:path}", linked_data.data, methods=["GET", "HEAD"]),
+            Route("/file/{path:path}", originals.original, methods=["GET", "HEAD"]),
             Route("/mcp", assistant, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),

@@ -34,7 +34,7 @@ from sparqlrag.server.streams import sse, wants_stream
 from sparqlrag.services import Services
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.formats import media_type_of
-from sparqlrag.store.vocab import Iris
+from sparqlrag.store.vocab import Iris, original_file
 
 
 def _services(request: Request) -> Services:
@@ -133,7 +133,8 @@ async def _ingest(request: Request, collection: str, sources: list[Source], *, f
 
 
 def _info(info: librarian.DocumentInfo) -> dict[str, Any]:
-    return asdict(info)
+    """A document as the API lists it, with where its original file is (server/originals.py)."""
+    return asdict(info) | {"file": original_file(info.iri)}
 
 
 async def list_documents(request: Request) -> Response:

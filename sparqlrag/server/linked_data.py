@@ -5,7 +5,9 @@ RDF is here too, at `/data/trace/...`).
 
 `GET {base}id/C/...` answers 303 See Other: browsers (Accept prefers HTML) go to the page,
 `/page/id/...`; RDF clients to the data, `/data/id/...{.ttl,.rdf,.jsonld,.nt}`, in the syntax
-they asked for (Turtle when they say `*/*`). `/rel/...` and `/doc/...` work the same way. The descriptions
+they asked for (Turtle when they say `*/*`). `/rel/...` and `/doc/...` work the same way; a
+document's IRI also offers its original file (`/file/doc/...`, originals.py) to a client asking
+for its media type (`Accept: application/pdf`). The descriptions
 come from queries/describe.py; an entity's page shows the sources behind each fact, a chunk's
 page the facts extracted from it. The Location is relative, so the redirect works behind a
 proxy that serves the base IRI. An IRI the store does not know is 404.
@@ -25,6 +27,7 @@ from sparqlrag.queries.describe import canonical, describe, describe_relation, d
 from sparqlrag.queries.records import describe_statement, describe_trace
 from sparqlrag.server.auth import authorize, check_collection_access
 from sparqlrag.server.errors import ApiError
+from sparqlrag.server.originals import document_info
 from sparqlrag.server.pages import render
 from sparqlrag.server.state import state_of
 from sparqlrag.store import vocab
@@ -115,11 +118,13 @@ async def resource(request: Request) -> Response:
     if kind == "id" and (alias_of := await off_loop(canonical, store, base, base + path)):
         described = alias_of.removeprefix(base)
     offers = OFFERS if paged else ALTERNATES
+    if kind == "doc" and (info := await off_loop(document_info, request, path)) is not None:
+        offers = offers + [(info.media_type, "file")]  # last: `*/*` still means Turtle
     chosen = negotiate(request.headers.get("accept"), offers)
     if chosen is None:
         offered = ", ".join(media for media, _ in offers if media != "application/xhtml+xml")
         raise ApiError(406, "not_acceptable", f"this IRI is described as {offered}", headers={"Vary": "Accept"})
-    target = f"page/{described}" if chosen[1] == "html" else f"data/{described}.{chosen[1]}"
+    target = {"html": f"page/{described}", "file": f"file/{described}"}.get(chosen[1], f"data/{described}.{chosen[1]}")
     return RedirectResponse(_up(path) + target, status_code=303, headers={"Vary": "Accept"})
 
 

@@ -326,5 +326,7 @@ def _fact(description: Description, statement: Statement) -> dict[str, Any]:
 
 
 def _source(passage: dict[str, Any]) -> dict[str, Any]:
-    """A cited passage as an assistant needs it: its document, chunk IRI and text (no scores)."""
-    return {key: passage[key] for key in ("document", "title", "chunk", "text") if key in passage}
+    """A cited passage as an assistant needs it: its document, citation (with the page), chunk IRI,
+    original file and text (no scores)."""
+    keys = ("document", "title", "citation", "pages", "headings", "chunk", "file", "text")
+    return {key: passage[key] for key in keys if key in passage}

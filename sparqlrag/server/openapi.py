@@ -406,6 +406,14 @@ PATHS: dict[str, dict[str, Any]] = {
             responses={"200": {"description": "HTML"}},
         ),
     },
+    "/file/{path}": {
+        "parameters": [path_parameter("path", "doc/{collection}/{document id}: the document IRI's path")],
+        "get": operation(
+            "A document's original file, byte for byte, in its own media type (a PDF opens at `#page=n`); "
+            "the document's IRI sends a client asking for that type here",
+            responses={"200": {"description": "the file as uploaded"}},
+        ),
+    },
     "/data/{path}": {
         "parameters": [
             path_parameter("path", "id/..., rel/..., doc/..., stmt/... or trace/..., then .ttl, .rdf, .jsonld or .nt")

@@ -87,3 +87,7 @@ async def sparql_editor(request: Request) -> Response:
 
 async def ask_page(request: Request) -> Response:
     return render("ask.html", "", config=_page_config(request))
+
+
+async def library_page(request: Request) -> Response:
+    return render("library.html", "", config=_page_config(request))

@@ -28,8 +28,19 @@ RDFS = "http://www.w3.org/2000/01/rdf-schema#"
 SKOS = "http://www.w3.org/2004/02/skos/core#"
 OWL = "http://www.w3.org/2002/07/owl#"
 XSD = "http://www.w3.org/2001/XMLSchema#"
+BIBO = "http://purl.org/ontology/bibo/"  # the Bibliographic Ontology: a chunk's pages, a document's page count
 
-PREFIXES = {"sr": SR, "prov": PROV, "dcterms": DCTERMS, "rdf": RDF, "rdfs": RDFS, "skos": SKOS, "owl": OWL, "xsd": XSD}
+PREFIXES = {
+    "sr": SR,
+    "prov": PROV,
+    "dcterms": DCTERMS,
+    "rdf": RDF,
+    "rdfs": RDFS,
+    "skos": SKOS,
+    "owl": OWL,
+    "xsd": XSD,
+    "bibo": BIBO,
+}
 SPARQL_PREFIXES = "".join(f"PREFIX {name}: <{iri}>\n" for name, iri in PREFIXES.items())
 
 
@@ -110,9 +121,14 @@ SR_STATEMENT = term(SR, "Statement")
 SR_TEXT = term(SR, "text")
 SR_OFFSET = term(SR, "offset")
 SR_INDEX = term(SR, "index")
+SR_HEADING_PATH = term(SR, "headingPath")
+BIBO_PAGE_START, BIBO_PAGE_END = term(BIBO, "pageStart"), term(BIBO, "pageEnd")
+BIBO_NUM_PAGES = term(BIBO, "numPages")
 SR_SHA256 = term(SR, "sha256")
 SR_STATUS = term(SR, "status")
 SR_PROGRESS = term(SR, "progress")
+SR_FACTS = term(SR, "facts")
+SR_ERROR = term(SR, "error")
 SR_MODEL = term(SR, "model")
 SR_SCORER = term(SR, "scorer")
 SR_EXTRACTOR = term(SR, "extractor")
@@ -182,6 +198,12 @@ def slug(name: str) -> str:
     text = unicodedata.normalize("NFKC", name).strip().lower()
     text = re.sub(r"\s+", "-", text)
     return quote(text, safe="-._~")
+
+
+def original_file(document_iri: str) -> str:
+    """Where the server gives a document's original file (server/originals.py): `{base}file/doc/C/ID`."""
+    head, _, rest = document_iri.rpartition("/doc/")
+    return f"{head}/file/doc/{rest}"
 
 
 def local_name(iri: str) -> str:

@@ -48,8 +48,10 @@
       } else {
         text.append(source.text);
       }
-      const title = element("a", { href: source.chunk, title: source.document }, source.title); // the chunk's page
-      const item = element("li", { class: "source" }, title, text);
+      const title = element("a", { href: source.chunk, title: source.headings || source.document }, source.citation || source.title); // the chunk's page
+      const item = element("li", { class: "source" }, title);
+      if (source.pages) item.append(" ", element("a", { href: source.file, class: "original" }, "open the file at this page"));
+      item.append(text);
       if (edge) item.append(element("p", { class: "supports" }, `supports: ${edge.text}`));
       return item;
     }));

@@ -1,0 +1,62 @@
+"""A Word document's (DOCX) body as blocks: paragraphs, tables by row, headings by their style.
+
+python-docx reads the body in order; page headers, footers and footnotes are separate parts of
+the file, so they stay out. A heading is a paragraph in a "Heading n" or "Title" style (what
+Word's navigation pane shows); the title is the file's own (core properties), else its "Title"
+paragraph, else its first heading. DOCX has no fixed pages: its blocks carry none.
+
+A DOCX is a ZIP archive: its members' unpacked sizes are checked before anything is parsed, so
+a small file cannot unpack into gigabytes; python-docx's XML parser resolves no entities.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+
+from sparqlrag.extraction.structure import Block
+
+MAX_UNPACKED = 256 * 1024 * 1024  # bytes a DOCX may unpack to; text-heavy reports stay far below
+_HEADING_STYLE = re.compile(r"(?i)^heading\s*([1-9])$")
+
+
+class UnreadableDocx(ValueError):
+    """The bytes are not a DOCX python-docx can read, or unpack past MAX_UNPACKED; says which."""
+
+
+def read_docx(data: bytes) -> tuple[list[Block], str | None]:
+    """The blocks of the document's body and its title."""
+    import docx
+    from docx.table import Table
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            unpacked = sum(member.file_size for member in archive.infolist())
+    except zipfile.BadZipFile:
+        raise UnreadableDocx("the DOCX file is not a ZIP archive") from None
+    if unpacked > MAX_UNPACKED:
+        raise UnreadableDocx(f"the DOCX file unpacks to {unpacked} bytes, over the {MAX_UNPACKED} allowed")
+    try:
+        document = docx.Document(io.BytesIO(data))
+    except (KeyError, ValueError, zipfile.BadZipFile) as error:
+        raise UnreadableDocx(f"the DOCX file cannot be read ({type(error).__name__})") from None
+    blocks: list[Block] = []
+    titled = None
+    for item in document.iter_inner_content():
+        if isinstance(item, Table):
+            for row in item.rows:
+                cells = [" ".join(cell.text.split()) for cell in row.cells]
+                blocks.append(Block(" | ".join(dict.fromkeys(cell for cell in cells if cell))))  # merged cells repeat
+            continue
+        style = (item.style.name if item.style is not None else "") or ""
+        level = _HEADING_STYLE.match(style)
+        if style.lower() == "title":
+            titled = titled or " ".join(item.text.split()) or None
+            blocks.append(Block(item.text, 1))
+        else:
+            blocks.append(Block(item.text, int(level.group(1)) + 1 if level else 0))
+    title = " ".join((document.core_properties.title or "").split()) or titled
+    if title is None:
+        title = next((block.text for block in blocks if block.heading and block.text.strip()), None)
+    return blocks, title
