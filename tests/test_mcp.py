@@ -141,6 +141,7 @@ def test_the_tools_answer_over_http(server: LiveServer) -> None:
     for mode in ("default", "graph"):
         answer = seen[mode]
         assert "Warsaw" in answer["answer"] and answer["sources"][0]["title"] == "curie", answer
+        assert answer["sources"][0]["citation"] == "curie"  # (a text has no pages: cited by its title)
         assert any("born in" in fact for fact in answer["facts"])
         assert answer["trace"].startswith(base + "trace/default/")
     assert "Ole Berg" in seen["document"]["answer"] and seen["document"]["trace"].startswith(base + "trace/finance/")

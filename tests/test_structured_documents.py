@@ -87,6 +87,28 @@ def test_a_docx_that_unpacks_past_the_limit_is_refused_before_it_is_parsed() -> 
         decode(b"PK\x03\x04 but no archive", DOCX)
 
 
+def test_no_entity_is_expanded_and_no_file_read_from_html_or_docx(tmp_path: Any) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-VALUE")
+    doctype = f'<!DOCTYPE html [<!ENTITY x SYSTEM "file://{secret}"><!ENTITY y "EXPANDED-ENTITY">]>'
+    page = decode(f"{doctype}<html><body><p>Oslo &x; and &y; here.</p></body></html>".encode(), HTML)
+    assert "TOP-SECRET" not in page.text and "EXPANDED-ENTITY" not in page.text
+    hostile = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(MEMO_DOCX)) as source, zipfile.ZipFile(hostile, "w") as target:
+        for member in source.infolist():
+            data = source.read(member)
+            if member.filename == "word/document.xml":
+                head, _, rest = data.decode().partition("?>")
+                entity = f'<!DOCTYPE w:document [<!ENTITY x SYSTEM "file://{secret}">]>'
+                data = (head + "?>" + entity + rest.replace("Narvik", "Narvik &x;")).encode()
+            target.writestr(member, data)
+    try:
+        memo = decode(hostile.getvalue(), DOCX)
+    except DecodeError:
+        return  # refused outright is as good
+    assert "TOP-SECRET" not in memo.text and "Narvik" in memo.text
+
+
 def test_chunks_keep_to_their_sections_and_learn_their_pages() -> None:
     blocks = [
         Block("Intro", 1, 1),
@@ -208,7 +230,15 @@ def test_the_original_file_comes_back_byte_for_byte(server: LiveServer, admin: h
     assert page.content == NEWS_PAGE and page.headers["content-disposition"].startswith("attachment")
     assert page.headers["content-security-policy"].startswith("sandbox") and page.headers["x-content-type-options"]
     assert admin.get("/file/doc/default/memo.docx").content == MEMO_DOCX
-    for missing in ("/file/doc/default/nothing.pdf", "/file/doc/default/report.pdf/chunk/x", "/file/id/default/x"):
+    for missing in (
+        "/file/doc/default/nothing.pdf",
+        "/file/doc/default/report.pdf/chunk/x",
+        "/file/id/default/x",
+        "/file/doc/%2e%2e/default/report.pdf",
+        "/file/doc/..%2Fdefault/report.pdf",
+        "/file/doc/no-such-collection/report.pdf",
+        "/file/doc/default/report.pdf%00.txt",
+    ):
         answer = admin.get(missing)
         assert answer.status_code == 404 and "Traceback" not in answer.text, missing
     with server.client(OTHER_READER) as reader:

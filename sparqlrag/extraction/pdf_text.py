@@ -73,14 +73,14 @@ def read_pdf(data: bytes) -> tuple[list[Block], str | None, int]:
 
 def _lines(data: bytes) -> tuple[list[_Line], int]:
     from pdfminer.high_level import extract_pages
-    from pdfminer.layout import LAParams
+    from pdfminer.layout import LAParams, LTChar
 
     lines: list[_Line] = []
     pages = 0
     for number, page in enumerate(extract_pages(io.BytesIO(data), laparams=LAParams()), start=1):
         pages = number
         for element in _text_lines(page):
-            chars = [c for c in element if hasattr(c, "size") and hasattr(c, "fontname") and c.get_text().strip()]
+            chars = [c for c in element if isinstance(c, LTChar) and c.get_text().strip()]
             text = " ".join(element.get_text().split())
             if not chars or not text:
                 continue
