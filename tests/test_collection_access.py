@@ -194,6 +194,7 @@ def test_what_belongs_to_no_collection_needs_an_unlimited_token(server: LiveServ
 NARROWED = {
     ("GET", "/"),
     ("GET", "/ask"),
+    ("GET", "/library"),
     ("GET", "/static"),
     ("GET", "/healthz"),
     ("GET", "/openapi.json"),

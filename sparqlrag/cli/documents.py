@@ -90,7 +90,10 @@ def documents(session: Session, args: argparse.Namespace) -> None:
     if not rows:
         print(f"no documents in collection {args.collection!r}", file=sys.stderr)
     for info in rows:
-        print(f"{info.status:10} {info.chunks:5} chunks  {info.id}  ({info.title}, {info.media_type})")
+        facts = f"{info.facts:6} facts" if info.facts is not None else " " * 12
+        about = f"{info.title}, {info.media_type}" + (f", {info.pages} pages" if info.pages is not None else "")
+        reason = f"  -- {info.error}" if info.error else ""
+        print(f"{info.status:10} {info.chunks:5} chunks {facts}  {info.id}  ({about}){reason}")
 
 
 def forget(session: Session, args: argparse.Namespace) -> None:
@@ -188,7 +191,7 @@ def _document_files(paths: list[Path]) -> list[tuple[str, Path]]:
         else:
             raise CliError(f"no such file or folder: {path}")
     if not found:
-        raise CliError("no documents found (.txt, .md, .html, .pdf)")
+        raise CliError("no documents found (.txt, .md, .html, .pdf, .docx)")
     ids = [document_id for document_id, _ in found]
     if len(set(ids)) != len(ids):
         raise CliError("two files would get the same document id; ingest them separately")

@@ -83,5 +83,5 @@ def facts_count(iris: Iris, document: NamedNode) -> str:
     return (
         f"INSERT {{ GRAPH {src} {{ {doc} sr:facts ?n }} }} WHERE {{ SELECT (COUNT(DISTINCT ?st) AS ?n) WHERE {{ "
         f"GRAPH {src} {{ ?chunk prov:wasDerivedFrom {doc} ; a sr:Chunk . ?st prov:wasDerivedFrom ?chunk ; "
-        f"rdf:reifies ?fact }} }} }}"
+        f"rdf:reifies <<( ?s ?p ?o )>> }} }} }}"  # (in this form, a store without triple terms is asked it too)
     )
