@@ -184,7 +184,7 @@ def test_the_token_is_judged_before_the_request(secured: LiveServer) -> None:
 
 def test_health_and_the_pages_need_no_token(secured: LiveServer) -> None:
     assert _send(secured, None, "GET", "/healthz", {}, None).json()["status"] == "ok"
-    for page in ("/", "/ask", "/library", "/openapi.json", "/static/ask.js"):  # they hold no data; their scripts send the token
+    for page in ("/", "/ask", "/library", "/openapi.json", "/static/ask.js"):  # no data; their scripts send the token
         assert _send(secured, None, "GET", page, {}, None).status_code == 200, page
 
 

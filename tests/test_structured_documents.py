@@ -20,7 +20,7 @@ from sparqlrag.extraction.decoders import DOCX, HTML, PDF, DecodeError, decode
 from sparqlrag.extraction.docx_text import MAX_UNPACKED
 from sparqlrag.extraction.structure import Block, assemble, placed, sections
 from tests.conftest import LiveServer, start_server
-from tests.documents_made import DIV_PAGE, NEWS_PAGE, RUNNING_HEADER, memo_docx, report_pdf
+from tests.documents_made import DIV_PAGE, NEWS_PAGE, REPORT, RUNNING_HEADER, memo_docx, report_pdf
 
 ADMIN, OTHER_READER = "admin-token", "other-reader"
 REPORT_PDF, MEMO_DOCX = report_pdf(), memo_docx()  # (each made once: fpdf2 stamps the time of making)
@@ -208,6 +208,10 @@ def test_answers_cite_the_page(admin: httpx.Client) -> None:
     asked = admin.post("/api/v1/document-rag", json={"question": "Where does the fund plan a hydrogen plant?", "k": 1})
     assert asked.status_code == 200, asked.text
     (source,) = asked.json()["sources"]
+    extracted = admin.post("/api/v1/document-rag", json={"question": "Where does the fund plan a hydrogen plant?"})
+    answer = extracted.json()["answer"]  # offline: the passages' sentences closest to the question
+    assert "Tromso" in answer and not any(f"{heading} [" in answer for heading, *_ in REPORT), answer  # no heading
+    assert answer.count("It is described in this report") <= 1  # nor one sentence twice
     assert source["citation"] == "Annual report 2024, p. 3" and source["pages"] == [3, 3]
     assert source["headings"] == "Outlook" and source["file"].endswith("/file/doc/default/report.pdf#page=3")
     graph = admin.post("/api/v1/graph-rag", json={"question": "Who runs the Hywind farm?"})

@@ -313,7 +313,7 @@ def test_the_library_page_uploads_lists_reingests_and_deletes(
     """A PDF uploaded through the page (with its progress bar) is listed with its pages, chunks
     and facts; a refused upload and a failed document say why; re-ingest and delete work."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     with server.client() as client:
         assert client.post("/api/v1/collections", json={"name": "shelf"}).status_code == 201
@@ -341,6 +341,18 @@ def test_the_library_page_uploads_lists_reingests_and_deletes(
     original = driver.find_element(By.CSS_SELECTOR, "#documents a.original").get_attribute("href")
     assert original is not None and httpx.get(original).content == report.read_bytes()
 
+    driver.get(server.url + "/ask")  # its answer cites the page, and links the file open at it
+    wait_for(driver, "#collection option")
+    Select(driver.find_element(By.ID, "collection")).select_by_value("shelf")
+    Select(driver.find_element(By.ID, "mode")).select_by_value("document")
+    driver.find_element(By.ID, "question").send_keys("Where does the fund plan a hydrogen plant?")
+    driver.find_element(By.CSS_SELECTOR, "form.ask button").click()
+    first = wait_for(driver, "#sources li.source")[0]
+    assert first.find_elements(By.TAG_NAME, "a")[0].text == "Annual report 2024, p. 3"
+    at_page = first.find_element(By.CSS_SELECTOR, "a.original").get_attribute("href")
+    assert at_page is not None and at_page.endswith("/file/doc/shelf/report.pdf#page=3")
+    driver.save_screenshot(str(SCREENSHOTS / "ask-cites-page.png"))
+
     document = server.settings.base_iri + "doc/shelf/report.pdf"  # failed as an extraction that fails leaves it
     with server.client() as client:
         marked = client.post(
@@ -353,7 +365,7 @@ def test_the_library_page_uploads_lists_reingests_and_deletes(
             },
         )
         assert marked.status_code == 204, marked.text
-    driver.refresh()
+    driver.get(server.url + "/library?collection=shelf")
     (failed,) = wait_for(driver, "#documents td.state.failed")
     assert "extraction took too long" in failed.text
     driver.save_screenshot(str(SCREENSHOTS / "library-failed.png"))

@@ -11,6 +11,7 @@ answer is extractive: the question's best-matching sentences from the top passag
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -37,6 +38,7 @@ from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import READY, Iris
 
 RRF_K = 60
+SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
 
 
 @dataclass(frozen=True)
@@ -286,6 +288,13 @@ class DocumentRag:
         candidates = [
             (rank, s) for rank, p in enumerate(passages[:3], start=1) for s in self._sentences.tokenize(p.text)
         ]
+        # a heading is a "sentence" of its own to the splitter, but no answer: keep what ends like a sentence,
+        # and each sentence once (a document may repeat one)
+        candidates = [c for c in candidates if SENTENCE_END.search(c[1])] or candidates
+        first: dict[str, int] = {}
+        for rank, sentence in candidates:
+            first.setdefault(sentence, rank)
+        candidates = [(rank, sentence) for sentence, rank in first.items()]
         vectors = self.embedder.embed([question] + [s for _, s in candidates])
         similarity = vectors[1:] @ vectors[0]
         best = sorted(np.argsort(-similarity)[:sentences])
