@@ -208,7 +208,9 @@ def test_answers_cite_the_page(admin: httpx.Client) -> None:
     asked = admin.post("/api/v1/document-rag", json={"question": "Where does the fund plan a hydrogen plant?", "k": 1})
     assert asked.status_code == 200, asked.text
     (source,) = asked.json()["sources"]
-    extracted = admin.post("/api/v1/document-rag", json={"question": "Where does the fund plan a hydrogen plant?"})
+    extracted = admin.post(
+        "/api/v1/document-rag", json={"question": "Where does the fund plan a hydrogen plant?", "k": 1}
+    )
     answer = extracted.json()["answer"]  # offline: the passages' sentences closest to the question
     assert "Tromso" in answer and not any(f"{heading} [" in answer for heading, *_ in REPORT), answer  # no heading
     assert answer.count("It is described in this report") <= 1  # nor one sentence twice
