@@ -58,6 +58,25 @@ def test_an_html_page_keeps_its_article_and_headings_and_drops_menus_and_footers
     assert _where(decoded, "Lars Berg") == (None, ("Wind power in the Nordics", "Projects", "Offshore"))
 
 
+def test_an_xhtml_page_with_its_xml_declaration_is_read() -> None:
+    xhtml = (
+        b'<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE html><html xmlns="http://www.w3.org/1999/xhtml">'
+        b"<head><title>Fjords</title></head><body><nav>Home</nav><main><h1>Fjords</h1>"
+        b"<p>Oslo is in Norway.</p></main></body></html>"
+    )
+    decoded = decode(xhtml, "application/xhtml+xml")
+    assert (decoded.text, decoded.title) == ("Fjords\n\nOslo is in Norway.", "Fjords")
+
+
+@pytest.mark.parametrize("depth", [1500, 100_000])
+def test_a_deeply_nested_page_is_read_or_refused_never_a_crash(depth: int) -> None:
+    page = ("<html><body>" + "<div>" * depth + "<p>Oslo is in Norway.</p>" + "</div>" * depth + "</body></html>").encode()
+    try:
+        assert decode(page, HTML).text == "Oslo is in Norway."
+    except DecodeError as refused:  # past the HTML parser's own limit on nesting (about 2,000)
+        assert depth > 2000 and "no text" in str(refused)
+
+
 def test_a_page_without_landmarks_loses_its_menu_and_footer_but_not_its_headings() -> None:
     decoded = decode(DIV_PAGE, HTML)
     assert "Contact" not in decoded.text and "Copyright" not in decoded.text, decoded.text

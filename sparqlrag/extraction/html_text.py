@@ -15,6 +15,7 @@ h1. lxml parses (no network, no entities).
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from sparqlrag.extraction.structure import Block
@@ -22,6 +23,7 @@ from sparqlrag.extraction.structure import Block
 logging.getLogger("trafilatura").setLevel(logging.ERROR)  # it reports each page it finds thin at WARNING
 
 HEADINGS = {f"h{level}": level for level in range(1, 7)}
+XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 NEVER_CONTENT = ("script", "style", "noscript", "template", "svg", "iframe", "object", "button", "select")
 NOT_CONTENT = ("nav", "aside", "menu", "dialog")  # landmarks that are never the page's main content
 NOT_CONTENT_ROLES = ("navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar", "dialog")
@@ -37,8 +39,9 @@ def read_html(html: str) -> tuple[list[Block], str | None]:
     from lxml import etree
     from lxml import html as lxml_html
 
+    html = XML_DECLARATION.sub("", html, count=1)  # (XHTML's: lxml takes no encoding declaration in a str)
     try:
-        root = lxml_html.document_fromstring(html)
+        root = lxml_html.document_fromstring(html, parser=lxml_html.HTMLParser(huge_tree=True))  # (deep pages)
     except (etree.ParserError, ValueError):
         return [], None
     title = _title(root)
@@ -50,8 +53,7 @@ def read_html(html: str) -> tuple[list[Block], str | None]:
     articles = root.xpath("//article")
     main = root.xpath("//main | //*[@role='main']") or (articles if len(articles) == 1 else [])
     body = root.find("body")
-    blocks: list[Block] = []
-    _walk(main[0] if main else body if body is not None else root, blocks)
+    blocks = _walk(main[0] if main else body if body is not None else root)
     return (blocks if main or landmarks else _main_content(html, blocks)), title
 
 
@@ -74,38 +76,51 @@ def _not_content(root: Any) -> list[Any]:
     parts = ("article", "section", "main")
     for tag in ("header", "footer"):
         found += [e for e in root.iter(tag) if not any(a.tag in parts for a in e.iterancestors())]
-    outermost = [e for e in found if not any(a in found for a in e.iterancestors())]
-    return outermost
+    chosen = set(found)
+    return [e for e in found if not any(a in chosen for a in e.iterancestors())]
 
 
-def _walk(element: Any, blocks: list[Block]) -> None:
+def _walk(top: Any) -> list[Block]:
     """Blocks in document order: a heading or paragraph-like element as one block, the loose
-    text of a container (text beside its blocks) as blocks of its own."""
-    tag = element.tag if isinstance(element.tag, str) else ""
-    if tag in HEADINGS:
-        blocks.append(Block(element.text_content(), HEADINGS[tag]))
-        return
-    if tag == "tr":
-        cells = [" ".join(cell.text_content().split()) for cell in element if cell.tag in ("td", "th")]
-        blocks.append(Block(" | ".join(cell for cell in cells if cell)))
-        return
-    if tag in PARAGRAPHS and not _has_blocks(element):
-        blocks.append(Block(element.text_content()))
-        return
-    loose = [element.text or ""]
-    for child in element:
-        if isinstance(child.tag, str) and (child.tag in BLOCK_LEVEL or _has_blocks(child)):
-            blocks.append(Block("".join(loose)))
-            _walk(child, blocks)
-            loose = []
-        elif isinstance(child.tag, str):
-            loose.append(child.text_content())
-        loose.append(child.tail or "")
-    blocks.append(Block("".join(loose)))
+    text of a container (text beside its blocks) as blocks of its own. Iterative, with which
+    elements hold blocks found in one pass, so a deeply nested page costs time in proportion."""
+    holds_blocks = _holding_blocks(top)
+    blocks: list[Block] = []
+    todo: list[Any] = [top]  # elements to read, and loose texts (str) to keep, last first
+    while todo:
+        element = todo.pop()
+        if isinstance(element, str):
+            blocks.append(Block(element))
+            continue
+        tag = element.tag if isinstance(element.tag, str) else ""
+        if tag in HEADINGS:
+            blocks.append(Block(element.text_content(), HEADINGS[tag]))
+        elif tag == "tr":
+            cells = [" ".join(cell.text_content().split()) for cell in element if cell.tag in ("td", "th")]
+            blocks.append(Block(" | ".join(cell for cell in cells if cell)))
+        elif tag in PARAGRAPHS and element not in holds_blocks:
+            blocks.append(Block(element.text_content()))
+        else:
+            parts: list[Any] = []
+            loose = [element.text or ""]
+            for child in element:
+                if isinstance(child.tag, str) and (child.tag in BLOCK_LEVEL or child in holds_blocks):
+                    parts += ["".join(loose), child]
+                    loose = []
+                elif isinstance(child.tag, str):
+                    loose.append(child.text_content())
+                loose.append(child.tail or "")
+            todo += reversed(parts + ["".join(loose)])
+    return blocks
 
 
-def _has_blocks(element: Any) -> bool:
-    return any(isinstance(d.tag, str) and d.tag in BLOCK_LEVEL for d in element.iterdescendants())
+def _holding_blocks(top: Any) -> set[Any]:
+    """The elements under `top` (itself included) with a block-level element inside them."""
+    holding: set[Any] = set()
+    for element in reversed(list(top.iter())):  # children before their parents
+        if any(isinstance(c.tag, str) and (c.tag in BLOCK_LEVEL or c in holding) for c in element):
+            holding.add(element)
+    return holding
 
 
 def _main_content(html: str, blocks: list[Block]) -> list[Block]:
