@@ -105,6 +105,13 @@ def test_a_docx_that_unpacks_past_the_limit_is_refused_before_it_is_parsed() -> 
         decode(bomb.getvalue(), DOCX)
     with pytest.raises(DecodeError, match="not a ZIP"):
         decode(b"PK\x03\x04 but no archive", DOCX)
+    broken = bytearray(MEMO_DOCX)  # its body's compressed stream damaged: zlib's error is a refusal too
+    with zipfile.ZipFile(io.BytesIO(MEMO_DOCX)) as archive:
+        member = archive.getinfo("word/document.xml")
+    start = member.header_offset + 30 + len(member.filename) + len(member.extra)
+    broken[start + 10 : start + 40] = bytes(range(30))
+    with pytest.raises(DecodeError, match="cannot be read"):
+        decode(bytes(broken), DOCX)
 
 
 def test_no_entity_is_expanded_and_no_file_read_from_html_or_docx(tmp_path: Any) -> None:
@@ -273,6 +280,27 @@ def test_the_original_file_comes_back_byte_for_byte(server: LiveServer, admin: h
         assert reader.get(iri, headers={"Accept": "application/pdf"}).status_code == 403
     with server.client() as anonymous:
         assert anonymous.get("/file/doc/default/report.pdf").status_code == 401
+
+
+def test_a_broken_or_oversized_file_is_refused_and_the_store_left_as_it_was(server: LiveServer) -> None:
+    broken = bytearray(MEMO_DOCX)
+    broken[len(broken) // 3 : len(broken) // 3 + 64] = bytes(64)
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive, archive.open("word/document.xml", "w") as f:
+        for _ in range(MAX_UNPACKED // (1 << 20) + 1):
+            f.write(bytes(1 << 20))
+    before = server.dataset(ADMIN)
+    with server.client(ADMIN) as admin:
+        for name, data, kind in [
+            ("broken.docx", bytes(broken), DOCX),
+            ("bomb.docx", bomb.getvalue(), DOCX),
+            ("broken.pdf", REPORT_PDF[: len(REPORT_PDF) // 2], PDF),
+            ("page.html", b"<html><body><nav>only a menu</nav></body></html>", HTML),
+        ]:
+            refused = admin.post("/api/v1/documents", files=[("file", (name, data, kind))])
+            assert refused.status_code == 400 and refused.json()["error"] == "bad_document", (name, refused.text)
+            assert "Traceback" not in refused.text and "zlib" not in refused.text
+    assert server.dataset(ADMIN) == before
 
 
 def test_reingesting_an_old_document_picks_up_its_pages(admin: httpx.Client) -> None:

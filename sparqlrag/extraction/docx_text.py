@@ -14,6 +14,8 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+import zlib
+from typing import Any
 
 from sparqlrag.extraction.structure import Block
 
@@ -28,7 +30,6 @@ class UnreadableDocx(ValueError):
 def read_docx(data: bytes) -> tuple[list[Block], str | None]:
     """The blocks of the document's body and its title."""
     import docx
-    from docx.table import Table
 
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
@@ -37,10 +38,22 @@ def read_docx(data: bytes) -> tuple[list[Block], str | None]:
         raise UnreadableDocx("the DOCX file is not a ZIP archive") from None
     if unpacked > MAX_UNPACKED:
         raise UnreadableDocx(f"the DOCX file unpacks to {unpacked} bytes, over the {MAX_UNPACKED} allowed")
-    try:
+    try:  # (a parser of bytes from anyone: whatever it fails on, the file cannot be read)
         document = docx.Document(io.BytesIO(data))
-    except (KeyError, ValueError, zipfile.BadZipFile) as error:
-        raise UnreadableDocx(f"the DOCX file cannot be read ({type(error).__name__})") from None
+        blocks, titled = _blocks(document)
+        title = " ".join((document.core_properties.title or "").split()) or titled
+    except Exception as error:
+        damage = "damaged compressed data" if isinstance(error, zlib.error) else type(error).__name__
+        raise UnreadableDocx(f"the DOCX file cannot be read ({damage})") from None
+    if title is None:
+        title = next((block.text for block in blocks if block.heading and block.text.strip()), None)
+    return blocks, title
+
+
+def _blocks(document: Any) -> tuple[list[Block], str | None]:
+    """The body's blocks, and the text of its first "Title" paragraph."""
+    from docx.table import Table
+
     blocks: list[Block] = []
     titled = None
     for item in document.iter_inner_content():
@@ -56,7 +69,4 @@ def read_docx(data: bytes) -> tuple[list[Block], str | None]:
             blocks.append(Block(item.text, 1))
         else:
             blocks.append(Block(item.text, int(level.group(1)) + 1 if level else 0))
-    title = " ".join((document.core_properties.title or "").split()) or titled
-    if title is None:
-        title = next((block.text for block in blocks if block.heading and block.text.strip()), None)
-    return blocks, title
+    return blocks, titled

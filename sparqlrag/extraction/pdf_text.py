@@ -16,6 +16,7 @@ Pages are physical pages, counted from 1 (what a viewer's `#page=` opens), not p
 from __future__ import annotations
 
 import io
+import logging
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -27,6 +28,7 @@ from sparqlrag.extraction.structure import Block
 if TYPE_CHECKING:
     from pdfminer.layout import LTTextLine
 
+logging.getLogger("pdfminer").setLevel(logging.ERROR)  # it warns of every flaw of a file it still reads
 HEADING_RATIO = 1.15  # a line this much larger than the body is a heading
 EDGE = 0.1  # share of the page's height at its top and bottom where running headers and footers live
 PARAGRAPH_GAP = 1.8  # a baseline-to-baseline distance beyond this many type sizes starts a paragraph
