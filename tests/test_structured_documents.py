@@ -154,6 +154,19 @@ def test_chunks_keep_to_their_sections_and_learn_their_pages() -> None:
     assert "paragraph more" not in text and "words. more of the same" in text.replace("  ", " ")
 
 
+def test_the_cli_ingests_a_pdf_and_its_answer_cites_the_page(tmp_path: Any) -> None:
+    from tests.test_cli import cli
+
+    (tmp_path / "report.pdf").write_bytes(REPORT_PDF)
+    ingested = cli(tmp_path / "data", "ingest", str(tmp_path / "report.pdf"))
+    assert ingested.returncode == 0, ingested.stderr
+    question = "Where does the fund plan a hydrogen plant?"
+    asked = cli(tmp_path / "data", "ask", question, "--mode", "document", "--k", "1")
+    assert asked.returncode == 0 and "Sources:\n  [1] Annual report 2024, p. 3: Outlook" in asked.stdout, asked.stdout
+    listed = cli(tmp_path / "data", "documents").stdout
+    assert "report.pdf  (Annual report 2024, application/pdf, 3 pages)" in listed, listed
+
+
 # -- over HTTP ---------------------------------------------------------------------------------
 
 
