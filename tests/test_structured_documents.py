@@ -316,6 +316,24 @@ def test_a_broken_or_oversized_file_is_refused_and_the_store_left_as_it_was(serv
     assert server.dataset(ADMIN) == before
 
 
+def test_a_document_a_client_gave_two_counts_is_listed_once(admin: httpx.Client) -> None:
+    """The source graph is writable by clients: a second sr:facts neither repeats the document
+    in the listing nor doubles its chunks."""
+    before = {d["id"]: d for d in admin.get("/api/v1/documents").json()["documents"]}
+    doc = admin.base_url.join("/doc/default/memo.docx")
+    added = admin.post(
+        "/sparql",
+        data={
+            "update": PREFIXES
+            + f"INSERT {{ GRAPH ?g {{ <{doc}> sr:facts 999 }} }} WHERE {{ GRAPH ?g {{ <{doc}> sr:facts ?n }} }}"
+        },
+    )
+    assert added.status_code == 204, added.text
+    listed = [d for d in admin.get("/api/v1/documents").json()["documents"] if d["id"] == "memo.docx"]
+    assert len(listed) == 1 and listed[0]["chunks"] == before["memo.docx"]["chunks"]
+    assert listed[0]["facts"] in (999, before["memo.docx"]["facts"])
+
+
 def test_reingesting_an_old_document_picks_up_its_pages(admin: httpx.Client) -> None:
     """A document ingested before pages were recorded: its chunks lose them here, as it was."""
     pages = "SELECT ?c WHERE { GRAPH ?g { ?c bibo:pageStart ?p ; prov:wasDerivedFrom <%s> } }"
