@@ -58,6 +58,12 @@ def test_an_html_page_keeps_its_article_and_headings_and_drops_menus_and_footers
     assert _where(decoded, "Lars Berg") == (None, ("Wind power in the Nordics", "Projects", "Offshore"))
 
 
+def test_a_landmark_found_twice_is_dropped_once() -> None:
+    """`<header role="banner">` is both a page header and a banner: dropping it twice was a 500."""
+    page = b'<html><body><header role="banner">Menu</header><nav role="navigation">Home</nav><p>Oslo.</p></body></html>'
+    assert decode(page, HTML).text == "Oslo."
+
+
 def test_an_xhtml_page_with_its_xml_declaration_is_read() -> None:
     xhtml = (
         b'<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE html><html xmlns="http://www.w3.org/1999/xhtml">'

@@ -16,7 +16,7 @@ from pathlib import PurePath
 from sparqlrag.extraction.docx_text import UnreadableDocx, read_docx
 from sparqlrag.extraction.html_text import read_html
 from sparqlrag.extraction.pdf_text import read_pdf
-from sparqlrag.extraction.structure import Block, Span, assemble
+from sparqlrag.extraction.structure import Block, Span, assemble, opened
 
 TEXT, MARKDOWN, HTML, PDF = "text/plain", "text/markdown", "text/html", "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -92,9 +92,11 @@ def decode(data: bytes, media_type: str | None = None, filename: str | None = No
 
 
 def _structured(blocks: list[Block], kind: str, title: str | None, pages: int | None = None) -> Decoded:
+    """The document of `blocks`; titled by the file's own title, else by its first heading."""
     text, spans = assemble(blocks)
     if not text:
         raise DecodeError(f"the {kind} document has no text")
+    title = title or next((" ".join(b.text.split()) for b in blocks if b.heading and b.text.strip()), None)
     return Decoded(text, kind, title, spans, pages)
 
 
@@ -135,8 +137,7 @@ def _markdown_spans(text: str) -> tuple[Span, ...]:
         elif not fence and (heading := _ATX_HEADING.match(line)):
             if position > start:
                 spans.append(Span(start, position, None, tuple(name for _, name in path)))
-            level = len(heading.group(1))
-            path = [(lvl, name) for lvl, name in path if lvl < level] + [(level, heading.group(2))]
+            path = opened(path, len(heading.group(1)), heading.group(2))
             start = position
         position += len(line)
     spans.append(Span(start, len(text), None, tuple(name for _, name in path)))
@@ -152,7 +153,7 @@ def _pdf(data: bytes) -> Decoded:
         raise DecodeError(f"the PDF cannot be read ({type(error).__name__})") from None
     if not any(block.text.strip() for block in blocks):
         raise DecodeError("the PDF has no extractable text (is it a scan? OCR it first)")
-    return _structured(blocks, PDF, title or next((b.text for b in blocks if b.heading == 1), None), pages)
+    return _structured(blocks, PDF, title, pages)
 
 
 def _docx(data: bytes) -> Decoded:

@@ -2,8 +2,8 @@
 
 python-docx reads the body in order; page headers, footers and footnotes are separate parts of
 the file, so they stay out. A heading is a paragraph in a "Heading n" or "Title" style (what
-Word's navigation pane shows); the title is the file's own (core properties), else its "Title"
-paragraph, else its first heading. DOCX has no fixed pages: its blocks carry none.
+Word's navigation pane shows); the title is the file's own (core properties), else (decoders.py)
+its first heading, a "Title" paragraph included. DOCX has no fixed pages: its blocks carry none.
 
 A DOCX is a ZIP archive: its members' unpacked sizes are checked before anything is parsed, so
 a small file cannot unpack into gigabytes; python-docx's XML parser resolves no entities.
@@ -28,7 +28,7 @@ class UnreadableDocx(ValueError):
 
 
 def read_docx(data: bytes) -> tuple[list[Block], str | None]:
-    """The blocks of the document's body and its title."""
+    """The blocks of the document's body and its title, when it gives one."""
     import docx
 
     try:
@@ -40,22 +40,19 @@ def read_docx(data: bytes) -> tuple[list[Block], str | None]:
         raise UnreadableDocx(f"the DOCX file unpacks to {unpacked} bytes, over the {MAX_UNPACKED} allowed")
     try:  # (a parser of bytes from anyone: whatever it fails on, the file cannot be read)
         document = docx.Document(io.BytesIO(data))
-        blocks, titled = _blocks(document)
-        title = " ".join((document.core_properties.title or "").split()) or titled
+        blocks = _blocks(document)
+        title = " ".join((document.core_properties.title or "").split()) or None
     except Exception as error:
         damage = "damaged compressed data" if isinstance(error, zlib.error) else type(error).__name__
         raise UnreadableDocx(f"the DOCX file cannot be read ({damage})") from None
-    if title is None:
-        title = next((block.text for block in blocks if block.heading and block.text.strip()), None)
     return blocks, title
 
 
-def _blocks(document: Any) -> tuple[list[Block], str | None]:
-    """The body's blocks, and the text of its first "Title" paragraph."""
+def _blocks(document: Any) -> list[Block]:
+    """The body's blocks: a "Title" paragraph a heading above "Heading 1"."""
     from docx.table import Table
 
     blocks: list[Block] = []
-    titled = None
     for item in document.iter_inner_content():
         if isinstance(item, Table):
             for row in item.rows:
@@ -64,9 +61,5 @@ def _blocks(document: Any) -> tuple[list[Block], str | None]:
             continue
         style = (item.style.name if item.style is not None else "") or ""
         level = _HEADING_STYLE.match(style)
-        if style.lower() == "title":
-            titled = titled or " ".join(item.text.split()) or None
-            blocks.append(Block(item.text, 1))
-        else:
-            blocks.append(Block(item.text, int(level.group(1)) + 1 if level else 0))
-    return blocks, titled
+        blocks.append(Block(item.text, 1 if style.lower() == "title" else int(level.group(1)) + 1 if level else 0))
+    return blocks

@@ -54,7 +54,7 @@ def read_html(html: str) -> tuple[list[Block], str | None]:
     main = root.xpath("//main | //*[@role='main']") or (articles if len(articles) == 1 else [])
     body = root.find("body")
     blocks = _walk(main[0] if main else body if body is not None else root)
-    return (blocks if main or landmarks else _main_content(html, blocks)), title
+    return (blocks if main or landmarks else _main_content(root, blocks)), title
 
 
 def _title(root: Any) -> str | None:
@@ -76,8 +76,8 @@ def _not_content(root: Any) -> list[Any]:
     parts = ("article", "section", "main")
     for tag in ("header", "footer"):
         found += [e for e in root.iter(tag) if not any(a.tag in parts for a in e.iterancestors())]
-    chosen = set(found)
-    return [e for e in found if not any(a in chosen for a in e.iterancestors())]
+    chosen = dict.fromkeys(found)  # (once each: a `header role="banner"` is found twice, and dropped once)
+    return [e for e in chosen if not any(a in chosen for a in e.iterancestors())]
 
 
 def _walk(top: Any) -> list[Block]:
@@ -123,16 +123,16 @@ def _holding_blocks(top: Any) -> set[Any]:
     return holding
 
 
-def _main_content(html: str, blocks: list[Block]) -> list[Block]:
+def _main_content(root: Any, blocks: list[Block]) -> list[Block]:
     """The blocks trafilatura finds to be main content, and the headings above them (it drops
     headings that are not inside a content container, so its text chooses, our walk keeps the
-    structure). All of them when it finds none."""
+    structure). All of them when it finds none. It reads the tree already parsed (and walked)."""
     import trafilatura
     from trafilatura.settings import use_config
 
     config = use_config()
     config.set("DEFAULT", "MIN_EXTRACTED_SIZE", "1")  # a short page is content too, not a cue to guess wider
-    text = trafilatura.extract(html, include_tables=True, include_comments=False, favor_recall=True, config=config)
+    text = trafilatura.extract(root, include_tables=True, include_comments=False, favor_recall=True, config=config)
     if not text:
         return blocks
     content = " " + " ".join(text.split()) + " "

@@ -27,6 +27,7 @@ from sparqlrag.extraction.structure import Block
 
 if TYPE_CHECKING:
     from pdfminer.layout import LTTextLine
+    from pdfminer.pdfdocument import PDFDocument
 
 logging.getLogger("pdfminer").setLevel(logging.ERROR)  # it warns of every flaw of a file it still reads
 HEADING_RATIO = 1.15  # a line this much larger than the body is a heading
@@ -69,17 +70,26 @@ def read_pdf(data: bytes) -> tuple[list[Block], str | None, int]:
             title = " ".join(raw.split()) or None
     if title and UNHELPFUL_TITLES.match(title):
         title = None
-    lines, pages = _lines(data)
+    lines, pages = _lines(document)
     return _blocks(_without_furniture(lines, pages)), title, pages
 
 
-def _lines(data: bytes) -> tuple[list[_Line], int]:
-    from pdfminer.high_level import extract_pages
+def _lines(document: PDFDocument) -> tuple[list[_Line], int]:
+    """Every page's text lines, from the document parsed once (what pdfminer's extract_pages
+    does, given the document the title was read from rather than parsing the file again)."""
+    from pdfminer.converter import PDFPageAggregator
     from pdfminer.layout import LAParams, LTChar
+    from pdfminer.pdfinterp import PDFPageInterpreter, PDFResourceManager
+    from pdfminer.pdfpage import PDFPage
 
+    resources = PDFResourceManager()
+    device = PDFPageAggregator(resources, laparams=LAParams())
+    interpreter = PDFPageInterpreter(resources, device)
     lines: list[_Line] = []
     pages = 0
-    for number, page in enumerate(extract_pages(io.BytesIO(data), laparams=LAParams()), start=1):
+    for number, source in enumerate(PDFPage.create_pages(document), start=1):
+        interpreter.process_page(source)
+        page = device.get_result()
         pages = number
         for element in _text_lines(page):
             chars = [c for c in element if isinstance(c, LTChar) and c.get_text().strip()]

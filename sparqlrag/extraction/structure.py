@@ -9,6 +9,7 @@ from the spans it overlaps (`placed`), so provenance can name "p. 3" and "Fundin
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 HEADING_SEPARATOR = " > "  # between the headings of a path, as sr:headingPath writes it
@@ -43,9 +44,14 @@ class Place:
     headings: tuple[str, ...] = ()
 
 
+def opened(path: list[tuple[int, str]], level: int, name: str) -> list[tuple[int, str]]:
+    """The open headings (level, name) after a heading of `level`: it closes every open heading
+    of its level or deeper, so the path is what a table of contents shows above the text."""
+    return [(open_level, open_name) for open_level, open_name in path if open_level < level] + [(level, name)]
+
+
 def assemble(blocks: list[Block]) -> tuple[str, tuple[Span, ...]]:
-    """The text of `blocks` and its spans. A heading of level n closes every open heading of
-    level n or deeper, so the path is what a table of contents shows above the text."""
+    """The text of `blocks` and its spans, each under the headings `opened` above it."""
     parts: list[str] = []
     spans: list[Span] = []
     open_headings: list[tuple[int, str]] = []
@@ -55,8 +61,7 @@ def assemble(blocks: list[Block]) -> tuple[str, tuple[Span, ...]]:
         if not text:
             continue
         if block.heading:
-            open_headings = [(level, name) for level, name in open_headings if level < block.heading]
-            open_headings.append((block.heading, text))
+            open_headings = opened(open_headings, block.heading, text)
         if parts:
             separator = " " if block.continues else "\n\n"
             parts.append(separator)
@@ -90,7 +95,8 @@ def sections(spans: tuple[Span, ...], length: int) -> list[tuple[int, int]]:
 def placed(spans: tuple[Span, ...], start: int, end: int) -> Place:
     """The pages and heading path of characters [start, end): the headings of its first span
     (a chunk never crosses a section), the pages of all the spans it touches."""
-    touched = [span for span in spans if span.start < end and start < span.end]
+    first = max(bisect_right(spans, start, key=lambda span: span.start) - 1, 0)  # (spans are in text order)
+    touched = [span for span in spans[first : bisect_left(spans, end, key=lambda span: span.start)] if start < span.end]
     if not touched:
         return Place()
     pages = [span.page for span in touched if span.page is not None]

@@ -19,7 +19,7 @@ from pyoxigraph import Literal, NamedNode, Quad
 
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.select import number, select, select_terms
+from sparqlrag.store.select import count, number, select, select_terms
 from sparqlrag.store.sparql_text import insert_data, move_data, sparql_term
 from sparqlrag.store.vocab import FAILED as FAILED  # the statuses, re-exported
 from sparqlrag.store.vocab import PROCESSING as PROCESSING
@@ -231,18 +231,12 @@ def documents(store: QuadStore, iris: Iris, document: NamedNode | None = None) -
             progress=_progress(row.get("progress"), row["status"]),
             created=row["created"],
             chunks=int(row["chunks"]),
-            facts=_count(row.get("facts")),
-            pages=_count(row.get("pages")),
+            facts=count(row.get("facts")),
+            pages=count(row.get("pages")),
             error=row.get("error"),
         )
         for row in rows
     ]
-
-
-def _count(value: str | None) -> int | None:
-    """A count read back from a graph clients may write: None unless a whole number."""
-    found = number(value)
-    return int(found) if found is not None and found >= 0 and found == int(found) else None
 
 
 def _progress(value: str | None, status: str) -> float:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from pyoxigraph import Literal, NamedNode, Triple
 
-from sparqlrag.library.librarian import collection_exists
+from sparqlrag.library.librarian import DocumentInfo, collection_exists, documents
 from sparqlrag.retrieval.document_rag import passages_of
 from sparqlrag.store import vocab
 from sparqlrag.store.aliases import canonicals
@@ -115,6 +115,13 @@ def resolved(store: QuadStore, base_iri: str, iri: str, kind: str = "id") -> tup
     except (InvalidName, ValueError):
         return None
     return (iris, node) if collection_exists(store, iris) else None
+
+
+def document_of(store: QuadStore, base_iri: str, iri: str) -> DocumentInfo | None:
+    """The document `iri` names (None for a chunk, or an IRI that is no document's)."""
+    found = resolved(store, base_iri, iri, "doc")
+    rows = documents(store, *found) if found is not None else []
+    return rows[0] if rows else None
 
 
 def canonical(store: QuadStore, base_iri: str, iri: str) -> str | None:

@@ -32,7 +32,7 @@ from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.keyword_index import KeywordIndex
-from sparqlrag.store.select import number, select
+from sparqlrag.store.select import count, select
 from sparqlrag.store.sparql_text import sparql_term, values
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import READY, Iris
@@ -110,8 +110,8 @@ def passages_of(store: QuadStore, iris: Iris, chunks: list[str], scores: dict[st
 
 
 def _passage(row: dict[str, str], score: float) -> Passage:
-    first, last = number(row.get("first")), number(row.get("last"))  # (clients may write these: never raise)
-    pages = (int(first), int(last)) if first is not None and last is not None else None
+    first, last = count(row.get("first")), count(row.get("last"))  # (clients may write these: never raise)
+    pages = (first, last) if first is not None and last is not None else None
     return Passage(row["chunk"], row["doc"], row["title"], row["text"], score, None, pages, row.get("headings"))
 
 

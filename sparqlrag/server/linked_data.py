@@ -23,11 +23,10 @@ from pyoxigraph import Quad, RdfFormat, serialize
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from sparqlrag.queries.describe import canonical, describe, describe_relation, describe_source, exists
+from sparqlrag.queries.describe import canonical, describe, describe_relation, describe_source, document_of, exists
 from sparqlrag.queries.records import describe_statement, describe_trace
 from sparqlrag.server.auth import authorize, check_collection_access
 from sparqlrag.server.errors import ApiError
-from sparqlrag.server.originals import document_info
 from sparqlrag.server.pages import render
 from sparqlrag.server.state import state_of
 from sparqlrag.store import vocab
@@ -55,7 +54,7 @@ KINDS: dict[str, tuple[Callable[[Any, str, str], Any], str | None]] = {
 OF_A_COLLECTION = ("id", "doc", "stmt", "trace")  # kinds whose IRIs name their collection first
 
 
-def _path(request: Request, prefix: str) -> str:
+def iri_path(request: Request, prefix: str) -> str:
     """The `id/...`, `rel/...` or `doc/...` path of the request, as sent (percent-encoding kept: it is part of the
     IRI)."""
     raw = request.scope.get("raw_path", request.url.path.encode()).decode("latin-1").split("?", 1)[0]
@@ -66,7 +65,7 @@ def _missing(request: Request, path: str) -> ApiError:
     return ApiError(404, "not_found", f"no knowledge names <{state_of(request).settings.base_iri + path}>")
 
 
-def _reach(request: Request, path: str) -> frozenset[str] | None:
+def reach(request: Request, path: str) -> frozenset[str] | None:
     """The collections the token may read (None: all), after a 403 when `path` is an IRI of a
     collection (`id/C/...`, `doc/C/...`) it may not read. A relation's facts are then shown from
     those collections alone."""
@@ -80,7 +79,7 @@ def _reach(request: Request, path: str) -> frozenset[str] | None:
 async def _describe(request: Request, path: str) -> tuple[Any, str | None]:
     """What the IRI of `path` (a KINDS path: `id/...`, `rel/...`, `doc/...`, `stmt/...`, `trace/...`) is
     described as, and its page's template (none: RDF only); 404 when unknown."""
-    reads = _reach(request, path)
+    reads = reach(request, path)
     kind = path.split("/", 1)[0]
     if kind not in KINDS:
         raise _missing(request, path)
@@ -102,13 +101,16 @@ def _up(path: str) -> str:
 async def resource(request: Request) -> Response:
     """303 to the page or data of an entity, relation, document or chunk, as the Accept header
     prefers; an alias's to those of the entity it stands for; a statement's to its data."""
-    path = _path(request, "/")
-    reads = _reach(request, path)
+    path = iri_path(request, "/")
+    reads = reach(request, path)
     base, store = state_of(request).settings.base_iri, state_of(request).store
     kind = path.split("/", 1)[0]
     describer, template = KINDS[kind]
     paged = template is not None
-    if paged:  # (cheaper than describing it)
+    info = await off_loop(document_of, store, base, base + path) if kind == "doc" else None  # (its file is offered)
+    if info is not None:
+        present = True
+    elif paged:  # (cheaper than describing it)
         present = await off_loop(exists, store, base, base + path, kind, reads)
     else:
         present = await off_loop(describer, store, base, base + path) is not None
@@ -118,7 +120,7 @@ async def resource(request: Request) -> Response:
     if kind == "id" and (alias_of := await off_loop(canonical, store, base, base + path)):
         described = alias_of.removeprefix(base)
     offers = OFFERS if paged else ALTERNATES
-    if kind == "doc" and (info := await off_loop(document_info, request, path)) is not None:
+    if info is not None:
         offers = offers + [(info.media_type, "file")]  # last: `*/*` still means Turtle
     chosen = negotiate(request.headers.get("accept"), offers)
     if chosen is None:
@@ -131,7 +133,7 @@ async def resource(request: Request) -> Response:
 async def data(request: Request) -> Response:
     """The description as RDF, in the syntax the extension names."""
     authorize(request, "read", per_collection=True)  # before the path is judged: without a token, every answer is 401
-    path = _path(request, "/data/")
+    path = iri_path(request, "/data/")
     for media, ext, fmt in DATA_FORMATS:
         if path.endswith("." + ext):
             description, _ = await _describe(request, path[: -len(ext) - 1])
@@ -145,7 +147,7 @@ async def data(request: Request) -> Response:
 
 async def page(request: Request) -> Response:
     """The description as a page."""
-    path = _path(request, "/page/")
+    path = iri_path(request, "/page/")
     description, template = await _describe(request, path)
     if template is None:  # described in RDF only
         raise _missing(request, path)

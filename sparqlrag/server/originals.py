@@ -16,40 +16,27 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from sparqlrag.extraction.decoders import PDF, TEXT
-from sparqlrag.library import librarian
-from sparqlrag.queries.describe import resolved
-from sparqlrag.server.auth import authorize, check_collection_access
+from sparqlrag.queries.describe import document_of
+from sparqlrag.server.auth import authorize
 from sparqlrag.server.errors import ApiError
+from sparqlrag.server.linked_data import iri_path, reach
 from sparqlrag.server.state import state_of
 from sparqlrag.store.calls import off_loop
 
 INLINE = (PDF, TEXT)
 
 
-def document_info(request: Request, path: str) -> librarian.DocumentInfo | None:
-    """The document `doc/C/ID` names, after the token's grant for C is checked; None when there is none."""
-    _, collection, *rest = path.split("/")
-    check_collection_access(request, collection)
-    if len(rest) != 1:  # a chunk (doc/C/ID/chunk/...) or no document at all
-        return None
-    base, store = state_of(request).settings.base_iri, state_of(request).store
-    found = resolved(store, base, base + path, "doc")
-    if found is None:
-        return None
-    iris, node = found
-    rows = librarian.documents(store, iris, node)
-    return rows[0] if rows else None
-
-
 async def original(request: Request) -> Response:
-    authorize(request, "read", per_collection=True)
-    path = request.scope.get("raw_path", request.url.path.encode()).decode("latin-1").split("?", 1)[0]
-    path = path.removeprefix("/file/")
+    """The bytes of the document `/file/doc/C/ID` names, as the library kept them."""
+    authorize(request, "read", per_collection=True)  # before the path is judged: without a token, every answer is 401
+    path = iri_path(request, "/file/")
     if not path.startswith("doc/") or path.count("/") != 2:
         raise ApiError(404, "not_found", "original files are at /file/doc/{collection}/{document id}")
-    info = await off_loop(document_info, request, path)
+    reach(request, path)  # the collection's grant
+    base = state_of(request).settings.base_iri
+    info = await off_loop(document_of, state_of(request).store, base, base + path)
     if info is None:
-        raise ApiError(404, "document_not_found", f"no document <{state_of(request).settings.base_iri + path}>")
+        raise ApiError(404, "document_not_found", f"no document <{base + path}>")
     collection = path.split("/")[1]
     try:
         _, data = await off_loop(state_of(request).services.pipeline.library.load, collection, info.id)

@@ -48,6 +48,13 @@ def number(value: str | Term | None, default: float | None = None) -> float | No
     return found if math.isfinite(found) else default
 
 
+def count(value: str | Term | None) -> int | None:
+    """A count (pages, facts) read back from a graph clients may write: None unless a whole
+    number, never an exception."""
+    found = number(value)
+    return int(found) if found is not None and found >= 0 and found == int(found) else None
+
+
 def select_values(
     store: QuadStore, variable: str, terms: Iterable[object], query: Callable[[str], str]
 ) -> list[dict[str, str]]:
