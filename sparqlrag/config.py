@@ -45,13 +45,20 @@ class Settings(BaseSettings):
     max_upload_bytes: int = 512 * 1024 * 1024
     max_ontology_bytes: int = 32 * 1024 * 1024
     body_timeout: float = 30.0  # a request body that stalls this long ends with 408
+    send_timeout: float = 30.0  # a piece of an answer the client does not take this long cuts the connection
     header_timeout: float = 10.0  # a request head (request line and headers) not in after this long: 408
     max_header_bytes: int = 32 * 1024  # a request head larger than this: 431
-    max_connections: int = 1000  # open connections (and requests) beyond this get 503
+    max_connections: int = 1000  # open connections (and requests) beyond this get 503, once none is idle
+    max_connections_per_address: int = 100  # beyond this, an address's longest-idle connection is closed
+    keep_alive_timeout: int = 5  # seconds an idle keep-alive connection stays open
+    # reverse proxies (addresses or networks) whose X-Forwarded-For names the client; none: the socket's peer
+    trusted_proxies: Tokens = Field(default_factory=list)
     bulk_load_bytes: int = 16 * 1024 * 1024
     allow_remote: bool = False
     store_threads: int = 16  # clients' queries the store process runs at once (twice one client's limit)
-    cors_origins: Tokens = Field(default_factory=lambda: ["*"])
+    cors_origins: Tokens = Field(default_factory=lambda: ["*"])  # "*": reads from any site, writes from none
+    # host names requests may name besides loopback's, the base IRI's and the bound host ("*": any)
+    allowed_hosts: Tokens = Field(default_factory=list)
     # models
     offline: bool = True
     embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
@@ -62,7 +69,12 @@ class Settings(BaseSettings):
     llm_api_key: str | None = None
     llm_concurrency: int = 4
     prompts_dir: Path | None = None
-    # ingestion
+    # ingestion: each document is decoded in one of decode_workers processes, within these limits
+    decode_workers: int = 2
+    decode_timeout: float = 60.0  # seconds (wall clock and CPU) one document's decode may take
+    decode_memory_bytes: int = 1024 * 1024 * 1024  # memory a decode may take beyond the decoder's own
+    decode_max_unpacked_bytes: int = 256 * 1024 * 1024  # what a DOCX's members or a PDF's streams expand to
+    decode_max_blocks: int = 200_000  # paragraphs, PDF lines and table rows of one document
     extractor: Literal["offline", "llm"] = "offline"
     chunk_size: int = 2000
     chunk_overlap: int = 100
@@ -94,7 +106,7 @@ class Settings(BaseSettings):
     # retrieval: weights of the vector and keyword rankings in hybrid fusion (Weaviate's default alpha 0.7)
     hybrid_weights: tuple[float, float] = (0.7, 0.3)
 
-    @field_validator("read_tokens", "write_tokens", "cors_origins", mode="before")
+    @field_validator("read_tokens", "write_tokens", "cors_origins", "trusted_proxies", "allowed_hosts", mode="before")
     @classmethod
     def _split_commas(cls, value: Any) -> Any:
         """Env vars carry lists as comma-separated text: SPARQLRAG_READ_TOKENS=a,b."""
@@ -125,6 +137,16 @@ class Settings(BaseSettings):
         if any(lists[i] & lists[j] for i in range(3) for j in range(i + 1, 3)):
             raise ValueError("a token appears in more than one of read_tokens, write_tokens, collection_tokens")
         return self
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for proxy in value:
+            try:
+                ipaddress.ip_network(proxy, strict=False)
+            except ValueError:
+                raise ValueError(f"a trusted proxy is an IP address or network, not {proxy[:100]!r}") from None
+        return value
 
     @field_validator("store_union_parameter", "store_default_graph", "store_triple_terms", mode="before")
     @classmethod
@@ -168,7 +190,23 @@ class Settings(BaseSettings):
             raise ValueError("must be 0 (no limit) or more")
         return value
 
-    @field_validator("query_timeout", "max_query_timeout", "body_timeout", "header_timeout")
+    @field_validator(
+        "max_connections_per_address",
+        "keep_alive_timeout",
+        "decode_workers",
+        "decode_memory_bytes",
+        "decode_max_unpacked_bytes",
+        "decode_max_blocks",
+    )
+    @classmethod
+    def _at_least_one(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError("must be 1 or more")
+        return value
+
+    @field_validator(
+        "query_timeout", "max_query_timeout", "body_timeout", "header_timeout", "decode_timeout", "send_timeout"
+    )
     @classmethod
     def _positive(cls, value: float) -> float:
         if value <= 0:

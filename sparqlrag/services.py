@@ -16,6 +16,8 @@ from typing import Any
 
 from sparqlrag.config import Settings
 from sparqlrag.extraction.curation import Curation
+from sparqlrag.extraction.decode_limits import DecodeLimits
+from sparqlrag.extraction.decode_pool import DecodePool
 from sparqlrag.extraction.extractions import Extractions
 from sparqlrag.extraction.guided import CollectionExtractors
 from sparqlrag.extraction.indexing import Indexer
@@ -188,6 +190,7 @@ class Services:
             concurrency=settings.ingest_concurrency,
             extractor_for=by_ontology if not overridden else None,
             resolution=settings.entity_resolution,
+            decoder=decode_pool(settings),
         )
         max_age = timedelta(days=settings.trace_max_age_days) if settings.trace_max_age_days else None
         traces = TraceLog(store, settings.base_iri, Retention(settings.trace_keep, max_age))
@@ -280,6 +283,18 @@ class Services:
             )
 
     def close(self) -> None:
+        self.pipeline.decoder.close()
         self.vectors.close()
         self.keywords.close()
         self.indexer.graph.close()
+
+
+def decode_pool(settings: Settings) -> DecodePool:
+    """The processes that decode documents, within the settings' decode_* limits."""
+    limits = DecodeLimits(
+        settings.decode_timeout,
+        settings.decode_memory_bytes,
+        settings.decode_max_unpacked_bytes,
+        settings.decode_max_blocks,
+    )
+    return DecodePool(limits, settings.decode_workers)

@@ -9,6 +9,21 @@ import io
 import docx
 from fpdf import FPDF
 
+
+def pdf_of(objects: list[bytes], trailer: bytes = b"") -> bytes:
+    """A PDF of `objects` written by hand (numbered from 1, the first its root) with a correct
+    cross-reference table; `trailer` adds entries to the trailer (such as `/Info 6 0 R`)."""
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R %s>>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, trailer, xref)
+    return bytes(out)
+
+
 # (heading, level, paragraph, starts a new page); each section names things found nowhere else
 REPORT = [
     ("Funding", 1, "The Nordic Energy Fund lends money to Fjord Wind. Fjord Wind builds turbines in Bergen.", True),

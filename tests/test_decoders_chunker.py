@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sparqlrag.extraction.decoders import HTML, MARKDOWN, PDF, TEXT, DecodeError, decode
+from tests.documents_made import pdf_of
 
 
 def minimal_pdf(text: str, title: str = "A Test PDF") -> bytes:
@@ -19,15 +20,7 @@ def minimal_pdf(text: str, title: str = "A Test PDF") -> bytes:
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
         f"<< /Title ({title}) >>".encode(),
     ]
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R /Info 6 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
+    return pdf_of(objects, b"/Info 6 0 R ")
 
 
 def test_plain_markdown_html_and_pdf() -> None:

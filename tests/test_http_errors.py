@@ -519,8 +519,8 @@ def test_direct_graph_path_that_is_no_iri_is_refused(seeded: httpx.Client, small
     host, port = small_server.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port))) as sock:
         sock.sendall(
-            b"PUT /store/a{b} HTTP/1.1\r\nHost: x\r\nContent-Type: text/turtle\r\nContent-Length: 0\r\nConnection: "
-            b"close\r\n\r\n"
+            b"PUT /store/a{b} HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/turtle\r\nContent-Length: 0\r\n"
+            b"Connection: close\r\n\r\n"
         )
         response = b""
         while chunk := sock.recv(65536):

@@ -51,6 +51,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         read_tokens=[READER],
         collection_tokens=GRANTS,
         answer_rate=0,
+        max_sparql_bytes=100_000,
     )
     with live.client(ADMIN) as admin:
         assert admin.post("/api/v1/documents", json={"id": "curie", "text": CURIE}).status_code == 201
@@ -81,6 +82,18 @@ def _error(called: CallToolResult) -> str:
     text = " ".join(getattr(part, "text", "") for part in called.content)
     assert "Traceback" not in text and 'File "' not in text
     return text
+
+
+def test_a_query_over_max_sparql_bytes_is_refused_as_over_http(server: LiveServer) -> None:
+    query = "# " + "x" * 200_000 + "\nASK {}"
+
+    async def steps(client: Client) -> str:
+        return _error(await client.call_tool("sparql_query", {"query": query}))
+
+    assert "max_sparql_bytes" in _over_http(server, READER, steps)
+    with server.client(READER) as client:
+        refused = client.post("/sparql", content=query, headers={"Content-Type": "application/sparql-query"})
+    assert refused.status_code == 413
 
 
 def test_the_tools_answer_over_http(server: LiveServer) -> None:

@@ -19,6 +19,7 @@ import pytest
 import rdflib
 
 from sparqlrag.cli.parser import DEMO_QUESTION
+from sparqlrag.server.auth import token_cookie
 from sparqlrag.server.pages import YASGUI_LOCAL
 from tests.conftest import ROOT, LiveServer, start_server
 from tests.documents_made import report_pdf
@@ -102,7 +103,7 @@ def test_entity_iris_redirect_to_a_page_or_to_rdf(client: httpx.Client, server: 
         b"/data/id/default/a%zz.ttl",
     ):  # no IRI at all
         with socket.create_connection(("127.0.0.1", int(server.url.rsplit(":", 1)[1]))) as conn:
-            conn.sendall(b"GET " + raw + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            conn.sendall(b"GET " + raw + b" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
             status = conn.recv(64).split(b" ")[1]
         assert status in (b"400", b"404"), raw  # the HTTP parser or our 404; never a 500
 
@@ -443,6 +444,17 @@ def test_with_tokens_the_pages_ask_for_one_and_use_it(browser: WebDriver, tmp_pa
         wait_for_rows(driver, labels_are("CERN", "Geneva"))
         driver.get(secured.settings.base_iri + "id/default/cern")  # a plain link: the cookie carries the token
         assert driver.find_element(By.TAG_NAME, "h1").text == "CERN"
+        cookie = token_cookie(secured.settings)
+        assert [c["value"] for c in driver.get_cookies() if c["name"] == cookie] == ["browser-token"]
+        # a write token is kept in the tab alone: no cookie (cookies go to every port of the host)
+        driver.get(secured.url + "/")
+        field = driver.find_element(By.ID, "token")
+        field.clear()
+        field.send_keys("writer", Keys.ENTER)
+        wait_for(driver, "#graphs li.collection")
+        assert not [c for c in driver.get_cookies() if c["name"] == cookie]
+        assert driver.execute_script("return sessionStorage.getItem('sparqlrag.token')") == "writer"
+        assert driver.execute_script("return localStorage.getItem('sparqlrag.token')") is None
     finally:
         stop()
 

@@ -5,6 +5,11 @@ file that does not hold what it claims (binary bytes sent as text, a "PDF" that 
 an empty file) is refused with a message that says so. Structured formats keep their headings
 and pages as spans of the text (structure.py); each format's reader is its own module
 (pdf_text, html_text, docx_text).
+
+A decode may not take more than its DecodeLimits: bytes unpacked or decompressed and blocks
+(paragraphs, lines, table rows) are counted here as they are read; time and memory are bounded
+by the process that decodes (decode_pool.py). Going over a limit is DecodeLimitExceeded, whose
+message names the setting.
 """
 
 from __future__ import annotations
@@ -13,10 +18,13 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePath
 
+from sparqlrag.extraction.decode_limits import DecodeError, DecodeLimitExceeded, DecodeLimits
 from sparqlrag.extraction.docx_text import UnreadableDocx, read_docx
 from sparqlrag.extraction.html_text import read_html
 from sparqlrag.extraction.pdf_text import read_pdf
 from sparqlrag.extraction.structure import Block, Span, assemble, opened
+
+__all__ = ["DecodeError", "DecodeLimitExceeded", "DecodeLimits", "Decoded", "decode", "media_type_for"]
 
 TEXT, MARKDOWN, HTML, PDF = "text/plain", "text/markdown", "text/html", "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -32,11 +40,8 @@ EXTENSIONS = {
     ".docx": DOCX,
 }
 ALIASES = {"text/x-markdown": MARKDOWN, "application/xhtml+xml": HTML, "application/x-pdf": PDF}
+DEFAULT_LIMITS = DecodeLimits()
 _ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
-
-
-class DecodeError(ValueError):
-    """The bytes are not a document of the declared kind; the message says what is wrong."""
 
 
 @dataclass(frozen=True)
@@ -72,18 +77,25 @@ def media_type_for(declared: str | None, filename: str | None, data: bytes) -> s
     return TEXT
 
 
-def decode(data: bytes, media_type: str | None = None, filename: str | None = None) -> Decoded:
+def decode(
+    data: bytes, media_type: str | None = None, filename: str | None = None, limits: DecodeLimits = DEFAULT_LIMITS
+) -> Decoded:
     if not data.strip():
         raise DecodeError("the document is empty")
     kind = media_type_for(media_type, filename, data)
     if kind == PDF:
-        return _pdf(data)
+        return _pdf(data, limits)
     if kind == DOCX:
-        return _docx(data)
+        return _docx(data, limits)
     text = _text(data, kind)
     if kind == HTML:
-        blocks, title = read_html(text)
-        return _structured(blocks, HTML, title)
+        try:  # (a parser of text from anyone: whatever it fails on, the page cannot be read)
+            blocks, title = read_html(text)
+        except MemoryError:
+            raise
+        except Exception as error:
+            raise DecodeError(f"the HTML page cannot be read ({type(error).__name__})") from None
+        return _structured(blocks, HTML, title, limits=limits)
     if not text.strip():
         raise DecodeError(f"the {kind} document has no text")
     spans = _markdown_spans(text) if kind == MARKDOWN else ()
@@ -91,8 +103,12 @@ def decode(data: bytes, media_type: str | None = None, filename: str | None = No
     return Decoded(text, kind, title, spans)
 
 
-def _structured(blocks: list[Block], kind: str, title: str | None, pages: int | None = None) -> Decoded:
+def _structured(
+    blocks: list[Block], kind: str, title: str | None, pages: int | None = None, *, limits: DecodeLimits
+) -> Decoded:
     """The document of `blocks`; titled by the file's own title, else by its first heading."""
+    if len(blocks) > limits.blocks:
+        raise limits.too_many_blocks()
     text, spans = assemble(blocks)
     if not text:
         raise DecodeError(f"the {kind} document has no text")
@@ -144,21 +160,23 @@ def _markdown_spans(text: str) -> tuple[Span, ...]:
     return tuple(spans)
 
 
-def _pdf(data: bytes) -> Decoded:
+def _pdf(data: bytes, limits: DecodeLimits) -> Decoded:
     if not data.startswith(b"%PDF-"):
         raise DecodeError("the document is labelled PDF but is not a PDF file")
     try:  # (a parser of bytes from anyone: whatever it fails on, the file cannot be read)
-        blocks, title, pages = read_pdf(data)
+        blocks, title, pages = read_pdf(data, limits)
+    except (DecodeLimitExceeded, MemoryError):  # (the decoding process says which limit)
+        raise
     except Exception as error:
         raise DecodeError(f"the PDF cannot be read ({type(error).__name__})") from None
     if not any(block.text.strip() for block in blocks):
         raise DecodeError("the PDF has no extractable text (is it a scan? OCR it first)")
-    return _structured(blocks, PDF, title, pages)
+    return _structured(blocks, PDF, title, pages, limits=limits)
 
 
-def _docx(data: bytes) -> Decoded:
+def _docx(data: bytes, limits: DecodeLimits) -> Decoded:
     try:
-        blocks, title = read_docx(data)
+        blocks, title = read_docx(data, limits)
     except UnreadableDocx as error:
         raise DecodeError(str(error)) from None
-    return _structured(blocks, DOCX, title)
+    return _structured(blocks, DOCX, title, limits=limits)

@@ -11,6 +11,10 @@ extraction (its layout mode too) gives no sizes. From the lines:
 - lines join into a paragraph while they keep one size and follow at a normal line distance; a
   paragraph that runs over a page break continues on the next page's block.
 Pages are physical pages, counted from 1 (what a viewer's `#page=` opens), not printed labels.
+
+pdfminer inflates a compressed stream whole: a 3 MB file of 1 GiB streams took the server past
+4 GB. Its zlib is given one that stops a document's streams at `DecodeLimits.unpacked_bytes` in
+all; other filters (LZW, run-length) are bounded by the decoding process's memory limit.
 """
 
 from __future__ import annotations
@@ -18,11 +22,14 @@ from __future__ import annotations
 import io
 import logging
 import re
+import threading
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sparqlrag.extraction.decode_limits import DecodeLimits
 from sparqlrag.extraction.structure import Block
 
 if TYPE_CHECKING:
@@ -53,9 +60,64 @@ class _Line:
         return self.bottom > self.page_height * (1 - EDGE) or self.top < self.page_height * EDGE
 
 
-def read_pdf(data: bytes) -> tuple[list[Block], str | None, int]:
+class _Inflating:
+    """zlib as pdfminer uses it, counting what a document's streams inflate to against the
+    budget of the read under way in this thread (none: unbounded)."""
+
+    error = zlib.error
+
+    def __init__(self) -> None:
+        self.budget = threading.local()
+
+    def decompress(self, data: bytes) -> bytes:
+        inflater = self.decompressobj()
+        out = inflater.decompress(data)
+        if not inflater.eof:
+            raise zlib.error("incomplete or truncated stream")  # (what zlib.decompress says)
+        return out
+
+    def decompressobj(self) -> Any:
+        return _CountedInflater(self.budget)
+
+
+class _CountedInflater:
+    def __init__(self, budget: threading.local) -> None:
+        self._inflater, self._budget = zlib.decompressobj(), budget
+
+    @property
+    def eof(self) -> bool:
+        return self._inflater.eof
+
+    def decompress(self, data: bytes) -> bytes:
+        left: int | None = getattr(self._budget, "left", None)
+        limits: DecodeLimits | None = getattr(self._budget, "limits", None)
+        if left is None or limits is None:
+            return self._inflater.decompress(data)
+        out = self._inflater.decompress(data, left + 1)
+        if len(out) > left:
+            raise limits.too_large("the PDF's compressed streams")
+        self._budget.left = left - len(out)
+        return out
+
+
+_INFLATING = _Inflating()
+
+
+def read_pdf(data: bytes, limits: DecodeLimits) -> tuple[list[Block], str | None, int]:
     """The blocks, the title the file's metadata gives (unless it is a placeholder), and the
-    number of pages. Raises pdfminer's errors for what is not a readable PDF."""
+    number of pages. Raises pdfminer's errors for what is not a readable PDF, and
+    DecodeLimitExceeded."""
+    from pdfminer import pdftypes
+
+    pdftypes.zlib = _INFLATING  # type: ignore[assignment]
+    _INFLATING.budget.left, _INFLATING.budget.limits = limits.unpacked_bytes, limits
+    try:
+        return _read(data, limits)
+    finally:
+        _INFLATING.budget.left = _INFLATING.budget.limits = None
+
+
+def _read(data: bytes, limits: DecodeLimits) -> tuple[list[Block], str | None, int]:
     from pdfminer.pdfdocument import PDFDocument
     from pdfminer.pdfparser import PDFParser
     from pdfminer.utils import decode_text
@@ -70,11 +132,11 @@ def read_pdf(data: bytes) -> tuple[list[Block], str | None, int]:
             title = " ".join(raw.split()) or None
     if title and UNHELPFUL_TITLES.match(title):
         title = None
-    lines, pages = _lines(document)
+    lines, pages = _lines(document, limits)
     return _blocks(_without_furniture(lines, pages)), title, pages
 
 
-def _lines(document: PDFDocument) -> tuple[list[_Line], int]:
+def _lines(document: PDFDocument, limits: DecodeLimits) -> tuple[list[_Line], int]:
     """Every page's text lines, from the document parsed once (what pdfminer's extract_pages
     does, given the document the title was read from rather than parsing the file again)."""
     from pdfminer.converter import PDFPageAggregator
@@ -99,6 +161,8 @@ def _lines(document: PDFDocument) -> tuple[list[_Line], int]:
             size = Counter(round(c.size * 2) / 2 for c in chars).most_common(1)[0][0]
             bold = sum(_is_bold(c.fontname) for c in chars) * 2 > len(chars)
             lines.append(_Line(text, size, bold, element.y1, element.y0, number, page.height))
+        if len(lines) > limits.blocks:
+            raise limits.too_many_blocks()
     return lines, pages
 
 

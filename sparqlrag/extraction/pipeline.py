@@ -28,6 +28,7 @@ from pyoxigraph import NamedNode
 from sparqlrag.extraction import resolver
 from sparqlrag.extraction.batch_resolution import resolve_batch
 from sparqlrag.extraction.chunker import Piece, split
+from sparqlrag.extraction.decode_pool import DecodePool
 from sparqlrag.extraction.decoders import Decoded
 from sparqlrag.extraction.extractions import Extractions
 from sparqlrag.extraction.indexing import Indexed, Indexer
@@ -39,7 +40,7 @@ from sparqlrag.extraction.plans import (
     Plan,
     Progress,
     Source,
-    decode_and_hash,
+    content_hash,
     failure_reason,
 )
 from sparqlrag.extraction.provenance import (
@@ -83,6 +84,7 @@ class Pipeline:
         concurrency: int = 4,
         extractor_for: Callable[[str], Awaitable[Extractor | None]] | None = None,
         resolution: bool = True,
+        decoder: DecodePool,
     ) -> None:
         """The parts come built and shared (services.py builds them all): the indexes through
         `indexer`, the kept bytes and extraction cache through `library` and `extractions`."""
@@ -91,6 +93,7 @@ class Pipeline:
         self.extractor_for = extractor_for  # a collection's own extractor (its ontology's), if it has one
         self.resolution = resolution  # off: every spelling is its own entity, as extracted
         self.chunk_size, self.chunk_overlap, self.concurrency = chunk_size, chunk_overlap, concurrency
+        self.decoder = decoder  # every document is decoded in a bounded process (decode_pool.py)
         self.stats = IngestStats()
         self._background: set[asyncio.Task[None]] = set()
 
@@ -267,7 +270,7 @@ class Pipeline:
         library, marked pending (a restart resumes it) and `queued`; unchanged ones come back
         `unchanged`. A background task ingests the rest; `wait_background()` awaits it."""
         iris, ids = await self._batch(collection, sources)
-        decoded = [await off_loop(decode_and_hash, source) for source in sources]  # all, before any write
+        decoded = [await self._decode(source) for source in sources]  # all, before any write
         results, queued = [], []
         async with self.locks.documents(collection, ids):
             for source, (text, sha256) in zip(sources, decoded):
@@ -315,7 +318,8 @@ class Pipeline:
         )
         if unchanged := self._unchanged(existing, sha256, force):
             return unchanged
-        upload = Upload(iris.collection, source.document_id, source.media_type, source.filename, source.title)
+        # (the kind it was read as: what /file serves it as, whatever a client writes in the store)
+        upload = Upload(iris.collection, source.document_id, decoded.media_type, source.filename, source.title)
         marker = await off_loop(self.library.save, upload, source.data)
         record = self._record(iris, source, decoded, sha256)
         created = datetime.fromisoformat(existing.created) if existing else datetime.now(UTC)
@@ -345,7 +349,7 @@ class Pipeline:
         reuse: bool,
     ) -> Plan | IngestResult:
         """Decode, compare with the stored version, mark processing, extract the new chunks."""
-        decoded, sha256 = await off_loop(decode_and_hash, source)  # PDFs take a while: off the loop
+        decoded, sha256 = await self._decode(source)
         accepted = await self._accept(iris, source, decoded, sha256, force, librarian.PROCESSING)
         if isinstance(accepted, IngestResult):
             return accepted
@@ -370,6 +374,11 @@ class Pipeline:
         except Exception as error:
             raise await self._failed(plan, error) from None
         return plan
+
+    async def _decode(self, source: Source) -> tuple[Decoded, str]:
+        """The document decoded, and its bytes' hash."""
+        decoded = await self.decoder.decode(source.data, source.media_type, source.filename)
+        return decoded, await off_loop(content_hash, source.data)
 
     def _pieces(self, decoded: Decoded) -> list[Piece]:
         """The chunks' texts: each section of the document (its headings) split on its own."""

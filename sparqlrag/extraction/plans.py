@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from sparqlrag.extraction.decoders import Decoded, DecodeError, decode
+from sparqlrag.extraction.decoders import DecodeError
 from sparqlrag.extraction.knowledge import Extractor, Knowledge
 from sparqlrag.extraction.provenance import ChunkRecord, DocumentRecord
 from sparqlrag.extraction.resolution import Resolution
@@ -80,8 +80,8 @@ def failure_reason(error: Exception) -> str:
     return f"extraction failed ({type(error).__name__}); the server's log has the details"
 
 
-def decode_and_hash(source: Source) -> tuple[Decoded, str]:
-    return decode(source.data, source.media_type, source.filename), hashlib.sha256(source.data).hexdigest()
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 @dataclass

@@ -53,13 +53,24 @@ class Library:
 
     def load(self, collection: str, document_id: str) -> tuple[Upload, bytes]:
         """Raises LookupError for a document the library does not hold."""
+        upload, path = self.original(collection, document_id)
+        try:
+            return upload, path.read_bytes()
+        except FileNotFoundError:
+            raise self._missing(collection, document_id) from None
+
+    def original(self, collection: str, document_id: str) -> tuple[Upload, Path]:
+        """How the document was uploaded (its media type the one it was read as) and where its
+        bytes are; LookupError for a document the library does not hold."""
         entry = self._entry(collection, document_id)
         try:
-            return Upload(**json.loads(entry.with_suffix(".json").read_text())), entry.with_suffix(".bin").read_bytes()
+            return Upload(**json.loads(entry.with_suffix(".json").read_text())), entry.with_suffix(".bin")
         except FileNotFoundError:
-            raise LookupError(
-                f"the library holds no copy of document {document_id!r} in collection {collection!r}"
-            ) from None
+            raise self._missing(collection, document_id) from None
+
+    @staticmethod
+    def _missing(collection: str, document_id: str) -> LookupError:
+        return LookupError(f"the library holds no copy of document {document_id!r} in collection {collection!r}")
 
     def discard(self, collection: str, document_id: str) -> None:
         entry = self._entry(collection, document_id)

@@ -63,6 +63,7 @@ def json_object(required: list[str], **properties: dict[str, Any]) -> dict[str, 
 
 STRING, INTEGER, NUMBER, BOOLEAN = {"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"}
 ANY_OBJECT = {"type": "object"}
+REACH = {"oneOf": [{"const": "all"}, {"type": "array", "items": STRING}]}  # a token's collections
 NAME = TypeAdapter(CollectionName).json_schema()
 ONTOLOGY_NAME = TypeAdapter(OntologyName).json_schema()
 TEXT = {"type": "string", "minLength": 1}

@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -25,6 +24,7 @@ from sparqlrag.server import (
     ontologies,
     originals,
     pages,
+    token_info,
 )
 from sparqlrag.server.access import check_grants
 from sparqlrag.server.errors import EXCEPTION_HANDLERS, ApiError, UnexpectedErrors
@@ -32,6 +32,7 @@ from sparqlrag.server.graph_store import graph_store
 from sparqlrag.server.mcp_endpoint import McpEndpoint
 from sparqlrag.server.metrics import Metrics, MetricsMiddleware, metrics_endpoint
 from sparqlrag.server.openapi import openapi
+from sparqlrag.server.origins import Cors, HostCheck, allowed_hosts
 from sparqlrag.server.query_admission import QueryAdmission
 from sparqlrag.server.rate_limit import AnswerRateLimit
 from sparqlrag.server.request_guard import RequestGuard
@@ -44,6 +45,7 @@ from sparqlrag.store.calls import off_loop
 from sparqlrag.store.data_dir import scratch_dir
 
 GSP_METHODS = ["GET", "HEAD", "PUT", "POST", "DELETE"]
+WRITES = ["PUT", "DELETE"]
 
 
 async def healthz(request: Request) -> Response:
@@ -97,6 +99,7 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
             Route("/api/v1/graph-rag", answers.graph_rag, methods=["POST"]),
             Route("/api/v1/traces", answers.traces, methods=["GET"]),
             Route("/api/v1/traces/{id}", answers.trace, methods=["GET"]),
+            Route("/api/v1/access", token_info.access, methods=["GET"]),
             Route("/api/v1/collections", collections.list_collections, methods=["GET"]),
             Route("/api/v1/collections", collections.create_collection, methods=["POST"]),
             Route("/api/v1/collections/{name}", collections.get_collection, methods=["GET"]),
@@ -116,11 +119,13 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
         middleware=[
             Middleware(MetricsMiddleware),
             Middleware(SecurityHeaders, script_origins=pages.script_origins()),
-            Middleware(RequestGuard, body_timeout=settings.body_timeout),
+            Middleware(RequestGuard, body_timeout=settings.body_timeout, send_timeout=settings.send_timeout),
+            Middleware(HostCheck, hosts=allowed_hosts(settings)),
             Middleware(
-                CORSMiddleware,
+                Cors,
                 allow_origins=settings.cors_origins,
-                allow_methods=["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"],
+                # any site may read; a site may write (PUT, DELETE) only when named in cors_origins
+                allow_methods=["GET", "HEAD", "POST", "OPTIONS"] + ([] if "*" in settings.cors_origins else WRITES),
                 allow_headers=["*"],
                 expose_headers=["Location", "Content-Type"],
             ),

@@ -20,14 +20,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sparqlrag.extraction.decoders import DecodeError
+from sparqlrag.extraction.pipeline import Pipeline
 from sparqlrag.extraction.plans import IngestResult, Source
 from sparqlrag.library import librarian
 from sparqlrag.retrieval.document_rag import passage_json
-from sparqlrag.server.auth import authorize
+from sparqlrag.server.auth import authorize, client_key
 from sparqlrag.server.bodies import read_body
 from sparqlrag.server.collections import collection_of
 from sparqlrag.server.contracts import DocumentRagRequest, TextDocument, parsed, refusal
 from sparqlrag.server.errors import ApiError, described
+from sparqlrag.server.hang_ups import decoding_for
 from sparqlrag.server.rate_limit import limit_answers
 from sparqlrag.server.state import state_of
 from sparqlrag.server.streams import sse, wants_stream
@@ -113,16 +115,23 @@ async def reingest(request: Request) -> Response:
 async def _ingest(request: Request, collection: str, sources: list[Source], *, force: bool) -> Response:
     pipeline = _services(request).pipeline
     try:
-        if _in_background(request):
-            accepted = await pipeline.submit(collection, sources, force=force)
-            items = [_result(collection, r, s) for r, s in zip(accepted, sources)]
-            headers = {"Location": items[0]["href"]} if len(items) == 1 else None
-            return JSONResponse({"documents": items}, status_code=202, headers=headers)
-        results = await pipeline.ingest_many(collection, sources, force=force)
+        async with decoding_for(request, client_key(request)):
+            return await _ingested(request, pipeline, collection, sources, force=force)
     except DecodeError as error:
-        raise ApiError(400, "bad_document", str(error)) from None
+        raise ApiError(*described(error)) from None
     except ValueError as error:  # the same document named twice in one upload
         raise ApiError(400, "bad_request", str(error)) from None
+
+
+async def _ingested(
+    request: Request, pipeline: Pipeline, collection: str, sources: list[Source], *, force: bool
+) -> Response:
+    if _in_background(request):
+        accepted = await pipeline.submit(collection, sources, force=force)
+        items = [_result(collection, r, s) for r, s in zip(accepted, sources)]
+        headers = {"Location": items[0]["href"]} if len(items) == 1 else None
+        return JSONResponse({"documents": items}, status_code=202, headers=headers)
+    results = await pipeline.ingest_many(collection, sources, force=force)
     items = [_result(collection, r, s) for r, s in zip(results, sources)]
     failures = [r for r in results if isinstance(r, Exception)]
     if failures and len(failures) == len(results):

@@ -20,7 +20,7 @@ from starlette.responses import FileResponse, Response
 
 from sparqlrag.config import Settings
 from sparqlrag.server.access import Scope
-from sparqlrag.server.auth import authorize
+from sparqlrag.server.auth import authorize, client_key
 from sparqlrag.server.bodies import scratch_path, spool_body
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.state import state_of
@@ -93,8 +93,11 @@ async def graph_store(request: Request) -> Response:
             "forbidden",
             f"the bearer token is limited to some collections: name one of their graphs, {settings.base_iri}graph/C...",
         )
-    if reading:
-        return await (_get_dataset(request) if target == ALL else _get_graph(request, target))
+    if reading:  # as one of the client's queries (query_admission.py) until the answer is out
+        async with contextlib.AsyncExitStack() as held:
+            await held.enter_async_context(state_of(request).queries.admitted(client_key(request)))
+            return await (_get_dataset(request) if target == ALL else _get_graph(request, target, held))
+        raise AssertionError("unreachable")  # (mypy: an exit stack may swallow exceptions)
     if request.method == "DELETE":
         if target == ALL:
             raise ApiError(400, "bad_request", "DELETE needs a graph: ?graph=IRI, ?default or a graph path")
@@ -105,7 +108,7 @@ async def graph_store(request: Request) -> Response:
     return await _write_graph(request, target, replace=request.method == "PUT")
 
 
-async def _get_graph(request: Request, graph: Graph) -> Response:
+async def _get_graph(request: Request, graph: Graph, held: contextlib.AsyncExitStack) -> Response:
     chosen = negotiate(request.headers.get("accept"), TRIPLE_FORMATS)
     if chosen is None:
         raise ApiError(
@@ -114,7 +117,10 @@ async def _get_graph(request: Request, graph: Graph) -> Response:
     media_type, fmt = chosen
     if _rdf11(request):
         return await _dump_file(request, media_type, fmt, graph, rdf11=True)
-    return answer_response(await streamed_graph(state_of(request).store, graph, fmt, with_charset(media_type)))
+    state = state_of(request)
+    timeout = state.settings.query_timeout
+    answer = await streamed_graph(state.store, graph, fmt, with_charset(media_type), timeout)
+    return answer_response(answer, held.pop_all() if answer.rest is not None else None)
 
 
 async def _get_dataset(request: Request) -> Response:

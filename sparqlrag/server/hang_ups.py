@@ -1,4 +1,4 @@
-"""A client that hangs up stops the store calls made for it.
+"""A client that hangs up stops the store calls and the decodes made for it.
 
 A remote store's request (store/deadlines.py) is cut off at once when its client has gone, so
 a long query of a client that gave up does not go on holding the store and a connection. The
@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 
 from starlette.requests import Request
 
+from sparqlrag.extraction.decode_pool import CALLER, DecodeCaller
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.deadlines import CANCEL, Cancel
 from sparqlrag.store.remote import RemoteStore
@@ -37,7 +38,21 @@ async def ended_by_hang_up(request: Request, store: QuadStore) -> AsyncIterator[
         CANCEL.set(before)
 
 
-async def _hang_up(request: Request, cancel: Cancel) -> None:
+@contextlib.asynccontextmanager
+async def decoding_for(request: Request, client: bytes) -> AsyncIterator[None]:
+    """Documents decoded in the block are this client's (the decode pool shares its processes
+    fairly between clients) and are stopped when the client hangs up (its body was read before)."""
+    caller = DecodeCaller(client)
+    token = CALLER.set(caller)
+    watcher = asyncio.create_task(_hang_up(request, caller.gone))
+    try:
+        yield
+    finally:
+        watcher.cancel()
+        CALLER.reset(token)
+
+
+async def _hang_up(request: Request, cancel: Cancel | asyncio.Event) -> None:
     """Set `cancel` once the client has gone (its body, if any, was read before)."""
     while (await request.receive())["type"] != "http.disconnect":
         pass

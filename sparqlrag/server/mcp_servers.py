@@ -289,6 +289,10 @@ class McpServers:
     async def _query(self, context: Context, query: str) -> dict[str, Any]:
         access, services = self.caller(context), self.services()
         settings = services.settings
+        if len(query.encode("utf-8")) > settings.max_sparql_bytes:
+            raise ToolError(
+                f"query_too_large: the query is larger than {settings.max_sparql_bytes} bytes (max_sparql_bytes)"
+            )
         dataset: dict[str, Any] = {"union_default_graph": settings.union_default_graph}
         if access.limited:
             if refused := remote_refusal(query):

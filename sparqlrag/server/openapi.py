@@ -31,6 +31,7 @@ from sparqlrag.server.api_schemas import (
     ONTOLOGY_NAME,
     QUERY_TIMEOUT,
     RDF_BODY,
+    REACH,
     SSE,
     STRING,
     TEXT,
@@ -227,6 +228,17 @@ PATHS: dict[str, dict[str, Any]] = {
             "One trace: concepts, seeds, edges, sources, steps",
             parameters=[COLLECTION_QUERY],
             responses={"200": json_response(ANY_OBJECT)},
+        ),
+    },
+    "/api/v1/access": {  # (REACH: "all", or the collections' names)
+        "get": operation(
+            "What the request's token may do: the collections it reads and writes (`all`, or their "
+            "names); `auth` false on a server without tokens",
+            responses={
+                "200": json_response(
+                    json_object(["auth"], auth=BOOLEAN, reads=REACH, writes=REACH),
+                )
+            },
         ),
     },
     "/api/v1/collections": {

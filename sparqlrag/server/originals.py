@@ -5,17 +5,22 @@ there (linked_data.resource); answers link a cited page as `/file/doc/C/ID#page=
 are the library's copy of the latest upload. Read scope and the collection's grant are checked
 as on every route. What a browser would run is never shown on this origin: only a PDF or plain
 text is shown inline; anything else (an uploaded HTML page) is a download, under a sandboxing
-Content-Security-Policy, and no type is sniffed.
+Content-Security-Policy, and no type is sniffed. The media type and file name are those the
+library recorded when it read the upload, never what a client may write in the store (a page
+relabelled `application/pdf` there would have been shown inline). The file streams from disk.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import AsyncIterator
+from typing import BinaryIO
 from urllib.parse import quote
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
-from sparqlrag.extraction.decoders import PDF, TEXT
+from sparqlrag.extraction.decoders import MEDIA_TYPES, PDF, TEXT
 from sparqlrag.queries.describe import document_of
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.errors import ApiError
@@ -24,6 +29,7 @@ from sparqlrag.server.state import state_of
 from sparqlrag.store.calls import off_loop
 
 INLINE = (PDF, TEXT)
+PIECE = 64 * 1024
 
 
 async def original(request: Request) -> Response:
@@ -39,18 +45,33 @@ async def original(request: Request) -> Response:
         raise ApiError(404, "document_not_found", f"no document <{base + path}>")
     collection = path.split("/")[1]
     try:
-        _, data = await off_loop(state_of(request).services.pipeline.library.load, collection, info.id)
+        upload, file = await off_loop(state_of(request).services.pipeline.library.original, collection, info.id)
     except LookupError:
         raise ApiError(
             404, "no_original", "the library keeps no file of this document (it came in a knowledge core)"
         ) from None
-    inline = info.media_type in INLINE
-    filename = quote(info.source.rsplit("/", 1)[-1] or info.id, safe="")
+    kind = upload.media_type if upload.media_type in MEDIA_TYPES else "application/octet-stream"
+    inline = kind in INLINE
+    filename = quote(upload.filename or info.id, safe="")
     headers = {
         "Content-Disposition": f"{'inline' if inline else 'attachment'}; filename*=UTF-8''{filename}",
         "X-Content-Type-Options": "nosniff",
     }
-    if info.media_type != PDF:  # (a sandboxed PDF is not shown by Chromium's viewer; a PDF runs no page script)
+    if kind != PDF:  # (a sandboxed PDF is not shown by Chromium's viewer; a PDF runs no page script)
         headers["Content-Security-Policy"] = "sandbox; default-src 'none'"
-    media = info.media_type + ("; charset=utf-8" if info.media_type.startswith("text/") else "")
-    return Response(data, media_type=media, headers=headers)
+    media = kind + ("; charset=utf-8" if kind.startswith("text/") else "")
+    try:
+        handle = await off_loop(file.open, "rb")  # (open before answering: a file deleted since is a 404)
+    except FileNotFoundError:
+        raise ApiError(404, "no_original", "the library keeps no file of this document now") from None
+    headers["Content-Length"] = str(os.fstat(handle.fileno()).st_size)
+    return StreamingResponse(_pieces(handle), media_type=media, headers=headers)
+
+
+async def _pieces(handle: BinaryIO) -> AsyncIterator[bytes]:
+    """The file in pieces read as the client takes them: a slow reader holds one piece, not the file."""
+    try:
+        while piece := await off_loop(handle.read, PIECE):
+            yield piece
+    finally:
+        handle.close()

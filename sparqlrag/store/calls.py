@@ -95,11 +95,14 @@ def _abandon(pieces: asyncio.Queue[QueryResult], work: asyncio.Future[QueryResul
     work.add_done_callback(lambda ended: ended.cancelled() or ended.exception())
 
 
-async def streamed_graph(store: QuadStore, graph: Graph, format: RdfFormat, media_type: str) -> ResultStream:
-    """A graph in `format` (its media type `media_type`): from a worker store it streams as it is
-    written; any other store answers it whole."""
+async def streamed_graph(
+    store: QuadStore, graph: Graph, format: RdfFormat, media_type: str, timeout: float
+) -> ResultStream:
+    """A client's read of a graph in `format` (its media type `media_type`), within `timeout`:
+    from a worker store it streams as it is written, on the clients' connections; any other
+    store answers it whole."""
     if isinstance(store, WorkerStore):
-        return await store.stream_graph(graph, format, media_type)
+        return await store.stream_graph(graph, format, media_type, timeout)
     return ResultStream(QueryResult("graph", media_type, await off_loop(store.serialize_graph, graph, format)))
 
 

@@ -199,9 +199,13 @@ class WorkerStore(StoreSupervisor):
         timeout = cast(float | None, sent.pop("timeout"))
         return await self._stream(self._call_for(STREAM, (sparql,), sent, timeout), "")
 
-    async def stream_graph(self, graph: Graph, format: RdfFormat, media_type: str) -> ResultStream:
-        """`serialize_graph` (404 for a graph that does not exist), in pieces as `stream` is."""
-        return await self._stream(self._call_for(STREAM, (graph, format), {"of": "serialize_graph"}, None), media_type)
+    async def stream_graph(
+        self, graph: Graph, format: RdfFormat, media_type: str, timeout: float | None = None
+    ) -> ResultStream:
+        """`serialize_graph` (404 for a graph that does not exist), in pieces as `stream` is; with
+        a `timeout`, a client's read, on the clients' connections."""
+        call = self._call_for(STREAM, (graph, format), {"of": "serialize_graph"}, timeout)
+        return await self._stream(call, media_type)
 
     async def _stream(self, call: Call, media_type: str) -> ResultStream:
         """The streamed call's answer: its head (a graph's with `media_type`), then the rest."""

@@ -111,7 +111,7 @@ def test_a_chunked_multipart_upload_stops_at_the_limit(hostile: LiveServer) -> N
     sent, response = 0, b""
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         sock.sendall(
-            b"POST /api/v1/ontologies?name=big HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            b"POST /api/v1/ontologies?name=big HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer "
             + WRITE.encode()
             + b"\r\nContent-Type: multipart/form-data; boundary=XyZ\r\nTransfer-Encoding: chunked\r\n\r\n"
         )

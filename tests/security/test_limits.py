@@ -75,17 +75,19 @@ def _raw(server: LiveServer, data: bytes, wait: float = 10) -> bytes:
 
 
 def test_a_request_head_too_large_is_431(server: LiveServer) -> None:
-    long_line = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 200_000 + b"\r\n\r\n"
-    many = b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: y\r\n" % n for n in range(5000)) + b"\r\n"
+    long_line = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * 200_000 + b"\r\n\r\n"
+    many = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n" + b"".join(b"X-%d: y\r\n" % n for n in range(5000)) + b"\r\n"
     for data in (long_line, many):
         answer = _raw(server, data)
         assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
         assert b"request_head_too_large" in answer
-    assert _raw(server, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").startswith(b"HTTP/1.1 200")
+    assert _raw(server, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").startswith(
+        b"HTTP/1.1 200"
+    )
 
 
 def test_a_request_head_not_finished_in_time_is_408_and_closed(server: LiveServer) -> None:
-    answer = _raw(server, b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ", wait=30)  # the head never ends
+    answer = _raw(server, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: ", wait=30)  # the head never ends
     assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
 
 
@@ -94,8 +96,8 @@ def test_connections_past_the_limit_get_503_until_unfinished_heads_are_dropped(s
     held = [socket.create_connection((host, int(port))) for _ in range(45)]
     try:
         for sock in held:
-            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # and never the end of the head
-        answer = _raw(server, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")  # and never the end of the head
+        answer = _raw(server, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         assert answer.startswith(b"HTTP/1.1 503 "), answer[:200]
         for sock in held:  # each is answered 408 and closed at its head's deadline
             sock.settimeout(30)
@@ -103,7 +105,9 @@ def test_connections_past_the_limit_get_503_until_unfinished_heads_are_dropped(s
     finally:
         for sock in held:
             sock.close()
-    assert _raw(server, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").startswith(b"HTTP/1.1 200")
+    assert _raw(server, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").startswith(
+        b"HTTP/1.1 200"
+    )
 
 
 def _zip(members: dict[str, bytes], link: str | None = None) -> bytes:

@@ -76,7 +76,7 @@ def test_a_body_shorter_than_its_length_times_out(hostile: LiveServer) -> None:
     host, port = hostile.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=30) as sock:  # a held connection times recv out
         sock.sendall(
-            b"POST /sparql HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            b"POST /sparql HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer "
             + READ.encode()
             + b"\r\nContent-Type: application/sparql-query\r\nContent-Length: 1000\r\n\r\nASK {"
         )

@@ -1,12 +1,16 @@
 "use strict";
 // What every page shares: the server's settings, the bearer token (typed once, kept in this
-// browser's localStorage) and JSON calls that carry it and turn an error body into a message.
+// tab's sessionStorage, which is this origin's alone, port included) and JSON calls that carry it
+// and turn an error body into a message. Links (entity pages, data) cannot carry a header, so a
+// token that cannot write also goes in a cookie, which the server takes for reads by GET; a
+// write token never does: cookies are shared by every port of the host.
 const sparqlrag = (() => {
   const config = JSON.parse(document.getElementById("sparqlrag-config").textContent);
   const TOKEN = "sparqlrag.token";
+  localStorage.removeItem(TOKEN); // (where earlier versions kept it, for every tab and for good)
 
   function token() {
-    return localStorage.getItem(TOKEN) || "";
+    return sessionStorage.getItem(TOKEN) || "";
   }
 
   function headers(extra = {}) {
@@ -49,14 +53,29 @@ const sparqlrag = (() => {
   // a token field in the top bar when the server asks for tokens
   if (config.auth) {
     const field = element("input", { type: "password", placeholder: "bearer token", id: "token", value: token() });
-    field.addEventListener("change", () => {
+    field.addEventListener("change", async () => {
       const value = field.value.trim();
-      localStorage.setItem(TOKEN, value);
-      // links (entity pages, data) cannot carry a header: the server takes this cookie for reads only
-      document.cookie = `${config.cookie}=${encodeURIComponent(value)}; path=/; SameSite=Strict`;
+      sessionStorage.setItem(TOKEN, value);
+      await keepForLinks(value);
       location.reload();
     });
     document.querySelector("nav.top").append(field);
+  }
+
+  // the cookie for links: set for a token that can read but not write, cleared for any other
+  async function keepForLinks(value) {
+    let readOnly = false;
+    if (value) {
+      try {
+        const reach = await (await api("/api/v1/access")).json();
+        readOnly = reach.auth && Array.isArray(reach.writes) && reach.writes.length === 0;
+      } catch (ignored) {
+        // an unknown token: nothing to keep
+      }
+    }
+    const kept = readOnly ? encodeURIComponent(value) : "";
+    const expiry = readOnly ? "" : "; Max-Age=0";
+    document.cookie = `${config.cookie}=${kept}; path=/; SameSite=Strict${expiry}`;
   }
 
   // a query with the project's prefixes declared before it
