@@ -201,6 +201,7 @@ NARROWED = {
     ("GET", "/sparql"),  # the service description
     ("GET", "/api/v1/collections"),
     ("GET", "/api/v1/ontologies"),
+    ("GET", "/api/v1/access"),  # (the token's own reach: its collections' names)
 }
 
 

@@ -251,6 +251,8 @@ class Pipeline:
     async def _batch(self, collection: str, sources: list[Source]) -> tuple[Iris, list[str]]:
         """The collection's IRIs and the documents' ids, once the batch is known to be valid."""
         ids = [source.document_id for source in sources]
+        if dotted := next((i for i in ids if i in (".", "..")), None):  # (in a URL it names a folder, not a document)
+            raise ValueError(f"a document id may not be {dotted!r}")
         if len(set(ids)) != len(ids):
             raise ValueError("a batch names the same document twice")
         iris = Iris(self.base_iri, collection)

@@ -219,7 +219,7 @@ def documents(store: QuadStore, iris: Iris, document: NamedNode | None = None) -
         }} GROUP BY ?doc ?title ?source ?format ?sha ?status ?progress ?created ORDER BY ?created ?doc""",
     )
     prefix = iris.document("").value
-    return [
+    return [  # (only the server's own document IRIs: the graph is client-writable, and rows become links)
         DocumentInfo(
             iri=row["doc"],
             id=unquote(row["doc"].removeprefix(prefix)),
@@ -236,6 +236,7 @@ def documents(store: QuadStore, iris: Iris, document: NamedNode | None = None) -
             error=row.get("error"),
         )
         for row in rows
+        if row["doc"].startswith(prefix) and row["doc"] != prefix
     ]
 
 

@@ -73,8 +73,10 @@ def _prefixes(value: str | None) -> dict[str, str]:
 
 
 def _info_of(row: dict[str, str]) -> OntologyInfo | None:
-    """A registration as read back; None (and a warning) for one whose values do not parse,
-    which only an unlimited writer's SPARQL could have put there."""
+    """A registration as read back; None (and an error in the log) for one whose values do not
+    parse, which only an unlimited writer's SPARQL could have put there, or for a row missing
+    values, which only a store answering in a shape not asked for (a remote one) could send:
+    the server starts and serves without that ontology rather than stopping."""
     try:
         return OntologyInfo(
             row["name"],
@@ -86,8 +88,8 @@ def _info_of(row: dict[str, str]) -> OntologyInfo | None:
             row["loaded"],
             _prefixes(row.get("prefixes")),
         )
-    except ValueError:
-        log.warning("the registry's entry for ontology %r does not parse; it is left out", row["name"])
+    except (ValueError, KeyError, TypeError):
+        log.error("the registry's entry for ontology %r does not parse; it is left out", row.get("name"))
         return None
 
 

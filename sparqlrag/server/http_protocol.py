@@ -170,9 +170,9 @@ def uvicorn_config(app: Any, settings: Settings, **options: Any) -> uvicorn.Conf
             "by_address": {},
         },
     )
-    proxies = (
-        {"proxy_headers": True, "forwarded_allow_ips": settings.trusted_proxies} if settings.trusted_proxies else {}
-    )
+    proxies: dict[str, Any] = {"proxy_headers": False}  # (uvicorn's default believes X-Forwarded-For from loopback)
+    if settings.trusted_proxies:
+        proxies = {"proxy_headers": True, "forwarded_allow_ips": settings.trusted_proxies}
     return uvicorn.Config(
         app,
         http=protocol,

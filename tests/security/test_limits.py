@@ -91,17 +91,26 @@ def test_a_request_head_not_finished_in_time_is_408_and_closed(server: LiveServe
     assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
 
 
-def test_connections_past_the_limit_get_503_until_unfinished_heads_are_dropped(server: LiveServer) -> None:
+def test_connections_past_the_limit_close_the_longest_idle_and_unfinished_heads_are_dropped(
+    server: LiveServer,
+) -> None:
+    """Connections holding nothing but an unfinished head do not keep a newcomer out (issue 51:
+    they made every other request 503): past `max_connections` the longest-idle is closed."""
     host, port = server.url.removeprefix("http://").split(":")
-    held = [socket.create_connection((host, int(port))) for _ in range(45)]
+    held = [socket.create_connection((host, int(port))) for _ in range(server.settings.max_connections + 5)]
     try:
         for sock in held:
             sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")  # and never the end of the head
         answer = _raw(server, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        assert answer.startswith(b"HTTP/1.1 503 "), answer[:200]
-        for sock in held:  # each is answered 408 and closed at its head's deadline
+        assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+        ends = []
+        for sock in held:  # each was closed to make room, or is answered 408 and closed at its head's deadline
             sock.settimeout(30)
-            assert sock.recv(100).startswith(b"HTTP/1.1 408 ")
+            try:
+                ends.append(sock.recv(100)[:13])
+            except ConnectionResetError:
+                ends.append(b"")
+        assert set(ends) <= {b"", b"HTTP/1.1 408 "} and b"" in ends, ends
     finally:
         for sock in held:
             sock.close()
