@@ -7,8 +7,9 @@ document's DecodeLimits: a child is killed (and replaced) at the decode's deadli
 caller is cancelled or the caller's client hangs up, and its memory and CPU are capped by the
 kernel. What fails is a DecodeError naming the limit; the server's threads never parse.
 
-Workers are handed out fairly: when all are busy, the next free one goes to the waiting client
-that holds the fewest, so one client's uploads cannot keep everyone else's waiting. The client
+Workers are handed out fairly: a client may hold all but one of them, and when all are busy
+the next free one goes to the waiting client that holds the fewest, so one client's uploads
+cannot keep everyone else's waiting. The client
 (and how to tell it has gone) is the `DecodeCaller` of the calling context, which the server
 sets per request; without one, every decode is one anonymous client's.
 """
@@ -20,6 +21,7 @@ import contextlib
 import contextvars
 import json
 import logging
+import select
 import signal
 import subprocess
 import sys
@@ -35,6 +37,7 @@ from sparqlrag.extraction.decoders import Decoded
 from sparqlrag.extraction.structure import Span
 
 log = logging.getLogger("sparqlrag.extraction")
+START_TIMEOUT = 60.0  # seconds a decoding process may take to import its parsers
 RETIRE_GROWTH_KIB = 256 * 1024  # a worker whose peak memory grew this far past its start is replaced
 
 
@@ -68,7 +71,8 @@ class _Worker:
         )
         self.first_peak: int | None = None
         assert self.process.stdout is not None
-        if read_frame(self.process.stdout) != READY:  # (its imports done and limits set: clocks start after)
+        started, _, _ = select.select([self.process.stdout], [], [], START_TIMEOUT)
+        if not started or read_frame(self.process.stdout) != READY:  # (imports done, limits set: clocks start after)
             self.kill()
             raise DecoderUnavailable("a decoding process could not start; see the server's log")
 
@@ -102,11 +106,13 @@ class _Worker:
 
 
 class _FairSlots:
-    """`size` slots; when none is free, a freed one goes to the waiting client holding fewest,
-    and among those to the one served longest ago."""
+    """`size` slots handed out fairly: a named client holds at most `size - 1` (one is always
+    left for someone else), and a freed slot goes to the waiting client holding fewest, among
+    those to the one served longest ago. The anonymous client (b"": the process's own work, the
+    CLI) may hold them all."""
 
     def __init__(self, size: int) -> None:
-        self._free = size
+        self._size = self._free = size
         self._held: Counter[bytes] = Counter()
         self._served: dict[bytes, int] = {}  # client -> the number of its last grant (forgotten with its last slot)
         self._grants = 0
@@ -116,32 +122,48 @@ class _FairSlots:
 
     @contextlib.asynccontextmanager
     async def slot(self, client: bytes) -> AsyncIterator[None]:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         with self._lock:
-            granted = self._free > 0 and not self._waiting
-            if granted:
-                self._free -= 1
-                self._take(client)
-            else:
-                waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-                self._waiting.setdefault(client, deque()).append(waiter)
-        if not granted:
-            try:
-                await waiter
-            except asyncio.CancelledError:
-                with self._lock:
-                    if waiter in self._granted:  # handed a slot as it was cancelled: pass it on
-                        self._granted.discard(waiter)
-                        self._release(client)
-                    else:
-                        self._forget(client, waiter)
-                raise
+            self._waiting.setdefault(client, deque()).append(waiter)
+            self._dispatch()
+        try:
+            await waiter
+        except asyncio.CancelledError:
             with self._lock:
-                self._granted.discard(waiter)
+                if waiter in self._granted:  # handed a slot as it was cancelled: pass it on
+                    self._granted.discard(waiter)
+                    self._release(client)
+                else:
+                    self._forget(client, waiter)
+            raise
+        with self._lock:
+            self._granted.discard(waiter)
         try:
             yield
         finally:
             with self._lock:
                 self._release(client)
+
+    def _cap(self, client: bytes) -> int:
+        return self._size - 1 if client and self._size > 1 else self._size
+
+    def _dispatch(self) -> None:
+        """Hand free slots to waiting clients under their cap, fewest held first."""
+        while self._free:
+            eligible = [client for client in self._waiting if self._held[client] < self._cap(client)]
+            if not eligible:
+                return
+            chosen = min(eligible, key=lambda client: (self._held[client], self._served.get(client, 0)))
+            queue = self._waiting[chosen]
+            waiter = queue.popleft()
+            if not queue:
+                del self._waiting[chosen]
+            self._free -= 1
+            self._held[chosen] += 1
+            self._grants += 1
+            self._served[chosen] = self._grants
+            self._granted.add(waiter)
+            waiter.get_loop().call_soon_threadsafe(_grant, waiter)
 
     def _forget(self, client: bytes, waiter: asyncio.Future[None]) -> None:
         queue = self._waiting.get(client)
@@ -152,28 +174,14 @@ class _FairSlots:
                 if client not in self._held:
                     self._served.pop(client, None)
 
-    def _take(self, client: bytes) -> None:
-        self._held[client] += 1
-        self._grants += 1
-        self._served[client] = self._grants
-
     def _release(self, client: bytes) -> None:
         self._held[client] -= 1
         if self._held[client] <= 0:
             del self._held[client]
             if client not in self._waiting:
                 self._served.pop(client, None)
-        if not self._waiting:
-            self._free += 1
-            return
-        chosen = min(self._waiting, key=lambda waiting: (self._held[waiting], self._served.get(waiting, 0)))
-        queue = self._waiting[chosen]
-        waiter = queue.popleft()
-        if not queue:
-            del self._waiting[chosen]
-        self._take(chosen)
-        self._granted.add(waiter)
-        waiter.get_loop().call_soon_threadsafe(_grant, waiter)
+        self._free += 1
+        self._dispatch()
 
 
 def _retrieved(job: asyncio.Future[Any]) -> None:
@@ -195,38 +203,44 @@ class DecodePool:
         self._slots = _FairSlots(workers)
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
+        self._closed = False
 
     async def decode(self, data: bytes, media_type: str | None, filename: str | None) -> Decoded:
         """The document decoded within the limits, or DecodeError (DecodeLimitExceeded for a limit)."""
         caller = CALLER.get() or DecodeCaller(b"")
         async with self._slots.slot(caller.client):
             worker = await asyncio.to_thread(self._worker)
-            job = asyncio.ensure_future(
-                asyncio.to_thread(worker.run, {"media_type": media_type, "filename": filename}, data)
-            )
-            job.add_done_callback(_retrieved)
-            gone = asyncio.ensure_future(caller.gone.wait())
-            try:
-                done, _ = await asyncio.wait({job, gone}, timeout=self.limits.seconds, return_when="FIRST_COMPLETED")
-            except BaseException:  # cancelled: the child goes with the call
-                worker.kill()
-                raise
-            finally:
-                gone.cancel()
-            if job not in done:
-                worker.kill()
-                await asyncio.gather(job, return_exceptions=True)
-                if gone in done:
-                    raise DecodeLimitExceeded("the upload was abandoned while its document was decoded")
-                raise DecodeLimitExceeded(f"decoding took longer than {self.limits.seconds:g} s (decode_timeout)")
-            try:
-                answer = job.result()
-            except _Died:
-                self._died(worker)
+            answer = await self._answer(worker, caller, {"media_type": media_type, "filename": filename}, data)
             self._done(worker, answer)
         if "decoded" not in answer:
             raise (DecodeLimitExceeded if answer.get("limit") else DecodeError)(answer["error"])
         return _decoded(answer["decoded"])
+
+    async def _answer(
+        self, worker: _Worker, caller: DecodeCaller, header: dict[str, Any], data: bytes
+    ) -> dict[str, Any]:
+        """The worker's answer; the worker killed (and DecodeLimitExceeded) at the deadline or
+        when the caller's client has gone, killed with the call when it is cancelled."""
+        job = asyncio.ensure_future(asyncio.to_thread(worker.run, header, data))
+        job.add_done_callback(_retrieved)
+        gone = asyncio.ensure_future(caller.gone.wait())
+        try:
+            done, _ = await asyncio.wait({job, gone}, timeout=self.limits.seconds, return_when="FIRST_COMPLETED")
+        except BaseException:  # cancelled: the child goes with the call
+            worker.kill()
+            raise
+        finally:
+            gone.cancel()
+        if job not in done:
+            worker.kill()
+            await asyncio.gather(job, return_exceptions=True)
+            if gone in done:
+                raise DecodeLimitExceeded("the upload was abandoned while its document was decoded")
+            raise DecodeLimitExceeded(f"decoding took longer than {self.limits.seconds:g} s (decode_timeout)")
+        try:
+            return job.result()
+        except _Died:
+            self._died(worker)
 
     def _worker(self) -> _Worker:
         with self._lock:
@@ -236,11 +250,11 @@ class DecodePool:
 
     def _done(self, worker: _Worker, answer: dict[str, Any]) -> None:
         """Keep the worker for the next decode, unless it failed on a limit or grew."""
-        if answer.get("limit") or worker.grew(int(answer.get("peak_kib", 0))):
-            worker.kill()
-            return
         with self._lock:
-            self._idle.append(worker)
+            if not (self._closed or answer.get("limit") or worker.grew(int(answer.get("peak_kib", 0)))):
+                self._idle.append(worker)
+                return
+        worker.kill()
 
     def _died(self, worker: _Worker) -> NoReturn:
         worker.kill()
@@ -254,7 +268,9 @@ class DecodePool:
         )
 
     def close(self) -> None:
+        """Stop the idle workers; a busy one is stopped when its decode ends."""
         with self._lock:
+            self._closed = True
             idle, self._idle = self._idle, []
         for worker in idle:
             worker.kill()

@@ -95,7 +95,7 @@ class _CountedInflater:
             return self._inflater.decompress(data)
         out = self._inflater.decompress(data, left + 1)
         if len(out) > left:
-            raise limits.too_large("the PDF's compressed streams")
+            raise limits.too_large("the PDF's compressed content")
         self._budget.left = left - len(out)
         return out
 

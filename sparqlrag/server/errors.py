@@ -11,6 +11,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, Route
 from starlette.types import Message, Receive, Scope, Send
 
+from sparqlrag.extraction.decode_pool import DecoderUnavailable
 from sparqlrag.extraction.decoders import DecodeError, DecodeLimitExceeded
 from sparqlrag.library.librarian import CollectionBusy, UnknownCollection
 from sparqlrag.models.llm import LLMError
@@ -87,6 +88,7 @@ CLIENT_ERRORS: list[tuple[type[Exception], int, str]] = [
     (CollectionBusy, 409, "collection_busy"),
     (EmptyGraph, 409, "empty_graph"),
     (QuestionTooLong, 400, "question_too_long"),
+    (DecoderUnavailable, 503, "decoder_unavailable"),
     (DecodeLimitExceeded, 400, "decode_failed"),  # (before DecodeError: it is one)
     (DecodeError, 400, "bad_document"),
 ]

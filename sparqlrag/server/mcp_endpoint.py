@@ -26,6 +26,7 @@ from sparqlrag.server.access import Access
 from sparqlrag.server.auth import authorize, client_key
 from sparqlrag.server.errors import ApiError
 from sparqlrag.server.mcp_servers import McpServers
+from sparqlrag.server.origins import check_same_origin
 from sparqlrag.server.state import state_of
 from sparqlrag.services import Services
 from sparqlrag.store.formats import media_type_of
@@ -68,6 +69,8 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         access = authorize(request, "read", per_collection=True)
+        if not state_of(request).settings.auth_enabled:  # (every call may write: only our pages, or no browser)
+            check_same_origin(request, state_of(request).settings)
         if media_type_of(request.headers.get("content-type")) != "application/json":
             raise ApiError(415, "unsupported_media_type", "an MCP message is JSON: send Content-Type application/json")
         manager = self.writer if access.anywhere("write") else self.reader

@@ -44,7 +44,8 @@ def test_a_foreign_pages_writes_are_refused(seeded: LiveServer, headers: dict[st
         form = browser.post("/sparql", data={"update": "DROP ALL"})
         upload = browser.post("/api/v1/documents", files=[("file", ("x.txt", b"Eve was here.", "text/plain"))])
         deleted = browser.delete("/store?default")
-    for refused in (form, upload, deleted):
+        assistant = browser.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    for refused in (form, upload, deleted, assistant):
         assert refused.status_code == 403 and refused.json()["error"] == "cross_site_write", refused.text
     assert _quads(seeded) == before
     with httpx.Client(base_url=seeded.url, headers=headers) as browser:  # reads stay open to any page, as before

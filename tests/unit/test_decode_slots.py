@@ -1,5 +1,5 @@
-"""The decode pool's workers go round fairly: when all are busy, the next free one goes to the
-waiting client that holds the fewest, not to whoever queued first."""
+"""The decode pool's workers go round fairly: a client holds all but one, and when all are busy
+the next free one goes to the waiting client that holds the fewest, not to whoever queued first."""
 
 from __future__ import annotations
 
@@ -59,3 +59,33 @@ def test_a_cancelled_waiter_gives_up_its_place() -> None:
         return order
 
     assert asyncio.run(run()) == ["a", "c"]
+
+
+def test_a_client_leaves_one_slot_for_others() -> None:
+    async def run() -> list[str]:
+        slots, order = _FairSlots(2), list[str]()
+        release = asyncio.Event()
+        greedy = [asyncio.create_task(_decode(slots, order, b"greedy", f"greedy-{n}", release)) for n in (1, 2, 3)]
+        await asyncio.sleep(0.01)
+        other = asyncio.create_task(_decode(slots, order, b"other", "other-1"))
+        await asyncio.sleep(0.01)
+        running = list(order)
+        release.set()
+        await asyncio.gather(*greedy, other)
+        return running
+
+    assert asyncio.run(run()) == ["greedy-1", "other-1"]
+
+
+def test_the_processes_own_work_may_take_every_slot() -> None:
+    async def run() -> list[str]:
+        slots, order = _FairSlots(2), list[str]()
+        release = asyncio.Event()
+        own = [asyncio.create_task(_decode(slots, order, b"", f"own-{n}", release)) for n in (1, 2)]
+        await asyncio.sleep(0.01)
+        running = list(order)
+        release.set()
+        await asyncio.gather(*own)
+        return running
+
+    assert asyncio.run(run()) == ["own-1", "own-2"]
