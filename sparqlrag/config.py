@@ -40,6 +40,7 @@ class Settings(BaseSettings):
     max_query_timeout: float = 300.0
     max_sparql_bytes: int = 10 * 1024 * 1024
     max_concurrent_queries: int = 8  # SPARQL queries one client (token, else address) may run at once; 0: any
+    max_concurrent_uploads: int = 4  # document uploads (and re-ingests) one client may have in flight; 0: any
     query_crash_budget: int = 3  # queries of a client that may stop the store in 10 minutes before it gets 429
     max_result_bytes: int = 128 * 1024 * 1024  # a client's query result (/sparql, MCP): more is 400 result_too_large
     max_upload_bytes: int = 512 * 1024 * 1024
@@ -183,7 +184,9 @@ class Settings(BaseSettings):
             raise ValueError(f"base_iri must be an http(s) IRI, got {value!r}")
         return value if value.endswith("/") else value + "/"
 
-    @field_validator("trace_keep", "answer_rate", "max_concurrent_queries", "query_crash_budget")
+    @field_validator(
+        "trace_keep", "answer_rate", "max_concurrent_queries", "max_concurrent_uploads", "query_crash_budget"
+    )
     @classmethod
     def _not_negative(cls, value: int) -> int:
         if value < 0:

@@ -139,6 +139,7 @@ def create_app(settings: Settings, models: Models | None = None) -> Starlette:
         Metrics(app),
         AnswerRateLimit(settings.answer_rate),
         QueryAdmission(settings.max_concurrent_queries, settings.query_crash_budget),
+        QueryAdmission(settings.max_concurrent_uploads, 0, "uploads", "max_concurrent_uploads"),
         scratch_dir(settings.data_dir),
     )
     return app

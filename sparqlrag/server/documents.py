@@ -98,18 +98,20 @@ def _result(collection: str, result: IngestResult | Exception, source: Source) -
 async def upload(request: Request) -> Response:
     authorize(request, "write", per_collection=True)
     collection = await collection_of(request)
-    return await _ingest(request, collection, await _sources(request), force=False)
+    async with state_of(request).uploads.admitted(client_key(request)):  # (before the body is read)
+        return await _ingest(request, collection, await _sources(request), force=False)
 
 
 async def reingest(request: Request) -> Response:
     """Extract a document again (e.g. after changing the extractor or its prompts)."""
     authorize(request, "write", per_collection=True)
     collection, document_id = await collection_of(request), request.path_params["id"]
-    try:
-        source = await _services(request).pipeline.kept_source(collection, document_id)
-    except LookupError as error:
-        raise ApiError(404, "document_not_found", f"{error} (upload it again to keep a copy)") from None
-    return await _ingest(request, collection, [source], force=True)
+    async with state_of(request).uploads.admitted(client_key(request)):
+        try:
+            source = await _services(request).pipeline.kept_source(collection, document_id)
+        except LookupError as error:
+            raise ApiError(404, "document_not_found", f"{error} (upload it again to keep a copy)") from None
+        return await _ingest(request, collection, [source], force=True)
 
 
 async def _ingest(request: Request, collection: str, sources: list[Source], *, force: bool) -> Response:

@@ -7,6 +7,10 @@ once filled every thread of the store. So each client (its token, else its addre
 `query_crashed_store`) costs every client a restart; a client whose queries did that
 `query_crash_budget` times within CRASH_WINDOW seconds gets 429 for its queries until the oldest
 of those leaves the window. Everything here runs on the event loop: no lock.
+
+Uploads are admitted the same way (`max_concurrent_uploads`, 429 `too_many_uploads`): a document
+is held in memory from its body's read to its decode, and one client's hundred uploads at once
+would hold a hundred bodies.
 """
 
 from __future__ import annotations
@@ -25,8 +29,11 @@ MAX_CLIENTS = 10_000  # crash records kept; the least recently used go first
 
 
 class QueryAdmission:
-    def __init__(self, concurrent: int, crash_budget: int) -> None:
+    def __init__(
+        self, concurrent: int, crash_budget: int, what: str = "queries", setting: str = "max_concurrent_queries"
+    ) -> None:
         self.concurrent, self.crash_budget = concurrent, crash_budget
+        self.what, self.setting = what, setting
         self._running: dict[bytes, int] = {}
         self._crashes: OrderedDict[bytes, deque[float]] = OrderedDict()
 
@@ -38,9 +45,9 @@ class QueryAdmission:
         if self.concurrent and running >= self.concurrent:
             raise ApiError(
                 429,
-                "too_many_queries",
-                f"{running} queries of this client are running, the most it may have at once "
-                "(max_concurrent_queries); send this one when one of them has finished",
+                f"too_many_{self.what}",
+                f"{running} {self.what} of this client are running, the most it may have at once "
+                f"({self.setting}); send this one when one of them has finished",
                 {"Retry-After": "1"},
             )
         self._running[client] = running + 1

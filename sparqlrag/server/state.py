@@ -26,6 +26,7 @@ class ServerState:
     metrics: Metrics
     answer_limit: AnswerRateLimit
     queries: QueryAdmission
+    uploads: QueryAdmission
     scratch_dir: Path
     opened: Services | None = None  # set by the lifespan once the store and models are open
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import threading
+import time
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -74,6 +75,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         decode_memory_bytes=192 * 1024 * 1024,
         decode_max_unpacked_bytes=8 * 1024 * 1024,
         decode_max_blocks=5_000,
+        max_concurrent_uploads=3,
     )
     with live.client(ADMIN) as admin:
         assert admin.post("/api/v1/documents", json={"id": "kept", "text": "Ada Lovelace wrote notes."}).is_success
@@ -87,22 +89,32 @@ def _upload(server: LiveServer, name: str, data: bytes, kind: str, timeout: floa
 
 
 def test_a_pdf_that_loops_is_stopped_at_its_deadline_and_everyone_else_is_served(server: LiveServer) -> None:
+    """One client's four looping uploads at once: three are admitted (max_concurrent_uploads)
+    and stopped at their deadline; the fourth is 429; another client is served meanwhile."""
     before = snapshot(server)
     answers: list[httpx.Response] = []
     uploads = [
-        threading.Thread(target=lambda: answers.append(_upload(server, "loop.pdf", LOOPING_PDF, PDF)))
-        for _ in range(4)  # more than the workers
+        threading.Thread(target=lambda: answers.append(_upload(server, "loop.pdf", LOOPING_PDF, PDF))) for _ in range(4)
     ]
     for upload in uploads:
         upload.start()
+    time.sleep(0.5)
     with server.client(ADMIN, timeout=30) as admin:  # answered while the loops run
         for path in ("/healthz", "/api/v1/collections", "/api/v1/documents"):
             assert admin.get(path).status_code == 200, path
+        made = admin.post("/api/v1/documents", json={"id": "meanwhile", "text": "Grace Hopper wrote code."})
+        assert made.status_code == 201, made.text  # on the decoder the looping client may not take
     for upload in uploads:
         upload.join(120)
-    assert [a.status_code for a in answers] == [400] * 4
+    assert sorted(a.status_code for a in answers) == [400, 400, 400, 429], [a.text for a in answers]
     for answer in answers:
-        assert answer.json()["error"] == "decode_failed" and "decode_timeout" in answer.json()["detail"], answer.text
+        error = answer.json()
+        if answer.status_code == 429:
+            assert error["error"] == "too_many_uploads" and "max_concurrent_uploads" in error["detail"]
+        else:
+            assert error["error"] == "decode_failed" and "decode_timeout" in error["detail"], answer.text
+    with server.client(ADMIN) as admin:
+        assert admin.delete("/api/v1/documents/meanwhile").status_code in (200, 204)
     assert snapshot(server) == before
 
 
