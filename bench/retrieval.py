@@ -15,6 +15,12 @@ figures appear again under "default"). recall@k = share of a
 question's gold passages in the top k, averaged; all-gold@8 = share of questions with every
 gold passage in the top 8; ms/query p50 and p95.
 
+Answers (sets whose questions have gold answers: MuSiQue, MetaQA): the answer text a user reads,
+offline, for Document RAG (hybrid) and each Graph RAG mode, with the modes' default options.
+containment = share of questions whose answer contains a gold answer, both normalised as SQuAD
+does (lowercase, punctuation and the articles a/an/the removed, spaces collapsed); yes/no
+questions (gold "yes" or "no") counted apart; and the median answer length in characters.
+
 MetaQA (--metaqa DIR: `kb.txt` subject|relation|object, `queries.jsonl` {hops,question,
 topic_entity,answers}): the KB is loaded as the knowledge graph (labels from the names) and
 indexed; each question ([brackets] dropped) runs Graph RAG with its defaults (--scorer text:
@@ -38,6 +44,7 @@ import json
 import os
 import re
 import statistics
+import string
 import sys
 import tempfile
 import time
@@ -60,6 +67,7 @@ from sparqlrag.extraction.plans import Source  # noqa: E402
 from sparqlrag.extraction.triples_import import PreExtracted, read_triples  # noqa: E402
 from sparqlrag.retrieval.document_rag import Passage  # noqa: E402
 from sparqlrag.retrieval.options import DOCUMENT_MODES, DocumentRagOptions, GraphMode, GraphRagOptions  # noqa: E402
+from sparqlrag.retrieval.walk import EmptyGraph  # noqa: E402
 from sparqlrag.services import Services  # noqa: E402
 from sparqlrag.store import EmbeddedStore, vocab  # noqa: E402
 from sparqlrag.store.local_vectors import LocalVectors  # noqa: E402
@@ -67,6 +75,8 @@ from sparqlrag.store.select import lexical  # noqa: E402
 from sparqlrag.store.shortlist import SHORTLIST_ROWS  # noqa: E402
 from sparqlrag.store.vocab import Iris  # noqa: E402
 
+ARTICLES = re.compile(r"\b(a|an|the)\b")
+PUNCTUATION = set(string.punctuation)
 LATENCY_SIZES = {"10k": (6_000, 1), "170k": (None, 1), "1M": (None, 8)}  # MetaQA KB lines, copies
 SWEEP = [(0.5, 0.5), (0.75, 0.25)]  # hybrid fusion weights shown beside the configured ones
 DEFAULT_MODE: GraphMode = "pagerank"  # the mode `ask` answers from by default, reported again as "default"
@@ -125,9 +135,81 @@ async def evaluate(
     ingest = {"ingest_s": time.monotonic() - started, "passages": len(corpus), "knowledge": extractor.name}
     ingest["graph_index"] = graph_index_figures(services, work)
     metrics = await recall_by_mode(services, queries, options, IRIS.document("").value)
+    if any(query.get("answers") for query in queries):
+        ingest["answers"] = await answers_by_mode(services, queries, options)
     services.close()
     store.close()
     return metrics, ingest
+
+
+def normalised(text: str) -> str:
+    """SQuAD's answer normalisation: lowercase, no punctuation, no articles, single spaces."""
+    text = "".join(ch for ch in text.lower() if ch not in PUNCTUATION)
+    return " ".join(ARTICLES.sub(" ", text).split())
+
+
+def contains_gold(answer: str, golds: list[str]) -> bool:
+    said = f" {normalised(answer)} "
+    return any(f" {gold} " in said for gold in map(normalised, golds) if gold)
+
+
+async def answers_by_mode(
+    services: Services, queries: list[dict], options: GraphRagOptions
+) -> dict[str, dict[str, float]]:
+    """Per answering mode: containment of the non-yes/no questions with gold answers (%), the
+    yes/no questions' (%), their counts, and the median answer length (characters)."""
+    graph = services.graph_rag
+
+    def graph_answer(mode: GraphMode) -> Callable[[str], Awaitable[str]]:
+        async def answer(question: str) -> str:
+            try:
+                return (await graph.answer("default", question, options, mode=mode)).answer
+            except EmptyGraph:
+                return ""
+
+        return answer
+
+    async def document_answer(question: str) -> str:
+        return (await services.document_rag.answer("default", question, DocumentRagOptions())).answer
+
+    runs: dict[str, Callable[[str], Awaitable[str]]] = {"document hybrid": document_answer}
+    runs |= {"graph": graph_answer("graph"), "graph+document": graph_answer("hybrid")}
+    runs |= {"pagerank": graph_answer("pagerank")}
+    asked = [query for query in queries if query.get("answers")]
+    out: dict[str, dict[str, float]] = {}
+    for name, answer in runs.items():
+        found = {"open": 0, "yes/no": 0}
+        counted = {"open": 0, "yes/no": 0}
+        lengths = []
+        for query in asked:
+            said = await answer(query["question"])
+            kind = "yes/no" if {normalised(a) for a in query["answers"]} <= {"yes", "no"} else "open"
+            counted[kind] += 1
+            found[kind] += contains_gold(said, query["answers"])
+            lengths.append(len(said))
+        out[name] = {
+            "containment": 100 * found["open"] / max(counted["open"], 1),
+            "questions": counted["open"],
+            "yes/no containment": 100 * found["yes/no"] / max(counted["yes/no"], 1),
+            "yes/no questions": counted["yes/no"],
+            "median_chars": statistics.median(lengths) if lengths else 0,
+        }
+    out["default"] = out[DEFAULT_MODE]
+    return out
+
+
+def answer_table(name: str, answers: dict[str, dict[str, float]]) -> list[str]:
+    lines = [
+        f"\n### {name}: the answer a user reads (offline)\n",
+        "| mode | contains a gold answer | questions | yes/no: contains | yes/no questions | median chars |",
+        "|---|---|---|---|---|---|",
+    ]
+    for mode, row in answers.items():
+        lines.append(
+            f"| {mode} | {row['containment']:.1f} | {row['questions']:.0f} | {row['yes/no containment']:.1f} | "
+            f"{row['yes/no questions']:.0f} | {row['median_chars']:.0f} |"
+        )
+    return lines
 
 
 def graph_index_figures(services: Services, work: Path) -> dict[str, float]:
@@ -288,9 +370,11 @@ async def metaqa(
     services, store, loading = await load_graph(work, metaqa_quads(directory / "kb.txt"))
     queries = read_jsonl(queries_file)
     per_hop: dict[int, dict[str, float]] = {}
+    lengths: dict[int, list[int]] = {}
     for query in queries:
         topic, answers = IRIS.entity(query["topic_entity"]).value, {IRIS.entity(a).value for a in query["answers"]}
-        walk = await services.graph_rag.retrieve("default", re.sub(r"[\[\]]", "", query["question"]), options)
+        question = re.sub(r"[\[\]]", "", query["question"])
+        walk = await services.graph_rag.retrieve("default", question, options)
         seeds = [s.entity for s in walk.seeds]
         best: dict[str, float] = {}
         for edge in walk.edges:
@@ -298,9 +382,16 @@ async def metaqa(
                 if node != topic:
                     best[node] = max(best.get(node, -1.0), edge.score)
         top = max(best, key=best.__getitem__) if best else None
+        try:
+            said = (await services.graph_rag.answer("default", question, options, mode=DEFAULT_MODE)).answer
+        except EmptyGraph:
+            said = ""
         row = per_hop.setdefault(
-            query["hops"], {"questions": 0, "grounding@1": 0, "grounding": 0, "answer_recall": 0, "hits@1": 0}
+            query["hops"],
+            {"questions": 0, "grounding@1": 0, "grounding": 0, "answer_recall": 0, "hits@1": 0, "contains": 0},
         )
+        lengths.setdefault(query["hops"], []).append(len(said))
+        row["contains"] += contains_gold(said, query["answers"])
         row["questions"] += 1
         row["grounding@1"] += bool(seeds) and seeds[0] == topic
         row["grounding"] += topic in seeds
@@ -310,6 +401,7 @@ async def metaqa(
     store.close()
     table = {
         f"{hops}-hop": {k: (100 * value / row["questions"] if k != "questions" else value) for k, value in row.items()}
+        | {"median_answer_chars": statistics.median(lengths[hops])}
         for hops, row in sorted(per_hop.items())
     }
     return table, loading
@@ -419,6 +511,8 @@ def main() -> None:
             metrics, ingest = asyncio.run(evaluate(dataset, Path(work), options, not args.no_resolution))
         report[dataset.name] = {"passages": metrics, "ingest": ingest}
         section = passage_table(dataset.name, metrics, ingest, variant)
+        if "answers" in ingest:
+            section += answer_table(dataset.name, ingest["answers"])  # type: ignore[arg-type]
         lines += section
         print("\n".join(section), file=sys.stderr)  # progress, in case a later part fails
     queries_file = args.metaqa_queries or args.metaqa / "queries.jsonl"
@@ -431,13 +525,15 @@ def main() -> None:
             f"\n### MetaQA: Graph RAG{variant} on the KB ({loading['triples']} triples, {loading['entity_vectors']} "
             f"entity "
             f"vectors; load {loading['load_s']:.0f} s, index {loading['index_s']:.0f} s)\n",
-            "| hops | questions | grounding@1 | grounding | answer recall | Hits@1 |",
-            "|---|---|---|---|---|---|",
+            "| hops | questions | grounding@1 | grounding | answer recall | Hits@1 | default answer contains | "
+            "median chars |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for hops, row in table.items():
             lines.append(
                 f"| {hops} | {row['questions']:.0f} | {row['grounding@1']:.1f} | {row['grounding']:.1f} | "
-                f"{row['answer_recall']:.1f} | {row['hits@1']:.1f} |"
+                f"{row['answer_recall']:.1f} | {row['hits@1']:.1f} | {row['contains']:.1f} | "
+                f"{row['median_answer_chars']:.0f} |"
             )
     if args.latency:
         if args.latency_dir:
