@@ -45,6 +45,12 @@ def _address_space() -> int:
         return int(statm.read().split()[0]) * resource.getpagesize()
 
 
+def _within_hard(kind: int, soft: int) -> tuple[int, int]:
+    """(soft, hard) for setrlimit: `soft`, unless the hard limit someone set is lower."""
+    hard = resource.getrlimit(kind)[1]
+    return (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard)
+
+
 def _answer(limits: DecodeLimits, header: dict[str, Any], data: bytes) -> dict[str, Any]:
     try:
         return {"decoded": asdict(decode(data, header.get("media_type"), header.get("filename"), limits))}
@@ -73,15 +79,16 @@ def main(argv: list[str]) -> None:
         deny_network(whole_process=True)
     except SandboxUnavailable:
         pass  # (decoders open no sockets; the filter is a second wall where the kernel has it)
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (_address_space() + limits.memory_bytes, hard))
+    resource.setrlimit(resource.RLIMIT_AS, _within_hard(resource.RLIMIT_AS, _address_space() + limits.memory_bytes))
     source, sink = sys.stdin.buffer, sys.stdout.buffer
     sink.write(frame(READY))
     sink.flush()
     while (header := read_frame(source)) is not None and (data := read_frame(source)) is not None:
         used = resource.getrusage(resource.RUSAGE_SELF)
-        cpu, hard = int(used.ru_utime + used.ru_stime + limits.seconds) + 1, resource.getrlimit(resource.RLIMIT_CPU)[1]
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu if hard == resource.RLIM_INFINITY else min(cpu, hard), hard))
+        resource.setrlimit(
+            resource.RLIMIT_CPU,
+            _within_hard(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + limits.seconds) + 1),
+        )
         answer = _answer(limits, json.loads(header), data)
         answer["peak_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         sink.write(frame(json.dumps(answer).encode()))
