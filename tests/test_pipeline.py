@@ -18,6 +18,7 @@ from sparqlrag.extraction.knowledge import Knowledge
 from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.extraction.pipeline import Pipeline
 from sparqlrag.extraction.plans import IngestResult, Source
+from sparqlrag.extraction.updates import NOT_FACTS
 from sparqlrag.library import librarian
 from sparqlrag.library.librarian import CollectionBusy, UnknownCollection
 from sparqlrag.models.embedder import Embedder
@@ -100,6 +101,15 @@ def test_ingest_writes_store_vectors_and_keywords(parts: PipelineParts) -> None:
     assert (result.status, result.chunks_added, result.chunks_removed) == ("ready", 3, 0) and result.facts > 3
     (info,) = librarian.documents(parts.store, parts.iris)
     assert (info.id, info.title, info.status, info.progress, info.chunks) == ("curie", "curie.txt", "ready", 1.0, 3)
+    # the ingest reports the count `documents` lists: the facts its chunks support, names and definitions aside
+    names = ", ".join(f"<{p.value}>" for p in NOT_FACTS)
+    reified = select(
+        parts.store,
+        SPARQL_PREFIXES
+        + f"""SELECT (COUNT(DISTINCT ?st) AS ?n) (SUM(IF(?p IN ({names}), 1, 0)) AS ?names) WHERE {{
+        GRAPH <{parts.iris.source_graph.value}> {{ ?st rdf:reifies <<( ?s ?p ?o )>> }} }}""",
+    )[0]
+    assert int(reified["names"]) > 0 and result.facts == info.facts == int(reified["n"]) - int(reified["names"])
     assert ("marie-curie", "was born in", "warsaw") in parts.facts()
     assert parts.vectors.count("default", "chunks") == 3 and parts.keywords.count("default") == 3
     assert parts.vectors.count("default", "entities") >= 6

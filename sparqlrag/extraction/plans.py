@@ -29,7 +29,7 @@ class IngestResult:
     chunks_added: int = 0
     chunks_removed: int = 0
     chunks_kept: int = 0
-    facts: int = 0
+    facts: int = 0  # the facts its chunks support, names and definitions aside (what `documents` lists)
 
 
 @dataclass(frozen=True)

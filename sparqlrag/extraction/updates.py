@@ -76,12 +76,18 @@ def record_update(iris: Iris, record: DocumentRecord, status: str, created: date
     return clear + insert_data(document_quads(iris, record, status, created))
 
 
+NOT_FACTS = (*vocab.NAME_PREDICATES, vocab.SKOS_DEFINITION)  # what names or defines a thing states nothing of it
+
+
 def facts_count(iris: Iris, document: NamedNode) -> str:
-    """Record how many statements the document's chunks support (sr:facts), for the library's
-    listing; run after its chunks are written, in the same request."""
+    """Record how many facts the document's chunks support (sr:facts), for the library's listing
+    and the ingest's report: its distinct statements less the names and definitions of what it
+    mentions (those are how a thing is called, not facts to count); run after its chunks are
+    written, in the same request."""
     src, doc = sparql_term(iris.source_graph), sparql_term(document)
+    names = ", ".join(sparql_term(p) for p in NOT_FACTS)
     return (
         f"INSERT {{ GRAPH {src} {{ {doc} sr:facts ?n }} }} WHERE {{ SELECT (COUNT(DISTINCT ?st) AS ?n) WHERE {{ "
         f"GRAPH {src} {{ ?chunk prov:wasDerivedFrom {doc} ; a sr:Chunk . ?st prov:wasDerivedFrom ?chunk ; "
-        f"rdf:reifies <<( ?s ?p ?o )>> }} }} }}"  # (in this form, a store without triple terms is asked it too)
+        f"rdf:reifies <<( ?s ?p ?o )>> FILTER(?p NOT IN ({names})) }} }} }}"  # (asked of RDF 1.1 stores too)
     )
