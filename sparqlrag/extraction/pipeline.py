@@ -433,8 +433,7 @@ class Pipeline:
         plan.lost, plan.unnamed = await self.indexer.forget(iris, dropped, named, candidates, merges)
         plan.marker.unlink(missing_ok=True)  # (a killed ingest keeps its marker: recover() resumes it)
         # (what `documents` and the library show: the facts all its chunks support, counted in the update)
-        recorded = await off_loop(librarian.documents, self.store, iris, plan.record.iri)
-        facts = next((info.facts for info in recorded if info.facts is not None), 0)
+        facts = await off_loop(librarian.facts_of, self.store, iris, plan.record.iri) or 0
         added, removed, kept = len(plan.added), len(plan.removed), len(plan.kept)
         return IngestResult(plan.record.iri.value, librarian.READY, added, removed, kept, facts)
 

@@ -240,6 +240,13 @@ def documents(store: QuadStore, iris: Iris, document: NamedNode | None = None) -
     ]
 
 
+def facts_of(store: QuadStore, iris: Iris, document: NamedNode) -> int | None:
+    """The document's recorded fact count (sr:facts; None when it has none that is a count)."""
+    graph, doc = sparql_term(iris.source_graph), sparql_term(document)
+    rows = select(store, vocab.SPARQL_PREFIXES + f"SELECT ?n WHERE {{ GRAPH {graph} {{ {doc} sr:facts ?n }} }} LIMIT 1")
+    return count(rows[0]["n"]) if rows else None
+
+
 def _progress(value: str | None, status: str) -> float:
     """A document's progress (0-1); a value that is no number is taken from its status."""
     found = number(value)

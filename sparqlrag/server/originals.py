@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import quote
 
@@ -61,11 +62,16 @@ async def original(request: Request) -> Response:
         headers["Content-Security-Policy"] = "sandbox; default-src 'none'"
     media = kind + ("; charset=utf-8" if kind.startswith("text/") else "")
     try:
-        handle = await off_loop(file.open, "rb")  # (open before answering: a file deleted since is a 404)
+        handle, size = await off_loop(_opened, file)  # (open before answering: a file deleted since is a 404)
     except FileNotFoundError:
         raise ApiError(404, "no_original", "the library keeps no file of this document now") from None
-    headers["Content-Length"] = str(os.fstat(handle.fileno()).st_size)
+    headers["Content-Length"] = str(size)
     return StreamingResponse(_pieces(handle), media_type=media, headers=headers)
+
+
+def _opened(file: Path) -> tuple[BinaryIO, int]:
+    handle = file.open("rb")
+    return handle, os.fstat(handle.fileno()).st_size
 
 
 async def _pieces(handle: BinaryIO) -> AsyncIterator[bytes]:

@@ -199,11 +199,9 @@ class WorkerStore(StoreSupervisor):
         timeout = cast(float | None, sent.pop("timeout"))
         return await self._stream(self._call_for(STREAM, (sparql,), sent, timeout), "")
 
-    async def stream_graph(
-        self, graph: Graph, format: RdfFormat, media_type: str, timeout: float | None = None
-    ) -> ResultStream:
-        """`serialize_graph` (404 for a graph that does not exist), in pieces as `stream` is; with
-        a `timeout`, a client's read, on the clients' connections."""
+    async def stream_graph(self, graph: Graph, format: RdfFormat, media_type: str, timeout: float) -> ResultStream:
+        """`serialize_graph` (404 for a graph that does not exist), in pieces as `stream` is: a
+        client's read, within `timeout`, on the clients' connections."""
         call = self._call_for(STREAM, (graph, format), {"of": "serialize_graph"}, timeout)
         return await self._stream(call, media_type)
 

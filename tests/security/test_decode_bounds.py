@@ -18,7 +18,7 @@ import pytest
 from sparqlrag.extraction.decoders import DOCX, HTML, PDF, decode
 from tests.conftest import LiveServer, start_server
 from tests.documents_made import pdf_of
-from tests.security.conftest import READ, WRITE, snapshot
+from tests.security.conftest import READ, WRITE, Listener, snapshot
 
 ADMIN = "admin"
 
@@ -188,3 +188,17 @@ def test_a_docx_without_core_properties_has_no_made_up_title() -> None:
             target.writestr(item, text)
     decoded = decode(packed.getvalue(), DOCX)
     assert decoded.text == "Body text." and decoded.title is None
+
+
+def test_a_decoded_document_contacts_nothing_it_names(server: LiveServer, listener: Listener) -> None:
+    """A page naming outside resources (a DTD, an image, a stylesheet, a frame) is decoded by a
+    process that has no network: nothing it names is fetched."""
+    page = (
+        f'<?xml version="1.0"?><!DOCTYPE html SYSTEM "{listener.url("dtd")}">'
+        f'<html><head><link rel="stylesheet" href="{listener.url("css")}"/></head><body><main>'
+        f'<img src="{listener.url("img")}"/><iframe src="{listener.url("frame")}"></iframe>'
+        "<p>Ada Lovelace wrote the first program.</p></main></body></html>"
+    ).encode()
+    made = _upload(server, "named.html", page, HTML)
+    assert made.status_code == 201, made.text
+    assert listener.contacts == []
