@@ -66,7 +66,13 @@ from sparqlrag.extraction.offline import OfflineExtractor  # noqa: E402
 from sparqlrag.extraction.plans import Source  # noqa: E402
 from sparqlrag.extraction.triples_import import PreExtracted, read_triples  # noqa: E402
 from sparqlrag.retrieval.document_rag import Passage  # noqa: E402
-from sparqlrag.retrieval.options import DOCUMENT_MODES, DocumentRagOptions, GraphMode, GraphRagOptions  # noqa: E402
+from sparqlrag.retrieval.options import (  # noqa: E402
+    DEFAULT_GRAPH_MODE,
+    DOCUMENT_MODES,
+    DocumentRagOptions,
+    GraphMode,
+    GraphRagOptions,
+)
 from sparqlrag.retrieval.walk import EmptyGraph  # noqa: E402
 from sparqlrag.services import Services  # noqa: E402
 from sparqlrag.store import EmbeddedStore, vocab  # noqa: E402
@@ -79,7 +85,7 @@ ARTICLES = re.compile(r"\b(a|an|the)\b")
 PUNCTUATION = set(string.punctuation)
 LATENCY_SIZES = {"10k": (6_000, 1), "170k": (None, 1), "1M": (None, 8)}  # MetaQA KB lines, copies
 SWEEP = [(0.5, 0.5), (0.75, 0.25)]  # hybrid fusion weights shown beside the configured ones
-DEFAULT_MODE: GraphMode = "pagerank"  # the mode `ask` answers from by default, reported again as "default"
+DEFAULT_MODE: GraphMode = DEFAULT_GRAPH_MODE  # the mode `ask` answers from by default, reported again as "default"
 BASE = "http://bench.example/"
 IRIS = Iris(BASE)
 # Published or previously measured figures for these exact files (../shared/data/README.md), in %.
@@ -174,7 +180,7 @@ async def answers_by_mode(
 
     runs: dict[str, Callable[[str], Awaitable[str]]] = {"document hybrid": document_answer}
     runs |= {"graph": graph_answer("graph"), "graph+document": graph_answer("hybrid")}
-    runs |= {"pagerank": graph_answer("pagerank")}
+    runs |= {"pagerank": graph_answer("pagerank"), "evidence": graph_answer("evidence")}
     asked = [query for query in queries if query.get("answers")]
     out: dict[str, dict[str, float]] = {}
     for name, answer in runs.items():
@@ -267,16 +273,23 @@ async def recall_by_mode(
         walk = await graph.retrieve("default", question, options.model_copy(update={"k": k}), mode="pagerank")
         return walk.passages
 
+    async def evidence_mode(question: str) -> list[Passage]:
+        return (await graph.retrieve("default", question, options.model_copy(update={"k": k}), "evidence")).passages
+
+    async def bridged(question: str) -> list[Passage]:  # the default's k passages, then its bridges
+        return (await graph.retrieve("default", question, options, "evidence")).passages
+
     def ranked(passages: list[Passage]) -> list[str]:
         ids = [unquote(p.document.removeprefix(prefix)) for p in passages]
         return ids if copies == 1 else list(dict.fromkeys(i.split("~")[0] for i in ids))
 
     runs: dict[str, Callable[[str], Awaitable[list[Passage]]]] = {name: mode(name) for name in DOCUMENT_MODES}
     runs |= {f"hybrid {w[0]}/{w[1]}": mode("hybrid", w) for w in SWEEP}
-    runs |= {"graph": graph_mode, "graph+document": fused_mode, "pagerank": pagerank_mode}
+    runs |= {"graph": graph_mode, "graph+document": fused_mode, "pagerank": pagerank_mode, "evidence": evidence_mode}
+    shown = (options.k + options.bridges) * copies  # what the default shows: its k passages and its bridges
     metrics: dict[str, dict[str, float]] = {}
     for name, retrieve in runs.items():
-        r2 = r5 = all8 = 0.0
+        r2 = r5 = all8 = rkb = 0.0
         times = []
         for query in queries:
             started = time.perf_counter()
@@ -285,15 +298,27 @@ async def recall_by_mode(
             gold = set(query["gold_ids"])
             r2 += len(gold & set(found[:2])) / len(gold)
             r5 += len(gold & set(found[:5])) / len(gold)
+            rkb += len(gold & set(found[:shown])) / len(gold)
             all8 += gold <= set(found[:8])
         n = len(queries)
         metrics[name] = {
             "recall@2": 100 * r2 / n,
             "recall@5": 100 * r5 / n,
             "all-gold@8": 100 * all8 / n,
+            f"recall@{shown}": 100 * rkb / n,
             "p50_ms": percentile(times, 0.5),
             "p95_ms": percentile(times, 0.95),
         }
+    bridges = 0.0  # the default's own k passages and bridges, against every mode's first k + bridges
+    bridge_count = 0
+    for query in queries:
+        passages = await bridged(query["question"])
+        bridge_count += sum(bool(p.bridge) for p in passages)
+        gold = set(query["gold_ids"])
+        bridges += len(gold & set(ranked(passages))) / len(gold)
+    metrics["evidence"]["recall@k+bridges"] = 100 * bridges / len(queries)
+    metrics["evidence"]["bridges/question"] = bridge_count / len(queries)
+    metrics["evidence"]["shown"] = shown
     metrics["default"] = metrics[DEFAULT_MODE]
     return metrics
 
@@ -322,6 +347,14 @@ def passage_table(
                 f"| {ref} (reference) | | {value if metric == 'recall@5' else ''} | "
                 f"{value if metric == 'all-gold@8' else ''} | | |"
             )
+    evidence = metrics.get("evidence", {})
+    if "recall@k+bridges" in evidence:
+        shown = f"recall@{evidence['shown']:.0f}"
+        lines.append(
+            f"\nBridges: the default's passages and its bridges ({evidence['bridges/question']:.2f} a question) "
+            f"reach recall {evidence['recall@k+bridges']:.1f}; hybrid's first {shown[7:]}: "
+            f"{metrics['hybrid'][shown]:.1f}; pagerank's: {metrics['pagerank'][shown]:.1f}."
+        )
     return lines
 
 

@@ -183,9 +183,9 @@ def test_a_loaded_graphs_names_in_common_vocabularies_are_its_labels(services: S
     assert all("alice" not in text for text in texts)
 
 
-def test_the_default_mode_ranks_by_pagerank_and_traces_its_seeds(services: Services) -> None:
+def test_the_pagerank_mode_ranks_by_pagerank_and_traces_its_seeds(services: Services) -> None:
     ingest(services, DOCS)
-    answer = asyncio.run(services.graph_rag.answer("default", "Where did Marie Curie work?"))
+    answer = asyncio.run(services.graph_rag.answer("default", "Where did Marie Curie work?", mode="pagerank"))
     assert answer.passages and answer.passages[0].title in ("curie", "sorbonne")
     trace = read_trace(services.store, Iris(BASE), answer.trace.rsplit("/", 1)[-1])
     assert trace is not None and trace["mode"] == "graph-rag/pagerank"

@@ -217,8 +217,9 @@ def test_answer_writes_a_complete_trace_that_sparql_can_read(services: Services)
         ?s rdfs:label ?name ; sr:index ?i ; sr:durationMs ?ms }} }} ORDER BY ?i""",
     )
     names = [s["name"] for s in steps]
-    assert names[:3] == ["concepts", "grounding", "hop 1"] and names[-3:] == ["sources", "pagerank", "synthesis"]
-    assert all(name.startswith("hop ") for name in names[2:-3]) and int(row["steps"]) == len(names)
+    assert names[:3] == ["concepts", "grounding", "hop 1"]
+    assert names[-4:] == ["sources", "passages", "bridges", "synthesis"]  # the default mode's
+    assert all(name.startswith("hop ") for name in names[2:-4]) and int(row["steps"]) == len(names)
     # each edge past the first hop names the fact that led to it, itself a selected edge: the path
     (paths,) = select(
         store,

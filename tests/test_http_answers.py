@@ -33,7 +33,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     stop()
 
 
-@pytest.mark.parametrize("mode", ["pagerank", "graph", "hybrid"])
+@pytest.mark.parametrize("mode", ["evidence", "pagerank", "graph", "hybrid"])
 def test_an_answer_and_its_trace_say_the_same(client: httpx.Client, server: LiveServer, mode: str) -> None:
     """One serialiser (retrieval/trace_json.py) writes the answer's seeds, edges and sources and
     reads them back from the trace graph: /graph-rag, /traces/{id}, the trace page and MCP agree."""
@@ -65,7 +65,7 @@ def test_graph_rag_answers_with_facts_sources_and_a_trace(client: httpx.Client, 
     assert born["statement"] and born["hop"] == 1 and born["chunks"] == [answer["sources"][0]["chunk"]]
     trace_id = answer["trace"].rsplit("/", 1)[1]
     listed = client.get("/api/v1/traces").json()["traces"]
-    assert listed[0]["id"] == trace_id and listed[0]["mode"] == "graph-rag/pagerank"  # the default mode
+    assert listed[0]["id"] == trace_id and listed[0]["mode"] == "graph-rag/evidence"  # the default mode
     # the trace IRI dereferences: a page for a browser, its JSON for anything else
     path = "/" + answer["trace"].removeprefix(server.settings.base_iri)
     page = client.get(path, headers={"Accept": "text/html"}, follow_redirects=True)
@@ -103,7 +103,8 @@ def test_graph_rag_answers_with_facts_sources_and_a_trace(client: httpx.Client, 
         (e["subject"], e["predicate"], e["object"]) for e in answer["edges"]
     }
     assert [s["chunk"] for s in trace["sources"]] == [s["chunk"] for s in answer["sources"]]
-    assert [s["name"] for s in trace["steps"]] == ["concepts", "grounding", "hop 1", "sources", "pagerank", "synthesis"]
+    steps = ["concepts", "grounding", "hop 1", "sources", "passages", "bridges", "synthesis"]
+    assert [s["name"] for s in trace["steps"]] == steps
 
 
 @pytest.mark.parametrize(

@@ -93,3 +93,7 @@ def _sources(passages: list[Passage]) -> None:
     for number, passage in enumerate(passages, start=1):
         snippet = " ".join(passage.text.split())
         print(f"  [{number}] {passage.citation}: {snippet[:150]}{'...' if len(snippet) > 150 else ''}")
+        if passage.copies:
+            print("       also in: " + "; ".join(title for _, title in passage.copies))
+        if passage.bridge:
+            print("       bridge, reached through: " + " -> ".join(passage.bridge))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sparqlrag.cli.table import TABLE
 from sparqlrag.ontology.reading import FORMAT_NAMES as ONTOLOGY_FORMAT_NAMES
-from sparqlrag.retrieval.options import GRAPH_MODES
+from sparqlrag.retrieval.options import DEFAULT_GRAPH_MODE, GRAPH_MODES
 from sparqlrag.store.formats import FORMAT_NAMES, rdf_format_names
 
 DEMO_QUESTION = "Where did the inventor of the World Wide Web invent it, and where is that?"
@@ -119,8 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument(
         "--mode",
         choices=[*GRAPH_MODES, "document"],
-        default="pagerank",
-        help="pagerank (default): passages by personalized PageRank over the graph index, seeded by the facts "
+        default=DEFAULT_GRAPH_MODE,
+        help="evidence (default): Document RAG's passages, then bridge passages the graph walk reached, and the "
+        "walk's facts; pagerank: passages by personalized PageRank over the graph index, seeded by the facts "
         "nearest the question and by hybrid search; hybrid: passages by dense and keyword search, re-ranked by "
         "the facts the graph walk finds; graph: the same without keyword search (each answers from the walk's "
         "facts and the passages); document: passages only",

@@ -5,7 +5,8 @@ the setting `hybrid_weights`, 0.7 / 0.3 by default, Weaviate's default hybrid al
 bench/RESULTS.md for a sweep). An
 optional reranker rescores the fused candidates, and MMR trades relevance for variety.
 Passages come only from chunks whose document is `ready` in the store. Without an LLM the
-answer is extractive: the question's best-matching sentences from the top passages, cited.
+answer is extractive: the passages' sentences that best answer the question, cited
+(retrieval/extractive.py).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.llm import ChatModel
 from sparqlrag.models.prompts import render
 from sparqlrag.models.reranker import Reranker
-from sparqlrag.models.sentences import sentence_splitter
+from sparqlrag.retrieval.extractive import AnswerSentences
 from sparqlrag.retrieval.options import DocumentRagOptions
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.synthesis import synthesise
@@ -38,7 +39,8 @@ from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import READY, Iris
 
 RRF_K = 60
-SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
+NEAR_DUPLICATE = 0.9
+WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class Passage:
     supports: Triple | None = None  # Graph RAG: the best fact the chunk is evidence for
     pages: tuple[int, int] | None = None  # the chunk's first and last page, for a paged document
     headings: str | None = None  # its heading path (sr:headingPath)
+    copies: tuple[tuple[str, str], ...] = ()  # (document, title) of each other document with the same text
+    bridge: tuple[str, ...] = ()  # Graph RAG's bridge passage: the facts (as text) that brought it
 
     @property
     def citation(self) -> str:
@@ -87,6 +91,10 @@ def passage_json(passage: Passage) -> dict[str, Any]:
         found["file"] += f"#page={passage.pages[0]}"
     if passage.headings:
         found["headings"] = passage.headings
+    if passage.copies:
+        found["copies"] = [{"document": document, "title": title} for document, title in passage.copies]
+    if passage.bridge:
+        found["bridge"] = {"facts": list(passage.bridge)}
     return found | ({"supports": fact_json(passage.supports)} if passage.supports else {})
 
 
@@ -113,6 +121,34 @@ def _passage(row: dict[str, str], score: float) -> Passage:
     first, last = count(row.get("first")), count(row.get("last"))  # (clients may write these: never raise)
     pages = (first, last) if first is not None and last is not None else None
     return Passage(row["chunk"], row["doc"], row["title"], row["text"], score, None, pages, row.get("headings"))
+
+
+def distinct(passages: list[Passage], k: int) -> list[Passage]:
+    """The first k passages whose texts differ, each naming the documents whose copies of it it
+    stands for (a report ingested as PDF and as HTML is one source): two texts are copies when
+    their word 3-shingles overlap by NEAR_DUPLICATE (Broder's resemblance) or more."""
+    kept: list[tuple[Passage, set[tuple[str, ...]]]] = []
+    for passage in passages:
+        if len(kept) == k:
+            break
+        shingles = _shingles(passage.text)
+        for index, (other, theirs) in enumerate(kept):
+            if _resemblance(shingles, theirs) >= NEAR_DUPLICATE:
+                if passage.document != other.document:
+                    kept[index] = (replace(other, copies=(*other.copies, (passage.document, passage.title))), theirs)
+                break
+        else:
+            kept.append((passage, shingles))
+    return [passage for passage, _ in kept]
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    words = WORD.findall(text.casefold())
+    return {tuple(words[i : i + 3]) for i in range(max(1, len(words) - 2))}
+
+
+def _resemblance(one: set[tuple[str, ...]], other: set[tuple[str, ...]]) -> float:
+    return len(one & other) / len(one | other) if one or other else 1.0
 
 
 def rrf(rankings: list[list[str]], weights: list[float], k: int = RRF_K) -> list[tuple[str, float]]:
@@ -162,7 +198,7 @@ class DocumentRag:
         self.store, self.vectors, self.keywords, self.embedder, self.traces = store, vectors, keywords, embedder, traces
         self.base_iri, self.reranker, self.llm, self.prompts_dir = base_iri, reranker, llm, prompts_dir
         self.weights = weights
-        self._sentences = sentence_splitter()
+        self.sentences = AnswerSentences(embedder)
 
     async def retrieve(
         self, collection: str, question: str, options: DocumentRagOptions | None = None, *, candidates: int = 50
@@ -188,7 +224,7 @@ class DocumentRag:
             vectors = await off_loop(self.embedder.embed, [p.text for p in passages])
             picked = mmr(np.array([p.score for p in passages]), vectors, k, options.mmr)
             passages = [passages[i] for i in picked]
-        return passages[:k]
+        return distinct(passages, k)
 
     async def hybrid_ranking(
         self, collection: str, question: str, *, candidates: int = 50, weights: tuple[float, float] | None = None
@@ -281,21 +317,6 @@ class DocumentRag:
         knowledge = "\n\n".join(f"[{i}] ({p.citation}) {p.text}" for i, p in enumerate(passages, start=1))
         return render("synthesis", self.prompts_dir, question=question, knowledge=knowledge)
 
-    def extractive_answer(self, question: str, passages: list[Passage], sentences: int = 3) -> str:
-        """The sentences of the top passages closest to the question, in passage order, cited."""
-        if not passages:
-            return "No passage in this collection matches the question."
-        candidates = [
-            (rank, s) for rank, p in enumerate(passages[:3], start=1) for s in self._sentences.tokenize(p.text)
-        ]
-        # a heading is a "sentence" of its own to the splitter, but no answer: keep what ends like a sentence,
-        # and each sentence once (a document may repeat one)
-        candidates = [c for c in candidates if SENTENCE_END.search(c[1])] or candidates
-        first: dict[str, int] = {}
-        for rank, sentence in candidates:
-            first.setdefault(sentence, rank)
-        candidates = [(rank, sentence) for sentence, rank in first.items()]
-        vectors = self.embedder.embed([question] + [s for _, s in candidates])
-        similarity = vectors[1:] @ vectors[0]
-        best = sorted(np.argsort(-similarity)[:sentences])
-        return " ".join(f"{candidates[i][1]} [{candidates[i][0]}]" for i in best)
+    def extractive_answer(self, question: str, passages: list[Passage]) -> str:
+        """The passages' sentences that best answer the question, cited (retrieval/extractive.py)."""
+        return self.sentences.answer(question, self.sentences.of_passages([p.text for p in passages]))

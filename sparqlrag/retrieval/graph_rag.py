@@ -8,11 +8,13 @@ schema predicates dropped, labels resolved in one query, edges scored against th
 with the facts' indexed vectors (a longer path, the fact that led there then this one, against
 the question), the best kept and their far ends the next frontier -> sources through the
 reifiers (optionally beside an LLM's reasoning about the edges) -> passages -> synthesis (LLM,
-or extractive from facts and their sentences). Every stage is timed and written to the
-collection's trace graph.
+or the passages' sentences and the facts that best answer, retrieval/extractive.py). Every stage
+is timed and written to the collection's trace graph.
 
-Passages, by mode (options.py, GraphMode). "pagerank", the default: personalized PageRank over the graph
-index from the question's recognised near facts and every passage's hybrid score
+Passages, by mode (options.py, GraphMode). "evidence", the default: Document RAG's hybrid
+passages, exactly, then up to `bridges` passages that PageRank ranks best among those hybrid did
+not show and that state a fact the walk kept, each labelled with that fact's path. "pagerank":
+personalized PageRank over the graph index from the question's recognised near facts and every passage's hybrid score
 (retrieval/pagerank.py); with no seed, exactly Document RAG's hybrid ranking. "graph": the
 walk's facts re-rank the dense candidates: a passage scores its cosine to the question plus how
 far the best fact it supports stands out above the median score of the facts the walk scored
@@ -37,16 +39,17 @@ from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.llm import ChatModel
 from sparqlrag.models.prompts import json_items, parse_concepts, render
 from sparqlrag.models.reranker import Reranker
-from sparqlrag.retrieval.document_rag import DocumentRag, Passage, passage_json, passages_of
+from sparqlrag.retrieval.document_rag import DocumentRag, Passage, distinct, passage_json, passages_of
 from sparqlrag.retrieval.edge_scoring import EdgeScorer
-from sparqlrag.retrieval.graph_synthesis import facts_answer, knowledge
-from sparqlrag.retrieval.options import GraphMode, GraphRagOptions
+from sparqlrag.retrieval.graph_synthesis import fact_candidates, knowledge
+from sparqlrag.retrieval.options import DEFAULT_GRAPH_MODE, DocumentRagOptions, GraphMode, GraphRagOptions
 from sparqlrag.retrieval.pagerank import FactSeed, Ranking, entity_seeds, linked_facts, rank
 from sparqlrag.retrieval.question import clauses
 from sparqlrag.retrieval.synthesis import synthesise
 from sparqlrag.retrieval.trace import Stage, TracedPageRankSeed, TracedSeed, TraceLog
 from sparqlrag.retrieval.trace_json import seed_json
 from sparqlrag.retrieval.walk import Edge, EmptyGraph, GraphAnswer, Grounding, Walk
+from sparqlrag.store import vocab
 from sparqlrag.store.aliases import canonicals, equivalents
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
@@ -103,7 +106,11 @@ class GraphRag:
         return walk
 
     async def answer(
-        self, collection: str, question: str, options: GraphRagOptions | None = None, mode: GraphMode = "pagerank"
+        self,
+        collection: str,
+        question: str,
+        options: GraphRagOptions | None = None,
+        mode: GraphMode = DEFAULT_GRAPH_MODE,
     ) -> GraphAnswer:
         """What `stream` yields, collected: the LLM answers in one (cached) call. "graph" raises
         EmptyGraph when nothing can be grounded; the other modes then answer from passages alone."""
@@ -114,7 +121,11 @@ class GraphRag:
         return walk.answer
 
     async def stream(
-        self, collection: str, question: str, options: GraphRagOptions | None = None, mode: GraphMode = "pagerank"
+        self,
+        collection: str,
+        question: str,
+        options: GraphRagOptions | None = None,
+        mode: GraphMode = DEFAULT_GRAPH_MODE,
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """(event, data) pairs: the explanation as stages finish ("concepts", "seeds", "hop"...,
         "edges"), the answer as "token"s, then "sources", then "done" with the trace IRI."""
@@ -134,7 +145,7 @@ class GraphRag:
                 async for piece in synthesise(self.llm, prompt, walk.trace, live=live):
                     yield "token", {"text": piece}
             else:
-                walk.trace.answer = facts_answer(walk) or self.documents.extractive_answer(question, walk.passages)
+                walk.trace.answer = await off_loop(self._offline_answer, walk)
                 yield "token", {"text": walk.trace.answer}
         trace = walk.trace
         iri = await self.traces.write(iris.collection, trace)
@@ -154,6 +165,12 @@ class GraphRag:
         )
         yield "sources", {"sources": [passage_json(p) for p in answer.passages]}
         yield "done", {"answer": answer.answer, "trace": answer.trace, "model": answer.model, "usage": answer.usage}
+
+    def _offline_answer(self, walk: Walk) -> str:
+        """The sentences of the passages, and the facts, that best answer the question (extractive.py)."""
+        sentences = self.documents.sentences
+        passages = sentences.of_passages([p.text for p in walk.passages])
+        return sentences.answer(walk.trace.question, [*passages, *fact_candidates(walk)])
 
     # -- the walk -------------------------------------------------------------------------------
 
@@ -205,8 +222,7 @@ class GraphRag:
                     if isinstance(term, NamedNode) and edge.score > max(visited.get(node, -1.0), ends.get(node, -1.0)):
                         ends[node], via[node] = edge.score, edge
             frontier = dict(sorted(ends.items(), key=lambda item: -item[1]))
-        walk.edges = list(kept_by_fact.values())
-        walk.edges.sort(key=lambda e: -e.score)
+        walk.edges = _stated_over_cooccurring(sorted(kept_by_fact.values(), key=lambda e: -e.score))
         walk.trace.explored = walk.explored
         with Stage(walk.trace, "sources"):
             reasoning = self._reason(walk) if walk.options.reasoning and self.llm is not None and walk.edges else None
@@ -214,15 +230,24 @@ class GraphRag:
                 self._trace_sources(iris, walk, list(scored_by_fact.values())), *([reasoning] if reasoning else [])
             )
         carried: dict[str, tuple[str, ...]] = {}
-        if walk.mode == "pagerank":
+        scored = list(scored_by_fact.values())
+        if walk.mode == "evidence":
+            with Stage(walk.trace, "passages"):
+                walk.passages = await self._hybrid(iris, walk, scored)
+            if walk.options.bridges and grounding.near_facts:
+                with Stage(walk.trace, "bridges"):
+                    bridges, carried, walk.ranking = await self._pagerank(
+                        iris, walk, grounding, scored, shown=[p.chunk for p in walk.passages]
+                    )
+                walk.passages += bridges
+        elif walk.mode == "pagerank":
             with Stage(walk.trace, "pagerank"):
-                walk.passages, carried, walk.ranking = await self._pagerank(
-                    iris, walk, grounding, list(scored_by_fact.values())
-                )
-            walk.trace.pagerank_seeds = [TracedPageRankSeed(s.entity, s.weight, s.facts) for s in walk.ranking.seeds]
+                walk.passages, carried, walk.ranking = await self._pagerank(iris, walk, grounding, scored)
         else:
             with Stage(walk.trace, "passages"):
-                walk.passages = await self._passages(iris, walk, grounding, list(scored_by_fact.values()))
+                walk.passages = await self._passages(iris, walk, grounding, scored)
+        if walk.ranking is not None:
+            walk.trace.pagerank_seeds = [TracedPageRankSeed(s.entity, s.weight, s.facts) for s in walk.ranking.seeds]
         walk.trace.edges = [e.traced() for e in walk.edges]
         walk.trace_sources(carried)
         yield "edges", {"explored": walk.explored, "edges": [e.json() for e in walk.edges]}
@@ -404,12 +429,23 @@ class GraphRag:
             replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in passages[: walk.options.k]
         ]
 
+    async def _hybrid(self, iris: Iris, walk: Walk, scored: list[Edge]) -> list[Passage]:
+        """Document RAG's hybrid passages for the question, exactly, each with the fact of the
+        walk it supports best."""
+        found = await self.documents.retrieve(
+            iris.collection, walk.trace.question, DocumentRagOptions(k=walk.options.k)
+        )
+        best = _best_by_chunk(scored)
+        return [replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in found]
+
     async def _pagerank(
-        self, iris: Iris, walk: Walk, grounding: Grounding, scored: list[Edge]
+        self, iris: Iris, walk: Walk, grounding: Grounding, scored: list[Edge], shown: list[str] | None = None
     ) -> tuple[list[Passage], dict[str, tuple[str, ...]], Ranking]:
         """The k passages by personalized PageRank (retrieval/pagerank.py), each with the fact of
         the walk it supports best; and per passage, the reifiers of its facts that name the
-        entities that carried its score."""
+        entities that carried its score. Given the passages `shown`, the bridges instead: up to
+        `bridges` of PageRank's best that are not shown and support a fact the walk kept, each
+        labelled with that fact's path."""
         collection, k = iris.collection, walk.options.k
         view = await off_loop(self.graph.view, collection)
         if self.llm is not None and grounding.near_facts:
@@ -420,10 +456,21 @@ class GraphRag:
         # PageRank seeds every passage; with nothing to rank from, the answer is Document RAG's hybrid
         candidates = max(CANDIDATES, view.passages) if seeds and not view.empty else CANDIDATES
         hybrid = await self.documents.hybrid_ranking(collection, walk.trace.question, candidates=candidates)
-        ranking = await off_loop(rank, view, seeds, hybrid, k)
-        passages = await off_loop(passages_of, self.store, iris, ranking.order[:CANDIDATES], ranking.scores)
+        wanted = k if shown is None else walk.options.bridges
+        ranking = await off_loop(rank, view, seeds, hybrid, len(shown or ()) + wanted)
+        order = [chunk for chunk in ranking.order if chunk not in set(shown or ())][:CANDIDATES]
+        passages = await off_loop(passages_of, self.store, iris, order, ranking.scores)
         best = _best_by_chunk(scored)
-        passages = [replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in passages[:k]]
+        if shown is None:
+            passages = [replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in passages]
+            passages = distinct(passages, k)
+        else:
+            kept = _best_by_chunk(walk.edges) if ranking.seeds else {}
+            passages = [
+                replace(p, supports=kept[p.chunk].fact, bridge=_path(kept[p.chunk]))
+                for p in passages
+                if p.chunk in kept
+            ][:wanted]
         mentions = await off_loop(self.graph.mentions_in, collection, [p.chunk for p in passages])
         carried = {
             p.chunk: tuple(
@@ -469,6 +516,26 @@ class GraphRag:
             if isinstance(item, dict) and isinstance(item.get("id"), int) and isinstance(item.get("reasoning"), str):
                 if 1 <= item["id"] <= len(walk.edges):
                     walk.edges[item["id"] - 1].reasoning = item["reasoning"].strip() or None
+
+
+def _stated_over_cooccurring(edges: list[Edge]) -> list[Edge]:
+    """The edges less each co-occurrence between two entities that a kept relation also joins:
+    appearing together says less than the relation that says how, so it never outranks it."""
+    stated = {frozenset((e.fact.subject, e.fact.object)) for e in edges if e.fact.predicate != vocab.SR_COOCCURS}
+    return [
+        e
+        for e in edges
+        if e.fact.predicate != vocab.SR_COOCCURS or frozenset((e.fact.subject, e.fact.object)) not in stated
+    ]
+
+
+def _path(edge: Edge) -> tuple[str, ...]:
+    """The facts, as text, of the walk's path to `edge`, first to last."""
+    path = [edge.text]
+    while edge.via is not None:
+        edge = edge.via
+        path.insert(0, edge.text)
+    return tuple(path)
 
 
 def _best_by_chunk(scored: list[Edge]) -> dict[str, Edge]:

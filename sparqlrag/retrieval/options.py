@@ -11,13 +11,16 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from sparqlrag.retrieval.question import MAX_QUESTION_CHARS, check_question
 
-# How Graph RAG ranks its passages. "pagerank" (the default): personalized PageRank over the
-# graph index, seeded by the question's nearest facts and the hybrid ranking (pagerank.py).
-# "graph": the walk's own ranking, dense retrieval lifted by the walk's facts; "hybrid": that
-# ranking fused with the keyword ranking by reciprocal rank, as Document RAG's hybrid fuses the
-# dense one. The walk chooses the facts the answer cites in every mode.
-GraphMode = Literal["pagerank", "graph", "hybrid"]
-GRAPH_MODES: tuple[GraphMode, ...] = ("pagerank", "graph", "hybrid")
+# How Graph RAG finds its passages. "evidence" (the default): Document RAG's hybrid passages,
+# exactly, then up to `bridges` passages PageRank reached through a fact the walk scored and
+# hybrid did not show (bench/RESULTS.md, "Issue 52", says why the default ranks as plain hybrid
+# does). "pagerank": personalized PageRank over the graph index, seeded by the question's nearest
+# facts and the hybrid ranking (pagerank.py). "graph": the walk's own ranking, dense retrieval
+# lifted by the walk's facts; "hybrid": that ranking fused with the keyword ranking by reciprocal
+# rank. The walk chooses the facts the answer cites in every mode.
+GraphMode = Literal["evidence", "pagerank", "graph", "hybrid"]
+GRAPH_MODES: tuple[GraphMode, ...] = ("evidence", "pagerank", "graph", "hybrid")
+DEFAULT_GRAPH_MODE: GraphMode = "evidence"
 DocumentMode = Literal["vector", "keyword", "hybrid"]
 DOCUMENT_MODES: tuple[DocumentMode, ...] = ("vector", "keyword", "hybrid")
 Scorer = Literal["facts", "text"]
@@ -70,6 +73,12 @@ class GraphRagOptions(Options):
         5, ge=0, le=100, description="the question's nearest facts, whose ends seed the walk (HippoRAG 2 links 5)"
     )
     k: Passages = 5
+    bridges: Count = Field(
+        2,
+        ge=0,
+        le=10,
+        description='"evidence" mode: passages the graph may add after the k it shares with Document RAG',
+    )
     reasoning: Flag = Field(False, description="ask the LLM why each kept edge matters")
     scorer: Scorer = Field(
         "facts",

@@ -37,6 +37,7 @@ class TracedSource:
     supports: Triple | None = None  # Graph RAG: the best fact the chunk is evidence for
     carried_by: tuple[str, ...] = ()  # PageRank: the entities whose rank flowed into the passage most
     carried_by_statements: tuple[str, ...] = ()  # and the reifiers of the passage's facts that name them
+    bridge: bool = False  # a bridge passage: added by the graph after the passages Document RAG ranks
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,8 @@ class Trace:
             ]
             if source.supports:
                 quads.append(Quad(item, vocab.SR_SUPPORTS, source.supports, graph))
+            if source.bridge:
+                quads.append(Quad(item, vocab.SR_BRIDGE, Literal(True), graph))
             quads += [Quad(item, vocab.SR_CARRIED_BY, NamedNode(e), graph) for e in source.carried_by]
             quads += [
                 Quad(item, vocab.SR_CARRIED_BY_STATEMENT, NamedNode(s), graph) for s in source.carried_by_statements

@@ -69,6 +69,7 @@ def source_json(source: TracedSource, passage: Passage | None) -> dict[str, Any]
         "supports": fact_json(source.supports) if source.supports else None,
         "carried_by": sorted(source.carried_by),  # (a set in the trace graph, so sorted in both)
         "carried_by_statements": sorted(source.carried_by_statements),
+        "bridge": source.bridge,
     }
 
 
@@ -212,8 +213,9 @@ def _sources(store: QuadStore, iris: Iris, items: Items) -> list[dict[str, Any]]
     rows = items(
         "sr:source",
         "?item sr:chunk ?chunk ; sr:rank ?rank ; sr:score ?score "
-        "OPTIONAL { ?item sr:supports <<( ?supports_s ?supports_p ?supports_o )>> }",
-        "?chunk ?rank ?score ?supports_s ?supports_p ?supports_o",
+        "OPTIONAL { ?item sr:supports <<( ?supports_s ?supports_p ?supports_o )>> } "
+        "OPTIONAL { ?item sr:bridge ?bridge }",
+        "?chunk ?rank ?score ?supports_s ?supports_p ?supports_o ?bridge",
     )
     carriers = items(
         "sr:source",
@@ -231,6 +233,7 @@ def _sources(store: QuadStore, iris: Iris, items: Items) -> list[dict[str, Any]]
                 tuple(
                     sorted(lexical(c["statement"]) for c in carriers if c["chunk"] == row["chunk"] and "statement" in c)
                 ),
+                "bridge" in row and lexical(row["bridge"]) == "true",
             )
             for row in rows
         ),

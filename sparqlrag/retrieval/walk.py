@@ -17,7 +17,12 @@ from sparqlrag.retrieval.trace import Trace, TracedEdge, TracedPageRankSeed, Tra
 from sparqlrag.retrieval.trace_json import edge_json, pagerank_seed_json, seed_json, source_json
 from sparqlrag.store import vocab
 
-TRACED_MODES: dict[str, str] = {"pagerank": "graph-rag/pagerank", "graph": "graph-rag", "hybrid": "hybrid"}
+TRACED_MODES: dict[str, str] = {
+    "evidence": "graph-rag/evidence",
+    "pagerank": "graph-rag/pagerank",
+    "graph": "graph-rag",
+    "hybrid": "hybrid",
+}
 
 
 class EmptyGraph(LookupError):
@@ -156,7 +161,7 @@ class Walk:
     seeds: list[TracedSeed] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
-    ranking: Ranking | None = None  # pagerank mode: what PageRank made of the seeds
+    ranking: Ranking | None = None  # pagerank mode, and evidence's bridges: what PageRank made of the seeds
     explored: int = 0
     answer: GraphAnswer | None = None  # set once synthesis is done and the trace written
 
@@ -181,6 +186,7 @@ class Walk:
                 p.supports,
                 carriers.get(p.chunk, ()),
                 (carried_statements or {}).get(p.chunk, ()),
+                bool(p.bridge),
             )
             for rank, p in enumerate(self.passages, start=1)
         ]

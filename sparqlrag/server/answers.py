@@ -34,7 +34,7 @@ def _services(request: Request) -> Services:
 
 
 async def graph_rag(request: Request) -> Response:
-    """A GraphRagRequest (server/contracts.py); "pagerank" is the default mode, as `ask`'s."""
+    """A GraphRagRequest (server/contracts.py); "evidence" is the default mode, as `ask`'s."""
     authorize(request, "read", per_collection=True)
     limit_answers(request)
     asked = await parsed(request, GraphRagRequest)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 from starlette.requests import Request
 
 from sparqlrag.retrieval.options import (
+    DEFAULT_GRAPH_MODE,
     DocumentRagOptions,
     Flag,
     GraphMode,
@@ -40,9 +41,10 @@ class GraphRagRequest(GraphRagOptions):
     question: Question
     collection: Collection = None
     mode: GraphMode = Field(
-        "pagerank",
-        description="pagerank: passages by personalized PageRank over the graph index; hybrid: the walk's "
-        "ranking with the keyword ranking fused in; graph: the walk's",
+        DEFAULT_GRAPH_MODE,
+        description="evidence: Document RAG's hybrid passages, then bridge passages the graph reached; pagerank: "
+        "passages by personalized PageRank over the graph index; hybrid: the walk's ranking with the keyword "
+        "ranking fused in; graph: the walk's",
     )
     stream: Stream = False
 

@@ -30,7 +30,14 @@ from sparqlrag.models.llm import LLMError
 from sparqlrag.ontology.registry import UnknownOntology
 from sparqlrag.queries.describe import Description, Statement, collection_of_iri, describe
 from sparqlrag.retrieval.document_rag import passage_json
-from sparqlrag.retrieval.options import GRAPH_MODES, DocumentRagOptions, GraphMode, GraphRagOptions, Question
+from sparqlrag.retrieval.options import (
+    DEFAULT_GRAPH_MODE,
+    GRAPH_MODES,
+    DocumentRagOptions,
+    GraphMode,
+    GraphRagOptions,
+    Question,
+)
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.server.access import Access, Scope, readable_graphs, remote_refusal
 from sparqlrag.server.auth import VERBS
@@ -72,10 +79,10 @@ def checked(model: type[M], **values: Any) -> M:
 
 QUESTION = WithJsonSchema(TypeAdapter(Question).json_schema())
 Collection = Annotated[str, WithJsonSchema(TypeAdapter(CollectionName).json_schema() | {"default": "default"})]
-# Graph RAG's modes, Document RAG as "document", and "default": the old name of "pagerank"
-GRAPH_MODE_NAMED: dict[str, GraphMode] = {**{mode: mode for mode in GRAPH_MODES}, "default": "pagerank"}
+# Graph RAG's modes, Document RAG as "document", and "default": the default mode, whichever it is
+GRAPH_MODE_NAMED: dict[str, GraphMode] = {**{mode: mode for mode in GRAPH_MODES}, "default": DEFAULT_GRAPH_MODE}
 ASK_MODES = (*GRAPH_MODES, "document", "default")
-ASK_MODE = WithJsonSchema({"enum": list(ASK_MODES), "type": "string", "default": "pagerank"})
+ASK_MODE = WithJsonSchema({"enum": list(ASK_MODES), "type": "string", "default": DEFAULT_GRAPH_MODE})
 READ_TOOLS = ("ask", "search_documents", "sparql_query", "describe_entity", "list_collections", "list_documents")
 WRITE_TOOLS = ("add_document",)  # only on the server for tokens that may write
 P = ParamSpec("P")
@@ -141,14 +148,15 @@ class McpServers:
         question: Annotated[str, QUESTION],
         context: Context,
         collection: Collection = "default",
-        mode: Annotated[str, ASK_MODE] = "pagerank",
+        mode: Annotated[str, ASK_MODE] = DEFAULT_GRAPH_MODE,
     ) -> dict[str, Any]:
         """Answer a question from a collection, citing the passages used and the knowledge
-        graph's facts. The mode ranks the passages: "pagerank" (the default) by personalized
-        PageRank over the graph; "hybrid" by dense and keyword search lifted by the facts;
-        "graph" by dense search lifted by the facts; "document" answers from passages alone.
-        ("default", the old name of the default, means "pagerank".) The answer's `trace` IRI
-        opens the explanation."""
+        graph's facts. The mode ranks the passages: "evidence" (the default) as Document RAG's
+        hybrid search does, then adds bridge passages the graph reached (each with the facts that
+        brought it); "pagerank" by personalized PageRank over the graph; "hybrid" by dense and
+        keyword search lifted by the facts; "graph" by dense search lifted by the facts;
+        "document" answers from passages alone. ("default" means the default mode; it meant
+        "pagerank" before.) The answer's `trace` IRI opens the explanation."""
         question = check_question(question)
         if mode not in ASK_MODES:
             raise ToolError(f"bad_request: mode must be one of {', '.join(ASK_MODES)}")

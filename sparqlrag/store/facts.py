@@ -19,7 +19,8 @@ from sparqlrag.store.vocab import Iris, local_name
 
 # predicates that describe the schema or names, not the world: never walked
 SCHEMA_NAMESPACES = (vocab.RDF, vocab.RDFS, vocab.OWL)
-SKIPPED_PREDICATES = (vocab.SKOS_ALT_LABEL.value,)
+# a thing's names are how the question finds it (the entity index), not facts to walk or recite
+SKIPPED_PREDICATES = (vocab.SKOS_ALT_LABEL.value, *(p.value for p in vocab.NAME_PREDICATES))
 
 
 def walked(triple: Triple) -> bool:
