@@ -252,7 +252,7 @@ def test_ask_in_each_mode_and_its_errors(tmp_path: Path) -> None:
     ]  # the answer follows the path: who, where, and where that is
     assert "invented the World Wide Web at CERN" in answer and "CERN is located near Geneva" in answer
     question = "Where is CERN located?"
-    for mode in ("graph", "document", "hybrid", "pagerank"):
+    for mode in ("evidence", "graph", "document", "hybrid", "pagerank"):
         result = cli(tmp_path, "ask", question, "--mode", mode, "--k", "2")
         assert result.returncode == 0, result.stderr
         assert (
@@ -270,7 +270,7 @@ def test_ask_in_each_mode_and_its_errors(tmp_path: Path) -> None:
         "--format",
         "csv",
     )
-    assert traced.stdout.split() == ["m", "graph-rag/pagerank"]  # the default mode
+    assert traced.stdout.split() == ["m", "graph-rag/evidence"]  # the default mode
     for args, message in [
         (["ask", question, "--collection", "nope"], "no collection 'nope'"),
         (["ask", "why " * 600], "the limit is 2000"),

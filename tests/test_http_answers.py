@@ -49,6 +49,8 @@ def test_an_answer_and_its_trace_say_the_same(client: httpx.Client, server: Live
         headers={"Accept": "text/html"},
     ).text
     assert all(html.escape(source["chunk"]) in page for source in answer["sources"])
+    assert ">Marie Curie</a>" in page and ">marie curie</a>" not in page  # things by their labels, not IRI ends
+    assert trace["labels"][answer["seeds"][0]["entity"]] == answer["seeds"][0]["label"] == "Marie Curie"
     servers = McpServers(server.settings.base_iri, lambda: app_state(server.app).services, lambda context: EVERYTHING)
     told = asyncio.run(servers.ask("Where was Marie Curie born?", None, mode=mode))  # type: ignore[arg-type]
     assert told["facts"] == [edge["text"] for edge in answer["edges"]]

@@ -8,6 +8,7 @@ import sys
 from typing import Literal
 
 from pydantic import ValidationError
+from pyoxigraph import Triple
 
 from sparqlrag.cli.session import CliError, Session
 from sparqlrag.library import librarian
@@ -54,7 +55,7 @@ def answer(
     print(text.strip() + "\n")
     if explained is not None and explain:
         _explain(explained)
-    _sources(passages)
+    _sources(passages, {edge.fact: edge.text for edge in explained.edges} if explained else {})
     print(f"\nTrace: {trace}")
 
 
@@ -88,7 +89,8 @@ def _explain(explained: GraphAnswer) -> None:
     print()
 
 
-def _sources(passages: list[Passage]) -> None:
+def _sources(passages: list[Passage], facts: dict[Triple, str]) -> None:
+    """Each passage cited, with the documents holding copies of it and, for a bridge, the facts that brought it."""
     print("Sources:" if passages else "Sources: none")
     for number, passage in enumerate(passages, start=1):
         snippet = " ".join(passage.text.split())
@@ -96,4 +98,4 @@ def _sources(passages: list[Passage]) -> None:
         if passage.copies:
             print("       also in: " + "; ".join(title for _, title in passage.copies))
         if passage.bridge:
-            print("       bridge, reached through: " + " -> ".join(passage.bridge))
+            print("       bridge, reached through: " + " -> ".join(facts.get(f, str(f)) for f in passage.bridge))

@@ -54,7 +54,7 @@ class Passage:
     pages: tuple[int, int] | None = None  # the chunk's first and last page, for a paged document
     headings: str | None = None  # its heading path (sr:headingPath)
     copies: tuple[tuple[str, str], ...] = ()  # (document, title) of each other document with the same text
-    bridge: tuple[str, ...] = ()  # Graph RAG's bridge passage: the facts (as text) that brought it
+    bridge: tuple[Triple, ...] = ()  # Graph RAG's bridge passage: the walk's path of facts that brought it
 
     @property
     def citation(self) -> str:
@@ -93,8 +93,6 @@ def passage_json(passage: Passage) -> dict[str, Any]:
         found["headings"] = passage.headings
     if passage.copies:
         found["copies"] = [{"document": document, "title": title} for document, title in passage.copies]
-    if passage.bridge:
-        found["bridge"] = {"facts": list(passage.bridge)}
     return found | ({"supports": fact_json(passage.supports)} if passage.supports else {})
 
 

@@ -1,22 +1,22 @@
 """The answer without an LLM: the few sentences that best answer the question, each cited.
 
-Both RAGs answer offline this way. The candidates are the sentences of the passages shown (each
-once, cited by the passage's number) and, for Graph RAG, the facts the walk kept, each as its
-evidence sentence (cited by the passages that state it, else by its place among the answer's
-facts). All are ranked by one measure, the cosine of their embedding to the question's; a fact
-is judged as the path that reached it (the fact it continues, then it), so a second hop counts
-for what it completes, and a question that asks several things has each clause answered in
-turn. The best are said best first, at most MOST_SENTENCES of them and ANSWER_CHARS characters
-with their citations (the first is always said). A sentence the walk
-reached that does not bear on the question loses to those that do, so it is never said while
-better ones exist.
+Both RAGs answer offline this way, from the sentences of the passages Document RAG ranks (each
+once, cited by the passage's number), ranked by the cosine of their embedding to the question's.
+Graph RAG's kept facts are candidates where a fact states what the passages cannot: a fact no
+passage states (a graph loaded, not extracted), and for a question that asks several things,
+whose later clause ("and where is that?") is answered by the best fact the walk reached from the
+sentence said before it. A fact is said as its evidence sentence, cited by the passages that
+hold it, else by its place among the answer's facts ("fact 2"), and judged as the path that
+reached it. The best are said best first, at most MOST_SENTENCES of them and ANSWER_CHARS
+characters with their citations (the first is always said), so a sentence the walk reached
+that does not bear on the question is never said while better ones exist.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -37,6 +37,8 @@ class Candidate:
     text: str
     citation: str
     judged: str = ""
+    follows: frozenset[str] = frozenset()  # a fact's: the sentences of the facts the walk reached it through
+    unsourced: bool = False  # a fact no passage states (a graph loaded, not extracted)
 
     @property
     def said(self) -> str:
@@ -59,28 +61,41 @@ class AnswerSentences:
             candidates += [Candidate(s, str(number)) for s in ended or sentences]
         return candidates
 
-    def answer(self, question: str, candidates: Sequence[Candidate]) -> str:
-        """The best candidates, best first, within MOST_SENTENCES and ANSWER_CHARS; NO_PASSAGE
-        when there are none. A question that asks several things ("Where did she work, and where
-        is that?", question.clauses) first gets the best sentence for the whole, then the best for
-        each later clause, then the best for the whole again."""
-        first: dict[str, Candidate] = {}
-        for candidate in candidates:  # each sentence once, cited as it first came
-            first.setdefault(candidate.text, candidate)
-        unique = list(first.values())
+    def answer(self, question: str, sentences: Sequence[Candidate], facts: Sequence[Candidate] = ()) -> str:
+        """The best of the passages' sentences (of the facts, when there are no passages), best
+        first, within MOST_SENTENCES and ANSWER_CHARS; NO_PASSAGE when there are none. A question
+        that asks several things ("Where did she work, and where is that?", question.clauses)
+        first gets the best sentence for the whole, then for each later clause the best for it
+        among the facts the walk reached through the sentence said before it (among the
+        sentences, when none), then the best for the whole again."""
+        unique = _once([*sentences, *facts])
         if not unique:
             return NO_PASSAGE
-        targets = [question, *clauses(question)[1:]]
-        vectors = self.embedder.embed([*targets, *(c.judged or c.text for c in unique)])
-        similarity: np.ndarray = vectors[len(targets) :] @ vectors[: len(targets)].T
-        order = [np.argsort(-similarity[:, target], kind="stable") for target in range(len(targets))]
-        picks = [int(order[0][0])]
-        for ranked in order[1:]:  # each later clause's best sentence not yet picked
-            picks.append(next((int(i) for i in ranked if int(i) not in picks), picks[0]))
+        passages = {c.text for c in sentences}
+        pool = [i for i, c in enumerate(unique) if c.text in passages or c.unsourced or not sentences]
+        vectors = self.embedder.embed([question, *(c.judged or c.text for c in unique)])[1:]
+        ranked = [pool[int(i)] for i in np.argsort(-(vectors[pool] @ self.embedder.embed_one(question)), kind="stable")]
+        picks = ranked[:1]
+        for clause in clauses(question)[1:]:  # "where is that?" asks about what was just said
+            before = unique[picks[-1]].text
+            best = [int(i) for i in np.argsort(-(vectors @ self.embedder.embed_one(clause)), kind="stable")]
+            fresh = [i for i in best if i not in picks]
+            continuing = [i for i in fresh if before in unique[i].follows]
+            picks += (continuing or [i for i in fresh if i in pool])[:1]
         said: list[str] = []
-        for index in dict.fromkeys([*picks, *map(int, order[0][1:])]):
+        for index in dict.fromkeys([*picks, *ranked]):
             sentence = unique[index].said
             if len(said) == MOST_SENTENCES or (said and len(" ".join([*said, sentence])) > ANSWER_CHARS):
                 break
             said.append(sentence)
         return " ".join(said)
+
+
+def _once(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Each sentence once, cited as it first came, continuing every fact it continues anywhere."""
+    first: dict[str, Candidate] = {}
+    for candidate in candidates:
+        known = first.setdefault(candidate.text, candidate)
+        if candidate.follows - known.follows:
+            first[candidate.text] = replace(known, follows=known.follows | candidate.follows)
+    return list(first.values())

@@ -39,7 +39,7 @@ from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.llm import ChatModel
 from sparqlrag.models.prompts import json_items, parse_concepts, render
 from sparqlrag.models.reranker import Reranker
-from sparqlrag.retrieval.document_rag import DocumentRag, Passage, distinct, passage_json, passages_of
+from sparqlrag.retrieval.document_rag import DocumentRag, Passage, distinct, passages_of
 from sparqlrag.retrieval.edge_scoring import EdgeScorer
 from sparqlrag.retrieval.graph_synthesis import fact_candidates, knowledge
 from sparqlrag.retrieval.options import DEFAULT_GRAPH_MODE, DocumentRagOptions, GraphMode, GraphRagOptions
@@ -55,7 +55,7 @@ from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.fact_index import FactIndex
 from sparqlrag.store.fact_sources import fact_sources
-from sparqlrag.store.facts import fact_labels, labels_of, parse_fact, walked, walked_filter
+from sparqlrag.store.facts import fact_labels, labels_of, node_labels, parse_fact, walked, walked_filter
 from sparqlrag.store.graph_index import GraphIndex
 from sparqlrag.store.select import lexical, select_terms
 from sparqlrag.store.sparql_text import sparql_term
@@ -163,14 +163,16 @@ class GraphRag:
             trace.pagerank_seeds,
             trace.sources,
         )
-        yield "sources", {"sources": [passage_json(p) for p in answer.passages]}
+        yield "sources", {"sources": answer.json()["sources"]}
         yield "done", {"answer": answer.answer, "trace": answer.trace, "model": answer.model, "usage": answer.usage}
 
     def _offline_answer(self, walk: Walk) -> str:
-        """The sentences of the passages, and the facts, that best answer the question (extractive.py)."""
+        """The sentences of the passages, or the facts, that best answer the question
+        (extractive.py). The bridges are left out: offline, the default answers from the
+        passages Document RAG gives, and the graph adds what follows from them."""
         sentences = self.documents.sentences
-        passages = sentences.of_passages([p.text for p in walk.passages])
-        return sentences.answer(walk.trace.question, [*passages, *fact_candidates(walk)])
+        shown = sentences.of_passages([p.text for p in walk.passages if not p.bridge])
+        return sentences.answer(walk.trace.question, shown, fact_candidates(walk))
 
     # -- the walk -------------------------------------------------------------------------------
 
@@ -237,7 +239,7 @@ class GraphRag:
             if walk.options.bridges and grounding.near_facts:
                 with Stage(walk.trace, "bridges"):
                     bridges, carried, walk.ranking = await self._pagerank(
-                        iris, walk, grounding, scored, shown=[p.chunk for p in walk.passages]
+                        iris, walk, grounding, scored, shown=walk.passages
                     )
                 walk.passages += bridges
         elif walk.mode == "pagerank":
@@ -303,6 +305,8 @@ class GraphRag:
                 if isinstance(end, NamedNode):
                     offer(TracedSeed(end.value, hit.score, question, fact))
         seeds = sorted(best.values(), key=lambda s: -s.score)[: options.entity_limit + 2 * options.fact_seeds]
+        names = await off_loop(node_labels, self.store, iris, [s.entity for s in seeds])  # as the trace names them
+        seeds = [replace(s, label=names[s.entity]) for s in seeds]
         return Grounding(seeds, concept_vectors, path_targets, path_vectors, near_facts, linked)
 
     async def _hop(
@@ -439,13 +443,13 @@ class GraphRag:
         return [replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in found]
 
     async def _pagerank(
-        self, iris: Iris, walk: Walk, grounding: Grounding, scored: list[Edge], shown: list[str] | None = None
+        self, iris: Iris, walk: Walk, grounding: Grounding, scored: list[Edge], shown: list[Passage] | None = None
     ) -> tuple[list[Passage], dict[str, tuple[str, ...]], Ranking]:
         """The k passages by personalized PageRank (retrieval/pagerank.py), each with the fact of
         the walk it supports best; and per passage, the reifiers of its facts that name the
         entities that carried its score. Given the passages `shown`, the bridges instead: up to
-        `bridges` of PageRank's best that are not shown and support a fact the walk kept, each
-        labelled with that fact's path."""
+        `bridges` of PageRank's best that are not shown (nor copies of those shown) and support a
+        fact the walk kept, each labelled with that fact's path."""
         collection, k = iris.collection, walk.options.k
         view = await off_loop(self.graph.view, collection)
         if self.llm is not None and grounding.near_facts:
@@ -458,7 +462,8 @@ class GraphRag:
         hybrid = await self.documents.hybrid_ranking(collection, walk.trace.question, candidates=candidates)
         wanted = k if shown is None else walk.options.bridges
         ranking = await off_loop(rank, view, seeds, hybrid, len(shown or ()) + wanted)
-        order = [chunk for chunk in ranking.order if chunk not in set(shown or ())][:CANDIDATES]
+        chunks = {p.chunk for p in shown or ()}
+        order = [chunk for chunk in ranking.order if chunk not in chunks][:CANDIDATES]
         passages = await off_loop(passages_of, self.store, iris, order, ranking.scores)
         best = _best_by_chunk(scored)
         if shown is None:
@@ -466,11 +471,12 @@ class GraphRag:
             passages = distinct(passages, k)
         else:
             kept = _best_by_chunk(walk.edges) if ranking.seeds else {}
-            passages = [
+            reached = [
                 replace(p, supports=kept[p.chunk].fact, bridge=_path(kept[p.chunk]))
                 for p in passages
                 if p.chunk in kept
-            ][:wanted]
+            ]
+            passages = distinct([*shown, *reached], len(shown) + wanted)[len(shown) :]
         mentions = await off_loop(self.graph.mentions_in, collection, [p.chunk for p in passages])
         carried = {
             p.chunk: tuple(
@@ -529,12 +535,12 @@ def _stated_over_cooccurring(edges: list[Edge]) -> list[Edge]:
     ]
 
 
-def _path(edge: Edge) -> tuple[str, ...]:
-    """The facts, as text, of the walk's path to `edge`, first to last."""
-    path = [edge.text]
+def _path(edge: Edge) -> tuple[Triple, ...]:
+    """The facts of the walk's path to `edge`, first to last."""
+    path = [edge.fact]
     while edge.via is not None:
         edge = edge.via
-        path.insert(0, edge.text)
+        path.insert(0, edge.fact)
     return tuple(path)
 
 

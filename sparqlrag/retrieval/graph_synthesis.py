@@ -14,8 +14,9 @@ def knowledge(walk: Walk) -> str:
     each with the path that brought it; then each kept fact citing the passages that state it."""
     numbers = {p.chunk: i for i, p in enumerate(walk.passages, start=1)}
     passages = [f"[{i}] ({p.citation}) {p.text}" for i, p in enumerate(walk.passages, start=1) if not p.bridge]
+    said = {edge.fact: edge.text for edge in walk.edges}
     bridges = [
-        f"[{i}] ({p.citation}; reached through: {' -> '.join(p.bridge)}) {p.text}"
+        f"[{i}] ({p.citation}; reached through: {' -> '.join(said.get(f, str(f)) for f in p.bridge)}) {p.text}"
         for i, p in enumerate(walk.passages, start=1)
         if p.bridge
     ]
@@ -33,7 +34,13 @@ def fact_candidates(walk: Walk) -> list[Candidate]:
     that state it, else as the answer's fact of its place ("fact 2")."""
     numbers = {p.chunk: i for i, p in enumerate(walk.passages, start=1)}
     return [
-        Candidate(edge.sentence_text, _cited(edge, numbers) or f"fact {place}", edge.path_text)
+        Candidate(
+            edge.sentence_text,
+            _cited(edge, numbers) or f"fact {place}",
+            edge.path_text,
+            frozenset([edge.via.sentence_text]) if edge.via else frozenset(),
+            unsourced=not edge.chunks,
+        )
         for place, edge in enumerate(walk.edges, start=1)
         if edge.fact.predicate != vocab.SR_COOCCURS
     ]

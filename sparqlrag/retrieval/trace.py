@@ -37,7 +37,7 @@ class TracedSource:
     supports: Triple | None = None  # Graph RAG: the best fact the chunk is evidence for
     carried_by: tuple[str, ...] = ()  # PageRank: the entities whose rank flowed into the passage most
     carried_by_statements: tuple[str, ...] = ()  # and the reifiers of the passage's facts that name them
-    bridge: bool = False  # a bridge passage: added by the graph after the passages Document RAG ranks
+    bridged_by: tuple[Triple, ...] = ()  # a bridge passage's: the walk's facts that brought it, after Document RAG's
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,7 @@ class TracedSeed:
     concept: str
     fact: Triple | None = None  # a fact seed: the fact near the question whose end this entity is
     alias: str | None = None  # the entity's other name the concept matched ("W3C"), when not its label
+    label: str | None = field(default=None, compare=False)  # its name, when grounding knows it (not traced)
 
 
 @dataclass(frozen=True)
@@ -160,8 +161,7 @@ class Trace:
             ]
             if source.supports:
                 quads.append(Quad(item, vocab.SR_SUPPORTS, source.supports, graph))
-            if source.bridge:
-                quads.append(Quad(item, vocab.SR_BRIDGE, Literal(True), graph))
+            quads += [Quad(item, vocab.SR_BRIDGED_BY, fact, graph) for fact in source.bridged_by]
             quads += [Quad(item, vocab.SR_CARRIED_BY, NamedNode(e), graph) for e in source.carried_by]
             quads += [
                 Quad(item, vocab.SR_CARRIED_BY_STATEMENT, NamedNode(s), graph) for s in source.carried_by_statements

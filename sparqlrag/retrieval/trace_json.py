@@ -15,7 +15,7 @@ from sparqlrag.retrieval.document_rag import Passage, passage_json, passages_of
 from sparqlrag.retrieval.trace import TracedEdge, TracedPageRankSeed, TracedSeed, TracedSource, fact_json
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.facts import fact_labels, labels_of
+from sparqlrag.store.facts import fact_labels, labels_of, node_labels
 from sparqlrag.store.select import lexical, number, select, select_terms
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vocab import Iris
@@ -30,6 +30,7 @@ def seed_json(seed: TracedSeed) -> dict[str, Any]:
         "score": seed.score,
         "concept": seed.concept,
         "alias": seed.alias,
+        "label": seed.label,
         "fact": fact_json(seed.fact) if seed.fact else None,
     }
 
@@ -69,7 +70,8 @@ def source_json(source: TracedSource, passage: Passage | None) -> dict[str, Any]
         "supports": fact_json(source.supports) if source.supports else None,
         "carried_by": sorted(source.carried_by),  # (a set in the trace graph, so sorted in both)
         "carried_by_statements": sorted(source.carried_by_statements),
-        "bridge": source.bridge,
+        "bridge": bool(source.bridged_by),
+        "bridged_by": [fact_json(f) for f in sorted(source.bridged_by, key=str)],  # (a set in the trace graph)
     }
 
 
@@ -113,7 +115,7 @@ def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> dict[str, Any] | 
         "?item ?entity ?weight ?fact_s ?fact_p ?fact_o",
     )
     steps = items("sr:step", "?item rdfs:label ?name ; sr:index ?index ; sr:durationMs ?ms", "?name ?index ?ms")
-    return {
+    found: dict[str, Any] = {
         "id": trace_id,
         "iri": node.value,
         "question": fields.get("question"),
@@ -137,6 +139,24 @@ def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> dict[str, Any] | 
             for s in sorted(steps, key=lambda s: number(s["index"], 0) or 0)
         ],
     }
+    labels = node_labels(store, iris, _named(found))
+    for seed in found["seeds"]:
+        seed["label"] = labels[seed["entity"]]
+    return found | {"labels": labels}
+
+
+def _named(trace: dict[str, Any]) -> set[str]:
+    """Every IRI the trace's seeds, facts and sources name, for its labels."""
+    facts = [
+        *trace["edges"],
+        *(e["via"] for e in trace["edges"] if e["via"]),
+        *(s["fact"] for s in trace["seeds"] if s["fact"]),
+        *(f for s in trace["pagerank_seeds"] for f in s["facts"]),
+        *(s["supports"] for s in trace["sources"] if s["supports"]),
+    ]
+    ends = {f["subject"] for f in facts} | {f["predicate"] for f in facts}
+    ends |= {f["object"] for f in facts if not f["object_is_literal"]}
+    return ends | {s["entity"] for s in (*trace["seeds"], *trace["pagerank_seeds"])}
 
 
 def _fact(row: dict[str, Any], name: str) -> Triple | None:
@@ -213,14 +233,18 @@ def _sources(store: QuadStore, iris: Iris, items: Items) -> list[dict[str, Any]]
     rows = items(
         "sr:source",
         "?item sr:chunk ?chunk ; sr:rank ?rank ; sr:score ?score "
-        "OPTIONAL { ?item sr:supports <<( ?supports_s ?supports_p ?supports_o )>> } "
-        "OPTIONAL { ?item sr:bridge ?bridge }",
-        "?chunk ?rank ?score ?supports_s ?supports_p ?supports_o ?bridge",
+        "OPTIONAL { ?item sr:supports <<( ?supports_s ?supports_p ?supports_o )>> }",
+        "?chunk ?rank ?score ?supports_s ?supports_p ?supports_o",
     )
     carriers = items(
         "sr:source",
         "?item sr:chunk ?chunk { ?item sr:carriedBy ?entity } UNION { ?item sr:carriedByStatement ?statement }",
         "?chunk ?entity ?statement",
+    )
+    bridges = items(
+        "sr:source",
+        "?item sr:chunk ?chunk ; sr:bridgedBy <<( ?fact_s ?fact_p ?fact_o )>>",
+        "?chunk ?fact_s ?fact_p ?fact_o",
     )
     sources = sorted(
         (
@@ -233,7 +257,7 @@ def _sources(store: QuadStore, iris: Iris, items: Items) -> list[dict[str, Any]]
                 tuple(
                     sorted(lexical(c["statement"]) for c in carriers if c["chunk"] == row["chunk"] and "statement" in c)
                 ),
-                "bridge" in row and lexical(row["bridge"]) == "true",
+                tuple(f for b in bridges if b["chunk"] == row["chunk"] and (f := _fact(b, "fact")) is not None),
             )
             for row in rows
         ),

@@ -186,7 +186,7 @@ class Walk:
                 p.supports,
                 carriers.get(p.chunk, ()),
                 (carried_statements or {}).get(p.chunk, ()),
-                bool(p.bridge),
+                p.bridge,
             )
             for rank, p in enumerate(self.passages, start=1)
         ]

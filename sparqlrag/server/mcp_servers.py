@@ -171,10 +171,15 @@ class McpServers:
                 "trace": found.trace,
             }
         graph = await services.graph_rag.answer(name, question, GraphRagOptions(), GRAPH_MODE_NAMED[mode])
+        said = {edge.fact: edge.text for edge in graph.edges}
         return {
             "answer": graph.answer,
             "facts": [edge.text for edge in graph.edges],
-            "sources": [_source(passage_json(p)) for p in graph.passages],
+            "sources": [
+                _source(passage_json(p))
+                | ({"bridged_by": [said[f] for f in p.bridge if f in said]} if p.bridge else {})
+                for p in graph.passages
+            ],
             "trace": graph.trace,
         }
 
@@ -339,6 +344,6 @@ def _fact(description: Description, statement: Statement) -> dict[str, Any]:
 
 def _source(passage: dict[str, Any]) -> dict[str, Any]:
     """A cited passage as an assistant needs it: its document, citation (with the page), chunk IRI,
-    original file and text (no scores)."""
-    keys = ("document", "title", "citation", "pages", "headings", "chunk", "file", "text")
+    original file, text and the other documents holding copies of it (no scores)."""
+    keys = ("document", "title", "citation", "pages", "headings", "chunk", "file", "text", "copies")
     return {key: passage[key] for key in keys if key in passage}

@@ -45,14 +45,22 @@ def walked_filter(variable: str = "?p") -> str:
 def labels_of(
     store: QuadStore, iris: Iris, triples: Iterable[Triple], known: dict[str, str] | None = None
 ) -> dict[str, str]:
-    """A label for every term of the triples: its name in the knowledge graph (rdfs:label, else
-    another of vocab.NAME_PREDICATES; one query per VALUES_BATCH of the IRIs `known` does not
-    name), else vocab.ttl's for an sr: term, else the IRI's last segment; a literal is its own label."""
+    """A label for every term of the triples (node_labels); a literal is its own label."""
     triples = list(triples)
     labels = {term.value: term.value for t in triples for term in t if isinstance(term, Literal)}
     nodes = {term.value for t in triples for term in t if isinstance(term, NamedNode)}
+    return labels | node_labels(store, iris, nodes, known)
+
+
+def node_labels(
+    store: QuadStore, iris: Iris, nodes: Iterable[str], known: dict[str, str] | None = None
+) -> dict[str, str]:
+    """A label for every IRI: its name in the knowledge graph (rdfs:label, else another of
+    vocab.NAME_PREDICATES; one query per VALUES_BATCH of the IRIs `known` does not name), else
+    vocab.ttl's for an sr: term, else the IRI's last segment."""
+    nodes = set(nodes)
     vocabulary = vocab.vocabulary_labels()
-    labels.update({node: vocabulary.get(node) or local_name(node) for node in nodes})
+    labels = {node: vocabulary.get(node) or local_name(node) for node in nodes}
     labels.update({node: label for node, label in (known or {}).items() if node in nodes})
     unnamed = sorted(nodes - set(known or {}))
     # rdfs:label first, the other name predicates for what has none: one lookup a node, not seven

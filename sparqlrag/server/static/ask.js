@@ -52,7 +52,10 @@
       const item = element("li", { class: "source" }, title);
       if (source.pages) item.append(" ", element("a", { href: source.file, class: "original" }, "open the file at this page"));
       item.append(text);
-      if (edge) item.append(element("p", { class: "supports" }, `supports: ${edge.text}`));
+      if (source.copies) item.append(element("p", { class: "copies" }, `also in: ${source.copies.map((c) => c.title).join("; ")}`));
+      const bridge = (source.bridged_by || []).map((fact) => (edges.find((e) => sameFact(e, fact)) || { text: fact.predicate }).text);
+      if (bridge.length) item.append(element("p", { class: "bridge" }, `bridge, reached through: ${bridge.join("; ")}`));
+      else if (edge) item.append(element("p", { class: "supports" }, `supports: ${edge.text}`));
       return item;
     }));
   }
@@ -78,7 +81,7 @@
     const used = new Set(edges.flatMap((e) => [e.subject, e.object]));
     for (const seed of seeds.filter((s, i) => i < SEEDS_SHOWN || used.has(s.entity))) {
       column.set(seed.entity, 0);
-      label.set(seed.entity, localName(seed.entity));
+      label.set(seed.entity, seed.label || localName(seed.entity));
     }
     for (const edge of [...edges].sort((a, b) => a.hop - b.hop)) {
       label.set(edge.subject, edge.labels[0]);
@@ -137,7 +140,7 @@ ORDER BY ?hop DESC(?score)`;
     event.preventDefault();
     const collection = $("collection").value;
     const mode = $("mode").value;
-    const graph = mode !== "document"; // pagerank, hybrid and graph walk the graph
+    const graph = mode !== "document"; // evidence, pagerank, hybrid and graph walk the graph
     edges = [];
     seeds = [];
     $("result").hidden = false;
