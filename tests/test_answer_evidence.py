@@ -12,6 +12,7 @@ import pytest
 from pyoxigraph import NamedNode
 
 from sparqlrag.config import Settings
+from sparqlrag.retrieval.graph_synthesis import knowledge
 from sparqlrag.retrieval.options import DocumentRagOptions, GraphRagOptions
 from sparqlrag.retrieval.trace import fact_json
 from sparqlrag.retrieval.trace_json import read_trace
@@ -79,6 +80,18 @@ def test_bridges_come_after_the_k_passages_and_say_which_facts_brought_them(serv
     assert [s["bridged_by"] for s in found.json()["sources"]] == [s["bridged_by"] for s in trace["sources"]] == paths
     none = answer(services, "Where was Marie Curie born?", k=1, bridges=0)
     assert [p.chunk for p in none.passages] == [first.chunk]
+
+
+def test_the_llm_is_given_the_passages_then_the_bridges_and_facts_each_labelled(services: Services) -> None:
+    options = GraphRagOptions(k=1, bridges=2)
+    walk = asyncio.run(services.graph_rag.retrieve("default", "Where was Marie Curie born?", options, "evidence"))
+    told, bridges = knowledge(walk), walk.passages[1:]
+    assert bridges and told.index("Passages:\n[1] (curie)") < told.index("Bridge passages") < told.index("Facts from")
+    texts = {e.fact: e.text for e in walk.edges}
+    for number, bridge in enumerate(bridges, start=2):
+        assert (
+            f"[{number}] ({bridge.citation}; reached through: {' -> '.join(texts[f] for f in bridge.bridge)}) " in told
+        )
 
 
 def test_every_sentence_of_the_offline_answer_is_cited_and_comes_from_what_it_cites(services: Services) -> None:

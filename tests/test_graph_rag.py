@@ -352,6 +352,8 @@ def test_llm_concepts_reasoning_and_streamed_synthesis(services: Services) -> No
     assert "Question:\nWhere was Marie Curie born?" in stub.requests[2]["messages"][0]["content"]
     synthesis_prompt = stub.requests[3]["messages"][0]["content"]
     assert "Facts from the knowledge graph:" in synthesis_prompt and "[1] (curie)" in synthesis_prompt
+    passages, facts = synthesis_prompt.index("Passages:"), synthesis_prompt.index("Facts from the knowledge graph:")
+    assert passages < synthesis_prompt.index("[1] (curie)") < facts  # the passages first
 
 
 def test_recognition_memory_chooses_the_facts_pagerank_starts_from(services: Services) -> None:
