@@ -251,6 +251,7 @@ def test_ask_in_each_mode_and_its_errors(tmp_path: Path) -> None:
         1
     ]  # the answer follows the path: who, where, and where that is
     assert "invented the World Wide Web at CERN" in answer and "CERN is located near Geneva" in answer
+    assert "\n       bridge, reached through: " in demo.stdout  # the graph's bridges, after the 3 passages
     question = "Where is CERN located?"
     for mode in ("evidence", "graph", "document", "hybrid", "pagerank"):
         result = cli(tmp_path, "ask", question, "--mode", mode, "--k", "2")
@@ -275,6 +276,7 @@ def test_ask_in_each_mode_and_its_errors(tmp_path: Path) -> None:
         (["ask", question, "--collection", "nope"], "no collection 'nope'"),
         (["ask", "why " * 600], "the limit is 2000"),
         (["ask", " "], "non-empty"),
+        (["ask", question, "--bridges", "11"], "bridges must be an integer from 0 to 10"),
     ]:
         failed = cli(tmp_path, *args)
         assert failed.returncode == 2 and message in failed.stderr and "Traceback" not in failed.stderr

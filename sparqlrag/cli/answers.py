@@ -24,7 +24,15 @@ from sparqlrag.store.vocab import Iris, local_name
 
 
 def ask(session: Session, args: argparse.Namespace) -> None:
-    answer(session.services, args.question, mode=args.mode, collection=args.collection, k=args.k, explain=args.explain)
+    answer(
+        session.services,
+        args.question,
+        mode=args.mode,
+        collection=args.collection,
+        k=args.k,
+        explain=args.explain,
+        bridges=args.bridges,
+    )
 
 
 def answer(
@@ -35,6 +43,7 @@ def answer(
     collection: str,
     k: int,
     explain: bool,
+    bridges: int | None = None,
 ) -> None:
     """Prints the answer, with the walk when `explain` (graph modes), its sources and its trace."""
     if not librarian.collection_exists(services.store, Iris(services.settings.base_iri, collection)):
@@ -45,7 +54,7 @@ def answer(
             found = asyncio.run(services.document_rag.answer(collection, question, DocumentRagOptions(k=k)))
             text, passages, trace = found.answer, found.passages, found.trace
         else:
-            options = GraphRagOptions(k=k)
+            options = GraphRagOptions(k=k, **({} if bridges is None else {"bridges": bridges}))
             explained = asyncio.run(services.graph_rag.answer(collection, question, options, mode))
             text, passages, trace = explained.answer, explained.passages, explained.trace
     except ValidationError as error:

@@ -129,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--collection", default="default")
     ask.add_argument("--k", type=int, default=5, help="passages to use (default 5)")
     ask.add_argument(
+        "--bridges", type=int, help="evidence mode: passages the graph may add after the k (default 2; 0: none)"
+    )
+    ask.add_argument(
         "--explain", action="store_true", help="also print concepts, seeds and the facts used, with scores"
     )
 
