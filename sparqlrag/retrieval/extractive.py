@@ -7,9 +7,11 @@ passage states (a graph loaded, not extracted), and for a question that asks sev
 whose later clause ("and where is that?") is answered by the best fact the walk reached from the
 sentence said before it. A fact is said as its evidence sentence, cited by the passages that
 hold it, else by its place among the answer's facts ("fact 2"), and judged as the path that
-reached it. The best are said best first, at most MOST_SENTENCES of them and ANSWER_CHARS
-characters with their citations (the first is always said), so a sentence the walk reached
-that does not bear on the question is never said while better ones exist.
+reached it; an answer made of facts alone says each with the best fact the walk continued it
+with, since a multi-hop question asks for a path's end. The best are said best first, at most
+MOST_SENTENCES of them and ANSWER_CHARS characters with their citations (the first is always
+said), so a sentence the walk reached that does not bear on the question is never said while
+better ones exist.
 """
 
 from __future__ import annotations
@@ -67,27 +69,33 @@ class AnswerSentences:
         that asks several things ("Where did she work, and where is that?", question.clauses)
         first gets the best sentence for the whole, then for each later clause the best for it
         among the facts the walk reached through the sentence said before it (among the
-        sentences, when none), then the best for the whole again."""
+        sentences, when none), then the best for the whole again. An answer made of facts says
+        each with the best fact the walk continued it with: a path's end is what a multi-hop
+        question asks for."""
         unique = _once([*sentences, *facts])
         if not unique:
             return NO_PASSAGE
         passages = {c.text for c in sentences}
         pool = [i for i, c in enumerate(unique) if c.text in passages or c.unsourced or not sentences]
-        vectors = self.embedder.embed([question, *(c.judged or c.text for c in unique)])[1:]
-        ranked = [pool[int(i)] for i in np.argsort(-(vectors[pool] @ self.embedder.embed_one(question)), kind="stable")]
+        vectors = self.embedder.embed([question, *(c.judged or c.text for c in unique)])
+        closeness = vectors[1:] @ vectors[0]
+        ranked = sorted(pool, key=lambda i: -closeness[i])
         picks = ranked[:1]
         for clause in clauses(question)[1:]:  # "where is that?" asks about what was just said
-            before = unique[picks[-1]].text
-            best = [int(i) for i in np.argsort(-(vectors @ self.embedder.embed_one(clause)), kind="stable")]
-            fresh = [i for i in best if i not in picks]
-            continuing = [i for i in fresh if before in unique[i].follows]
+            nearest = np.argsort(-(vectors[1:] @ self.embedder.embed_one(clause)), kind="stable")
+            fresh = [int(i) for i in nearest if int(i) not in picks]
+            continuing = [i for i in fresh if unique[picks[-1]].text in unique[i].follows]
             picks += (continuing or [i for i in fresh if i in pool])[:1]
+        following = sorted(range(len(unique)), key=lambda i: -closeness[i]) if not sentences else []
         said: list[str] = []
         for index in dict.fromkeys([*picks, *ranked]):
-            sentence = unique[index].said
-            if len(said) == MOST_SENTENCES or (said and len(" ".join([*said, sentence])) > ANSWER_CHARS):
-                break
-            said.append(sentence)
+            if unique[index].said in said:
+                continue
+            after = [i for i in following if unique[index].text in unique[i].follows and unique[i].said not in said]
+            for told in [unique[index], *(unique[i] for i in after[:1])]:
+                if len(said) == MOST_SENTENCES or (said and len(" ".join([*said, told.said])) > ANSWER_CHARS):
+                    return " ".join(said)
+                said.append(told.said)
         return " ".join(said)
 
 
