@@ -462,20 +462,17 @@ class GraphRag:
         hybrid = await self.documents.hybrid_ranking(collection, walk.trace.question, candidates=candidates)
         wanted = k if shown is None else walk.options.bridges
         ranking = await off_loop(rank, view, seeds, hybrid, len(shown or ()) + wanted)
-        chunks = {p.chunk for p in shown or ()}
-        order = [chunk for chunk in ranking.order if chunk not in chunks][:CANDIDATES]
-        passages = await off_loop(passages_of, self.store, iris, order, ranking.scores)
-        best = _best_by_chunk(scored)
         if shown is None:
+            best = _best_by_chunk(scored)
+            passages = await off_loop(passages_of, self.store, iris, ranking.order[:CANDIDATES], ranking.scores)
             passages = [replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in passages]
             passages = distinct(passages, k)
-        else:
+        else:  # (only the chunks of kept facts are read: a bridge must state one)
             kept = _best_by_chunk(walk.edges) if ranking.seeds else {}
-            reached = [
-                replace(p, supports=kept[p.chunk].fact, bridge=_path(kept[p.chunk]))
-                for p in passages
-                if p.chunk in kept
-            ]
+            chunks = {p.chunk for p in shown}
+            order = [chunk for chunk in ranking.order if chunk not in chunks][:CANDIDATES]
+            found = await off_loop(passages_of, self.store, iris, [c for c in order if c in kept], ranking.scores)
+            reached = [replace(p, supports=kept[p.chunk].fact, bridge=_path(kept[p.chunk])) for p in found]
             passages = distinct([*shown, *reached], len(shown) + wanted)[len(shown) :]
         mentions = await off_loop(self.graph.mentions_in, collection, [p.chunk for p in passages])
         carried = {
