@@ -14,8 +14,9 @@ is timed and written to the collection's trace graph.
 Passages, by mode (options.py, GraphMode). "evidence", the default: Document RAG's hybrid
 passages, exactly, then up to `bridges` passages that PageRank ranks best among those hybrid did
 not show and that state a fact the walk kept, each labelled with that fact's path. "pagerank":
-personalized PageRank over the graph index from the question's recognised near facts and every passage's hybrid score
-(retrieval/pagerank.py); with no seed, exactly Document RAG's hybrid ranking. "graph": the
+personalized PageRank over the graph index from the question's recognised near facts and every
+passage's hybrid score (retrieval/pagerank.py); with no seed, exactly Document RAG's hybrid
+ranking. "graph": the
 walk's facts re-rank the dense candidates: a passage scores its cosine to the question plus how
 far the best fact it supports stands out above the median score of the facts the walk scored
 (a passage supporting none keeps its cosine); "hybrid" fuses that ranking with the keyword
