@@ -7,8 +7,9 @@ passage states (a graph loaded, not extracted), and for a question that asks sev
 whose later clause ("and where is that?") is answered by the best fact the walk reached from the
 sentence said before it. A fact is said as its evidence sentence, cited by the passages that
 hold it, else by its place among the answer's facts ("fact 2"), and judged as the path that
-reached it; an answer made of facts alone says each with the best fact the walk continued it
-with, since a multi-hop question asks for a path's end. The best are said best first, at most
+reached it. An answer made of facts alone (no passages) takes them in the walk's order, which
+ranks facts, and says each with the best fact the walk continued it with, since a multi-hop
+question asks for a path's end. The best are said best first, at most
 MOST_SENTENCES of them and ANSWER_CHARS characters with their citations (the first is always
 said), so a sentence the walk reached that does not bear on the question is never said while
 better ones exist.
@@ -27,6 +28,7 @@ from sparqlrag.models.sentences import sentence_splitter
 from sparqlrag.retrieval.question import clauses
 
 MOST_SENTENCES = 3
+MOST_FACTS = 5  # a fact is shorter than a sentence: an answer of facts alone says as many as the old one did
 ANSWER_CHARS = 400
 SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
 NO_PASSAGE = "No passage in this collection matches the question."
@@ -64,8 +66,9 @@ class AnswerSentences:
         return candidates
 
     def answer(self, question: str, sentences: Sequence[Candidate], facts: Sequence[Candidate] = ()) -> str:
-        """The best of the passages' sentences (of the facts, when there are no passages), best
-        first, within MOST_SENTENCES and ANSWER_CHARS; NO_PASSAGE when there are none. A question
+        """The best of the passages' sentences, best first, within MOST_SENTENCES and
+        ANSWER_CHARS; NO_PASSAGE when there are no candidates. With no passages the answer is made
+        of the facts, in the walk's order (`facts` come best first), up to MOST_FACTS. A question
         that asks several things ("Where did she work, and where is that?", question.clauses)
         first gets the best sentence for the whole, then for each later clause the best for it
         among the facts the walk reached through the sentence said before it (among the
@@ -77,23 +80,26 @@ class AnswerSentences:
             return NO_PASSAGE
         passages = {c.text for c in sentences}
         pool = [i for i, c in enumerate(unique) if c.text in passages or c.unsourced or not sentences]
-        vectors = self.embedder.embed([question, *(c.judged or c.text for c in unique)])
-        closeness = vectors[1:] @ vectors[0]
-        ranked = sorted(pool, key=lambda i: -closeness[i])
+        later = clauses(question)[1:]
+        ranked = pool  # facts alone: the walk's order
+        if sentences or later:
+            vectors = self.embedder.embed([question, *(c.judged or c.text for c in unique)])
+            closeness = vectors[1:] @ vectors[0]
+            ranked = sorted(pool, key=lambda i: -closeness[i]) if sentences else pool
         picks = ranked[:1]
-        for clause in clauses(question)[1:]:  # "where is that?" asks about what was just said
+        for clause in later:  # "where is that?" asks about what was just said
             nearest = np.argsort(-(vectors[1:] @ self.embedder.embed_one(clause)), kind="stable")
             fresh = [int(i) for i in nearest if int(i) not in picks]
             continuing = [i for i in fresh if unique[picks[-1]].text in unique[i].follows]
             picks += (continuing or [i for i in fresh if i in pool])[:1]
-        following = sorted(range(len(unique)), key=lambda i: -closeness[i]) if not sentences else []
+        following, most = ([], MOST_SENTENCES) if sentences else (pool, MOST_FACTS)
         said: list[str] = []
         for index in dict.fromkeys([*picks, *ranked]):
             if unique[index].said in said:
                 continue
             after = [i for i in following if unique[index].text in unique[i].follows and unique[i].said not in said]
             for told in [unique[index], *(unique[i] for i in after[:1])]:
-                if len(said) == MOST_SENTENCES or (said and len(" ".join([*said, told.said])) > ANSWER_CHARS):
+                if len(said) == most or (said and len(" ".join([*said, told.said])) > ANSWER_CHARS):
                     return " ".join(said)
                 said.append(told.said)
         return " ".join(said)

@@ -29,9 +29,9 @@ def knowledge(walk: Walk) -> str:
 
 
 def fact_candidates(walk: Walk) -> list[Candidate]:
-    """Each kept fact that states a relation (a co-occurrence states none) as a sentence that may
-    answer: its evidence sentence, judged as the path it completes, cited by the passages shown
-    that state it, else as the answer's fact of its place ("fact 2")."""
+    """Each kept fact that states a relation (a co-occurrence states none), best first, as a
+    sentence that may answer: its evidence sentence, judged as the path it completes, cited by the
+    passages shown that state it, else as the answer's fact of its place ("fact 2")."""
     numbers = {p.chunk: i for i, p in enumerate(walk.passages, start=1)}
     return [
         Candidate(
