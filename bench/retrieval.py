@@ -1,7 +1,8 @@
 """Retrieval quality and speed of Document RAG and Graph RAG.
 
     .venv/bin/python bench/retrieval.py [--dataset DIR ...] [--metaqa DIR] [--metaqa-queries FILE]
-                                        [--latency [--latency-dir DIR]] [--skip-passages] [--scorer facts|text]
+                                        [--latency [--latency-dir DIR] [--latency-scorers facts text]]
+                                        [--skip-passages] [--scorer facts|text]
                                         [--no-resolution] [--markdown]
 
 Passages (each --dataset DIR: `corpus.jsonl` {id,title,text}, `queries.jsonl` {id,question,
@@ -469,7 +470,9 @@ def shortlist_recall(services: Services, questions: list[str]) -> float:
     return 100 * statistics.mean(len(a & b) / len(b) for a, b in zip(*found))
 
 
-async def latency(directory: Path, queries_file: Path, root: Path, wanted: list[str]) -> dict[str, dict[str, float]]:
+async def latency(
+    directory: Path, queries_file: Path, root: Path, wanted: list[str], scorers: list[str]
+) -> dict[str, dict[str, float]]:
     questions = [re.sub(r"[\[\]]", "", q["question"]) for q in read_jsonl(queries_file)[:100]]
     out = {}
     for name, (limit, copies) in LATENCY_SIZES.items():
@@ -485,7 +488,7 @@ async def latency(directory: Path, queries_file: Path, root: Path, wanted: list[
             flush=True,
         )
         await services.graph_rag.retrieve("default", questions[0])  # builds the search matrix once
-        for scorer in ("facts", "text"):
+        for scorer in scorers:
             times: list[float] = []
             stages: dict[str, list[float]] = {}
             for question in questions:
@@ -520,6 +523,7 @@ def main() -> None:
     parser.add_argument("--skip-metaqa", action="store_true")
     parser.add_argument("--latency", action="store_true", help="Graph RAG latency on 10k / 170k / 1M triples")
     parser.add_argument("--latency-sizes", nargs="+", choices=list(LATENCY_SIZES), default=list(LATENCY_SIZES))
+    parser.add_argument("--latency-scorers", nargs="+", choices=["facts", "text"], default=["facts", "text"])
     parser.add_argument(
         "--latency-dir", type=Path, help="keep the latency graphs here and reuse them (1M takes ~1 h to index)"
     )
@@ -570,10 +574,14 @@ def main() -> None:
             )
     if args.latency:
         if args.latency_dir:
-            timings = asyncio.run(latency(args.metaqa, queries_file, args.latency_dir, args.latency_sizes))
+            timings = asyncio.run(
+                latency(args.metaqa, queries_file, args.latency_dir, args.latency_sizes, args.latency_scorers)
+            )
         else:
             with tempfile.TemporaryDirectory(prefix="latency-bench-") as work:
-                timings = asyncio.run(latency(args.metaqa, queries_file, Path(work), args.latency_sizes))
+                timings = asyncio.run(
+                    latency(args.metaqa, queries_file, Path(work), args.latency_sizes, args.latency_scorers)
+                )
         report["latency"] = timings
         stages = [key for key in next(iter(timings.values())) if key.endswith(" p50_ms") and key != "p50_ms"]
         lines += [

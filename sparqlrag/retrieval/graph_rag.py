@@ -182,6 +182,20 @@ class GraphRag:
         return f"facts:cosine:{self.embedder.model_name}" if options.scorer == "facts" else self.reranker.name
 
     async def _walk(self, iris: Iris, walk: Walk) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        # the default's passages are Document RAG's, which depend on the question alone: found while the walk runs
+        hybrid = None
+        if walk.mode == "evidence":
+            asked = DocumentRagOptions(k=walk.options.k)
+            hybrid = asyncio.create_task(self.documents.retrieve(iris.collection, walk.trace.question, asked))
+        try:
+            async for event in self._stages(iris, walk, hybrid):
+                yield event
+        finally:
+            _settle(hybrid)
+
+    async def _stages(
+        self, iris: Iris, walk: Walk, hybrid: asyncio.Task[list[Passage]] | None
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         walk.trace.scorer = self.scorer(walk.options)
         with Stage(walk.trace, "concepts"):
             walk.concepts = walk.trace.concepts = await self._concepts(walk)
@@ -234,9 +248,12 @@ class GraphRag:
             )
         carried: dict[str, tuple[str, ...]] = {}
         scored = list(scored_by_fact.values())
-        if walk.mode == "evidence":
+        if hybrid is not None:
             with Stage(walk.trace, "passages"):
-                walk.passages = await self._hybrid(iris, walk, scored)
+                best = _best_by_chunk(scored)
+                walk.passages = [
+                    replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in await hybrid
+                ]
             if walk.options.bridges and grounding.near_facts:
                 with Stage(walk.trace, "bridges"):
                     bridges, carried, walk.ranking = await self._pagerank(
@@ -283,9 +300,12 @@ class GraphRag:
                 best[seed.entity] = seed
 
         grounded = [hit.iri for hits in by_concept for hit in hits]
-        aliases, same = await asyncio.gather(  # resolution's aliases, a loaded graph's owl:sameAs
+        facts_named = [parse_fact(hit.payload["fact"]) for hit in nearest_facts] if options.fact_seeds else []
+        ends = [end.value for fact in facts_named for end in (fact.subject, fact.object) if isinstance(end, NamedNode)]
+        aliases, same, names = await asyncio.gather(  # resolution's aliases, a loaded graph's owl:sameAs, names
             off_loop(canonicals, self.store, iris, grounded),
             off_loop(equivalents, self.store, iris, grounded, options.entity_limit),
+            off_loop(node_labels, self.store, iris, [*grounded, *ends]),  # as the trace names them
         )
         linked = frozenset(  # the entity each name in the question links to (its nearest)
             aliases.get(hits[0].iri, hits[0].iri)
@@ -299,14 +319,14 @@ class GraphRag:
                 for other in same.get(hit.iri, []):  # a loaded graph's owl:sameAs: the same thing
                     offer(TracedSeed(other, hit.score, concept))
         near_facts = []
-        for hit in nearest_facts if options.fact_seeds else []:
-            fact = parse_fact(hit.payload["fact"])
+        for hit, fact in zip(nearest_facts, facts_named):
             near_facts.append(FactSeed(fact, hit.iri, hit.score, str(hit.payload.get("text", ""))))
             for end in (fact.subject, fact.object):
                 if isinstance(end, NamedNode):
                     offer(TracedSeed(end.value, hit.score, question, fact))
         seeds = sorted(best.values(), key=lambda s: -s.score)[: options.entity_limit + 2 * options.fact_seeds]
-        names = await off_loop(node_labels, self.store, iris, [s.entity for s in seeds])  # as the trace names them
+        if others := [s.entity for s in seeds if s.entity not in names]:  # an alias's or sameAs's target
+            names |= await off_loop(node_labels, self.store, iris, others)
         seeds = [replace(s, label=names[s.entity]) for s in seeds]
         return Grounding(seeds, concept_vectors, path_targets, path_vectors, near_facts, linked)
 
@@ -434,15 +454,6 @@ class GraphRag:
             replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in passages[: walk.options.k]
         ]
 
-    async def _hybrid(self, iris: Iris, walk: Walk, scored: list[Edge]) -> list[Passage]:
-        """Document RAG's hybrid passages for the question, exactly, each with the fact of the
-        walk it supports best."""
-        found = await self.documents.retrieve(
-            iris.collection, walk.trace.question, DocumentRagOptions(k=walk.options.k)
-        )
-        best = _best_by_chunk(scored)
-        return [replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in found]
-
     async def _pagerank(
         self, iris: Iris, walk: Walk, grounding: Grounding, scored: list[Edge], shown: list[Passage] | None = None
     ) -> tuple[list[Passage], dict[str, tuple[str, ...]], Ranking]:
@@ -520,6 +531,13 @@ class GraphRag:
             if isinstance(item, dict) and isinstance(item.get("id"), int) and isinstance(item.get("reasoning"), str):
                 if 1 <= item["id"] <= len(walk.edges):
                     walk.edges[item["id"] - 1].reasoning = item["reasoning"].strip() or None
+
+
+def _settle(task: asyncio.Task[Any] | None) -> None:
+    """A task the walk no longer waits for: cancelled if running, its failure taken if it failed
+    (the walk's own failure is the one to report)."""
+    if task is not None and not task.cancel() and not task.cancelled():
+        task.exception()
 
 
 def _stated_over_cooccurring(edges: list[Edge]) -> list[Edge]:
