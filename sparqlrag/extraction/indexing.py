@@ -19,7 +19,7 @@ from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
 from sparqlrag.store.fact_index import FactIndex
-from sparqlrag.store.facts import walked_filter
+from sparqlrag.store.facts import walked, walked_filter
 from sparqlrag.store.graph_index import GraphIndex, mentions_of
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.select import lexical, select, select_terms, select_values
@@ -303,7 +303,8 @@ class Indexer:
         facts = await off_loop(
             select_terms, self.store, f"SELECT ?s ?p ?o WHERE {{ GRAPH {kg} {{ ?s ?p ?o }} FILTER({walked_filter()}) }}"
         )
-        stated = {iris.statement(Triple(r["s"], r["p"], r["o"])).value for r in facts}  # type: ignore[arg-type]
+        triples = (Triple(r["s"], r["p"], r["o"]) for r in facts)  # type: ignore[arg-type]
+        stated = {iris.statement(t).value for t in triples if walked(t)}
         gone = (
             indexed_chunks - chunks,
             await off_loop(self.vectors.iris, collection, "entities") - named,

@@ -182,19 +182,16 @@ class GraphRag:
         return f"facts:cosine:{self.embedder.model_name}" if options.scorer == "facts" else self.reranker.name
 
     async def _walk(self, iris: Iris, walk: Walk) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-        # the default's passages are Document RAG's, which depend on the question alone: found while the walk runs
-        hybrid = None
-        if walk.mode == "evidence":
-            asked = DocumentRagOptions(k=walk.options.k)
-            hybrid = asyncio.create_task(self.documents.retrieve(iris.collection, walk.trace.question, asked))
+        tasks: list[asyncio.Task[Any]] = []  # what runs beside the walk, settled however it ends
         try:
-            async for event in self._stages(iris, walk, hybrid):
+            async for event in self._stages(iris, walk, tasks):
                 yield event
         finally:
-            _settle(hybrid)
+            for task in tasks:
+                _settle(task)
 
     async def _stages(
-        self, iris: Iris, walk: Walk, hybrid: asyncio.Task[list[Passage]] | None
+        self, iris: Iris, walk: Walk, tasks: list[asyncio.Task[Any]]
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         walk.trace.scorer = self.scorer(walk.options)
         with Stage(walk.trace, "concepts"):
@@ -203,6 +200,11 @@ class GraphRag:
         with Stage(walk.trace, "grounding"):
             walk.grounding = grounding = await self._ground(iris, walk.trace.question, walk.concepts, walk.options)
             walk.seeds = walk.trace.seeds = grounding.seeds
+        hybrid = None
+        if walk.mode == "evidence":  # Document RAG's passages (the question's embedding is cached now), beside the hops
+            asked = DocumentRagOptions(k=walk.options.k)
+            hybrid = asyncio.create_task(self.documents.retrieve(iris.collection, walk.trace.question, asked))
+            tasks.append(hybrid)
         if not walk.seeds and walk.mode == "graph":
             raise EmptyGraph(f"collection {iris.collection!r} has no entities to answer from: ingest documents first")
         yield "seeds", {"seeds": [seed_json(s) for s in walk.seeds]}
@@ -533,10 +535,10 @@ class GraphRag:
                     walk.edges[item["id"] - 1].reasoning = item["reasoning"].strip() or None
 
 
-def _settle(task: asyncio.Task[Any] | None) -> None:
+def _settle(task: asyncio.Task[Any]) -> None:
     """A task the walk no longer waits for: cancelled if running, its failure taken if it failed
     (the walk's own failure is the one to report)."""
-    if task is not None and not task.cancel() and not task.cancelled():
+    if not task.cancel() and not task.cancelled():
         task.exception()
 
 

@@ -19,8 +19,11 @@ from sparqlrag.store.vocab import Iris, local_name
 
 # predicates that describe the schema or names, not the world: never walked
 SCHEMA_NAMESPACES = (vocab.RDF, vocab.RDFS, vocab.OWL)
-# a thing's names are how the question finds it (the entity index), not facts to walk or recite
-SKIPPED_PREDICATES = (vocab.SKOS_ALT_LABEL.value, *(p.value for p in vocab.NAME_PREDICATES))
+PREFILTERED = (vocab.SKOS_ALT_LABEL.value,)  # left out by the query itself (walked_filter)
+# a thing's names are how the question finds it (the entity index), not facts to walk or recite;
+# left out after the query, since each predicate more in the filter slows the walk's edge query
+# (bench/RESULTS.md, "Issue 52")
+SKIPPED_PREDICATES = (*PREFILTERED, *(p.value for p in vocab.NAME_PREDICATES))
 
 
 def walked(triple: Triple) -> bool:
@@ -35,10 +38,11 @@ def walked(triple: Triple) -> bool:
 
 
 def walked_filter(variable: str = "?p") -> str:
-    """`walked` as a SPARQL filter expression on the predicate variable."""
+    """Most of `walked` as a SPARQL filter expression on the predicate variable: what it lets
+    through is checked by `walked` too."""
     return " && ".join(
         [f'!STRSTARTS(STR({variable}), "{ns}")' for ns in SCHEMA_NAMESPACES]
-        + [f"{variable} != <{p}>" for p in SKIPPED_PREDICATES]
+        + [f"{variable} != <{p}>" for p in PREFILTERED]
     )
 
 
