@@ -11,7 +11,6 @@ from collections.abc import Iterator
 import pytest
 from pyoxigraph import NamedNode
 
-from sparqlrag.config import Settings
 from sparqlrag.retrieval.graph_synthesis import knowledge
 from sparqlrag.retrieval.options import DocumentRagOptions, GraphRagOptions
 from sparqlrag.retrieval.trace import fact_json
@@ -20,8 +19,9 @@ from sparqlrag.retrieval.walk import GraphAnswer
 from sparqlrag.server.access import EVERYTHING
 from sparqlrag.server.mcp_servers import McpServers
 from sparqlrag.services import Services
-from sparqlrag.store import EmbeddedStore, vocab
+from sparqlrag.store import vocab
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
+from tests.ingested import ingested
 
 BASE = "http://kb.example/"
 IRIS = Iris(BASE)
@@ -43,14 +43,8 @@ CITED = re.compile(r"(.+?) \[([^\]]+)\](?: |$)")
 
 @pytest.fixture(scope="module")
 def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
-    root = tmp_path_factory.mktemp("evidence")
-    store = EmbeddedStore(root / "store")
-    services = Services.open(Settings(data_dir=root, base_iri=BASE, reranker_model=None), store)
-    for document_id, text in DOCS.items():
-        asyncio.run(services.pipeline.ingest("default", document_id, text.encode(), title=document_id))
-    yield services
-    services.close()
-    store.close()
+    with ingested(tmp_path_factory.mktemp("evidence"), BASE, DOCS) as services:
+        yield services
 
 
 def answer(services: Services, question: str, **options: int) -> GraphAnswer:

@@ -24,6 +24,7 @@ from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import lexical, select
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
+from tests.ingested import ingested
 from tests.llm_stub import Reply, stubbed_llm
 
 BASE = "http://kb.example/"
@@ -38,17 +39,11 @@ IRIS = Iris(BASE)
 
 @pytest.fixture(scope="module")
 def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
-    root = tmp_path_factory.mktemp("graph-rag")
-    store = EmbeddedStore(root / "store")
-    services = Services.open(Settings(data_dir=root, base_iri=BASE, reranker_model=None), store)
-    for document_id, text in DOCS.items():
-        asyncio.run(services.pipeline.ingest("default", document_id, text.encode(), title=document_id))
-    curie, kg = IRIS.entity("Marie Curie").value, IRIS.knowledge_graph.value
-    store.update(f"""INSERT DATA {{ GRAPH <{kg}> {{ <{curie}> a <http://schema.org/Person> ;
-        <http://www.w3.org/2002/07/owl#sameAs> <http://www.wikidata.org/entity/Q7186> }} }}""")  # schema edges
-    yield services
-    services.close()
-    store.close()
+    with ingested(tmp_path_factory.mktemp("graph-rag"), BASE, DOCS) as services:
+        curie, kg = IRIS.entity("Marie Curie").value, IRIS.knowledge_graph.value
+        services.store.update(f"""INSERT DATA {{ GRAPH <{kg}> {{ <{curie}> a <http://schema.org/Person> ;
+            <http://www.w3.org/2002/07/owl#sameAs> <http://www.wikidata.org/entity/Q7186> }} }}""")  # schema edges
+        yield services
 
 
 def rag(services: Services) -> GraphRag:

@@ -16,7 +16,7 @@ from sparqlrag.library.librarian import UnknownCollection
 from sparqlrag.queries.nl_query import NlQueryUnavailable, QueryRejected
 from sparqlrag.retrieval.document_rag import Passage
 from sparqlrag.retrieval.options import DocumentRagOptions, GraphMode, GraphRagOptions
-from sparqlrag.retrieval.walk import EmptyGraph, GraphAnswer
+from sparqlrag.retrieval.walk import EmptyGraph, GraphAnswer, fact_texts
 from sparqlrag.server.contracts import said
 from sparqlrag.services import Services
 from sparqlrag.store.base import QueryResult
@@ -64,7 +64,7 @@ def answer(
     print(text.strip() + "\n")
     if explained is not None and explain:
         _explain(explained)
-    _sources(passages, {edge.fact: edge.text for edge in explained.edges} if explained else {})
+    _sources(passages, fact_texts(explained.edges) if explained else {})
     print(f"\nTrace: {trace}")
 
 
@@ -107,4 +107,4 @@ def _sources(passages: list[Passage], facts: dict[Triple, str]) -> None:
         if passage.copies:
             print("       also in: " + "; ".join(title for _, title in passage.copies))
         if passage.bridge:
-            print("       bridge, reached through: " + " -> ".join(facts.get(f, str(f)) for f in passage.bridge))
+            print("       bridge, reached through: " + " -> ".join(facts[f] for f in passage.bridge))

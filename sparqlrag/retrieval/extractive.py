@@ -9,10 +9,10 @@ sentence said before it. A fact is said as its evidence sentence, cited by the p
 hold it, else by its place among the answer's facts ("fact 2"), and judged as the path that
 reached it. An answer made of facts alone (no passages) takes them in the walk's order, which
 ranks facts, and says each with the best fact the walk continued it with, since a multi-hop
-question asks for a path's end. The best are said best first, at most
-MOST_SENTENCES of them and ANSWER_CHARS characters with their citations (the first is always
-said), so a sentence the walk reached that does not bear on the question is never said while
-better ones exist.
+question asks for a path's end. The best are said best first, at most MOST_SENTENCES of them
+(MOST_FACTS of facts alone) and ANSWER_CHARS characters with their citations (the first is
+always said), so a sentence the walk reached that does not bear on the question is never said
+while better ones exist.
 """
 
 from __future__ import annotations
@@ -82,13 +82,14 @@ class AnswerSentences:
         pool = [i for i, c in enumerate(unique) if c.text in passages or c.unsourced or not sentences]
         later = clauses(question)[1:]
         ranked = pool  # facts alone: the walk's order
-        if sentences or later:
-            vectors = self.embedder.embed([question, *(c.judged or c.text for c in unique)])
-            closeness = vectors[1:] @ vectors[0]
-            ranked = sorted(pool, key=lambda i: -closeness[i]) if sentences else pool
+        if sentences or later:  # one batch: the question, its later clauses, the candidates
+            vectors = self.embedder.embed([question, *later, *(c.judged or c.text for c in unique)])
+            targets, vectors = vectors[: 1 + len(later)], vectors[1 + len(later) :]
+            if sentences:
+                ranked = sorted(pool, key=lambda i: -float(vectors[i] @ targets[0]))
         picks = ranked[:1]
-        for clause in later:  # "where is that?" asks about what was just said
-            nearest = np.argsort(-(vectors[1:] @ self.embedder.embed_one(clause)), kind="stable")
+        for target in targets[1:] if later else []:  # "where is that?" asks about what was just said
+            nearest = np.argsort(-(vectors @ target), kind="stable")
             fresh = [int(i) for i in nearest if int(i) not in picks]
             continuing = [i for i in fresh if unique[picks[-1]].text in unique[i].follows]
             picks += (continuing or [i for i in fresh if i in pool])[:1]

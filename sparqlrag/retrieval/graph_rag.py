@@ -164,7 +164,7 @@ class GraphRag:
             trace.pagerank_seeds,
             trace.sources,
         )
-        yield "sources", {"sources": answer.json()["sources"]}
+        yield "sources", {"sources": answer.sources_json()}
         yield "done", {"answer": answer.answer, "trace": answer.trace, "model": answer.model, "usage": answer.usage}
 
     def _offline_answer(self, walk: Walk) -> str:

@@ -5,7 +5,7 @@ as candidates for the sentences that answer (retrieval/extractive.py)."""
 from __future__ import annotations
 
 from sparqlrag.retrieval.extractive import Candidate
-from sparqlrag.retrieval.walk import Edge, Walk
+from sparqlrag.retrieval.walk import Edge, Walk, fact_texts
 from sparqlrag.store import vocab
 
 
@@ -14,9 +14,9 @@ def knowledge(walk: Walk) -> str:
     each with the path that brought it; then each kept fact citing the passages that state it."""
     numbers = {p.chunk: i for i, p in enumerate(walk.passages, start=1)}
     passages = [f"[{i}] ({p.citation}) {p.text}" for i, p in enumerate(walk.passages, start=1) if not p.bridge]
-    said = {edge.fact: edge.text for edge in walk.edges}
+    said = fact_texts(walk.edges)
     bridges = [
-        f"[{i}] ({p.citation}; reached through: {' -> '.join(said.get(f, str(f)) for f in p.bridge)}) {p.text}"
+        f"[{i}] ({p.citation}; reached through: {' -> '.join(said[f] for f in p.bridge)}) {p.text}"
         for i, p in enumerate(walk.passages, start=1)
         if p.bridge
     ]

@@ -99,6 +99,18 @@ class Edge:
         )
 
 
+def fact_texts(edges: list[Edge]) -> dict[Triple, str]:
+    """Each fact's text, for the edges and every edge of the paths behind them: what names a
+    bridge's path, which may pass through an edge no longer kept (a co-occurrence given way)."""
+    said: dict[Triple, str] = {}
+    for edge in edges:
+        step: Edge | None = edge
+        while step is not None and step.fact not in said:
+            said[step.fact] = step.text
+            step = step.via
+    return said
+
+
 @dataclass
 class GraphAnswer:
     question: str
@@ -127,8 +139,12 @@ class GraphAnswer:
             "explored_edges": self.explored,
             "edges": [edge_json(e.traced()) for e in self.edges],
             "pagerank_seeds": [pagerank_seed_json(s) for s in self.pagerank_seeds],
-            "sources": [source_json(s, p) for s, p in zip(self.sources, self.passages, strict=True)],
+            "sources": self.sources_json(),
         }
+
+    def sources_json(self) -> list[dict[str, Any]]:
+        """The passages as the trace shows them: rank, score, what each supports or bridges."""
+        return [source_json(s, p) for s, p in zip(self.sources, self.passages, strict=True)]
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from sparqlrag.retrieval.options import (
     Question,
 )
 from sparqlrag.retrieval.question import check_question
+from sparqlrag.retrieval.walk import fact_texts
 from sparqlrag.server.access import Access, Scope, readable_graphs, remote_refusal
 from sparqlrag.server.auth import VERBS
 from sparqlrag.server.contracts import said
@@ -171,13 +172,12 @@ class McpServers:
                 "trace": found.trace,
             }
         graph = await services.graph_rag.answer(name, question, GraphRagOptions(), GRAPH_MODE_NAMED[mode])
-        said = {edge.fact: edge.text for edge in graph.edges}
+        texts = fact_texts(graph.edges)
         return {
             "answer": graph.answer,
             "facts": [edge.text for edge in graph.edges],
             "sources": [
-                _source(passage_json(p))
-                | ({"bridged_by": [said[f] for f in p.bridge if f in said]} if p.bridge else {})
+                _source(passage_json(p)) | ({"bridged_by": [texts[f] for f in p.bridge]} if p.bridge else {})
                 for p in graph.passages
             ],
             "trace": graph.trace,
