@@ -119,7 +119,7 @@ class Settings(BaseSettings):
     @classmethod
     def _grants(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
         """Each token non-blank, each grant `read:COLLECTION` or `write:COLLECTION` (the names are
-        checked where grants are read, server/access.py)."""
+        checked where grants are read, operations/access.py)."""
         for token, grants in value.items():
             if not token.strip():
                 raise ValueError("a collection token must not be blank")

@@ -11,12 +11,12 @@ from collections.abc import Iterator
 import pytest
 from pyoxigraph import NamedNode
 
+from sparqlrag.operations.access import EVERYTHING
 from sparqlrag.retrieval.graph_synthesis import knowledge
 from sparqlrag.retrieval.options import DocumentRagOptions, GraphRagOptions
-from sparqlrag.retrieval.trace import fact_json
 from sparqlrag.retrieval.trace_json import read_trace
+from sparqlrag.retrieval.views import FactView
 from sparqlrag.retrieval.walk import GraphAnswer
-from sparqlrag.server.access import EVERYTHING
 from sparqlrag.server.mcp_servers import McpServers
 from sparqlrag.services import Services
 from sparqlrag.store import vocab
@@ -69,9 +69,11 @@ def test_bridges_come_after_the_k_passages_and_say_which_facts_brought_them(serv
         assert bridge.bridge[-1] in kept and bridge.supports == bridge.bridge[-1]  # the path ends in a kept fact
         assert all(fact in kept for fact in bridge.bridge)
     trace = read_trace(services.store, IRIS, found.trace.rsplit("/", 1)[-1])
-    assert trace is not None and [s["bridge"] for s in trace["sources"]] == [False] + [True] * len(bridges)
-    paths = [[fact_json(f) for f in sorted(p.bridge, key=str)] for p in found.passages]
-    assert [s["bridged_by"] for s in found.json()["sources"]] == [s["bridged_by"] for s in trace["sources"]] == paths
+    assert trace is not None and [s.bridge for s in trace.sources] == [False] + [True] * len(bridges)
+    paths = [[FactView.of(f) for f in sorted(p.bridge, key=str)] for p in found.passages]
+    answered = found.view().sources
+    assert [s.bridged_by for s in answered] == [s.bridged_by for s in trace.sources]  # each fact named alike
+    assert [[FactView(**f.model_dump(exclude={"text"})) for f in s.bridged_by] for s in answered] == paths
     none = answer(services, "Where was Marie Curie born?", k=1, bridges=0)
     assert [p.chunk for p in none.passages] == [first.chunk]
 
@@ -125,7 +127,7 @@ def test_the_same_text_in_two_documents_is_one_source_naming_both(services: Serv
     assert [title for _, title in reports[0].copies] == [({"report-pdf", "report-html"} - {reports[0].title}).pop()]
     found = answer(services, question, k=3)
     assert sum(p.title.startswith("report-") for p in found.passages) == 1
-    shown = found.json()["sources"][[p.title for p in found.passages].index(reports[0].title)]
+    shown = found.view().as_json()["sources"][[p.title for p in found.passages].index(reports[0].title)]
     assert [c["title"] for c in shown["copies"]] == [title for _, title in reports[0].copies]
 
 

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from starlette.routing import Mount, Route
 
 from sparqlrag.config import Settings
-from sparqlrag.server.access import check_grants, parse_grants
+from sparqlrag.operations.access import check_grants, parse_grants
 from sparqlrag.store.vocab import collection_of_graph
 from tests.conftest import LiveServer, start_server
 

@@ -88,9 +88,9 @@ def test_extractive_answer_and_trace(rag: DocumentRag) -> None:
     assert rows[0]["question"] == "When was the Eiffel Tower completed?" and rows[0]["mode"] == "document-rag/hybrid"
     assert [r["chunk"] for r in rows] == [p.chunk for p in answer.passages]
     traced = read_trace(rag.store, iris, answer.trace.rsplit("/", 1)[1])
-    assert traced is not None and [step["name"] for step in traced["steps"]] == ["retrieval", "synthesis"]
-    assert all(step["ms"] > 0 for step in traced["steps"])
-    assert traced["scorer"] == f"rrf(cosine:{rag.embedder.model_name}, bm25)"
+    assert traced is not None and [step.name for step in traced.steps] == ["retrieval", "synthesis"]
+    assert all(step.ms and step.ms > 0 for step in traced.steps)
+    assert traced.scorer == f"rrf(cosine:{rag.embedder.model_name}, bm25)"
 
 
 def test_llm_answer_through_the_stub(rag: DocumentRag) -> None:

@@ -187,12 +187,14 @@ def test_the_pagerank_mode_ranks_by_pagerank_and_traces_its_seeds(services: Serv
     ingest(services, DOCS)
     answer = asyncio.run(services.graph_rag.answer("default", "Where did Marie Curie work?", mode="pagerank"))
     assert answer.passages and answer.passages[0].title in ("curie", "sorbonne")
-    trace = read_trace(services.store, Iris(BASE), answer.trace.rsplit("/", 1)[-1])
-    assert trace is not None and trace["mode"] == "graph-rag/pagerank"
+    record = read_trace(services.store, Iris(BASE), answer.trace.rsplit("/", 1)[-1])
+    assert record is not None
+    trace = record.as_json()
+    assert trace["mode"] == "graph-rag/pagerank"
     assert [step["name"] for step in trace["steps"]][-2:] == ["pagerank", "synthesis"]
     seeds = trace["pagerank_seeds"]
     assert seeds and all(seed["weight"] > 0 for seed in seeds)
-    answered = answer.json()["pagerank_seeds"]  # the answer carries them too, with the facts that seeded them
+    answered = answer.view().as_json()["pagerank_seeds"]  # the answer carries them too, with the facts that seeded them
     assert {(s["entity"], s["weight"]) for s in answered} == {(s["entity"], s["weight"]) for s in seeds}
     assert all(s["facts"] for s in answered)
     assert Iris(BASE).entity("Marie Curie").value in {seed["entity"] for seed in seeds}

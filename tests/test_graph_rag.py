@@ -16,9 +16,10 @@ from sparqlrag.config import Settings
 from sparqlrag.extraction.knowledge import Knowledge
 from sparqlrag.retrieval.graph_rag import GraphRag
 from sparqlrag.retrieval.options import DocumentRagOptions, GraphRagOptions
-from sparqlrag.retrieval.trace import fact_json
+from sparqlrag.retrieval.question import EmptyGraph
 from sparqlrag.retrieval.trace_json import read_trace
-from sparqlrag.retrieval.walk import EmptyGraph, Walk
+from sparqlrag.retrieval.views import FactView
+from sparqlrag.retrieval.walk import Walk
 from sparqlrag.services import Models, Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import lexical, select
@@ -71,7 +72,9 @@ def test_two_hops_reach_the_country_and_schema_edges_are_dropped(services: Servi
     capital = next(e for e in walk.edges if e.hop == 2 and e.labels[1] == "is capital of")
     assert capital.via is not None and lexical(capital.via.fact.object) == entity("Warsaw")  # the path is kept
     assert (
-        capital.path_text == f"{capital.via.text}. {capital.text}" and capital.json()["via"]["text"] == capital.via.text
+        capital.path_text == f"{capital.via.text}. {capital.text}"
+        and (via := capital.view().via) is not None
+        and via.text == capital.via.text
     )
     assert (
         capital.concept == walk.trace.question
@@ -107,7 +110,7 @@ def test_the_questions_nearest_facts_seed_the_walk_and_are_traced(services: Serv
     assert [s.fact for s in none.seeds] == [None]
     answer = asyncio.run(rag(services).answer("default", question))
     traced = read_trace(services.store, IRIS, answer.trace.rsplit("/", 1)[1])
-    assert traced is not None and any(s["fact"] and s["fact"]["subject"] == entity("Vistula") for s in traced["seeds"])
+    assert traced is not None and any(s.fact and s.fact.subject == entity("Vistula") for s in traced.seeds)
 
 
 def test_limits_are_honoured(services: Services) -> None:
@@ -203,8 +206,11 @@ def test_answer_writes_a_complete_trace_that_sparql_can_read(services: Services)
         len(answer.edges),
     )
     assert int(row["sources"]) == len(answer.passages)
-    sources = read_trace(store, IRIS, answer.trace.rsplit("/", 1)[-1])["sources"]  # type: ignore[index]
-    assert [s["supports"] for s in sources] == [fact_json(p.supports) if p.supports else None for p in answer.passages]
+    traced = read_trace(store, IRIS, answer.trace.rsplit("/", 1)[-1])
+    assert traced is not None
+    assert [s.supports for s in traced.sources] == [
+        FactView.of(p.supports) if p.supports else None for p in answer.passages
+    ]
     steps = select(
         store,
         SPARQL_PREFIXES

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from pyoxigraph import Literal, NamedNode, RdfFormat, parse
 
-from sparqlrag.server.access import EVERYTHING
+from sparqlrag.operations.access import EVERYTHING
 from sparqlrag.server.mcp_servers import McpServers
 from sparqlrag.server.state import app_state
 from tests.conftest import LiveServer, start_server

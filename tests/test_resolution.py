@@ -16,7 +16,7 @@ from sparqlrag.extraction.curation import CurationRefused, UnknownEntity
 from sparqlrag.extraction.plans import IngestResult, Source
 from sparqlrag.library.librarian import UnknownCollection
 from sparqlrag.retrieval.options import GraphRagOptions
-from sparqlrag.retrieval.trace_json import seed_json
+from sparqlrag.retrieval.views import SeedView
 from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import lexical, select
@@ -330,7 +330,7 @@ def test_an_edge_of_a_seed_named_by_an_alias_is_scored_as_the_question_words_it(
         kb.services.graph_rag.retrieve("default", "Which member states does NATO have?", GraphRagOptions(scorer=scorer))
     )
     nato = ID + "north-atlantic-treaty-organization"
-    assert [seed_json(s)["alias"] for s in walk.seeds if s.entity == nato] == ["NATO"]
+    assert [SeedView.traced(s).alias for s in walk.seeds if s.entity == nato] == ["NATO"]
     (edge,) = [e for e in walk.edges if lexical(e.fact.object) == ID + "france"]
     assert edge.labels[0] == "North Atlantic Treaty Organization"  # the trace still names the canonical node
     assert walk.grounding is not None

@@ -19,11 +19,7 @@ from typing import cast
 from sparqlrag.cli.memory import bound_malloc_arenas
 from sparqlrag.cli.parser import build_parser
 from sparqlrag.cli.session import CliError, Session, settings_of
-from sparqlrag.library.librarian import CollectionBusy, UnknownCollection
-from sparqlrag.ontology.owl import OntologyError
-from sparqlrag.ontology.registry import OntologyConflict, UnknownOntology
-from sparqlrag.store.base import StoreError
-from sparqlrag.store.vocab import InvalidName
+from sparqlrag.operations.failures import USER_FAILURES
 
 Command = Callable[[Session, argparse.Namespace], None]
 
@@ -49,16 +45,7 @@ COMMANDS: dict[str, str] = {
     "nl-query": "sparqlrag.cli.answers:nl_query",
 }
 
-USER_ERRORS = (
-    CliError,
-    StoreError,
-    InvalidName,
-    UnknownCollection,
-    CollectionBusy,
-    OntologyError,
-    OntologyConflict,
-    UnknownOntology,
-)
+USER_ERRORS: tuple[type[Exception], ...] = (CliError, *USER_FAILURES)
 
 
 def command(name: str) -> Command:

@@ -5,67 +5,51 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Literal
-
-from pydantic import ValidationError
-from pyoxigraph import Triple
+from collections.abc import Sequence
+from typing import Any
 
 from sparqlrag.cli.session import CliError, Session
-from sparqlrag.library import librarian
-from sparqlrag.library.librarian import UnknownCollection
+from sparqlrag.operations import answers
+from sparqlrag.operations.answers import DocumentRagAnswer, GraphRagAnswer, PassageView, SourceView
+from sparqlrag.operations.collection import open_collection
+from sparqlrag.operations.requests import DocumentRagRequest, GraphRagRequest, validated
 from sparqlrag.queries.nl_query import NlQueryUnavailable, QueryRejected
-from sparqlrag.retrieval.document_rag import Passage
-from sparqlrag.retrieval.options import DocumentRagOptions, GraphMode, GraphRagOptions
-from sparqlrag.retrieval.walk import EmptyGraph, GraphAnswer, fact_texts
-from sparqlrag.server.contracts import said
 from sparqlrag.services import Services
 from sparqlrag.store.base import QueryResult
-from sparqlrag.store.vocab import Iris, local_name
+from sparqlrag.store.vocab import local_name
 
 
 def ask(session: Session, args: argparse.Namespace) -> None:
-    answer(
-        session.services,
-        args.question,
-        mode=args.mode,
-        collection=args.collection,
-        k=args.k,
-        explain=args.explain,
-        bridges=args.bridges,
-    )
+    given = {name: value for name in ("k", "bridges") if (value := getattr(args, name)) is not None}
+    answer(session.services, args.question, args.collection, args.mode, given, explain=args.explain)
 
 
 def answer(
-    services: Services,
-    question: str,
-    *,
-    mode: Literal[GraphMode, Literal["document"]],
-    collection: str,
-    k: int,
-    explain: bool,
-    bridges: int | None = None,
+    services: Services, question: str, collection: str, mode: str, options: dict[str, Any], *, explain: bool
 ) -> None:
-    """Prints the answer, with the walk when `explain` (graph modes), its sources and its trace."""
-    if not librarian.collection_exists(services.store, Iris(services.settings.base_iri, collection)):
-        raise UnknownCollection(collection)
-    explained: GraphAnswer | None = None
-    try:
-        if mode == "document":
-            found = asyncio.run(services.document_rag.answer(collection, question, DocumentRagOptions(k=k)))
-            text, passages, trace = found.answer, found.passages, found.trace
-        else:
-            options = GraphRagOptions(k=k, **({} if bridges is None else {"bridges": bridges}))
-            explained = asyncio.run(services.graph_rag.answer(collection, question, options, mode))
-            text, passages, trace = explained.answer, explained.passages, explained.trace
-    except ValidationError as error:
-        raise CliError(said(error, GraphRagOptions if mode != "document" else DocumentRagOptions)) from None
-    except (ValueError, EmptyGraph) as error:
-        raise CliError(str(error)) from None
-    print(text.strip() + "\n")
-    if explained is not None and explain:
-        _explain(explained)
-    _sources(passages, fact_texts(explained.edges) if explained else {})
-    print(f"\nTrace: {trace}")
+    """Prints the answer, with the walk when `explain` (graph modes), its sources and its trace.
+    `mode` is a Graph RAG mode or "document"; `options` are the route's."""
+    given = {"question": question, **options}
+    found: GraphRagAnswer | DocumentRagAnswer
+    if mode == "document":
+        asked_documents = validated(DocumentRagRequest, given)
+        found = asyncio.run(_ask_documents(services, collection, asked_documents))
+    else:
+        asked = validated(GraphRagRequest, given | {"mode": mode})
+        found = asyncio.run(_ask_graph(services, collection, asked))
+    print(found.answer.strip() + "\n")
+    if isinstance(found, GraphRagAnswer) and explain:
+        _explain(found)
+    _sources(found.sources)
+    print(f"\nTrace: {found.trace}")
+
+
+async def _ask_graph(services: Services, name: str, asked: GraphRagRequest) -> GraphRagAnswer:
+    return await answers.ask_graph(await open_collection(services, name), asked)
+
+
+async def _ask_documents(services: Services, name: str, asked: DocumentRagRequest) -> DocumentRagAnswer:
+    return await answers.ask_documents(await open_collection(services, name), asked)
 
 
 def nl_query(session: Session, args: argparse.Namespace) -> None:
@@ -75,8 +59,7 @@ def nl_query(session: Session, args: argparse.Namespace) -> None:
         accept = "text/turtle" if form == "construct" else "text/tab-separated-values"
         return services.store.query(query, accept=accept, union_default_graph=services.settings.union_default_graph)
 
-    if not asyncio.run(services.collections.exists(args.collection)):
-        raise UnknownCollection(args.collection)
+    asyncio.run(open_collection(services, args.collection))
     try:
         written = asyncio.run(
             services.nl_query.ask(args.question, run, collection=args.collection, ontology=args.ontology)
@@ -89,22 +72,22 @@ def nl_query(session: Session, args: argparse.Namespace) -> None:
     sys.stdout.buffer.write(written.result.body)
 
 
-def _explain(explained: GraphAnswer) -> None:
-    print("Concepts: " + "; ".join(explained.concepts))
-    print("Seeds:    " + "; ".join(f"{local_name(s.entity)} ({s.score:.2f})" for s in explained.seeds[:10]))
-    print(f"Facts ({len(explained.edges)} kept of {explained.explored} explored):")
-    for edge in explained.edges[:15]:
+def _explain(found: GraphRagAnswer) -> None:
+    print("Concepts: " + "; ".join(found.concepts))
+    print("Seeds:    " + "; ".join(f"{s.label or local_name(s.entity)} ({s.score:.2f})" for s in found.seeds[:10]))
+    print(f"Facts ({len(found.edges)} kept of {found.explored_edges} explored):")
+    for edge in found.edges[:15]:
         print(f"  {edge.score:5.2f}  hop {edge.hop}  {edge.text}" + (f"  (via: {edge.via.text})" if edge.via else ""))
     print()
 
 
-def _sources(passages: list[Passage], facts: dict[Triple, str]) -> None:
+def _sources(sources: Sequence[PassageView]) -> None:
     """Each passage cited, with the documents holding copies of it and, for a bridge, the facts that brought it."""
-    print("Sources:" if passages else "Sources: none")
-    for number, passage in enumerate(passages, start=1):
-        snippet = " ".join(passage.text.split())
+    print("Sources:" if sources else "Sources: none")
+    for number, passage in enumerate(sources, start=1):
+        snippet = " ".join((passage.text or "").split())
         print(f"  [{number}] {passage.citation}: {snippet[:150]}{'...' if len(snippet) > 150 else ''}")
         if passage.copies:
-            print("       also in: " + "; ".join(title for _, title in passage.copies))
-        if passage.bridge:
-            print("       bridge, reached through: " + " -> ".join(facts[f] for f in passage.bridge))
+            print("       also in: " + "; ".join(copy.title for copy in passage.copies))
+        if isinstance(passage, SourceView) and passage.bridge:
+            print("       bridge, reached through: " + " -> ".join(fact.text for fact in passage.bridged_by))

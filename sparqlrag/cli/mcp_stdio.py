@@ -15,9 +15,9 @@ import os
 
 from sparqlrag.cli.session import CliError, Session, load_models
 from sparqlrag.config import Settings
-from sparqlrag.server.access import Access, check_grants
+from sparqlrag.operations.access import Access, check_grants
+from sparqlrag.operations.failures import Refused
 from sparqlrag.server.auth import access_of
-from sparqlrag.server.errors import ApiError
 from sparqlrag.server.mcp_servers import McpServers
 from sparqlrag.server.running import running
 from sparqlrag.services import Models
@@ -35,7 +35,7 @@ def mcp(session: Session, args: argparse.Namespace) -> None:
         access = access_of(settings, token, "read")
     except ValueError as error:
         raise CliError(str(error)) from None
-    except ApiError as error:
+    except Refused as error:
         raise CliError(f"{TOKEN_VARIABLE}: {error.detail}") from None
     asyncio.run(_serve(settings, load_models(settings), access))
 

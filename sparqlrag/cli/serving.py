@@ -13,8 +13,8 @@ from sparqlrag.cli.answers import answer
 from sparqlrag.cli.documents import ingest_paths
 from sparqlrag.cli.session import CliError, Session, load_models
 from sparqlrag.config import Settings
-from sparqlrag.retrieval.options import DEFAULT_GRAPH_MODE
-from sparqlrag.server.access import check_grants
+from sparqlrag.operations.access import check_grants
+from sparqlrag.operations.requests import DEFAULT_GRAPH_MODE
 from sparqlrag.server.app import create_app
 from sparqlrag.server.http_protocol import uvicorn_config
 
@@ -34,7 +34,7 @@ def demo(session: Session, args: argparse.Namespace) -> None:
     with resources.as_file(corpus) as folder, Session(settings, args) as job:
         ingest_paths(job.services, "default", [folder])
         print(f"\nQuestion: {args.question}\n")
-        answer(job.services, args.question, mode=DEFAULT_GRAPH_MODE, collection="default", k=3, explain=True)
+        answer(job.services, args.question, "default", DEFAULT_GRAPH_MODE, {"k": 3}, explain=True)
     if not args.no_serve:
         url = f"http://{settings.host}:{settings.port}/"
         print(

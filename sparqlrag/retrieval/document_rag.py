@@ -28,7 +28,8 @@ from sparqlrag.retrieval.extractive import AnswerSentences
 from sparqlrag.retrieval.options import DocumentRagOptions
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.synthesis import synthesise
-from sparqlrag.retrieval.trace import Stage, Trace, TracedSource, TraceLog, fact_json
+from sparqlrag.retrieval.trace import Stage, Trace, TracedSource, TraceLog
+from sparqlrag.retrieval.views import DocumentRagAnswer, PassageView
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
@@ -74,26 +75,15 @@ class Answer:
     model: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
 
-
-def passage_json(passage: Passage) -> dict[str, Any]:
-    """A passage as answers give it; `pages` ([first, last]) and `headings` where the document has them."""
-    found: dict[str, Any] = {
-        "chunk": passage.chunk,
-        "document": passage.document,
-        "title": passage.title,
-        "citation": passage.citation,
-        "score": passage.score,
-        "text": passage.text,
-        "file": vocab.original_file(passage.document),
-    }
-    if passage.pages is not None:
-        found["pages"] = list(passage.pages)
-        found["file"] += f"#page={passage.pages[0]}"
-    if passage.headings:
-        found["headings"] = passage.headings
-    if passage.copies:
-        found["copies"] = [{"document": document, "title": title} for document, title in passage.copies]
-    return found | ({"supports": fact_json(passage.supports)} if passage.supports else {})
+    def view(self) -> DocumentRagAnswer:
+        return DocumentRagAnswer(
+            question=self.question,
+            answer=self.answer,
+            trace=self.trace,
+            model=self.model,
+            usage=self.usage,
+            sources=[PassageView.of(p) for p in self.passages],
+        )
 
 
 def passages_of(store: QuadStore, iris: Iris, chunks: list[str], scores: dict[str, float]) -> list[Passage]:
@@ -284,7 +274,7 @@ class DocumentRag:
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """Sources, the answer (streamed from the LLM when `live`; extractive without an LLM or
         passages), and the trace written."""
-        yield "sources", {"sources": [passage_json(p) for p in passages]}
+        yield "sources", {"sources": [PassageView.of(p).as_json() for p in passages]}
         with Stage(trace, "synthesis"):
             if self.llm is not None and passages:
                 async for piece in synthesise(self.llm, self._prompt(trace.question, passages), trace, live=live):

@@ -45,11 +45,11 @@ from sparqlrag.retrieval.edge_scoring import EdgeScorer
 from sparqlrag.retrieval.graph_synthesis import fact_candidates, knowledge
 from sparqlrag.retrieval.options import DEFAULT_GRAPH_MODE, DocumentRagOptions, GraphMode, GraphRagOptions
 from sparqlrag.retrieval.pagerank import FactSeed, Ranking, entity_seeds, linked_facts, rank
-from sparqlrag.retrieval.question import clauses
+from sparqlrag.retrieval.question import EmptyGraph, clauses
 from sparqlrag.retrieval.synthesis import synthesise
 from sparqlrag.retrieval.trace import Stage, TracedPageRankSeed, TracedSeed, TraceLog
-from sparqlrag.retrieval.trace_json import seed_json
-from sparqlrag.retrieval.walk import Edge, EmptyGraph, GraphAnswer, Grounding, Walk
+from sparqlrag.retrieval.views import SeedView
+from sparqlrag.retrieval.walk import Edge, GraphAnswer, Grounding, Walk
 from sparqlrag.store import vocab
 from sparqlrag.store.aliases import canonicals, equivalents
 from sparqlrag.store.base import QuadStore
@@ -164,7 +164,7 @@ class GraphRag:
             trace.pagerank_seeds,
             trace.sources,
         )
-        yield "sources", {"sources": answer.sources_json()}
+        yield "sources", {"sources": [s.as_json() for s in answer.source_views()]}
         yield "done", {"answer": answer.answer, "trace": answer.trace, "model": answer.model, "usage": answer.usage}
 
     def _offline_answer(self, walk: Walk) -> str:
@@ -207,7 +207,7 @@ class GraphRag:
             tasks.append(hybrid)
         if not walk.seeds and walk.mode == "graph":
             raise EmptyGraph(f"collection {iris.collection!r} has no entities to answer from: ingest documents first")
-        yield "seeds", {"seeds": [seed_json(s) for s in walk.seeds]}
+        yield "seeds", {"seeds": [SeedView.traced(s).as_json() for s in walk.seeds]}
         # the frontier's nodes, each weighted by how it was reached: a seed by its grounding
         # score, a node further out by the score of the best kept edge that led to it. A node
         # (or edge) met again through a stronger path is walked (scored) again with that weight.
@@ -232,7 +232,12 @@ class GraphRag:
                         by_fact[edge.fact] = edge
             yield (
                 "hop",
-                {"hop": hop, "frontier": len(frontier), "explored": len(scored), "kept": [e.json() for e in kept]},
+                {
+                    "hop": hop,
+                    "frontier": len(frontier),
+                    "explored": len(scored),
+                    "kept": [e.view().as_json() for e in kept],
+                },
             )
             ends: dict[str, float] = {}
             for edge in kept:
@@ -272,7 +277,7 @@ class GraphRag:
             walk.trace.pagerank_seeds = [TracedPageRankSeed(s.entity, s.weight, s.facts) for s in walk.ranking.seeds]
         walk.trace.edges = [e.traced() for e in walk.edges]
         walk.trace_sources(carried)
-        yield "edges", {"explored": walk.explored, "edges": [e.json() for e in walk.edges]}
+        yield "edges", {"explored": walk.explored, "edges": [e.view().as_json() for e in walk.edges]}
 
     async def _concepts(self, walk: Walk) -> list[str]:
         """The LLM's key concepts (the question itself if it lists none); offline, the question

@@ -29,3 +29,7 @@ def clauses(question: str) -> list[str]:
     parts = [part.strip(" ,;") for part in _CLAUSE_BREAK.split(question)]
     parts = [part for part in parts if len(part.split()) >= 2]
     return parts if len(parts) > 1 else []
+
+
+class EmptyGraph(LookupError):
+    """The collection has no entities to ground a question on."""

@@ -21,7 +21,7 @@ from sparqlrag.models.llm import Completion
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
-from sparqlrag.store.select import lexical, number, select
+from sparqlrag.store.select import number, select
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vocab import Iris
 
@@ -346,12 +346,3 @@ def list_traces(store: QuadStore, iris: Iris, limit: int = 50) -> list[dict[str,
         }
         for row in rows
     ]
-
-
-def fact_json(fact: Triple) -> dict[str, Any]:
-    return {
-        "subject": lexical(fact.subject),
-        "predicate": fact.predicate.value,
-        "object": lexical(fact.object),
-        "object_is_literal": isinstance(fact.object, Literal),
-    }

@@ -1,7 +1,6 @@
-"""The one JSON form of an answer's seeds, edges and sources, written from the same traced
-values whether the answer is fresh (`/api/v1/graph-rag`, MCP `ask`) or read back from its trace
-graph (`/api/v1/traces/{id}`, the trace page): `read_trace` turns the trace's triples into those
-values and hands them to the same functions, so the routes cannot disagree.
+"""A trace read back from its graph (`/api/v1/traces/{id}`, the trace page): `read_trace` turns
+the trace's triples into the traced values trace.py wrote and makes of them the same views
+(views.py) a fresh answer is made of, so the answer and its trace cannot disagree.
 """
 
 from __future__ import annotations
@@ -9,13 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pyoxigraph import Triple
+from pyoxigraph import NamedNode, Triple
 
-from sparqlrag.retrieval.document_rag import Passage, passage_json, passages_of
-from sparqlrag.retrieval.trace import TracedEdge, TracedPageRankSeed, TracedSeed, TracedSource, fact_json
+from sparqlrag.retrieval.document_rag import passages_of
+from sparqlrag.retrieval.trace import TracedEdge, TracedPageRankSeed, TracedSeed, TracedSource
+from sparqlrag.retrieval.views import EdgeView, PageRankSeedView, SeedView, SourceView, Step, TraceRecord
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.facts import fact_labels, labels_of, node_labels
+from sparqlrag.store.facts import fact_labels, fact_text, labels_of, node_labels
 from sparqlrag.store.select import lexical, number, select, select_terms
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vocab import Iris
@@ -24,58 +24,7 @@ Items = Callable[[str, str, str], list[dict[str, Any]]]
 """A trace's details of one kind: (link property, pattern, variables) -> rows (read_trace's `items`)."""
 
 
-def seed_json(seed: TracedSeed) -> dict[str, Any]:
-    return {
-        "entity": seed.entity,
-        "score": seed.score,
-        "concept": seed.concept,
-        "alias": seed.alias,
-        "label": seed.label,
-        "fact": fact_json(seed.fact) if seed.fact else None,
-    }
-
-
-def edge_json(edge: TracedEdge) -> dict[str, Any]:
-    via = None
-    if edge.via is not None:
-        via = fact_json(edge.via) | {"text": " ".join(edge.via_labels or ())}
-    return {
-        **fact_json(edge.fact),
-        "labels": list(edge.labels),
-        "text": " ".join(edge.labels),
-        "score": edge.score,
-        "relevance": edge.relevance,
-        "concept": edge.concept,
-        "hop": edge.hop,
-        "via": via,
-        "statement": edge.statement,
-        "sentence": edge.sentence,
-        "chunks": sorted(edge.chunks),
-        "reasoning": edge.reasoning,
-    }
-
-
-def pagerank_seed_json(seed: TracedPageRankSeed) -> dict[str, Any]:
-    return {"entity": seed.entity, "weight": seed.weight, "facts": [fact_json(f) for f in sorted(seed.facts, key=str)]}
-
-
-def source_json(source: TracedSource, passage: Passage | None) -> dict[str, Any]:
-    """A passage an answer used: its rank and score, what it supports and what carried it, and
-    its document, title and text (None once its document is gone)."""
-    found = passage_json(passage) if passage else {"document": None, "title": None, "text": None}
-    return found | {
-        "chunk": source.chunk,
-        "rank": source.rank,
-        "score": source.score,
-        "supports": fact_json(source.supports) if source.supports else None,
-        "carried_by": sorted(source.carried_by),  # (a set in the trace graph, so sorted in both)
-        "carried_by_statements": sorted(source.carried_by_statements),
-        "bridge": bool(source.bridged_by),
-        "bridged_by": [fact_json(f) for f in sorted(source.bridged_by, key=str)],  # (a set in the trace graph)
-    }
-
-
-def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> dict[str, Any] | None:
+def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> TraceRecord | None:
     """One trace as JSON (the same data as its triples in the trace graph); None if unknown."""
     node = iris.trace(trace_id)
     graph, subject = sparql_term(iris.trace_graph), sparql_term(node)
@@ -115,48 +64,44 @@ def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> dict[str, Any] | 
         "?item ?entity ?weight ?fact_s ?fact_p ?fact_o",
     )
     steps = items("sr:step", "?item rdfs:label ?name ; sr:index ?index ; sr:durationMs ?ms", "?name ?index ?ms")
-    found: dict[str, Any] = {
-        "id": trace_id,
-        "iri": node.value,
-        "question": fields.get("question"),
-        "mode": fields.get("mode"),
-        "answer": fields.get("answer"),
-        "model": fields.get("model"),
-        "scorer": fields.get("scorer"),
-        "started": fields.get("startedAtTime"),
-        "ended": fields.get("endedAtTime"),
-        "duration_ms": number(fields.get("durationMs"), 0),
-        "input_tokens": int(number(fields.get("inputTokens"), 0) or 0),
-        "output_tokens": int(number(fields.get("outputTokens"), 0) or 0),
-        "explored_edges": None if (explored := number(fields.get("exploredEdges"))) is None else int(explored),
-        "concepts": [row["o"] for row in head if row["p"] == vocab.SR_CONCEPT.value],
-        "seeds": [seed_json(seed) for seed in sorted(map(_seed, seeds), key=lambda s: -s.score)],
-        "pagerank_seeds": [pagerank_seed_json(seed) for seed in _pagerank_seeds(pagerank_seeds)],
-        "edges": [edge_json(edge) for edge in _edges(store, iris, items)],
-        "sources": _sources(store, iris, items),
-        "steps": [
-            {"name": lexical(s["name"]), "ms": number(s["ms"], 0)}
+    traced_seeds = sorted(map(_seed, seeds), key=lambda s: -s.score)
+    traced_pagerank = _pagerank_seeds(pagerank_seeds)
+    edges = _edges(store, iris, items)
+    sources = _sources(store, iris, items)
+    facts = [
+        *(f for e in edges for f in (e.fact, e.via) if f is not None),
+        *(s.fact for s in traced_seeds if s.fact),
+        *(f for s in traced_pagerank for f in s.facts),
+        *(s.supports for s in sources if s.supports),
+    ]
+    named = {term.value for f in facts for term in f if isinstance(term, NamedNode)}
+    entities = {s.entity for s in traced_seeds} | {s.entity for s in traced_pagerank}
+    labels = node_labels(store, iris, named | entities)
+    return TraceRecord(
+        id=trace_id,
+        iri=node.value,
+        question=fields.get("question"),
+        mode=fields.get("mode"),
+        answer=fields.get("answer"),
+        model=fields.get("model"),
+        scorer=fields.get("scorer"),
+        started=fields.get("startedAtTime"),
+        ended=fields.get("endedAtTime"),
+        duration_ms=number(fields.get("durationMs"), 0),
+        input_tokens=int(number(fields.get("inputTokens"), 0) or 0),
+        output_tokens=int(number(fields.get("outputTokens"), 0) or 0),
+        explored_edges=None if (explored := number(fields.get("exploredEdges"))) is None else int(explored),
+        concepts=[row["o"] for row in head if row["p"] == vocab.SR_CONCEPT.value],
+        seeds=[SeedView.traced(seed, labels[seed.entity]) for seed in traced_seeds],
+        pagerank_seeds=[PageRankSeedView.traced(seed) for seed in traced_pagerank],
+        edges=[EdgeView.traced(edge) for edge in edges],
+        sources=_source_views(store, iris, sources),
+        steps=[
+            Step(name=lexical(s["name"]), ms=number(s["ms"], 0))
             for s in sorted(steps, key=lambda s: number(s["index"], 0) or 0)
         ],
-    }
-    labels = node_labels(store, iris, _named(found))
-    for seed in found["seeds"]:
-        seed["label"] = labels[seed["entity"]]
-    return found | {"labels": labels}
-
-
-def _named(trace: dict[str, Any]) -> set[str]:
-    """Every IRI the trace's seeds, facts and sources name, for its labels."""
-    facts = [
-        *trace["edges"],
-        *(e["via"] for e in trace["edges"] if e["via"]),
-        *(s["fact"] for s in trace["seeds"] if s["fact"]),
-        *(f for s in trace["pagerank_seeds"] for f in s["facts"]),
-        *(s["supports"] for s in trace["sources"] if s["supports"]),
-    ]
-    ends = {f["subject"] for f in facts} | {f["predicate"] for f in facts}
-    ends |= {f["object"] for f in facts if not f["object_is_literal"]}
-    return ends | {s["entity"] for s in (*trace["seeds"], *trace["pagerank_seeds"])}
+        labels=labels,
+    )
 
 
 def _fact(row: dict[str, Any], name: str) -> Triple | None:
@@ -229,7 +174,7 @@ def _edges(store: QuadStore, iris: Iris, items: Items) -> list[TracedEdge]:
     return sorted(edges, key=lambda e: -e.score)
 
 
-def _sources(store: QuadStore, iris: Iris, items: Items) -> list[dict[str, Any]]:
+def _sources(store: QuadStore, iris: Iris, items: Items) -> list[TracedSource]:
     rows = items(
         "sr:source",
         "?item sr:chunk ?chunk ; sr:rank ?rank ; sr:score ?score "
@@ -263,5 +208,13 @@ def _sources(store: QuadStore, iris: Iris, items: Items) -> list[dict[str, Any]]
         ),
         key=lambda s: s.rank,
     )
+    return sources
+
+
+def _source_views(store: QuadStore, iris: Iris, sources: list[TracedSource]) -> list[SourceView]:
+    """The sources with their passages (while their documents last) and their bridges' facts named."""
     passages = {p.chunk: p for p in passages_of(store, iris, [s.chunk for s in sources], {})}
-    return [source_json(s, passages.get(s.chunk)) for s in sources]
+    bridges = [f for s in sources for f in s.bridged_by]
+    labels = labels_of(store, iris, bridges)
+    texts = {fact: fact_text(fact, labels) for fact in bridges}
+    return [SourceView.traced(s, passages.get(s.chunk), texts) for s in sources]

@@ -4,7 +4,6 @@ and the answer it gives (GraphAnswer). The stages are in graph_rag.py."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from pyoxigraph import Triple
@@ -14,7 +13,7 @@ from sparqlrag.retrieval.options import GRAPH_MODES, GraphMode, GraphRagOptions
 from sparqlrag.retrieval.pagerank import FactSeed, Ranking
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.trace import Trace, TracedEdge, TracedPageRankSeed, TracedSeed, TracedSource
-from sparqlrag.retrieval.trace_json import edge_json, pagerank_seed_json, seed_json, source_json
+from sparqlrag.retrieval.views import EdgeView, GraphRagAnswer, PageRankSeedView, SeedView, SourceView
 from sparqlrag.store import vocab
 
 TRACED_MODES: dict[str, str] = {
@@ -23,10 +22,6 @@ TRACED_MODES: dict[str, str] = {
     "graph": "graph-rag",
     "hybrid": "hybrid",
 }
-
-
-class EmptyGraph(LookupError):
-    """The collection has no entities to ground a question on."""
 
 
 @dataclass
@@ -78,8 +73,8 @@ class Edge:
         text = self.text
         return text if text.endswith((".", "!", "?")) else text + "."
 
-    def json(self) -> dict[str, Any]:
-        return edge_json(self.traced())
+    def view(self) -> EdgeView:
+        return EdgeView.traced(self.traced())
 
     def traced(self) -> TracedEdge:
         """The edge as the trace keeps it, and as both the answer and the trace show it."""
@@ -126,25 +121,26 @@ class GraphAnswer:
     pagerank_seeds: list[TracedPageRankSeed] = field(default_factory=list)  # pagerank mode
     sources: list[TracedSource] = field(default_factory=list)  # the passages as traced, in order
 
-    def json(self) -> dict[str, Any]:
-        """The answer, its seeds, edges and sources as its trace shows them (trace_json.py)."""
-        return {
-            "question": self.question,
-            "answer": self.answer,
-            "trace": self.trace,
-            "model": self.model,
-            "usage": self.usage,
-            "concepts": self.concepts,
-            "seeds": [seed_json(s) for s in self.seeds],
-            "explored_edges": self.explored,
-            "edges": [edge_json(e.traced()) for e in self.edges],
-            "pagerank_seeds": [pagerank_seed_json(s) for s in self.pagerank_seeds],
-            "sources": self.sources_json(),
-        }
+    def view(self) -> GraphRagAnswer:
+        """The answer, its seeds, edges and sources as its trace shows them (views.py)."""
+        return GraphRagAnswer(
+            question=self.question,
+            answer=self.answer,
+            trace=self.trace,
+            model=self.model,
+            usage=self.usage,
+            concepts=self.concepts,
+            seeds=[SeedView.traced(s) for s in self.seeds],
+            explored_edges=self.explored,
+            edges=[e.view() for e in self.edges],
+            pagerank_seeds=[PageRankSeedView.traced(s) for s in self.pagerank_seeds],
+            sources=self.source_views(),
+        )
 
-    def sources_json(self) -> list[dict[str, Any]]:
+    def source_views(self) -> list[SourceView]:
         """The passages as the trace shows them: rank, score, what each supports or bridges."""
-        return [source_json(s, p) for s, p in zip(self.sources, self.passages, strict=True)]
+        texts = fact_texts(self.edges)
+        return [SourceView.traced(s, p, texts) for s, p in zip(self.sources, self.passages, strict=True)]
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ from starlette.staticfiles import StaticFiles
 
 from sparqlrag import __version__
 from sparqlrag.config import Settings
+from sparqlrag.operations.access import check_grants
+from sparqlrag.operations.failures import Refused
 from sparqlrag.server import (
     answers,
     collections,
@@ -26,8 +28,7 @@ from sparqlrag.server import (
     pages,
     token_info,
 )
-from sparqlrag.server.access import check_grants
-from sparqlrag.server.errors import EXCEPTION_HANDLERS, ApiError, UnexpectedErrors
+from sparqlrag.server.errors import EXCEPTION_HANDLERS, UnexpectedErrors
 from sparqlrag.server.graph_store import graph_store
 from sparqlrag.server.mcp_endpoint import McpEndpoint
 from sparqlrag.server.metrics import Metrics, MetricsMiddleware, metrics_endpoint
@@ -51,7 +52,7 @@ WRITES = ["PUT", "DELETE"]
 async def healthz(request: Request) -> Response:
     """Liveness: answered without waiting behind running queries (QuadStore.healthy)."""
     if not await off_loop(state_of(request).store.healthy):
-        raise ApiError(503, "store_unavailable", "the store cannot serve now; see the server log")
+        raise Refused(503, "store_unavailable", "the store cannot serve now; see the server log")
     return JSONResponse({"status": "ok", "version": __version__})
 
 

@@ -1,4 +1,4 @@
-"""Bearer tokens: what each may do is an Access (server/access.py).
+"""Bearer tokens: what each may do is an Access (operations/access.py).
 
 With no tokens configured the server is open; `serve` only allows that on loopback
 (Settings.check_bind_address).
@@ -31,12 +31,10 @@ import hashlib
 from starlette.requests import Request
 
 from sparqlrag.config import Settings
-from sparqlrag.server.access import EVERYTHING, Access, Scope, token_access
-from sparqlrag.server.errors import ApiError
+from sparqlrag.operations.access import EVERYTHING, VERBS, Access, Scope, token_access
+from sparqlrag.operations.failures import Refused
 from sparqlrag.server.origins import check_same_origin
 from sparqlrag.server.state import state_of
-
-VERBS = {"read": "read", "write": "change"}
 
 
 def token_cookie(settings: Settings) -> str:
@@ -68,12 +66,12 @@ def access_of(settings: Settings, token: str | None, scope: Scope) -> Access:
         return EVERYTHING
     challenge = {"WWW-Authenticate": f'Bearer realm="sparqlrag", scope="{scope}"'}
     if token is None:
-        raise ApiError(401, "unauthorized", f"this request needs a bearer token with the {scope!r} scope", challenge)
+        raise Refused(401, "unauthorized", f"this request needs a bearer token with the {scope!r} scope", challenge)
     access = token_access(settings, token)
     if access is None:
-        raise ApiError(401, "unauthorized", "the bearer token is not valid", challenge)
+        raise Refused(401, "unauthorized", "the bearer token is not valid", challenge)
     if not access.anywhere(scope):
-        raise ApiError(403, "forbidden", f"the bearer token lacks the {scope!r} scope needed to {VERBS[scope]} data")
+        raise Refused(403, "forbidden", f"the bearer token lacks the {scope!r} scope needed to {VERBS[scope]} data")
     return access
 
 
@@ -87,7 +85,7 @@ def authorize(request: Request, scope: Scope, *, per_collection: bool = False) -
         check_same_origin(request, settings)
     request.state.client = _identity(token if settings.auth_enabled else None, request)
     if access.limited and not per_collection:
-        raise ApiError(
+        raise Refused(
             403, "forbidden", "the bearer token is limited to some collections, and this request reaches beyond them"
         )
     request.state.access, request.state.scope = access, scope
@@ -97,9 +95,7 @@ def authorize(request: Request, scope: Scope, *, per_collection: bool = False) -
 def check_collection_access(request: Request, collection: str) -> None:
     """403 unless the authorized token may act on `collection` with the scope it was authorized for."""
     access: Access = request.state.access
-    scope: Scope = request.state.scope
-    if not access.may(scope, collection):
-        raise ApiError(403, "forbidden", f"the bearer token may not {VERBS[scope]} collection {collection!r}")
+    access.check(request.state.scope, collection)
 
 
 def client_key(request: Request) -> bytes:

@@ -9,12 +9,12 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.types import Message
 
-from sparqlrag.server.errors import ApiError
+from sparqlrag.operations.failures import Refused
 from sparqlrag.server.state import state_of
 
 
-def _too_large(limit: int) -> ApiError:
-    return ApiError(413, "body_too_large", f"the request body is larger than the {limit} byte limit")
+def _too_large(limit: int) -> Refused:
+    return Refused(413, "body_too_large", f"the request body is larger than the {limit} byte limit")
 
 
 def _declared_length(request: Request, limit: int) -> None:
@@ -82,4 +82,4 @@ def decode_utf8(data: bytes, what: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ApiError(400, "bad_encoding", f"the {what} is not valid UTF-8: {error}") from error
+        raise Refused(400, "bad_encoding", f"the {what} is not valid UTF-8: {error}") from error

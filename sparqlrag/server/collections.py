@@ -13,13 +13,14 @@ from sparqlrag.library.collections import Collections
 from sparqlrag.library.cores import MEDIA_TYPE, CoreInvalid, CoreMismatch
 from sparqlrag.library.librarian import DEFAULT_COLLECTION, UnknownCollection
 from sparqlrag.ontology.registry import UnknownOntology
+from sparqlrag.operations.collection import Collection, checked_name, open_collection
+from sparqlrag.operations.failures import Refused
+from sparqlrag.operations.requests import NewCollection
 from sparqlrag.server.auth import authorize, check_collection_access
 from sparqlrag.server.bodies import scratch_path, spool_body
-from sparqlrag.server.contracts import NewCollection, parsed
-from sparqlrag.server.errors import ApiError
+from sparqlrag.server.contracts import parsed
 from sparqlrag.server.state import state_of
 from sparqlrag.services import Services
-from sparqlrag.store.vocab import InvalidName, check_collection
 
 EMPTIED = "the default collection always exists: it was emptied, and stays"
 
@@ -29,28 +30,23 @@ def _collections(request: Request) -> Collections:
     return services.collections
 
 
-async def collection_of(request: Request, named: str | None = None) -> str:
+async def opened(request: Request, named: str | None = None) -> Collection:
     """The collection a request names (`named`, from its body or path, else ?collection=, else
-    `default`): 400 for a bad name (an empty one too), 403 for one the token may not reach, 404
-    for an unknown one."""
-    name = _name(named if named is not None else request.query_params.get("collection", "default"))
-    check_collection_access(request, name)
-    if not await _collections(request).exists(name):
-        raise UnknownCollection(name)
-    return name
+    `default`), for the scope it was authorized with (operations/collection.py: 400, 403, 404)."""
+    name = named if named is not None else request.query_params.get("collection", DEFAULT_COLLECTION)
+    services = state_of(request).services
+    return await open_collection(services, name, request.state.access, request.state.scope)
 
 
-def _name(name: str) -> str:
-    try:
-        return check_collection(name)
-    except InvalidName as error:
-        raise ApiError(400, "bad_collection", str(error)) from None
+async def collection_of(request: Request, named: str | None = None) -> str:
+    """The name of the collection `opened` checks."""
+    return (await opened(request, named)).name
 
 
 def collection_name(request: Request) -> str:
     """The collection a `/api/v1/collections/{name}/...` path names: 400 for a bad name, 403
     for one the token may not reach."""
-    name = _name(request.path_params["name"])
+    name = checked_name(request.path_params["name"])
     check_collection_access(request, name)
     return name
 
@@ -71,9 +67,9 @@ async def create_collection(request: Request) -> Response:
         try:
             await state_of(request).services.ontologies.info(ontology)
         except UnknownOntology as error:
-            raise ApiError(400, "unknown_ontology", f"{error}: load it first (POST /api/v1/ontologies)") from None
+            raise Refused(400, "unknown_ontology", f"{error}: load it first (POST /api/v1/ontologies)") from None
     if not await _collections(request).create(name, ontology):
-        raise ApiError(409, "collection_exists", f"collection {name!r} exists already")
+        raise Refused(409, "collection_exists", f"collection {name!r} exists already")
     info = await _collections(request).get(name)
     assert info is not None, "a collection just created is registered"
     return JSONResponse(asdict(info), status_code=201, headers={"Location": f"/api/v1/collections/{name}"})
@@ -126,9 +122,9 @@ async def import_core(request: Request) -> Response:
     try:
         result = await state_of(request).services.cores.import_(path, into=name)
     except CoreInvalid as error:
-        raise ApiError(400, "invalid_core", str(error)) from None
+        raise Refused(400, "invalid_core", str(error)) from None
     except CoreMismatch as error:
-        raise ApiError(409, "core_mismatch", str(error)) from None
+        raise Refused(409, "core_mismatch", str(error)) from None
     finally:
         path.unlink(missing_ok=True)
     return JSONResponse(asdict(result), status_code=201, headers={"Location": f"/api/v1/collections/{name}"})

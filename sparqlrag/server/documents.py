@@ -23,12 +23,13 @@ from sparqlrag.extraction.decoders import DecodeError
 from sparqlrag.extraction.pipeline import Pipeline
 from sparqlrag.extraction.plans import IngestResult, Source
 from sparqlrag.library import librarian
-from sparqlrag.retrieval.document_rag import passage_json
+from sparqlrag.operations import answers
+from sparqlrag.operations.failures import Refused, described
+from sparqlrag.operations.requests import DocumentRagRequest, TextDocument, refusal
 from sparqlrag.server.auth import authorize, client_key
 from sparqlrag.server.bodies import read_body
-from sparqlrag.server.collections import collection_of
-from sparqlrag.server.contracts import DocumentRagRequest, TextDocument, parsed, refusal
-from sparqlrag.server.errors import ApiError, described
+from sparqlrag.server.collections import collection_of, opened
+from sparqlrag.server.contracts import parsed
 from sparqlrag.server.hang_ups import decoding_for
 from sparqlrag.server.rate_limit import limit_answers
 from sparqlrag.server.state import state_of
@@ -56,9 +57,9 @@ async def _sources(request: Request) -> list[Source]:
     if kind == "multipart/form-data":
         declared = request.headers.get("content-length", "")
         if not declared.isdigit():
-            raise ApiError(411, "length_required", "multipart uploads need a Content-Length header")
+            raise Refused(411, "length_required", "multipart uploads need a Content-Length header")
         if int(declared) > settings.max_upload_bytes:
-            raise ApiError(
+            raise Refused(
                 413, "body_too_large", f"the request body is larger than the {settings.max_upload_bytes} byte limit"
             )
         async with request.form(max_files=1000) as form:
@@ -68,7 +69,7 @@ async def _sources(request: Request) -> list[Source]:
                 for name, value in files
             ]
         if not sources:
-            raise ApiError(400, "bad_request", "the multipart body has no file parts")
+            raise Refused(400, "bad_request", "the multipart body has no file parts")
         return sources
     body = await read_body(request, settings.max_upload_bytes)
     if kind == "application/json":
@@ -79,7 +80,7 @@ async def _sources(request: Request) -> list[Source]:
         return [Source(item.id, item.text.encode("utf-8"), item.media_type, None, item.title)]
     document_id = request.query_params.get("id")
     if not document_id:
-        raise ApiError(400, "bad_request", "a raw upload needs ?id= to name the document (or send multipart/form-data)")
+        raise Refused(400, "bad_request", "a raw upload needs ?id= to name the document (or send multipart/form-data)")
     return [Source(document_id, body, kind or None, None, request.query_params.get("title"))]
 
 
@@ -110,7 +111,7 @@ async def reingest(request: Request) -> Response:
         try:
             source = await _services(request).pipeline.kept_source(collection, document_id)
         except LookupError as error:
-            raise ApiError(404, "document_not_found", f"{error} (upload it again to keep a copy)") from None
+            raise Refused(404, "document_not_found", f"{error} (upload it again to keep a copy)") from None
         return await _ingest(request, collection, [source], force=True)
 
 
@@ -120,9 +121,9 @@ async def _ingest(request: Request, collection: str, sources: list[Source], *, f
         async with decoding_for(request, client_key(request)):
             return await _ingested(request, pipeline, collection, sources, force=force)
     except DecodeError as error:
-        raise ApiError(*described(error)) from None
+        raise Refused(*described(error)) from None
     except ValueError as error:  # the same document named twice in one upload
-        raise ApiError(400, "bad_request", str(error)) from None
+        raise Refused(400, "bad_request", str(error)) from None
 
 
 async def _ingested(
@@ -138,7 +139,7 @@ async def _ingested(
     failures = [r for r in results if isinstance(r, Exception)]
     if failures and len(failures) == len(results):
         status, code, detail = described(failures[0])
-        raise ApiError(status, code, detail if len(items) == 1 else f"no document could be ingested: {detail}")
+        raise Refused(status, code, detail if len(items) == 1 else f"no document could be ingested: {detail}")
     changed = any(not isinstance(r, Exception) and r.status == "ready" for r in results)
     return JSONResponse({"documents": items}, status_code=201 if changed else 200)
 
@@ -162,7 +163,7 @@ async def get_document(request: Request) -> Response:
     iris = Iris(services.settings.base_iri, await collection_of(request))
     rows = await off_loop(librarian.documents, services.store, iris, iris.document(request.path_params["id"]))
     if not rows:
-        raise ApiError(404, "document_not_found", f"no document {request.path_params['id']!r} in this collection")
+        raise Refused(404, "document_not_found", f"no document {request.path_params['id']!r} in this collection")
     return JSONResponse(_info(rows[0]))
 
 
@@ -170,7 +171,7 @@ async def delete_document(request: Request) -> Response:
     authorize(request, "write", per_collection=True)
     document_id = request.path_params["id"]
     if not await _services(request).pipeline.forget(await collection_of(request), document_id):
-        raise ApiError(404, "document_not_found", f"no document {document_id!r} in this collection")
+        raise Refused(404, "document_not_found", f"no document {document_id!r} in this collection")
     return Response(status_code=204)
 
 
@@ -179,17 +180,7 @@ async def document_rag(request: Request) -> Response:
     authorize(request, "read", per_collection=True)
     limit_answers(request)
     asked = await parsed(request, DocumentRagRequest)
-    rag, collection = _services(request).document_rag, await collection_of(request, asked.collection)
+    collection = await opened(request, asked.collection)
     if wants_stream(asked.stream, request.headers.get("accept", "")):
-        return sse(rag.stream(collection, asked.question, asked.options))
-    answer = await rag.answer(collection, asked.question, asked.options)
-    return JSONResponse(
-        {
-            "question": answer.question,
-            "answer": answer.answer,
-            "trace": answer.trace,
-            "model": answer.model,
-            "usage": answer.usage,
-            "sources": [passage_json(p) for p in answer.passages],
-        }
-    )
+        return sse(answers.stream_documents(collection, asked))
+    return JSONResponse((await answers.ask_documents(collection, asked)).as_json())

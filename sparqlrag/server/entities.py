@@ -10,10 +10,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sparqlrag.extraction.curation import Curation, CurationRefused, EntityAliases, UnknownEntity
+from sparqlrag.operations.failures import Refused
+from sparqlrag.operations.requests import AliasesQuery, EntityMerge, EntitySplit
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.collections import collection_name
-from sparqlrag.server.contracts import AliasesQuery, EntityMerge, EntitySplit, parsed, parsed_query
-from sparqlrag.server.errors import ApiError
+from sparqlrag.server.contracts import parsed, parsed_query
 from sparqlrag.server.state import state_of
 
 
@@ -27,9 +28,9 @@ async def _answer(call: Awaitable[EntityAliases]) -> Response:
     try:
         aliases = await call
     except UnknownEntity as error:
-        raise ApiError(404, "unknown_entity", str(error.args[0])) from None
+        raise Refused(404, "unknown_entity", str(error.args[0])) from None
     except CurationRefused as error:
-        raise ApiError(409, "curation_refused", str(error.args[0])) from None
+        raise Refused(409, "curation_refused", str(error.args[0])) from None
     return JSONResponse(asdict(aliases))
 
 

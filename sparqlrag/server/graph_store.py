@@ -19,10 +19,10 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 
 from sparqlrag.config import Settings
-from sparqlrag.server.access import Scope
+from sparqlrag.operations.access import Scope
+from sparqlrag.operations.failures import Refused
 from sparqlrag.server.auth import authorize, client_key
 from sparqlrag.server.bodies import scratch_path, spool_body
-from sparqlrag.server.errors import ApiError
 from sparqlrag.server.state import state_of
 from sparqlrag.server.streams import answer_response
 from sparqlrag.store.base import Graph
@@ -55,9 +55,9 @@ def _target(request: Request, settings: Settings) -> Graph | str:
     )
     named = params.getlist("graph")
     if len(named) > 1:
-        raise ApiError(400, "bad_request", "name one graph: the request has several graph= parameters")
+        raise Refused(400, "bad_request", "name one graph: the request has several graph= parameters")
     if sum(bool(x) for x in (direct, named, "default" in params)) > 1:
-        raise ApiError(400, "bad_request", "name the graph once: use the path, ?graph=IRI or ?default")
+        raise Refused(400, "bad_request", "name the graph once: use the path, ?graph=IRI or ?default")
     if direct:
         iri = settings.base_iri + "store/" + direct
         iri_ref(iri)  # raises a clear error for characters an IRI cannot hold
@@ -75,7 +75,7 @@ def _upload_format(content_type: str | None, allowed: list[tuple[str, RdfFormat]
     if fmt is None or fmt not in [f for _, f in allowed]:
         names = ", ".join(sorted({m for m, _ in allowed}))
         given = media_type_of(content_type) or "no Content-Type"
-        raise ApiError(415, "unsupported_media_type", f"{where} accepts {names}; the request sent {given}")
+        raise Refused(415, "unsupported_media_type", f"{where} accepts {names}; the request sent {given}")
     return fmt
 
 
@@ -88,7 +88,7 @@ async def graph_store(request: Request) -> Response:
     if not access.everywhere(scope) and (
         target in (None, ALL) or not access.may_graph(scope, settings.base_iri, target)
     ):
-        raise ApiError(
+        raise Refused(
             403,
             "forbidden",
             f"the bearer token is limited to some collections: name one of their graphs, {settings.base_iri}graph/C...",
@@ -100,7 +100,7 @@ async def graph_store(request: Request) -> Response:
         raise AssertionError("unreachable")  # (mypy: an exit stack may swallow exceptions)
     if request.method == "DELETE":
         if target == ALL:
-            raise ApiError(400, "bad_request", "DELETE needs a graph: ?graph=IRI, ?default or a graph path")
+            raise Refused(400, "bad_request", "DELETE needs a graph: ?graph=IRI, ?default or a graph path")
         await off_loop(state_of(request).store.drop_graph, target)
         return Response(status_code=204)
     if target == ALL:
@@ -111,7 +111,7 @@ async def graph_store(request: Request) -> Response:
 async def _get_graph(request: Request, graph: Graph, held: contextlib.AsyncExitStack) -> Response:
     chosen = negotiate(request.headers.get("accept"), TRIPLE_FORMATS)
     if chosen is None:
-        raise ApiError(
+        raise Refused(
             406, "not_acceptable", "a graph is available as " + ", ".join(sorted({m for m, _ in TRIPLE_FORMATS}))
         )
     media_type, fmt = chosen
@@ -126,7 +126,7 @@ async def _get_graph(request: Request, graph: Graph, held: contextlib.AsyncExitS
 async def _get_dataset(request: Request) -> Response:
     chosen = negotiate(request.headers.get("accept"), DATASET_FORMATS)
     if chosen is None:
-        raise ApiError(406, "not_acceptable", "the dataset is available as application/trig or application/n-quads")
+        raise Refused(406, "not_acceptable", "the dataset is available as application/trig or application/n-quads")
     media_type, fmt = chosen
     return await _dump_file(request, media_type, fmt, ALL, rdf11=_rdf11(request))
 
@@ -135,7 +135,7 @@ def _rdf11(request: Request) -> bool:
     """`?reification=rdf11`: reifiers written as RDF 1.1 reification (store/reification.py)."""
     asked = request.query_params.get("reification", "rdf12")
     if asked not in ("rdf11", "rdf12"):
-        raise ApiError(
+        raise Refused(
             400, "bad_request", f'reification is "rdf12" (triple terms, the default) or "rdf11", not {asked!r}'
         )
     return asked == "rdf11"
@@ -192,9 +192,9 @@ async def _uploaded_parts(request: Request, settings: Settings) -> list[tuple[Pa
         return [(await spool_body(request, settings.max_upload_bytes, state_of(request).scratch_dir), fmt)]
     declared = request.headers.get("content-length")
     if declared is None or not declared.isdigit():
-        raise ApiError(411, "length_required", "multipart uploads need a Content-Length header")
+        raise Refused(411, "length_required", "multipart uploads need a Content-Length header")
     if int(declared) > settings.max_upload_bytes:
-        raise ApiError(
+        raise Refused(
             413, "body_too_large", f"the request body is larger than the {settings.max_upload_bytes} byte limit"
         )
     parts: list[tuple[Path, RdfFormat]] = []
@@ -202,7 +202,7 @@ async def _uploaded_parts(request: Request, settings: Settings) -> list[tuple[Pa
         try:
             for _, value in form.multi_items():
                 if not isinstance(value, UploadFile):
-                    raise ApiError(400, "bad_request", "each multipart part must be an RDF file")
+                    raise Refused(400, "bad_request", "each multipart part must be an RDF file")
                 part_type = value.content_type
                 if not part_type or media_type_of(part_type) == "application/octet-stream":
                     with contextlib.suppress(ValueError):
@@ -216,7 +216,7 @@ async def _uploaded_parts(request: Request, settings: Settings) -> list[tuple[Pa
                 path.unlink(missing_ok=True)
             raise
     if not parts:
-        raise ApiError(400, "bad_request", "the multipart body has no parts")
+        raise Refused(400, "bad_request", "the multipart body has no parts")
     return parts
 
 

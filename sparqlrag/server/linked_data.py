@@ -23,10 +23,10 @@ from pyoxigraph import Quad, RdfFormat, serialize
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from sparqlrag.operations.failures import Refused
 from sparqlrag.queries.describe import canonical, describe, describe_relation, describe_source, document_of, exists
 from sparqlrag.queries.records import describe_statement, describe_trace
 from sparqlrag.server.auth import authorize, check_collection_access
-from sparqlrag.server.errors import ApiError
 from sparqlrag.server.pages import render
 from sparqlrag.server.state import state_of
 from sparqlrag.store import vocab
@@ -61,8 +61,8 @@ def iri_path(request: Request, prefix: str) -> str:
     return raw[len(prefix) :] if raw.startswith(prefix) else raw.lstrip("/")
 
 
-def _missing(request: Request, path: str) -> ApiError:
-    return ApiError(404, "not_found", f"no knowledge names <{state_of(request).settings.base_iri + path}>")
+def _missing(request: Request, path: str) -> Refused:
+    return Refused(404, "not_found", f"no knowledge names <{state_of(request).settings.base_iri + path}>")
 
 
 def reach(request: Request, path: str) -> frozenset[str] | None:
@@ -125,7 +125,7 @@ async def resource(request: Request) -> Response:
     chosen = negotiate(request.headers.get("accept"), offers)
     if chosen is None:
         offered = ", ".join(media for media, _ in offers if media != "application/xhtml+xml")
-        raise ApiError(406, "not_acceptable", f"this IRI is described as {offered}", headers={"Vary": "Accept"})
+        raise Refused(406, "not_acceptable", f"this IRI is described as {offered}", headers={"Vary": "Accept"})
     target = {"html": f"page/{described}", "file": f"file/{described}"}.get(chosen[1], f"data/{described}.{chosen[1]}")
     return RedirectResponse(_up(path) + target, status_code=303, headers={"Vary": "Accept"})
 
@@ -142,7 +142,7 @@ async def data(request: Request) -> Response:
                 triples = [quad.triple for quad in as_rdf11(Quad(t.subject, t.predicate, t.object) for t in triples)]
             body = serialize(triples, format=fmt, prefixes=vocab.PREFIXES)  # formats without prefixes ignore them
             return Response(body or b"", media_type=with_charset(media))
-    raise ApiError(404, "not_found", "data URLs end in " + ", ".join("." + ext for _, ext, _ in DATA_FORMATS))
+    raise Refused(404, "not_found", "data URLs end in " + ", ".join("." + ext for _, ext, _ in DATA_FORMATS))
 
 
 async def page(request: Request) -> Response:

@@ -22,9 +22,9 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from sparqlrag.config import Settings
-from sparqlrag.server.access import Access
+from sparqlrag.operations.access import Access
+from sparqlrag.operations.failures import Refused
 from sparqlrag.server.auth import authorize, client_key
-from sparqlrag.server.errors import ApiError
 from sparqlrag.server.mcp_servers import McpServers
 from sparqlrag.server.origins import check_same_origin
 from sparqlrag.server.state import state_of
@@ -72,7 +72,7 @@ class McpEndpoint:
         if not state_of(request).settings.auth_enabled:  # (every call may write: only our pages, or no browser)
             check_same_origin(request, state_of(request).settings)
         if media_type_of(request.headers.get("content-type")) != "application/json":
-            raise ApiError(415, "unsupported_media_type", "an MCP message is JSON: send Content-Type application/json")
+            raise Refused(415, "unsupported_media_type", "an MCP message is JSON: send Content-Type application/json")
         manager = self.writer if access.anywhere("write") else self.reader
         await manager.handle_request(scope, receive, send)
 

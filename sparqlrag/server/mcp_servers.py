@@ -2,7 +2,7 @@
 Desktop, Claude Code, an IDE agent) calls over the Model Context Protocol.
 
 One module for both transports: streamable HTTP at `/mcp` on the running server (server/app.py),
-and stdio (`sparqlrag mcp`). A caller's Access (server/access.py) is asked of `caller` on every
+and stdio (`sparqlrag mcp`). A caller's Access (operations/access.py) is asked of `caller` on every
 call: over HTTP, the bearer token of that very request. Two MCP servers are built, one without
 the write tool and one with it, so the tool to add a document exists only for a token that may
 write. Every failure reaches the client as an MCP tool error with the same message the HTTP API
@@ -21,32 +21,33 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from pydantic import BaseModel, TypeAdapter, ValidationError, WithJsonSchema
+from pydantic import BaseModel, TypeAdapter, WithJsonSchema
 
 from sparqlrag import __version__
 from sparqlrag.extraction.plans import Source
 from sparqlrag.library import librarian
-from sparqlrag.models.llm import LLMError
 from sparqlrag.ontology.registry import UnknownOntology
-from sparqlrag.queries.describe import Description, Statement, collection_of_iri, describe
-from sparqlrag.retrieval.document_rag import passage_json
-from sparqlrag.retrieval.options import (
+from sparqlrag.operations import answers
+from sparqlrag.operations.access import Access, Scope, readable_graphs, remote_refusal
+from sparqlrag.operations.collection import Collection, open_collection
+from sparqlrag.operations.failures import described, unexpected
+from sparqlrag.operations.requests import (
     DEFAULT_GRAPH_MODE,
     GRAPH_MODES,
     DocumentRagOptions,
+    DocumentRagRequest,
     GraphMode,
     GraphRagOptions,
+    GraphRagRequest,
     Question,
+    SearchRequest,
+    validated,
 )
-from sparqlrag.retrieval.question import check_question
-from sparqlrag.retrieval.walk import fact_texts
-from sparqlrag.server.access import Access, Scope, readable_graphs, remote_refusal
-from sparqlrag.server.auth import VERBS
-from sparqlrag.server.contracts import said
-from sparqlrag.server.errors import described
+from sparqlrag.queries.describe import Description, Statement, collection_of_iri, describe
+from sparqlrag.retrieval.views import PassageView, SearchHit
 from sparqlrag.services import Services
 from sparqlrag.store.calls import off_loop
-from sparqlrag.store.vocab import CollectionName, InvalidName, Iris, check_collection
+from sparqlrag.store.vocab import CollectionName, InvalidName, Iris
 
 log = logging.getLogger("sparqlrag.mcp")
 
@@ -61,29 +62,27 @@ INSTRUCTIONS = (
     "shows the ones this token reaches."
 )
 
-M = TypeVar("M", bound=BaseModel)
-
 
 def shown(model: type[BaseModel], field: str) -> WithJsonSchema:
     """A tool parameter's JSON Schema: the model field's, limits and names included. The SDK
     would refuse a value outside it with a message that repeats the value, so the tool checks
-    it with the model itself (`checked`) and answers in the HTTP API's words."""
+    it with the model itself (`validated`) and answers in the HTTP API's words."""
     return WithJsonSchema(model.model_json_schema()["properties"][field])
 
 
-def checked(model: type[M], **values: Any) -> M:
-    try:
-        return model(**values)
-    except ValidationError as error:
-        raise ToolError(f"bad_request: {said(error, model)}") from None
-
-
 QUESTION = WithJsonSchema(TypeAdapter(Question).json_schema())
-Collection = Annotated[str, WithJsonSchema(TypeAdapter(CollectionName).json_schema() | {"default": "default"})]
+CollectionParam = Annotated[str, WithJsonSchema(TypeAdapter(CollectionName).json_schema() | {"default": "default"})]
 # Graph RAG's modes, Document RAG as "document", and "default": the default mode, whichever it is
 GRAPH_MODE_NAMED: dict[str, GraphMode] = {**{mode: mode for mode in GRAPH_MODES}, "default": DEFAULT_GRAPH_MODE}
 ASK_MODES = (*GRAPH_MODES, "document", "default")
 ASK_MODE = WithJsonSchema({"enum": list(ASK_MODES), "type": "string", "default": DEFAULT_GRAPH_MODE})
+ASK_OPTIONS = WithJsonSchema(
+    {
+        "anyOf": [GraphRagOptions.model_json_schema(), DocumentRagOptions.model_json_schema(), {"type": "null"}],
+        "default": None,
+        "description": "the route's options: /api/v1/graph-rag's for a graph mode, /api/v1/document-rag's for document",
+    }
+)
 READ_TOOLS = ("ask", "search_documents", "sparql_query", "describe_entity", "list_collections", "list_documents")
 WRITE_TOOLS = ("add_document",)  # only on the server for tokens that may write
 P = ParamSpec("P")
@@ -102,7 +101,7 @@ def _tool(function: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
             raise
         except Exception as error:
             status, code, detail = described(error)
-            if status >= 500 and not isinstance(error, LLMError):
+            if unexpected(error, status):
                 log.error("MCP tool %s failed", function.__name__, exc_info=error)
             raise ToolError(f"{code}: {detail}") from None
 
@@ -130,17 +129,12 @@ class McpServers:
         self.reader = self._server(writes=False)
         self.writer = self._server(writes=True)
 
+    async def _opened(self, context: Context, name: str, scope: Scope = "read") -> Collection:
+        """The collection `name`, checked as the HTTP API checks it: its name, the token's reach, existence."""
+        return await open_collection(self.services(), name, self.caller(context), scope)
+
     async def _existing(self, context: Context, name: str, scope: Scope = "read") -> str:
-        """The collection `name`, checked in the HTTP API's order: its name, the token's reach, existence."""
-        try:
-            check_collection(name)
-        except InvalidName as error:
-            raise ToolError(f"bad_collection: {error}") from None
-        if not self.caller(context).may(scope, name):
-            raise ToolError(f"forbidden: the token may not {VERBS[scope]} collection {name!r}")
-        if not await self.services().collections.exists(name):
-            raise librarian.UnknownCollection(name)
-        return name
+        return (await self._opened(context, name, scope)).name
 
     # -- the tools: each a method, registered on the servers by name (READ_TOOLS, WRITE_TOOLS) --
 
@@ -148,8 +142,9 @@ class McpServers:
         self,
         question: Annotated[str, QUESTION],
         context: Context,
-        collection: Collection = "default",
+        collection: CollectionParam = "default",
         mode: Annotated[str, ASK_MODE] = DEFAULT_GRAPH_MODE,
+        options: Annotated[dict[str, Any] | None, ASK_OPTIONS] = None,
     ) -> dict[str, Any]:
         """Answer a question from a collection, citing the passages used and the knowledge
         graph's facts. The mode ranks the passages: "evidence" (the default) as Document RAG's
@@ -157,28 +152,27 @@ class McpServers:
         brought it); "pagerank" by personalized PageRank over the graph; "hybrid" by dense and
         keyword search lifted by the facts; "graph" by dense search lifted by the facts;
         "document" answers from passages alone. ("default" means the default mode; it meant
-        "pagerank" before.) The answer's `trace` IRI opens the explanation."""
-        question = check_question(question)
+        "pagerank" before.) `options` are the HTTP API's: those of /api/v1/graph-rag (k, bridges,
+        the walk's limits...) for a graph mode, of /api/v1/document-rag (k, mode, rerank, mmr,
+        weights) for "document". The answer's `trace` IRI opens the explanation."""
         if mode not in ASK_MODES:
             raise ToolError(f"bad_request: mode must be one of {', '.join(ASK_MODES)}")
-        name = await self._existing(context, collection)
-        self.before_answer(context)
-        services = self.services()
+        given = {"question": question, **(options or {})}
         if mode == "document":
-            found = await services.document_rag.answer(name, question)
-            return {
-                "answer": found.answer,
-                "sources": [_source(passage_json(p)) for p in found.passages],
-                "trace": found.trace,
-            }
-        graph = await services.graph_rag.answer(name, question, GraphRagOptions(), GRAPH_MODE_NAMED[mode])
-        texts = fact_texts(graph.edges)
+            documents = validated(DocumentRagRequest, given)
+            opened = await self._opened(context, collection)
+            self.before_answer(context)
+            found = await answers.ask_documents(opened, documents)
+            return {"answer": found.answer, "sources": [_source(p) for p in found.sources], "trace": found.trace}
+        asked = validated(GraphRagRequest, given | {"mode": GRAPH_MODE_NAMED[mode]})
+        opened = await self._opened(context, collection)
+        self.before_answer(context)
+        graph = await answers.ask_graph(opened, asked)
         return {
             "answer": graph.answer,
             "facts": [edge.text for edge in graph.edges],
             "sources": [
-                _source(passage_json(p)) | ({"bridged_by": [texts[f] for f in p.bridge]} if p.bridge else {})
-                for p in graph.passages
+                _source(p) | ({"bridged_by": [f.text for f in p.bridged_by]} if p.bridge else {}) for p in graph.sources
             ],
             "trace": graph.trace,
         }
@@ -187,9 +181,9 @@ class McpServers:
         self,
         query: Annotated[str, QUESTION],
         context: Context,
-        collection: Collection = "default",
-        k: Annotated[int, shown(DocumentRagOptions, "k")] = 5,
-        mode: Annotated[str, shown(DocumentRagOptions, "mode")] = "hybrid",
+        collection: CollectionParam = "default",
+        k: Annotated[int, shown(SearchRequest, "k")] = SearchRequest.model_fields["k"].default,
+        mode: Annotated[str, shown(SearchRequest, "mode")] = SearchRequest.model_fields["mode"].default,
     ) -> dict[str, Any]:
         """The k passages of a collection that best match the query, with their
         documents; nothing is answered or traced. Each passage has `rank` (1 is the best
@@ -198,18 +192,9 @@ class McpServers:
         comparable across queries and modes. `score` is the ranking's own figure (hybrid:
         reciprocal-rank fusion of the vector and keyword rankings; vector: the similarity;
         keyword: BM25): only its order means something."""
-        query, options = check_question(query), checked(DocumentRagOptions, mode=mode, k=k)
-        name = await self._existing(context, collection)
-        rag = self.services().document_rag
-        passages = await rag.retrieve(name, query, options)
-        similar = await rag.similarities(name, query, [p.chunk for p in passages])
-        return {
-            "passages": [
-                {"rank": rank, "similarity": round(similar[p.chunk], 4) if p.chunk in similar else None}
-                | passage_json(p)
-                for rank, p in enumerate(passages, start=1)
-            ]
-        }
+        asked = validated(SearchRequest, {"query": query, "k": k, "mode": mode})
+        hits = await answers.search(await self._opened(context, collection), asked)
+        return {"passages": [_hit(hit) for hit in hits]}
 
     async def sparql_query(self, query: str, context: Context) -> dict[str, Any]:
         """Run a read-only SPARQL 1.1 query (SELECT, ASK, CONSTRUCT, DESCRIBE; updates are
@@ -219,7 +204,7 @@ class McpServers:
         return await self._query(context, query)
 
     async def describe_entity(
-        self, entity: str, context: Context, collection: Collection = "default"
+        self, entity: str, context: Context, collection: CollectionParam = "default"
     ) -> dict[str, Any]:
         """What the knowledge graph says about an entity, named by its IRI or its name
         ("Marie Curie"): its labels, types, aliases and facts, each fact with its sources."""
@@ -247,7 +232,7 @@ class McpServers:
         listed = await self.services().collections.list()
         return {"collections": [vars(info) for info in listed if access.may("read", info.name)]}
 
-    async def list_documents(self, context: Context, collection: Collection = "default") -> dict[str, Any]:
+    async def list_documents(self, context: Context, collection: CollectionParam = "default") -> dict[str, Any]:
         """The documents of a collection: id, title, status, chunks."""
         name = await self._existing(context, collection)
         services = self.services()
@@ -259,7 +244,7 @@ class McpServers:
         text: str,
         document_id: str,
         context: Context,
-        collection: Collection = "default",
+        collection: CollectionParam = "default",
         title: str | None = None,
     ) -> dict[str, Any]:
         """Add a text document to a collection (or replace the one with this id): it is
@@ -342,8 +327,15 @@ def _fact(description: Description, statement: Statement) -> dict[str, Any]:
     }
 
 
-def _source(passage: dict[str, Any]) -> dict[str, Any]:
+def _source(passage: PassageView) -> dict[str, Any]:
     """A cited passage as an assistant needs it: its document, citation (with the page), chunk IRI,
     original file, text and the other documents holding copies of it (no scores)."""
     keys = ("document", "title", "citation", "pages", "headings", "chunk", "file", "text", "copies")
-    return {key: passage[key] for key in keys if key in passage}
+    return {key: value for key, value in passage.as_json().items() if key in keys and value not in (None, [])}
+
+
+def _hit(hit: SearchHit) -> dict[str, Any]:
+    """A passage found, best first: its rank and similarity (rounded), then the passage."""
+    found = hit.as_json()
+    similarity = None if hit.similarity is None else round(hit.similarity, 4)
+    return {"rank": hit.rank, "similarity": similarity} | {k: v for k, v in found.items() if v not in (None, [])}

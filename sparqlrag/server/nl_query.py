@@ -9,11 +9,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sparqlrag.ontology.registry import UnknownOntology
+from sparqlrag.operations.failures import Refused
+from sparqlrag.operations.requests import NlQuestion
 from sparqlrag.queries.nl_query import NlQueryUnavailable, QueryRejected
 from sparqlrag.server.auth import authorize, client_key
 from sparqlrag.server.collections import collection_of
-from sparqlrag.server.contracts import NlQuestion, parsed
-from sparqlrag.server.errors import ApiError
+from sparqlrag.server.contracts import parsed
 from sparqlrag.server.rate_limit import limit_answers
 from sparqlrag.server.state import state_of
 from sparqlrag.store.base import QueryResult
@@ -46,13 +47,13 @@ async def nl_query(request: Request) -> Response:
                 asked.question, run, collection=collection, ontology=asked.ontology
             )
     except NlQueryUnavailable as error:
-        raise ApiError(501, "nl_query_unavailable", str(error)) from None
+        raise Refused(501, "nl_query_unavailable", str(error)) from None
     except QueryRejected as error:
         return JSONResponse({"error": "query_rejected", "detail": str(error), "query": error.query}, status_code=422)
     except (UnknownOntology, InvalidName) as error:
-        raise ApiError(400, "unknown_ontology", str(error)) from None
+        raise Refused(400, "unknown_ontology", str(error)) from None
     except ValueError as error:
-        raise ApiError(400, "bad_request", str(error)) from None
+        raise Refused(400, "bad_request", str(error)) from None
     result = answer.result
     results = result.body.decode("utf-8") if answer.form == "construct" else json.loads(result.body)
     return JSONResponse(

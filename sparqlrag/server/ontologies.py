@@ -13,9 +13,10 @@ from starlette.responses import JSONResponse, Response
 
 from sparqlrag.ontology.owl import OntologyError
 from sparqlrag.ontology.registry import LoadResult, Ontologies, OntologyConflict, UnknownOntology
+from sparqlrag.operations.failures import Refused
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import bounded, read_body
-from sparqlrag.server.errors import ApiError, described_error_handler, http_exception_handler
+from sparqlrag.server.errors import described_error_handler, http_exception_handler
 from sparqlrag.server.state import state_of
 from sparqlrag.store.formats import media_type_of, negotiate, with_charset
 from sparqlrag.store.vocab import InvalidName
@@ -55,7 +56,7 @@ async def upload(request: Request) -> Response:
         async with bounded(request, limit + FORM_OVERHEAD).form(max_files=1, max_part_size=limit) as form:
             files = [value for value in form.values() if isinstance(value, UploadFile)]
             if len(files) != 1:
-                raise ApiError(400, "bad_request", "send one ontology file per request")
+                raise Refused(400, "bad_request", "send one ontology file per request")
             data, filename, kind = await files[0].read(), files[0].filename, media_type_of(files[0].content_type)
             name = name or str(form.get("name") or "") or (PurePath(filename).stem if filename else None)
         if len(data) > limit:
@@ -63,7 +64,7 @@ async def upload(request: Request) -> Response:
     else:
         data, filename = await read_body(request, limit), None
     if not name:
-        raise ApiError(400, "bad_request", "name the ontology: ?name=, a 'name' form field, or the file's name")
+        raise Refused(400, "bad_request", "name the ontology: ?name=, a 'name' form field, or the file's name")
     return await _load(request, name, data, kind, filename)
 
 
@@ -78,16 +79,16 @@ async def put(request: Request) -> Response:
 
 async def _load(request: Request, name: str, data: bytes, media_type: str, filename: str | None) -> Response:
     if not data.strip():
-        raise ApiError(400, "bad_ontology", "the ontology is empty")
+        raise Refused(400, "bad_ontology", "the ontology is empty")
     replace = request.query_params.get("replace", "false").lower() in ("true", "1", "yes")
     try:
         result = await _ontologies(request).load(name, data, media_type or None, filename, replace=replace)
     except InvalidName as error:
-        raise ApiError(400, "bad_name", str(error)) from None
+        raise Refused(400, "bad_name", str(error)) from None
     except OntologyError as error:
-        raise ApiError(400, "bad_ontology", str(error)) from None
+        raise Refused(400, "bad_ontology", str(error)) from None
     except OntologyConflict as error:
-        raise ApiError(409, "ontology_conflict", str(error)) from None
+        raise Refused(409, "ontology_conflict", str(error)) from None
     return _loaded(result)
 
 
@@ -101,8 +102,8 @@ def _loaded(result: LoadResult) -> Response:
     return JSONResponse(body, status_code=status, headers={"Location": f"/api/v1/ontologies/{result.info.name}"})
 
 
-def _too_large(limit: int) -> ApiError:
-    return ApiError(413, "body_too_large", f"the ontology is larger than the {limit} byte limit (max_ontology_bytes)")
+def _too_large(limit: int) -> Refused:
+    return Refused(413, "body_too_large", f"the ontology is larger than the {limit} byte limit (max_ontology_bytes)")
 
 
 async def get_ontology(request: Request) -> Response:
@@ -115,9 +116,9 @@ async def delete_ontology(request: Request) -> Response:
     try:
         await _ontologies(request).remove(request.path_params["name"])
     except (UnknownOntology, InvalidName) as error:
-        raise ApiError(404, "ontology_not_found", str(error)) from None
+        raise Refused(404, "ontology_not_found", str(error)) from None
     except OntologyConflict as error:
-        raise ApiError(409, "ontology_in_use", str(error)) from None
+        raise Refused(409, "ontology_in_use", str(error)) from None
     return Response(status_code=204)
 
 
@@ -130,7 +131,7 @@ async def published_or_not_found(request: Request, exc: Exception) -> Response:
             info = await _ontologies(request).by_iri(state_of(request).settings.base_iri + request.url.path.lstrip("/"))
             if info is not None:
                 return await _serve(request, info.name)
-        except ApiError as error:
+        except Refused as error:
             return await described_error_handler(request, error)
     return await http_exception_handler(request, exc)
 
@@ -139,10 +140,10 @@ async def _serve(request: Request, name: str) -> Response:
     chosen = negotiate(request.headers.get("accept"), ONTOLOGY_FORMATS)
     if chosen is None:
         offered = ", ".join(media for media, _ in ONTOLOGY_FORMATS[:4])
-        raise ApiError(406, "not_acceptable", f"an ontology is served as {offered}", headers={"Vary": "Accept"})
+        raise Refused(406, "not_acceptable", f"an ontology is served as {offered}", headers={"Vary": "Accept"})
     media_type, fmt = chosen
     try:
         body = await _ontologies(request).serialize(name, fmt)
     except (UnknownOntology, InvalidName) as error:
-        raise ApiError(404, "ontology_not_found", str(error)) from None
+        raise Refused(404, "ontology_not_found", str(error)) from None
     return Response(body, media_type=with_charset(media_type), headers={"Vary": "Accept"})

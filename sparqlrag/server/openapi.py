@@ -14,6 +14,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sparqlrag import __version__
+from sparqlrag.operations.requests import (
+    AliasesQuery,
+    DocumentRagRequest,
+    EntityMerge,
+    EntitySplit,
+    GraphRagRequest,
+    NewCollection,
+    NlQuestion,
+    TextDocument,
+    TracesQuery,
+)
 from sparqlrag.server.api_schemas import (
     ANSWER,
     ANY_OBJECT,
@@ -45,17 +56,6 @@ from sparqlrag.server.api_schemas import (
     operation,
     path_parameter,
     query_parameters,
-)
-from sparqlrag.server.contracts import (
-    AliasesQuery,
-    DocumentRagRequest,
-    EntityMerge,
-    EntitySplit,
-    GraphRagRequest,
-    NewCollection,
-    NlQuestion,
-    TextDocument,
-    TracesQuery,
 )
 from sparqlrag.server.sparql import MIN_TIMEOUT
 

@@ -22,9 +22,9 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from sparqlrag.extraction.decoders import MEDIA_TYPES, PDF, TEXT
+from sparqlrag.operations.failures import Refused
 from sparqlrag.queries.describe import document_of
 from sparqlrag.server.auth import authorize
-from sparqlrag.server.errors import ApiError
 from sparqlrag.server.linked_data import iri_path, reach
 from sparqlrag.server.state import state_of
 from sparqlrag.store.calls import off_loop
@@ -38,17 +38,17 @@ async def original(request: Request) -> Response:
     authorize(request, "read", per_collection=True)  # before the path is judged: without a token, every answer is 401
     path = iri_path(request, "/file/")
     if not path.startswith("doc/") or path.count("/") != 2:
-        raise ApiError(404, "not_found", "original files are at /file/doc/{collection}/{document id}")
+        raise Refused(404, "not_found", "original files are at /file/doc/{collection}/{document id}")
     reach(request, path)  # the collection's grant
     base = state_of(request).settings.base_iri
     info = await off_loop(document_of, state_of(request).store, base, base + path)
     if info is None:
-        raise ApiError(404, "document_not_found", f"no document <{base + path}>")
+        raise Refused(404, "document_not_found", f"no document <{base + path}>")
     collection = path.split("/")[1]
     try:
         upload, file = await off_loop(state_of(request).services.pipeline.library.original, collection, info.id)
     except LookupError:
-        raise ApiError(
+        raise Refused(
             404, "no_original", "the library keeps no file of this document (it came in a knowledge core)"
         ) from None
     kind = upload.media_type if upload.media_type in MEDIA_TYPES else "application/octet-stream"
@@ -64,7 +64,7 @@ async def original(request: Request) -> Response:
     try:
         handle, size = await off_loop(_opened, file)  # (open before answering: a file deleted since is a 404)
     except FileNotFoundError:
-        raise ApiError(404, "no_original", "the library keeps no file of this document now") from None
+        raise Refused(404, "no_original", "the library keeps no file of this document now") from None
     headers["Content-Length"] = str(size)
     return StreamingResponse(_pieces(handle), media_type=media, headers=headers)
 

@@ -26,7 +26,8 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sparqlrag.config import Settings
-from sparqlrag.server.errors import ApiError, error_response
+from sparqlrag.operations.failures import Refused
+from sparqlrag.server.errors import error_response
 from sparqlrag.server.middleware import HttpMiddleware
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -107,7 +108,7 @@ def check_same_origin(request: Request, settings: Settings) -> None:
     own = f"{request.url.scheme}://{request.headers.get('host', '')}".lower()
     if origin == own and site not in ("cross-site", "same-site"):  # (a browser without Sec-Fetch-Site)
         return
-    raise ApiError(
+    raise Refused(
         403,
         "cross_site_write",
         "a server without tokens takes writes only from its own pages or from clients that are not "

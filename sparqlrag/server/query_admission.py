@@ -21,7 +21,7 @@ from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from sparqlrag.server.errors import ApiError
+from sparqlrag.operations.failures import Refused
 from sparqlrag.store.base import QueryCrashed
 
 CRASH_WINDOW = 600.0  # seconds
@@ -43,7 +43,7 @@ class QueryAdmission:
         self._check_crashes(client)
         running = self._running.get(client, 0)
         if self.concurrent and running >= self.concurrent:
-            raise ApiError(
+            raise Refused(
                 429,
                 f"too_many_{self.what}",
                 f"{running} {self.what} of this client are running, the most it may have at once "
@@ -70,7 +70,7 @@ class QueryAdmission:
             times.popleft()
         if len(times) >= self.crash_budget:
             wait = math.ceil(CRASH_WINDOW - (now - times[0]))
-            raise ApiError(
+            raise Refused(
                 429,
                 "too_many_crashes",
                 f"queries of this client stopped the store {len(times)} times in {CRASH_WINDOW:g} s "

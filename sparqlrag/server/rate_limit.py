@@ -14,8 +14,8 @@ from collections import OrderedDict
 
 from starlette.requests import Request
 
+from sparqlrag.operations.failures import Refused
 from sparqlrag.server.auth import client_key
-from sparqlrag.server.errors import ApiError
 from sparqlrag.server.state import state_of
 
 MAX_CLIENTS = 10_000  # buckets kept; the least recently used go first (a full bucket loses nothing)
@@ -40,7 +40,7 @@ class AnswerRateLimit:
                 self._buckets.popitem(last=False)
         if tokens < 1:
             wait = math.ceil((1 - tokens) / rate)
-            raise ApiError(
+            raise Refused(
                 429,
                 "rate_limited",
                 f"more than {self.per_minute} answers a minute; try again in {wait} s",

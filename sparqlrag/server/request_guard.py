@@ -20,7 +20,8 @@ from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from sparqlrag.server.errors import ApiError, error_response
+from sparqlrag.operations.failures import Refused
+from sparqlrag.server.errors import error_response
 from sparqlrag.server.middleware import HttpMiddleware
 
 log = logging.getLogger("sparqlrag.server")
@@ -54,7 +55,7 @@ class RequestGuard(HttpMiddleware):
                 async with asyncio.timeout(self.body_timeout):
                     message = await receive()
             except TimeoutError:
-                raise ApiError(
+                raise Refused(
                     408,
                     "body_timeout",
                     f"the request body stalled for {self.body_timeout:g} s",

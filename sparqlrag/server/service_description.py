@@ -7,7 +7,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from sparqlrag.config import Settings
-from sparqlrag.server.errors import ApiError
+from sparqlrag.operations.failures import Refused
 from sparqlrag.store.formats import GRAPH_FORMATS, negotiate, with_charset
 
 SD = "http://www.w3.org/ns/sparql-service-description#"
@@ -54,7 +54,7 @@ def description(endpoint: str, settings: Settings) -> list[Triple]:
 def service_description(request: Request, settings: Settings) -> Response:
     chosen = negotiate(request.headers.get("accept"), [(m, f) for m, f in GRAPH_FORMATS if not f.supports_datasets])
     if chosen is None:
-        raise ApiError(
+        raise Refused(
             406, "not_acceptable", "the service description is available as Turtle, N-Triples, RDF/XML or JSON-LD"
         )
     media_type, fmt = chosen

@@ -12,10 +12,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from sparqlrag.config import Settings
-from sparqlrag.server.access import Access, readable_graphs, remote_refusal
+from sparqlrag.operations.access import Access, readable_graphs, remote_refusal
+from sparqlrag.operations.failures import Refused
 from sparqlrag.server.auth import authorize, client_key
 from sparqlrag.server.bodies import decode_utf8, read_body
-from sparqlrag.server.errors import ApiError
 from sparqlrag.server.hang_ups import ended_by_hang_up
 from sparqlrag.server.service_description import service_description
 from sparqlrag.server.state import ServerState, state_of
@@ -46,14 +46,14 @@ class Operation:
             try:
                 NamedNode(iri)
             except ValueError:
-                raise ApiError(400, "syntax_error", f"{name}: not a valid absolute IRI: {iri[:200]!r}") from None
+                raise Refused(400, "syntax_error", f"{name}: not a valid absolute IRI: {iri[:200]!r}") from None
         return found
 
 
 def _single(params: dict[str, list[str]], name: str) -> str | None:
     values = params.get(name, [])
     if len(values) > 1:
-        raise ApiError(400, "bad_request", f"the request has {len(values)} '{name}' parameters; send exactly one")
+        raise Refused(400, "bad_request", f"the request has {len(values)} '{name}' parameters; send exactly one")
     return values[0] if values else None
 
 
@@ -63,12 +63,12 @@ def _operation(params: dict[str, list[str]], direct: tuple[str, str] | None = No
     if direct is not None:
         kind, text = direct
         if query is not None or update is not None:
-            raise ApiError(
+            raise Refused(
                 400, "bad_request", f"a direct POST of application/sparql-{kind} cannot also carry query= or update="
             )
         return Operation(kind, text, params)
     if query is not None and update is not None:
-        raise ApiError(400, "bad_request", "send either query= or update=, not both")
+        raise Refused(400, "bad_request", "send either query= or update=, not both")
     if query is not None:
         return Operation("query", query, params)
     if update is not None:
@@ -86,7 +86,7 @@ def _url_params(request: Request) -> dict[str, list[str]]:
 def _check_utf8_charset(content_type: str) -> None:
     charset = charset_of(content_type)
     if charset not in (None, "utf-8", "utf8"):
-        raise ApiError(415, "unsupported_charset", f"SPARQL requests must be UTF-8, not {charset}")
+        raise Refused(415, "unsupported_charset", f"SPARQL requests must be UTF-8, not {charset}")
 
 
 async def sparql_endpoint(request: Request) -> Response:
@@ -95,19 +95,19 @@ async def sparql_endpoint(request: Request) -> Response:
     params = _url_params(request)
     if request.method in ("GET", "HEAD"):
         if "update" in params:
-            raise ApiError(405, "method_not_allowed", "SPARQL updates must be sent with POST", {"Allow": "POST"})
+            raise Refused(405, "method_not_allowed", "SPARQL updates must be sent with POST", {"Allow": "POST"})
         operation = _operation(params)
         if operation is None:
             if given := [name for name in ("default-graph-uri", "named-graph-uri", "timeout") if name in params]:
                 verb = "go" if len(given) > 1 else "goes"
-                raise ApiError(400, "bad_request", f"{' and '.join(given)} {verb} with a query")
+                raise Refused(400, "bad_request", f"{' and '.join(given)} {verb} with a query")
             return service_description(request, settings)
         return await _execute(request, operation, reading)
 
     content_type = request.headers.get("content-type", "")
     media_type = media_type_of(content_type)
     if media_type not in (FORM, QUERY_MEDIA_TYPE, UPDATE_MEDIA_TYPE):
-        raise ApiError(
+        raise Refused(
             415,
             "unsupported_media_type",
             f"POST to /sparql needs Content-Type {FORM}, {QUERY_MEDIA_TYPE} or {UPDATE_MEDIA_TYPE}"
@@ -119,12 +119,12 @@ async def sparql_endpoint(request: Request) -> Response:
         try:
             form = parse_qs(body, keep_blank_values=True, errors="strict")
         except UnicodeDecodeError as error:
-            raise ApiError(400, "bad_encoding", f"the form is not valid UTF-8 once percent-decoded: {error}") from error
+            raise Refused(400, "bad_encoding", f"the form is not valid UTF-8 once percent-decoded: {error}") from error
         for key, values in form.items():
             params.setdefault(key, []).extend(values)
         operation = _operation(params)
         if operation is None:
-            raise ApiError(400, "bad_request", "the form has neither a query= nor an update= field")
+            raise Refused(400, "bad_request", "the form has neither a query= nor an update= field")
     else:
         operation = _operation(params, ("query" if media_type == QUERY_MEDIA_TYPE else "update", body))
     assert operation is not None
@@ -138,9 +138,9 @@ def _timeout(operation: Operation, settings: Settings) -> float:
     try:
         value = float(requested)
     except ValueError:
-        raise ApiError(400, "bad_request", f"timeout must be a number of seconds, not {requested!r}") from None
+        raise Refused(400, "bad_request", f"timeout must be a number of seconds, not {requested!r}") from None
     if not MIN_TIMEOUT <= value <= settings.max_query_timeout:
-        raise ApiError(
+        raise Refused(
             400, "bad_request", f"timeout must be between {MIN_TIMEOUT:g} and {settings.max_query_timeout:g} seconds"
         )
     return value
@@ -218,12 +218,12 @@ async def _execute_limited(
     """
     settings = state.settings
     if refused := remote_refusal(operation.text):
-        raise ApiError(403, "forbidden", refused)
+        raise Refused(403, "forbidden", refused)
     if operation.kind == "update":
         try:
             operations = data_operations(operation.text, settings.base_iri)
         except NotDataUpdate as error:
-            raise ApiError(
+            raise Refused(
                 403,
                 "forbidden",
                 f"a token limited to some collections may only INSERT DATA or DELETE DATA into their graphs: {error}",
@@ -232,7 +232,7 @@ async def _execute_limited(
             for quad in quads:
                 graph = quad.graph_name
                 if not isinstance(graph, NamedNode) or not access.may_graph("write", settings.base_iri, graph.value):
-                    raise ApiError(
+                    raise Refused(
                         403,
                         "forbidden",
                         f"the bearer token may not write the graph {str(graph)[:200]}: not one of its collections'",
@@ -247,7 +247,7 @@ async def _execute_limited(
     readable = await off_loop(readable_graphs, state.store, settings.base_iri, access)
     asked = [*operation.graphs("default-graph-uri"), *operation.graphs("named-graph-uri")]
     if outside := [g for g in asked if not access.may_graph("read", settings.base_iri, g)]:
-        raise ApiError(403, "forbidden", f"the bearer token may not read the graph <{outside[0][:200]}>")
+        raise Refused(403, "forbidden", f"the bearer token may not read the graph <{outside[0][:200]}>")
     held.enter_context(counted)
     return await streamed_query(
         state.store,

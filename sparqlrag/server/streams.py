@@ -11,7 +11,7 @@ from typing import Any
 
 from starlette.responses import Response, StreamingResponse
 
-from sparqlrag.server.errors import described
+from sparqlrag.operations.failures import described
 from sparqlrag.store.base import ResultStream, StoreError
 
 log = logging.getLogger("sparqlrag.server")

@@ -14,6 +14,7 @@ import pytest
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from sparqlrag.cli.parser import build_parser
+from sparqlrag.operations.requests import DocumentRagRequest, GraphRagRequest, refusal, said
 from sparqlrag.retrieval.options import (
     DOCUMENT_MODES,
     GRAPH_MODES,
@@ -21,7 +22,6 @@ from sparqlrag.retrieval.options import (
     DocumentRagOptions,
     GraphRagOptions,
 )
-from sparqlrag.server.contracts import DocumentRagRequest, GraphRagRequest, refusal, said
 from sparqlrag.server.mcp_servers import McpServers
 from sparqlrag.server.openapi import DOCUMENT
 from sparqlrag.store.vocab import CollectionName

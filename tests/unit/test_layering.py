@@ -14,6 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2] / "sparqlrag"
 
+DOMAIN = {"extraction", "retrieval", "queries", "library", "ontology", "models", "store", "config"}
 ALLOWED: dict[str, set[str]] = {
     "config": set(),
     "store": set(),
@@ -23,20 +24,10 @@ ALLOWED: dict[str, set[str]] = {
     "retrieval": {"models", "store"},
     "extraction": {"library", "models", "store"},
     "queries": {"retrieval", "library", "ontology", "models", "store"},
-    "services": {"extraction", "retrieval", "queries", "library", "ontology", "models", "store", "config"},
-    "server": {"services", "extraction", "retrieval", "queries", "library", "ontology", "models", "store", "config"},
-    "cli": {
-        "server",
-        "services",
-        "extraction",
-        "retrieval",
-        "queries",
-        "library",
-        "ontology",
-        "models",
-        "store",
-        "config",
-    },
+    "services": DOMAIN - {"services"},
+    "operations": DOMAIN | {"services"},
+    "server": DOMAIN | {"operations", "services"},
+    "cli": DOMAIN | {"server", "operations", "services"},
 }
 
 

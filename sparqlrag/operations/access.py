@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sparqlrag.config import Settings
+from sparqlrag.operations.failures import Refused
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.sandbox import mentions_remote_access
 from sparqlrag.store.vocab import InvalidName, Iris, check_collection, collection_of_graph
 
 Scope = Literal["read", "write"]
+VERBS: dict[Scope, str] = {"read": "read", "write": "change"}
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,11 @@ class Access:
     def may(self, scope: Scope, collection: str) -> bool:
         reached = self.collections(scope)
         return reached is None or collection in reached
+
+    def check(self, scope: Scope, collection: str) -> None:
+        """Refused (403) unless the token may act on `collection` with `scope`."""
+        if not self.may(scope, collection):
+            raise Refused(403, "forbidden", f"the bearer token may not {VERBS[scope]} collection {collection!r}")
 
     def may_graph(self, scope: Scope, base_iri: str, graph: str) -> bool:
         """Whether `graph` is a graph of a collection the token reaches with the scope."""

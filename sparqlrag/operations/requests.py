@@ -1,0 +1,221 @@
+"""What each use case takes: one pydantic model per request, the source of its checks, its
+defaults and its JSON Schema (the OpenAPI document's request bodies, the MCP tools' parameters,
+the CLI's choices). A request that fails its model is Refused with a 400 that names each field
+and what it must be, never the value sent.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Annotated, Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
+
+from sparqlrag.operations.failures import Refused
+from sparqlrag.retrieval.options import (
+    DEFAULT_GRAPH_MODE,
+    GRAPH_MODES,
+    DocumentRagOptions,
+    Flag,
+    GraphMode,
+    GraphRagOptions,
+    Question,
+)
+from sparqlrag.retrieval.question import QuestionTooLong
+from sparqlrag.store.vocab import CollectionName, OntologyName
+
+__all__ = ["DEFAULT_GRAPH_MODE", "GRAPH_MODES", "DocumentRagOptions", "GraphMode", "GraphRagOptions", "Question"]
+
+M = TypeVar("M", bound=BaseModel)
+Stream = Annotated[Flag, Field(description="answer as server-sent events")]
+CollectionField = Annotated[
+    CollectionName | None, Field(description="the collection (else ?collection=, else default)")
+]
+NameOrIri = Annotated[
+    str,
+    Strict(),
+    Field(min_length=1, pattern=r"\S", description="an entity IRI, or a name only one thing of the collection has"),
+]
+
+
+class GraphRagRequest(GraphRagOptions):
+    """`POST /api/v1/graph-rag`: the question and, for this answer, any of the walk's options."""
+
+    question: Question
+    collection: CollectionField = None
+    mode: GraphMode = Field(
+        DEFAULT_GRAPH_MODE,
+        description="evidence: Document RAG's hybrid passages, then bridge passages the graph reached; pagerank: "
+        "passages by personalized PageRank over the graph index; hybrid: the walk's ranking with the keyword "
+        "ranking fused in; graph: the walk's",
+    )
+    stream: Stream = False
+
+    @property
+    def options(self) -> GraphRagOptions:
+        return _options(self, GraphRagOptions)
+
+
+class DocumentRagRequest(DocumentRagOptions):
+    """`POST /api/v1/document-rag`: the question and how to find its passages."""
+
+    question: Question
+    collection: CollectionField = None
+    stream: Stream = False
+
+    @property
+    def options(self) -> DocumentRagOptions:
+        return _options(self, DocumentRagOptions)
+
+
+class SearchRequest(DocumentRagOptions):
+    """MCP `search_documents`: the passages a query finds, with no answer and no trace."""
+
+    query: Question
+    collection: CollectionField = None
+
+    @property
+    def options(self) -> DocumentRagOptions:
+        return _options(self, DocumentRagOptions)
+
+
+def _options(request: BaseModel, kind: type[M]) -> M:
+    """The options a request holds, without what only the request has (question, collection...)."""
+    return kind(**{name: getattr(request, name) for name in kind.model_fields})
+
+
+class Body(BaseModel):
+    """A request body: unknown fields are refused, not ignored (a misspelt option is a mistake)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class NewCollection(Body):
+    """`POST /api/v1/collections`."""
+
+    FIELD_CODES: ClassVar[dict[str, str]] = {"name": "bad_collection"}
+
+    name: CollectionName
+    ontology: OntologyName | None = Field(None, description="extract with this loaded ontology")
+
+
+class EntityMerge(Body):
+    """`POST .../entities/merge`: `other` is `entity` (its IRI becomes an alias, its facts move)."""
+
+    entity: NameOrIri
+    other: NameOrIri
+
+
+class EntitySplit(Body):
+    """`POST .../entities/split`: `alias` names something else than `entity`, from now on."""
+
+    entity: NameOrIri
+    alias: NameOrIri
+
+
+class TextDocument(Body):
+    """`POST /api/v1/documents` as JSON: one document's text."""
+
+    id: str = Field(min_length=1, description="the document id; the same id replaces the document")
+    text: str
+    title: str | None = None
+    media_type: str = Field("text/plain", description="how to read the text: text/plain, text/markdown, text/html")
+
+
+class NlQuestion(Body):
+    """`POST /api/v1/nl-query`."""
+
+    question: Question
+    collection: CollectionField = None
+    ontology: OntologyName | None = Field(None, description="the ontology to query with (else the collection's)")
+
+
+class AliasesQuery(BaseModel):
+    """`GET .../entities/aliases`'s query parameters."""
+
+    model_config = ConfigDict(frozen=True)
+
+    entity: NameOrIri
+
+
+class TracesQuery(BaseModel):
+    """`GET /api/v1/traces`'s own query parameters (?collection= is every route's)."""
+
+    model_config = ConfigDict(frozen=True)  # a query string's values are text: "50" is 50
+
+    limit: int = Field(50, ge=1, le=1000, description="how many of the latest traces")
+
+
+FIELD_CODES = {"collection": "bad_collection", "ontology": "unknown_ontology"}  # the codes these had before
+
+
+def validated(model: type[M], values: dict[str, Any]) -> M:
+    """`values` as `model`, or Refused (400) naming each problem: how the CLI and MCP check what they were given."""
+    try:
+        return model.model_validate(values)
+    except ValidationError as error:
+        raise refusal(error, model) from None
+
+
+def refusal(error: ValidationError, model: type[BaseModel]) -> Refused:
+    """A ValidationError as the API's 400: `question_too_long` and `bad_collection` keep the
+    codes clients know; the detail names each field and what it must be, never the value sent."""
+    problems = error.errors(include_url=False, include_input=False)
+    for problem in problems:
+        if isinstance(cause := problem.get("ctx", {}).get("error"), QuestionTooLong):
+            return Refused(400, "question_too_long", str(cause))
+    fields = {p["loc"][0] for p in problems if p["loc"] and p["type"] != "missing"}
+    codes = FIELD_CODES | getattr(model, "FIELD_CODES", {})
+    code = next((codes[name] for name in codes if name in fields), "bad_request")
+    return Refused(400, code, f"{said(error, model)}; send {shape(model)}")
+
+
+def said(error: ValidationError, model: type[BaseModel]) -> str:
+    """What is wrong, in one line: each field and what it must be, by the model's own schema."""
+    properties = _properties(model)
+    lines = []
+    for problem in error.errors(include_url=False, include_input=False)[:5]:
+        name = ".".join(str(part)[:64] for part in problem["loc"])
+        if problem["type"] == "extra_forbidden":
+            lines.append(f"{name} is not one of this request's fields")
+        elif problem["type"] == "missing":
+            lines.append(f"{name} is required")
+        elif problem["type"] != "value_error" and name in properties:
+            lines.append(f"{name} must be {expected(properties[name])}")
+        else:
+            what = str(problem["msg"]).removeprefix("Value error, ")
+            lines.append(f"{name}: {what}" if name else what)
+    return "; ".join(lines)
+
+
+@cache
+def _properties(model: type[BaseModel]) -> dict[str, Any]:
+    properties: dict[str, Any] = model.model_json_schema().get("properties", {})
+    return properties
+
+
+def expected(schema: dict[str, Any]) -> str:
+    """A JSON Schema in words: "an integer from 1 to 100", "one of vector, keyword, hybrid"."""
+    if "anyOf" in schema:
+        return " or ".join(expected(option) for option in schema["anyOf"])
+    if "enum" in schema:
+        return "one of " + ", ".join(str(value) for value in schema["enum"])
+    kind = {"integer": "an integer", "number": "a number", "boolean": "true or false", "null": "null"}
+    words = kind.get(schema.get("type", ""), f"a {schema.get('type', 'value')}")
+    if "pattern" in schema:
+        words += (
+            " with a character that is not a space" if schema["pattern"] == r"\S" else f" matching {schema['pattern']}"
+        )
+    if "minimum" in schema and "maximum" in schema:
+        words += f" from {schema['minimum']} to {schema['maximum']}"
+    elif "minimum" in schema:
+        words += f" of at least {schema['minimum']}"
+    if schema.get("type") == "array" and "minItems" in schema and schema.get("minItems") == schema.get("maxItems"):
+        words = f"a list of {schema['minItems']} ({expected(schema.get('items', {}))} each)"
+    return words
+
+
+def shape(model: type[BaseModel]) -> str:
+    """The body a model takes, in short: `{"question": ..., "k"?, ...}`."""
+    fields = [f'"{name}": ...' if info.is_required() else f"{name}?" for name, info in model.model_fields.items()]
+    return "{" + ", ".join(fields) + "}"
