@@ -93,7 +93,7 @@ async def measure(services: Services, queries: list[dict[str, Any]]) -> dict[str
     prefix = Iris(BASE, "default").document("").value
 
     async def graph(question: str) -> list[Passage]:
-        return (await services.graph_rag.retrieve("default", question, GraphRagOptions(k=K))).passages
+        return (await services.graph_rag.retrieve("default", question, GraphRagOptions(k=K), mode="graph")).passages
 
     async def document(question: str) -> list[Passage]:
         return await services.document_rag.retrieve("default", question, DocumentRagOptions(k=K))

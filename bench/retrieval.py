@@ -74,7 +74,7 @@ from sparqlrag.retrieval.options import (  # noqa: E402
     GraphMode,
     GraphRagOptions,
 )
-from sparqlrag.retrieval.walk import EmptyGraph  # noqa: E402
+from sparqlrag.retrieval.question import EmptyGraph  # noqa: E402
 from sparqlrag.services import Services  # noqa: E402
 from sparqlrag.store import EmbeddedStore, vocab  # noqa: E402
 from sparqlrag.store.local_vectors import LocalVectors  # noqa: E402
@@ -265,7 +265,7 @@ async def recall_by_mode(
         return lambda question: rag.retrieve("default", question, DocumentRagOptions(mode=name, k=k, weights=weights))
 
     async def graph_mode(question: str) -> list[Passage]:
-        return (await graph.retrieve("default", question, options.model_copy(update={"k": k}))).passages
+        return (await graph.retrieve("default", question, options.model_copy(update={"k": k}), mode="graph")).passages
 
     async def fused_mode(question: str) -> list[Passage]:
         return (await graph.retrieve("default", question, options.model_copy(update={"k": k}), mode="hybrid")).passages
@@ -408,7 +408,7 @@ async def metaqa(
     for query in queries:
         topic, answers = IRIS.entity(query["topic_entity"]).value, {IRIS.entity(a).value for a in query["answers"]}
         question = re.sub(r"[\[\]]", "", query["question"])
-        walk = await services.graph_rag.retrieve("default", question, options)
+        walk = await services.graph_rag.retrieve("default", question, options, mode="graph")
         seeds = [s.entity for s in walk.seeds]
         best: dict[str, float] = {}
         for edge in walk.edges:
@@ -487,7 +487,7 @@ async def latency(
             file=sys.stderr,
             flush=True,
         )
-        await services.graph_rag.retrieve("default", questions[0])  # builds the search matrix once
+        await services.graph_rag.retrieve("default", questions[0], mode="graph")  # builds the search matrix once
         for scorer in scorers:
             times: list[float] = []
             stages: dict[str, list[float]] = {}

@@ -392,18 +392,29 @@ def fuzz(data: Path, examples: int, seed: int) -> dict[str, Any]:
                 text=True,
                 cwd=data.parent,
             )
-            failures = {code: int(n) for code, n in re.findall(r"❌ (ST\d+) [^:\n]+: (\d+)", run.stdout)}
-            generated = re.search(r"(\d+) generated", run.stdout)
-            figures[scope] = {
-                "cases": int(generated.group(1)) if generated else 0,
-                "failures": failures,
-                "5xx": failures.get("ST101", 0),
-                "exit": run.returncode,
-                "alive": client.get("/healthz").status_code == 200,
-            }
+            figures[scope] = fuzzed(run) | {"alive": client.get("/healthz").status_code == 200}
             if run.returncode:
                 print(run.stdout[-6000:], file=sys.stderr)
     return figures
+
+
+def fuzzed(run: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """What one schemathesis run found: cases, failures by check code, its exit status. A run
+    that failed in a way no check names (a network error, a timeout, a crash of its own) counts
+    as failure "unnamed", with the end of its output, so that a failed run never reads as clean."""
+    failures = {code: int(n) for code, n in re.findall(r"❌ (ST\d+) [^:\n]+: (\d+)", run.stdout)}
+    if run.returncode and not failures:
+        failures["unnamed"] = 1
+    generated = re.search(r"(\d+) generated", run.stdout)
+    found: dict[str, Any] = {
+        "cases": int(generated.group(1)) if generated else 0,
+        "failures": failures,
+        "5xx": failures.get("ST101", 0),
+        "exit": run.returncode,
+    }
+    if run.returncode:
+        found["output"] = (run.stdout + run.stderr)[-3000:]
+    return found
 
 
 def summary(load: Load, totals: Counter[str], peak: float) -> dict[str, Any]:

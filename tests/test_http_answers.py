@@ -6,6 +6,7 @@ import asyncio
 import html
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -33,15 +34,31 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     stop()
 
 
+def _events(client: httpx.Client, path: str, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The (event, data) pairs of a streamed answer."""
+    with client.stream("POST", path, json=body, headers={"Accept": "text/event-stream"}) as response:
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        blocks = response.read().decode().strip().split("\n\n")
+    return [
+        (name.removeprefix("event: "), json.loads(data.removeprefix("data: ")))
+        for name, data in (block.split("\n", 1) for block in blocks)
+    ]
+
+
 @pytest.mark.parametrize("mode", ["evidence", "pagerank", "graph", "hybrid"])
 def test_an_answer_and_its_trace_say_the_same(client: httpx.Client, server: LiveServer, mode: str) -> None:
-    """One serialiser (retrieval/trace_json.py) writes the answer's seeds, edges and sources and
-    reads them back from the trace graph: /graph-rag, /traces/{id}, the trace page and MCP agree."""
-    answer = client.post("/api/v1/graph-rag", json={"question": "Where was Marie Curie born?", "mode": mode}).json()
+    """One model per part (retrieval/views.py): the answer's JSON, its streamed events, its trace
+    read back from the trace graph (/traces/{id}, the trace page) and MCP's `ask` carry the same
+    seeds, edges and sources."""
+    question = {"question": "Where was Marie Curie born?", "mode": mode}
+    answer = client.post("/api/v1/graph-rag", json=question).json()
     trace = client.get(f"/api/v1/traces/{answer['trace'].rsplit('/', 1)[1]}").json()
     assert answer["edges"] and answer["seeds"] and answer["sources"]
     for part in ("seeds", "edges", "sources", "pagerank_seeds", "explored_edges", "answer", "question"):
         assert trace[part] == answer[part], part
+    streamed = dict(_events(client, "/api/v1/graph-rag", question))  # (each event's last: "edges" once, "sources" once)
+    assert streamed["seeds"]["seeds"] == answer["seeds"] and streamed["edges"]["edges"] == answer["edges"]
+    assert streamed["sources"]["sources"] == answer["sources"] and streamed["done"]["answer"] == answer["answer"]
     assert sorted(trace["concepts"]) == sorted(answer["concepts"])  # (RDF keeps no order among a trace's concepts)
     page = client.get(
         "/" + answer["trace"].removeprefix(server.settings.base_iri),
@@ -55,6 +72,9 @@ def test_an_answer_and_its_trace_say_the_same(client: httpx.Client, server: Live
     told = asyncio.run(servers.ask("Where was Marie Curie born?", None, mode=mode))  # type: ignore[arg-type]
     assert told["facts"] == [edge["text"] for edge in answer["edges"]]
     assert [s["chunk"] for s in told["sources"]] == [s["chunk"] for s in answer["sources"]]
+    assert [s.get("bridged_by", []) for s in told["sources"]] == [
+        [fact["text"] for fact in s["bridged_by"]] for s in answer["sources"]
+    ]
 
 
 def test_graph_rag_answers_with_facts_sources_and_a_trace(client: httpx.Client, server: LiveServer) -> None:

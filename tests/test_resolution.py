@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sparqlrag.config import Settings
-from sparqlrag.extraction.curation import CurationRefused, UnknownEntity
+from sparqlrag.extraction.curation_refusals import CurationRefused, UnknownEntity
 from sparqlrag.extraction.plans import IngestResult, Source
 from sparqlrag.library.librarian import UnknownCollection
 from sparqlrag.retrieval.options import GraphRagOptions
@@ -314,7 +314,7 @@ def test_curation_refuses_what_it_cannot_do_and_changes_nothing(kb: Kb) -> None:
 
 def test_a_question_naming_an_alias_grounds_on_the_thing_it_names(kb: Kb) -> None:
     kb.ingest("defines", "The World Wide Web Consortium (W3C) is a standards body. The W3C published SPARQL in 2008.")
-    walk = asyncio.run(kb.services.graph_rag.retrieve("default", "What did the W3C publish?"))
+    walk = asyncio.run(kb.services.graph_rag.retrieve("default", "What did the W3C publish?", mode="graph"))
     seeds = {seed.entity: seed.concept for seed in walk.seeds}
     assert ID + "w3c" not in seeds and "W3C" in seeds[ID + "world-wide-web-consortium"]  # the alias's vector found it
     assert any(lexical(e.fact.object) == ID + "sparql" for e in walk.edges)
@@ -327,7 +327,9 @@ def test_an_edge_of_a_seed_named_by_an_alias_is_scored_as_the_question_words_it(
         "The North Atlantic Treaty Organization (NATO) is an alliance. NATO has member states including France.",
     )
     walk = asyncio.run(
-        kb.services.graph_rag.retrieve("default", "Which member states does NATO have?", GraphRagOptions(scorer=scorer))
+        kb.services.graph_rag.retrieve(
+            "default", "Which member states does NATO have?", GraphRagOptions(scorer=scorer), mode="graph"
+        )
     )
     nato = ID + "north-atlantic-treaty-organization"
     assert [SeedView.traced(s).alias for s in walk.seeds if s.entity == nato] == ["NATO"]

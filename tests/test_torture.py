@@ -25,7 +25,7 @@ def test_kills_and_load_leave_every_invariant_whole_and_no_acknowledged_write_lo
         timeout=900,
         cwd=ROOT,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, done.stderr[-3000:]  # (schemathesis's output, when it failed, is on stderr too)
     report = json.loads(done.stdout.strip().splitlines()[-1])
     crashes, load = report["crash loop"], report["sustained load"]
     assert crashes["cycles survived"] == 3 and crashes["core"] == {"core exported": 200, "core imported": 201}
@@ -37,5 +37,26 @@ def test_kills_and_load_leave_every_invariant_whole_and_no_acknowledged_write_lo
     assert len(load["rss_mb_by_quarter"]) == 4 and min(load["rss_mb_by_quarter"]) > 0
     for scope in ("write", "read"):
         fuzzed = report["fuzzing"][scope]
-        assert fuzzed["failures"] == {} and fuzzed["exit"] == 0 and fuzzed["alive"], fuzzed
+        assert fuzzed["failures"] == {} and fuzzed["exit"] == 0 and fuzzed["alive"], fuzzed.get("output", fuzzed)
         assert fuzzed["cases"] > 500  # every operation reached
+
+
+def test_a_fuzzing_run_that_failed_without_naming_a_check_is_not_clean() -> None:
+    """A schemathesis run can fail with no check to name (its client timed out, the network
+    failed): the report says it failed and keeps the end of its output, never `failures: {}`."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from torture import fuzzed
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    timed_out = subprocess.CompletedProcess([], 1, stdout="120 generated\nNetwork Error: read timed out\n", stderr="")
+    report = fuzzed(timed_out)
+    assert report["failures"] == {"unnamed": 1} and report["exit"] == 1 and "read timed out" in report["output"]
+    found = fuzzed(subprocess.CompletedProcess([], 1, stdout="❌ ST101 Server error: 2\n300 generated", stderr=""))
+    assert found["failures"] == {"ST101": 2} and found["5xx"] == 2 and found["cases"] == 300
+    assert fuzzed(subprocess.CompletedProcess([], 0, stdout="900 generated", stderr="")) == {
+        "cases": 900,
+        "failures": {},
+        "5xx": 0,
+        "exit": 0,
+    }

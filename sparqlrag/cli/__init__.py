@@ -72,6 +72,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(128 + signal.SIGPIPE) from None
     except USER_ERRORS as error:
         print(f"sparqlrag: error: {error}", file=sys.stderr)
+        for value in getattr(error, "extra", {}).values():  # (what the person needs to act on it)
+            print(value, file=sys.stderr)
         raise SystemExit(2) from None
     except KeyboardInterrupt:
         raise SystemExit(130) from None

@@ -8,12 +8,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from sparqlrag.cli.session import CliError, Session
-from sparqlrag.operations import answers
+from sparqlrag.cli.session import Session, request_of
+from sparqlrag.operations import answers, queries
 from sparqlrag.operations.answers import DocumentRagAnswer, GraphRagAnswer, PassageView, SourceView
 from sparqlrag.operations.collection import open_collection
-from sparqlrag.operations.requests import DocumentRagRequest, GraphRagRequest, validated
-from sparqlrag.queries.nl_query import NlQueryUnavailable, QueryRejected
+from sparqlrag.operations.requests import DocumentRagRequest, GraphRagRequest, NlQuestion, validated
 from sparqlrag.services import Services
 from sparqlrag.store.base import QueryResult
 from sparqlrag.store.vocab import local_name
@@ -59,17 +58,13 @@ def nl_query(session: Session, args: argparse.Namespace) -> None:
         accept = "text/turtle" if form == "construct" else "text/tab-separated-values"
         return services.store.query(query, accept=accept, union_default_graph=services.settings.union_default_graph)
 
-    asyncio.run(open_collection(services, args.collection))
-    try:
-        written = asyncio.run(
-            services.nl_query.ask(args.question, run, collection=args.collection, ontology=args.ontology)
-        )
-    except QueryRejected as error:
-        raise CliError(f"{error}\n{error.query}") from None
-    except (NlQueryUnavailable, ValueError) as error:
-        raise CliError(str(error)) from None
+    written = asyncio.run(_nl_query(services, args.collection, request_of(NlQuestion, args, collection=None), run))
     print(written.query + "\n")
     sys.stdout.buffer.write(written.result.body)
+
+
+async def _nl_query(services: Services, name: str, asked: NlQuestion, run: queries.Runner) -> queries.NlAnswer:
+    return await queries.nl_query(await open_collection(services, name), asked, run)
 
 
 def _explain(found: GraphRagAnswer) -> None:

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from sparqlrag.cli.session import CliError, Session
-from sparqlrag.library.cores import CoreInvalid, CoreMismatch
-from sparqlrag.library.librarian import UnknownCollection
+from sparqlrag.operations import collections as operations
+from sparqlrag.operations.access import EVERYTHING
+from sparqlrag.operations.requests import NewCollection, validated
 
 
 def collections(session: Session, args: argparse.Namespace) -> None:
@@ -17,28 +18,20 @@ def collections(session: Session, args: argparse.Namespace) -> None:
     if args.action != "list" and not args.name:
         raise CliError(f"collections {args.action} needs a collection name")
     if args.action == "create":
-        if args.ontology:
-            services.ontologies.info_sync(args.ontology)  # UnknownOntology if it is not loaded
-        if not asyncio.run(services.collections.create(args.name, args.ontology)):
-            raise CliError(f"collection {args.name!r} exists already")
-        print(f"created {args.name}")
+        asked = validated(NewCollection, {"name": args.name, "ontology": args.ontology})
+        print(f"created {asyncio.run(operations.create(services, asked, EVERYTHING)).name}")
     elif args.action == "delete":
-        if not asyncio.run(services.collections.delete(args.name)):
-            raise UnknownCollection(args.name)
-        print(f"deleted {args.name}")
+        print(asyncio.run(operations.delete(services, args.name)))
     else:
-        for info in asyncio.run(services.collections.list()):
+        for info in asyncio.run(operations.listed(services, EVERYTHING)):
             print(f"{info.name:20} {info.documents:6} documents {info.chunks:7} chunks {info.facts:9} triples")
 
 
 def core(session: Session, args: argparse.Namespace) -> None:
-    try:
-        if args.action == "export":
-            _export(session, args.collection, args.file or _default_core_file(args.collection))
-        else:
-            _import(session, args.file, args.collection)
-    except (CoreInvalid, CoreMismatch) as error:
-        raise CliError(str(error)) from None
+    if args.action == "export":
+        _export(session, args.collection, args.file or _default_core_file(args.collection))
+    else:
+        _import(session, args.file, args.collection)
 
 
 def _default_core_file(collection: str) -> Path:
@@ -51,7 +44,7 @@ def _default_core_file(collection: str) -> Path:
 
 def _export(session: Session, collection: str, target: Path) -> None:
     try:
-        manifest = asyncio.run(session.services.cores.export(collection, target))
+        manifest = asyncio.run(operations.export_core(session.services, collection, target))
     except OSError as error:
         raise CliError(f"cannot write {target}: {error.strerror}") from None
     counts = manifest["counts"]
@@ -65,7 +58,7 @@ def _export(session: Session, collection: str, target: Path) -> None:
 def _import(session: Session, file: Path, into: str | None) -> None:
     if not file.is_file():
         raise CliError(f"{file}: no such file")
-    result = asyncio.run(session.services.cores.import_(file, into))
+    result = asyncio.run(operations.import_core(session.services, file, into))
     moved = f" (IRIs moved from {result.rebased_from})" if result.rebased_from else ""
     moved += f" (exported as {result.renamed_from})" if result.renamed_from else ""
     print(

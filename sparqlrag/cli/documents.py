@@ -15,14 +15,15 @@ from typing import Any
 
 from tqdm import tqdm
 
-from sparqlrag.cli.session import CliError, Session
-from sparqlrag.extraction.curation import CurationRefused, UnknownEntity
-from sparqlrag.extraction.decoders import EXTENSIONS
-from sparqlrag.extraction.plans import IngestResult, Source
-from sparqlrag.library import librarian
-from sparqlrag.library.librarian import UnknownCollection
+from sparqlrag.cli.session import CliError, Session, request_of
+from sparqlrag.operations import collections as collections_
+from sparqlrag.operations import documents as documents_
+from sparqlrag.operations import entities as entities_
+from sparqlrag.operations.access import EVERYTHING
+from sparqlrag.operations.collection import open_collection
+from sparqlrag.operations.documents import EXTENSIONS, DocumentInfo, Ingested, Source
+from sparqlrag.operations.requests import AliasesQuery, EntityMerge, EntitySplit
 from sparqlrag.services import Services
-from sparqlrag.store.vocab import Iris
 
 INGEST_BATCH = 256  # documents a pipeline call: enough for its batched embedding, few enough to hold
 
@@ -36,8 +37,8 @@ def ingest_paths(services: Services, collection: str, paths: list[Path]) -> None
     files, folders and JSONL corpora, one line per document; CliError when any failed.
     Everything is checked before the first write (ids, JSONL lines); documents are then read and
     ingested INGEST_BATCH at a time, so memory does not grow with the corpus."""
-    pipeline = services.pipeline
-    for result in asyncio.run(services.recovery.recover()):
+    opened = asyncio.run(open_collection(services, collection))
+    for result in asyncio.run(documents_.recover(services)):
         print(
             f"recovered  {result}" if isinstance(result, Exception) else f"recovered  {result.document}",
             file=sys.stderr,
@@ -59,7 +60,7 @@ def ingest_paths(services: Services, collection: str, paths: list[Path]) -> None
                 bar.total = before + of  # grows as each document of the batch is chunked
                 bar.update(before + chunks - bar.n)
 
-            failed += _report(batch, await pipeline.ingest_many(collection, batch, on_progress=within))
+            failed += _report(batch, await documents_.ingest(opened, batch, on_progress=within))
             done, extracted = done + len(batch), bar.n
             bar.set_postfix_str(f"{done}/{len(ids)} documents")
         return failed
@@ -72,21 +73,14 @@ def ingest_paths(services: Services, collection: str, paths: list[Path]) -> None
 
 
 def reingest(session: Session, args: argparse.Namespace) -> None:
-    pipeline = session.services.pipeline
-    try:
-        sources = [asyncio.run(pipeline.kept_source(args.collection, document_id)) for document_id in args.documents]
-    except LookupError as error:
-        raise CliError(str(error)) from None
-    if failed := _report(sources, asyncio.run(pipeline.ingest_many(args.collection, sources, force=True))):
+    opened = asyncio.run(open_collection(session.services, args.collection))
+    sources = [asyncio.run(documents_.kept_source(opened, document_id)) for document_id in args.documents]
+    if failed := _report(sources, asyncio.run(documents_.ingest(opened, sources, force=True))):
         raise CliError(f"{failed} of {len(sources)} documents failed")
 
 
 def documents(session: Session, args: argparse.Namespace) -> None:
-    services = session.services
-    iris = Iris(services.settings.base_iri, args.collection)
-    if not librarian.collection_exists(services.store, iris):
-        raise UnknownCollection(args.collection)
-    rows = librarian.documents(services.store, iris)
+    rows = asyncio.run(_documents(session.services, args.collection))
     if not rows:
         print(f"no documents in collection {args.collection!r}", file=sys.stderr)
     for info in rows:
@@ -96,43 +90,50 @@ def documents(session: Session, args: argparse.Namespace) -> None:
         print(f"{info.status:10} {info.chunks:5} chunks {facts}  {info.id}  ({about}){reason}")
 
 
+async def _documents(services: Services, collection: str) -> list[DocumentInfo]:
+    return await documents_.documents(await open_collection(services, collection))
+
+
 def forget(session: Session, args: argparse.Namespace) -> None:
-    if not asyncio.run(session.services.pipeline.forget(args.collection, args.document)):
-        raise CliError(f"no document {args.document!r} in collection {args.collection!r}")
+    asyncio.run(_forget(session.services, args.collection, args.document))
     print(f"forgot {args.document}")
+
+
+async def _forget(services: Services, collection: str, document_id: str) -> None:
+    await documents_.forget(await open_collection(services, collection), document_id)
 
 
 def index(session: Session, args: argparse.Namespace) -> None:
     """Entities and facts of triples loaded into {base}graph/C (with `load --graph`) become
     groundable and scorable."""
-    indexer = session.services.indexer
+    collection = asyncio.run(open_collection(session.services, args.collection))
     with _progress("indexing", "item") as progress:
-        entities, facts = asyncio.run(indexer.index_graph(args.collection, on_progress=progress))
+        entities, facts = asyncio.run(entities_.index_graph(collection, on_progress=progress))
     print(f"indexed {entities} entity vectors and {facts} fact vectors in collection {args.collection!r}")
 
 
 def reindex(session: Session, args: argparse.Namespace) -> None:
     """The derived indexes rebuilt from what the store holds: the store is the system of record."""
     services = session.services
-    names = [args.collection] if args.collection else [info.name for info in asyncio.run(services.collections.list())]
+    if args.collection:
+        names = [asyncio.run(open_collection(services, args.collection)).name]
+    else:
+        names = [info.name for info in asyncio.run(collections_.listed(services, EVERYTHING))]
     for name in names:
         with _progress(f"reindexing {name}", "item") as progress:
-            written = asyncio.run(services.indexer.reindex(name, on_progress=progress))
+            written = asyncio.run(entities_.reindex(services, name, on_progress=progress))
         print(f"reindexed collection {name!r}: {written} vectors")
 
 
 def entities(session: Session, args: argparse.Namespace) -> None:
     """Prints the entity's aliases and merges (JSON) after the change."""
-    curation = session.services.curation
-    try:
-        if args.action == "merge":
-            result = asyncio.run(curation.merge(args.collection, args.entity, args.other))
-        elif args.action == "split":
-            result = asyncio.run(curation.split(args.collection, args.entity, args.alias))
-        else:
-            result = asyncio.run(curation.aliases(args.collection, args.entity))
-    except (UnknownEntity, CurationRefused) as error:
-        raise CliError(str(error.args[0])) from None
+    collection = asyncio.run(open_collection(session.services, args.collection))
+    if args.action == "merge":
+        result = asyncio.run(entities_.merge(collection, request_of(EntityMerge, args)))
+    elif args.action == "split":
+        result = asyncio.run(entities_.split(collection, request_of(EntitySplit, args)))
+    else:
+        result = asyncio.run(entities_.aliases(collection, request_of(AliasesQuery, args)))
     print(json.dumps(asdict(result), indent=2, ensure_ascii=False))
 
 
@@ -187,18 +188,20 @@ def _document_files(paths: list[Path]) -> list[tuple[str, Path]]:
         if path.is_dir():
             found += [(str(f.relative_to(path)), f) for f in sorted(path.rglob("*")) if f.suffix.lower() in EXTENSIONS]
         elif path.is_file():
+            if why := documents_.rdf_refusal(path.name):
+                raise CliError(why)
             found.append((path.name, path))
         else:
             raise CliError(f"no such file or folder: {path}")
     if not found:
-        raise CliError("no documents found (.txt, .md, .html, .pdf, .docx)")
+        raise CliError(f"no documents found ({documents_.kinds()})")
     ids = [document_id for document_id, _ in found]
     if len(set(ids)) != len(ids):
         raise CliError("two files would get the same document id; ingest them separately")
     return found
 
 
-def _report(sources: list[Source], results: list[IngestResult | Exception]) -> int:
+def _report(sources: list[Source], results: list[Ingested]) -> int:
     """One line per document on stdout, above the progress bar (tqdm.write clears it first, so
     the two never share a line on a terminal); returns how many failed."""
     failed = 0

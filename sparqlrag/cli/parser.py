@@ -6,9 +6,15 @@ import argparse
 from pathlib import Path
 
 from sparqlrag.cli.table import TABLE
-from sparqlrag.ontology.reading import FORMAT_NAMES as ONTOLOGY_FORMAT_NAMES
-from sparqlrag.retrieval.options import DEFAULT_GRAPH_MODE, GRAPH_MODES
+from sparqlrag.operations.requests import (
+    DEFAULT_GRAPH_MODE,
+    GRAPH_MODES,
+    ONTOLOGY_FORMAT_NAMES,
+    GraphRagRequest,
+    document_kinds,
+)
 from sparqlrag.store.formats import FORMAT_NAMES, rdf_format_names
+from sparqlrag.store.vocab import DEFAULT_COLLECTION
 
 DEMO_QUESTION = "Where did the inventor of the World Wide Web invent it, and where is that?"
 DIRECT = """Every command but serve opens the data directory directly; while a server holds it, they stop with a clear
@@ -92,11 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     ingest = commands.add_parser(
-        "ingest", help="add or update documents (text, Markdown, HTML, PDF; folders are walked)"
+        "ingest", help=f"add or update documents ({document_kinds()}; folders are walked, JSONL corpora read)"
     )
     _common(ingest)
     ingest.add_argument("paths", nargs="+", type=Path)
-    ingest.add_argument("--collection", default="default")
+    ingest.add_argument("--collection", default=DEFAULT_COLLECTION)
     ingest.add_argument(
         "--triples",
         type=Path,
@@ -106,12 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     documents = commands.add_parser("documents", help="list the documents of a collection")
     _common(documents)
-    documents.add_argument("--collection", default="default")
+    documents.add_argument("--collection", default=DEFAULT_COLLECTION)
 
     forget = commands.add_parser("forget", help="delete a document, its chunks and the facts only it supported")
     _common(forget)
     forget.add_argument("document", help="the document id (as `sparqlrag documents` shows it)")
-    forget.add_argument("--collection", default="default")
+    forget.add_argument("--collection", default=DEFAULT_COLLECTION)
 
     ask = commands.add_parser("ask", help="answer a question from a collection, with its sources and trace")
     _common(ask)
@@ -126,10 +132,13 @@ def build_parser() -> argparse.ArgumentParser:
         "the facts the graph walk finds; graph: the same without keyword search (each answers from the walk's "
         "facts and the passages); document: passages only",
     )
-    ask.add_argument("--collection", default="default")
-    ask.add_argument("--k", type=int, default=5, help="passages to use (default 5)")
+    ask.add_argument("--collection", default=DEFAULT_COLLECTION)
+    ask.add_argument("--k", type=int, help=f"passages to use (default {GraphRagRequest.model_fields['k'].default})")
     ask.add_argument(
-        "--bridges", type=int, help="evidence mode: passages the graph may add after the k (default 2; 0: none)"
+        "--bridges",
+        type=int,
+        help="evidence mode: passages the graph may add after the k "
+        f"(default {GraphRagRequest.model_fields['bridges'].default}; 0: none)",
     )
     ask.add_argument(
         "--explain", action="store_true", help="also print concepts, seeds and the facts used, with scores"
@@ -140,14 +149,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common(nl)
     nl.add_argument("question")
-    nl.add_argument("--collection", default="default")
+    nl.add_argument("--collection", default=DEFAULT_COLLECTION)
     nl.add_argument(
         "--ontology", help="the ontology to write it against (default: the collection's, or the only one loaded)"
     )
 
     index = commands.add_parser("index", help="index the labelled entities of a loaded knowledge graph for Graph RAG")
     _common(index)
-    index.add_argument("--collection", default="default")
+    index.add_argument("--collection", default=DEFAULT_COLLECTION)
 
     reindex = commands.add_parser(
         "reindex", help="rebuild the vector and keyword indexes from the store (after they were lost or moved)"
@@ -171,14 +180,14 @@ def build_parser() -> argparse.ArgumentParser:
         action.add_argument("entity", help="an entity IRI, or a name only one thing of the collection has")
         if last:
             action.add_argument(last)
-        action.add_argument("--collection", default="default")
+        action.add_argument("--collection", default=DEFAULT_COLLECTION)
 
     reingest = commands.add_parser(
         "reingest", help="extract documents again (after changing the extractor, model or prompts)"
     )
     _common(reingest)
     reingest.add_argument("documents", nargs="+", help="document ids (as `sparqlrag documents` shows them)")
-    reingest.add_argument("--collection", default="default")
+    reingest.add_argument("--collection", default=DEFAULT_COLLECTION)
 
     collections = commands.add_parser("collections", help="list, create or delete collections")
     _common(collections)

@@ -5,27 +5,36 @@ from __future__ import annotations
 import argparse
 import asyncio
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from sparqlrag.config import Settings, load_settings
-from sparqlrag.extraction.triples_import import PreExtracted, TriplesFormatError, read_triples
-from sparqlrag.models.embedder import ModelUnavailable
-from sparqlrag.models.llm import LLMError
+from sparqlrag.operations.requests import validated
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.data_dir import pinned_base_iri, prepare_data_dir
+from sparqlrag.store.data_dir import is_data_dir, pinned_base_iri, prepare_data_dir
 from sparqlrag.store.embedded import EmbeddedStore
 
 if TYPE_CHECKING:
+    from sparqlrag.operations.documents import Extractor
     from sparqlrag.services import Models, Services
 
 
+M = TypeVar("M", bound=BaseModel)
+# the commands that may make a data directory: those that put data in, and the server (which takes uploads)
+CREATE_DATA = frozenset({"serve", "demo", "mcp", "load", "update", "ingest", "ontology", "collections", "core"})
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
 class CliError(Exception):
     """A user-facing failure: printed as one line, exit status 2."""
+
+
+def request_of(model: type[M], args: argparse.Namespace, **values: Any) -> M:
+    """An operation's request from the options the command line gave (those left out take the
+    model's defaults) and `values`; Refused (400) names what is wrong."""
+    given = {name: getattr(args, name) for name in model.model_fields if getattr(args, name, None) is not None}
+    return validated(model, given | values)
 
 
 def settings_of(args: argparse.Namespace) -> Settings:
@@ -68,7 +77,7 @@ def load_models(settings: Settings) -> Models:
 
     try:
         return Models.load(settings)
-    except (ValueError, LLMError, ModelUnavailable) as error:
+    except ValueError as error:  # (a model that cannot load, or an LLM that fails, is a user failure too)
         raise CliError(str(error)) from None
 
 
@@ -82,8 +91,15 @@ class Session:
 
     @cached_property
     def store(self) -> QuadStore:
-        """The store at --store-url, or the embedded one in the data directory."""
-        prepare_data_dir(self.settings.data_dir, self.settings.base_iri)
+        """The store at --store-url, or the embedded one in the data directory (which only the
+        commands that put data in may create: a query of a folder that holds none is a mistake)."""
+        data_dir = self.settings.data_dir
+        if not self.settings.store_url and self.args.command not in CREATE_DATA and not is_data_dir(data_dir):
+            raise CliError(
+                f"{data_dir} holds no sparqlrag data: name the data directory with --data-dir (or "
+                "SPARQLRAG_DATA_DIR), or put data in first with `sparqlrag ingest PATH` or `sparqlrag load FILE`"
+            )
+        prepare_data_dir(data_dir, self.settings.base_iri)
         if self.settings.store_url:
             from sparqlrag.services import remote_store  # seconds to import: only when it is needed
 
@@ -112,13 +128,10 @@ class Session:
         self.close()
 
 
-def _pre_extracted(args: argparse.Namespace) -> PreExtracted | None:
+def _pre_extracted(args: argparse.Namespace) -> Extractor | None:
     """`ingest --triples`: read and checked before anything is ingested (or any model loads)."""
     if getattr(args, "triples", None) is None:
         return None
-    if not args.triples.is_file():
-        raise CliError(f"no such file: {args.triples}")
-    try:
-        return PreExtracted(read_triples(args.triples))
-    except TriplesFormatError as error:
-        raise CliError(f"{args.triples}: {error}") from None
+    from sparqlrag.operations.documents import pre_extracted  # (the pipeline's import: seconds)
+
+    return pre_extracted(args.triples)

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pyoxigraph import Literal, NamedNode, Quad, Triple
 
 from sparqlrag.extraction import resolver
+from sparqlrag.extraction.curation_refusals import CurationRefused, UnknownEntity
 from sparqlrag.extraction.names import name_key
 from sparqlrag.extraction.pipeline import Pipeline
 from sparqlrag.extraction.provenance import time_literal
@@ -28,14 +29,6 @@ from sparqlrag.store.calls import off_loop
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import insert_data, sparql_term, values
 from sparqlrag.store.vocab import Iris
-
-
-class UnknownEntity(LookupError):
-    """No entity of the collection has that IRI or name."""
-
-
-class CurationRefused(ValueError):
-    """The decision contradicts what the collection holds (two names of one thing, two classes)."""
 
 
 @dataclass(frozen=True)

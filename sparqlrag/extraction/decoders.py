@@ -55,6 +55,14 @@ class Decoded:
     pages: int | None = None
 
 
+def kinds() -> str:
+    """The kinds of document read, one extension each: ".txt, .md, .html, .pdf, .docx"."""
+    first: dict[str, str] = {}
+    for suffix, kind in EXTENSIONS.items():
+        first.setdefault(kind, suffix)
+    return ", ".join(first.values())
+
+
 def media_type_for(declared: str | None, filename: str | None, data: bytes) -> str:
     """The document's media type: declared (if specific), else by extension, else by content."""
     declared = ALIASES.get(

@@ -59,7 +59,6 @@ from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore, StoreError
 from sparqlrag.store.calls import off_loop
-from sparqlrag.store.select import select_values
 from sparqlrag.store.sparql_text import insert_data, sparql_term
 from sparqlrag.store.vocab import Iris
 
@@ -419,7 +418,7 @@ class Pipeline:
             quads += chunk_quads(
                 iris, chunk, result, plan.extractor.name, plan.extractor.llm_name, started, ended, plan.resolution
             )
-        candidates, named = await self._statements_of(iris, plan.removed)
+        candidates, named = await off_loop(resolver.statements_of, self.store, iris, plan.removed)
         merges = await off_loop(resolver.shared_merges_of, self.store, iris, plan.removed)
         await self._update(
             removal(iris, plan.removed, candidates),
@@ -455,29 +454,6 @@ class Pipeline:
             return False
         return True
 
-    # -- removal ------------------------------------------------------------------------------
-
-    async def _statements_of(self, iris: Iris, chunks: list[str]) -> tuple[list[str], set[str]]:
-        """Statements derived from `chunks`, and the entities their facts name."""
-        if not chunks:
-            return [], set()
-        rows = await off_loop(
-            select_values,
-            self.store,
-            "chunk",
-            map(NamedNode, chunks),
-            lambda asked: (
-                vocab.SPARQL_PREFIXES
-                + f"""
-            SELECT DISTINCT ?st ?s ?o WHERE {{ {asked}
-              GRAPH {sparql_term(iris.source_graph)} {{ ?st prov:wasDerivedFrom ?chunk ; rdf:reifies <<( ?s ?p ?o )>>
-                }} }}"""
-            ),
-        )
-        prefix = iris.entity("").value
-        entities = {term for row in rows for term in (row["s"], row["o"]) if term.startswith(prefix)}
-        return sorted({row["st"] for row in rows}), entities
-
     # -- delete ------------------------------------------------------------------------------
 
     async def forget(self, collection: str, document_id: str) -> bool:
@@ -489,7 +465,7 @@ class Pipeline:
             if not await off_loop(librarian.documents, self.store, iris, doc):
                 return False
             chunks = sorted(await off_loop(librarian.chunks_of, self.store, iris, doc))
-            statements, named = await self._statements_of(iris, chunks)
+            statements, named = await off_loop(resolver.statements_of, self.store, iris, chunks)
             merges = await off_loop(resolver.shared_merges_of, self.store, iris, chunks)
             src = sparql_term(iris.source_graph)
             mark = await off_loop(self.library.begin, "forget", collection)  # killed before the end: swept

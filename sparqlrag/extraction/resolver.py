@@ -160,22 +160,34 @@ def _defining(store: QuadStore, iris: Iris, definitions: set[str]) -> dict[str, 
     return {definition: tuple(sorted(found)) for definition, found in chunks.items()}
 
 
-def shared_merges_of(store: QuadStore, iris: Iris, chunks: list[str]) -> dict[str, str]:
-    """The shared merges derived from `chunks`: reifier IRI -> the alias's key."""
+def _derived(store: QuadStore, iris: Iris, chunks: list[str], variables: str, pattern: str) -> list[dict[str, str]]:
+    """The rows of the source graph's reifiers `?st` derived from `chunks` that match `pattern`."""
     if not chunks:
-        return {}
-    rows = select_values(
+        return []
+    return select_values(
         store,
         "chunk",
         map(NamedNode, chunks),
         lambda asked: (
             vocab.SPARQL_PREFIXES
-            + f"""SELECT DISTINCT ?st ?key WHERE {{ {asked}
-        GRAPH {sparql_term(iris.source_graph)} {{ ?st prov:wasDerivedFrom ?chunk ; sr:key ?key ;
-          rdf:reifies <<( ?a owl:sameAs ?b )>> }} }}"""
+            + f"""SELECT DISTINCT {variables} WHERE {{ {asked}
+        GRAPH {sparql_term(iris.source_graph)} {{ ?st prov:wasDerivedFrom ?chunk ; {pattern} }} }}"""
         ),
     )
+
+
+def shared_merges_of(store: QuadStore, iris: Iris, chunks: list[str]) -> dict[str, str]:
+    """The shared merges derived from `chunks`: reifier IRI -> the alias's key."""
+    rows = _derived(store, iris, chunks, "?st ?key", "sr:key ?key ; rdf:reifies <<( ?a owl:sameAs ?b )>>")
     return {row["st"]: row["key"] for row in rows}
+
+
+def statements_of(store: QuadStore, iris: Iris, chunks: list[str]) -> tuple[list[str], set[str]]:
+    """The statements derived from `chunks` (what removing them deletes), and the entities their facts name."""
+    rows = _derived(store, iris, chunks, "?st ?s ?o", "rdf:reifies <<( ?s ?p ?o )>>")
+    prefix = iris.entity("").value
+    entities = {term for row in rows for term in (row["s"], row["o"]) if term.startswith(prefix)}
+    return sorted({row["st"] for row in rows}), entities
 
 
 def documents_naming(store: QuadStore, iris: Iris, keys: set[str], entities: set[str]) -> set[str]:

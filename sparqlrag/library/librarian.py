@@ -21,13 +21,12 @@ from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.select import count, number, select, select_terms
 from sparqlrag.store.sparql_text import insert_data, move_data, sparql_term
-from sparqlrag.store.vocab import FAILED as FAILED  # the statuses, re-exported
+from sparqlrag.store.vocab import DEFAULT_COLLECTION, Iris  # the statuses, re-exported
+from sparqlrag.store.vocab import FAILED as FAILED
 from sparqlrag.store.vocab import PROCESSING as PROCESSING
 from sparqlrag.store.vocab import QUEUED as QUEUED
 from sparqlrag.store.vocab import READY as READY
-from sparqlrag.store.vocab import Iris
 
-DEFAULT_COLLECTION = "default"
 log = logging.getLogger(__name__)
 
 

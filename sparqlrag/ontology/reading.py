@@ -13,34 +13,11 @@ from pathlib import PurePath
 
 from pyoxigraph import RdfFormat, Triple, parse
 
+from sparqlrag.ontology.formats import EXTENSIONS, MEDIA_TYPES, OWL_XML
 from sparqlrag.ontology.owl import OntologyError, read_owl_xml
 from sparqlrag.store.base import DataSyntaxError
 from sparqlrag.store.xml_entities import check_entity_expansion
 
-OWL_XML = "owlxml"  # not an RdfFormat: owlready2's name for it
-
-MEDIA_TYPES: dict[str, RdfFormat | str] = {
-    "text/turtle": RdfFormat.TURTLE,
-    "application/x-turtle": RdfFormat.TURTLE,
-    "application/n-triples": RdfFormat.N_TRIPLES,
-    "application/rdf+xml": RdfFormat.RDF_XML,
-    "application/ld+json": RdfFormat.JSON_LD,
-    "application/owl+xml": OWL_XML,
-}
-EXTENSIONS: dict[str, RdfFormat | str] = {
-    "ttl": RdfFormat.TURTLE,
-    "nt": RdfFormat.N_TRIPLES,
-    "rdf": RdfFormat.RDF_XML,
-    "jsonld": RdfFormat.JSON_LD,
-    "owx": OWL_XML,
-}  # (".owl" and ".xml" are RDF/XML or OWL/XML: sniffed)
-FORMAT_NAMES: dict[str, RdfFormat | str] = {
-    "turtle": RdfFormat.TURTLE,
-    "ntriples": RdfFormat.N_TRIPLES,
-    "rdfxml": RdfFormat.RDF_XML,
-    "jsonld": RdfFormat.JSON_LD,
-    "owlxml": OWL_XML,
-}
 _XML_ELEMENT = re.compile(rb"<[A-Za-z_][\w.-]*(?::[A-Za-z_][\w.-]*)?[\s/>]")  # not "<http://...>" (N-Triples)
 _OWL_XML_ROOT = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?Ontology[\s>][^>]*http://www\.w3\.org/2002/07/owl#", re.S)
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sparqlrag.library.librarian import DEFAULT_COLLECTION, UnknownCollection
+from sparqlrag.library.librarian import UnknownCollection
 from sparqlrag.operations.access import EVERYTHING, Access, Scope
 from sparqlrag.operations.failures import Refused
 from sparqlrag.services import Services
-from sparqlrag.store.vocab import InvalidName, Iris, check_collection
+from sparqlrag.store.vocab import DEFAULT_COLLECTION, InvalidName, Iris, check_collection
 
 
 @dataclass(frozen=True)

@@ -6,27 +6,21 @@ other gets a fixed message and its details go to the log.
 
 from __future__ import annotations
 
+from sparqlrag.extraction.curation_refusals import CurationRefused, UnknownEntity
 from sparqlrag.extraction.decode_pool import DecoderUnavailable
 from sparqlrag.extraction.decoders import DecodeError, DecodeLimitExceeded
 from sparqlrag.library.cores import CoreInvalid, CoreMismatch
 from sparqlrag.library.librarian import CollectionBusy, UnknownCollection
+from sparqlrag.models.embedder import ModelUnavailable
 from sparqlrag.models.llm import LLMError
 from sparqlrag.ontology.owl import OntologyError
 from sparqlrag.ontology.registry import OntologyConflict, UnknownOntology
+from sparqlrag.operations.refused import Refused
 from sparqlrag.retrieval.question import EmptyGraph, QuestionTooLong
 from sparqlrag.store import base
 from sparqlrag.store.vocab import InvalidName
 
-
-class Refused(Exception):
-    """A request refused, with what each surface shows: the HTTP status, a code, a message."""
-
-    def __init__(self, status: int, error: str, detail: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.error = error
-        self.detail = detail
-        self.headers = headers
+__all__ = ["Refused"]
 
 
 STORE_ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
@@ -62,6 +56,9 @@ CLIENT_ERRORS: list[tuple[type[Exception], int, str]] = [
     (OntologyConflict, 409, "ontology_conflict"),
     (OntologyError, 400, "bad_ontology"),
     (CoreMismatch, 409, "core_mismatch"),
+    (UnknownEntity, 404, "unknown_entity"),
+    (ModelUnavailable, 503, "model_unavailable"),
+    (CurationRefused, 409, "curation_refused"),
     (CoreInvalid, 400, "invalid_core"),
 ]
 

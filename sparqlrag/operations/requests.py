@@ -11,7 +11,9 @@ from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 
-from sparqlrag.operations.failures import Refused
+from sparqlrag.extraction.decoders import kinds as document_kinds
+from sparqlrag.ontology.formats import FORMAT_NAMES as ONTOLOGY_FORMAT_NAMES
+from sparqlrag.operations.refused import Refused
 from sparqlrag.retrieval.options import (
     DEFAULT_GRAPH_MODE,
     GRAPH_MODES,
@@ -24,7 +26,16 @@ from sparqlrag.retrieval.options import (
 from sparqlrag.retrieval.question import QuestionTooLong
 from sparqlrag.store.vocab import CollectionName, OntologyName
 
-__all__ = ["DEFAULT_GRAPH_MODE", "GRAPH_MODES", "DocumentRagOptions", "GraphMode", "GraphRagOptions", "Question"]
+__all__ = [
+    "DEFAULT_GRAPH_MODE",
+    "GRAPH_MODES",
+    "ONTOLOGY_FORMAT_NAMES",
+    "document_kinds",
+    "DocumentRagOptions",
+    "GraphMode",
+    "GraphRagOptions",
+    "Question",
+]
 
 M = TypeVar("M", bound=BaseModel)
 Stream = Annotated[Flag, Field(description="answer as server-sent events")]

@@ -24,7 +24,7 @@ from sparqlrag.retrieval.question import check_question
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QueryResult
 from sparqlrag.store.calls import off_loop
-from sparqlrag.store.vocab import Iris
+from sparqlrag.store.vocab import DEFAULT_COLLECTION, Iris
 
 KNOWN_NAMESPACES = (vocab.RDF, vocab.RDFS, vocab.OWL, vocab.XSD, vocab.SKOS)
 FORMS = {"SelectQuery": "select", "AskQuery": "ask", "ConstructQuery": "construct"}
@@ -117,7 +117,7 @@ class NlQuery:
         question: str,
         run: Callable[[str, str], QueryResult],
         *,
-        collection: str = "default",
+        collection: str = DEFAULT_COLLECTION,
         ontology: str | None = None,
     ) -> NlAnswer:
         """Write, check and run a query: `run(query, form)` runs it with the caller's time limit.

@@ -27,7 +27,6 @@ the answer cites, and each passage names the best of them it is evidence for (`s
 from __future__ import annotations
 
 import asyncio
-import statistics
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
@@ -38,19 +37,20 @@ from pyoxigraph import NamedNode, Triple
 
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.models.llm import ChatModel
-from sparqlrag.models.prompts import json_items, parse_concepts, render
+from sparqlrag.models.prompts import parse_concepts, render
 from sparqlrag.models.reranker import Reranker
-from sparqlrag.retrieval.document_rag import DocumentRag, Passage, distinct, passages_of
+from sparqlrag.retrieval.document_rag import DocumentRag
 from sparqlrag.retrieval.edge_scoring import EdgeScorer
 from sparqlrag.retrieval.graph_synthesis import fact_candidates, knowledge
+from sparqlrag.retrieval.judgements import reasons
 from sparqlrag.retrieval.options import DEFAULT_GRAPH_MODE, DocumentRagOptions, GraphMode, GraphRagOptions
-from sparqlrag.retrieval.pagerank import FactSeed, Ranking, entity_seeds, linked_facts, rank
+from sparqlrag.retrieval.pagerank import FactSeed
+from sparqlrag.retrieval.passage_ranking import PassageRanking
 from sparqlrag.retrieval.question import EmptyGraph, clauses
 from sparqlrag.retrieval.synthesis import synthesise
 from sparqlrag.retrieval.trace import Stage, TracedPageRankSeed, TracedSeed, TraceLog
 from sparqlrag.retrieval.views import SeedView
-from sparqlrag.retrieval.walk import Edge, GraphAnswer, Grounding, Walk
-from sparqlrag.store import vocab
+from sparqlrag.retrieval.walk import Edge, GraphAnswer, Grounding, Walk, best_by_chunk, stated_over_cooccurring
 from sparqlrag.store.aliases import canonicals, equivalents
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.calls import off_loop
@@ -69,7 +69,6 @@ from sparqlrag.store.vocab import Iris
 # bench/RESULTS.md, "Figures moved from code comments").
 HUB_DAMPING = 0.6
 EDGE_QUERY_NODES = 8  # frontier entities per edge query (_edges_around)
-CANDIDATES = 50  # dense and keyword candidates a passage ranking starts from (as Document RAG's hybrid)
 
 
 class GraphRag:
@@ -94,11 +93,16 @@ class GraphRag:
         self.base_iri, self.llm, self.prompts_dir = base_iri, llm, prompts_dir
         self.phrases = phrases or (lambda question: [])
         self.scoring = EdgeScorer(embedder, reranker, facts)
+        self.ranking = PassageRanking(store, vectors, graph, documents, llm, prompts_dir)
 
     # -- the public calls -----------------------------------------------------------------------
 
     async def retrieve(
-        self, collection: str, question: str, options: GraphRagOptions | None = None, mode: GraphMode = "graph"
+        self,
+        collection: str,
+        question: str,
+        options: GraphRagOptions | None = None,
+        mode: GraphMode = DEFAULT_GRAPH_MODE,
     ) -> Walk:
         """Every stage but synthesis (no trace written): for passage-recall benchmarks."""
         walk = Walk.start(question, mode, options)
@@ -246,10 +250,14 @@ class GraphRag:
                     if isinstance(term, NamedNode) and edge.score > max(visited.get(node, -1.0), ends.get(node, -1.0)):
                         ends[node], via[node] = edge.score, edge
             frontier = dict(sorted(ends.items(), key=lambda item: -item[1]))
-        walk.edges = _stated_over_cooccurring(sorted(kept_by_fact.values(), key=lambda e: -e.score))
+        walk.edges = stated_over_cooccurring(sorted(kept_by_fact.values(), key=lambda e: -e.score))
         walk.trace.explored = walk.explored
         with Stage(walk.trace, "sources"):
-            reasoning = self._reason(walk) if walk.options.reasoning and self.llm is not None and walk.edges else None
+            reasoning = (
+                reasons(self.llm, self.prompts_dir, walk)
+                if walk.options.reasoning and self.llm and walk.edges
+                else None
+            )
             await asyncio.gather(
                 self._trace_sources(iris, walk, list(scored_by_fact.values())), *([reasoning] if reasoning else [])
             )
@@ -257,22 +265,22 @@ class GraphRag:
         scored = list(scored_by_fact.values())
         if hybrid is not None:
             with Stage(walk.trace, "passages"):
-                best = _best_by_chunk(scored)
+                best = best_by_chunk(scored)
                 walk.passages = [
                     replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in await hybrid
                 ]
             if walk.options.bridges and grounding.near_facts:
                 with Stage(walk.trace, "bridges"):
-                    bridges, carried, walk.ranking = await self._pagerank(
+                    bridges, carried, walk.ranking = await self.ranking.pagerank(
                         iris, walk, grounding, scored, shown=walk.passages
                     )
                 walk.passages += bridges
         elif walk.mode == "pagerank":
             with Stage(walk.trace, "pagerank"):
-                walk.passages, carried, walk.ranking = await self._pagerank(iris, walk, grounding, scored)
+                walk.passages, carried, walk.ranking = await self.ranking.pagerank(iris, walk, grounding, scored)
         else:
             with Stage(walk.trace, "passages"):
-                walk.passages = await self._passages(iris, walk, grounding, scored)
+                walk.passages = await self.ranking.lifted(iris, walk, grounding, scored)
         if walk.ranking is not None:
             walk.trace.pagerank_seeds = [TracedPageRankSeed(s.entity, s.weight, s.facts) for s in walk.ranking.seeds]
         walk.trace.edges = [e.traced() for e in walk.edges]
@@ -432,146 +440,9 @@ class GraphRag:
             if lexical(row["chunk"]) not in edge.chunks:
                 edge.chunks.append(lexical(row["chunk"]))
 
-    async def _passages(self, iris: Iris, walk: Walk, grounding: Grounding, scored: list[Edge]) -> list[Passage]:
-        """The k passages: dense candidates and the chunks of scored edges, each scored by its
-        cosine plus its best fact's excess over the walk's median fact score (module docstring);
-        in hybrid mode fused with the keyword ranking."""
-        collection, question = iris.collection, walk.trace.question
-        best = _best_by_chunk(scored)
-        dense = await off_loop(self.vectors.search, collection, "chunks", grounding.question_vector, CANDIDATES)
-        cosine = {hit.iri: hit.score for hit in dense}
-        outside = [chunk for chunk in best if chunk not in cosine]
-        stored = await off_loop(self.vectors.vectors_of, collection, "chunks", outside) if outside else {}
-        cosine |= {
-            chunk: float(vector @ grounding.question_vector) / max(float(np.linalg.norm(vector)), 1e-9)
-            for chunk, vector in stored.items()
-        }
-        median = statistics.median(e.score for e in best.values()) if best else 0.0
-        lifted = {
-            chunk: score + (max(0.0, best[chunk].score - median) if chunk in best else 0.0)
-            for chunk, score in cosine.items()
-        }
-        order = sorted(lifted, key=lambda chunk: -lifted[chunk])[:CANDIDATES]
-        scores = lifted
-        if walk.mode == "hybrid":
-            fused = await self.documents.fused_with_keywords(collection, question, order, candidates=CANDIDATES)
-            order, scores = [chunk for chunk, _ in fused], dict(fused)
-        passages = await off_loop(passages_of, self.store, iris, order, scores)
-        return [
-            replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in passages[: walk.options.k]
-        ]
-
-    async def _pagerank(
-        self, iris: Iris, walk: Walk, grounding: Grounding, scored: list[Edge], shown: list[Passage] | None = None
-    ) -> tuple[list[Passage], dict[str, tuple[str, ...]], Ranking]:
-        """The k passages by personalized PageRank (retrieval/pagerank.py), each with the fact of
-        the walk it supports best; and per passage, the reifiers of its facts that name the
-        entities that carried its score. Given the passages `shown`, the bridges instead: up to
-        `bridges` of PageRank's best that are not shown (nor copies of those shown) and support a
-        fact the walk kept, each labelled with that fact's path."""
-        collection, k = iris.collection, walk.options.k
-        view = await off_loop(self.graph.view, collection)
-        if self.llm is not None and grounding.near_facts:
-            near = await self._recognised(walk, grounding.near_facts)
-        else:
-            near = linked_facts(grounding.near_facts, set(grounding.linked))
-        seeds = entity_seeds(view, near)
-        # PageRank seeds every passage; with nothing to rank from, the answer is Document RAG's hybrid
-        candidates = max(CANDIDATES, view.passages) if seeds and not view.empty else CANDIDATES
-        hybrid = await self.documents.hybrid_ranking(collection, walk.trace.question, candidates=candidates)
-        wanted = k if shown is None else walk.options.bridges
-        ranking = await off_loop(rank, view, seeds, hybrid, len(shown or ()) + wanted)
-        if shown is None:
-            best = _best_by_chunk(scored)
-            passages = await off_loop(passages_of, self.store, iris, ranking.order[:CANDIDATES], ranking.scores)
-            passages = [replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in passages]
-            passages = distinct(passages, k)
-        else:  # (only the chunks of kept facts are read: a bridge must state one)
-            kept = _best_by_chunk(walk.edges) if ranking.seeds else {}
-            chunks = {p.chunk for p in shown}
-            order = [chunk for chunk in ranking.order if chunk not in chunks][:CANDIDATES]
-            found = await off_loop(passages_of, self.store, iris, [c for c in order if c in kept], ranking.scores)
-            reached = [replace(p, supports=kept[p.chunk].fact, bridge=_path(kept[p.chunk])) for p in found]
-            passages = distinct([*shown, *reached], len(shown) + wanted)[len(shown) :]
-        mentions = await off_loop(self.graph.mentions_in, collection, [p.chunk for p in passages])
-        carried = {
-            p.chunk: tuple(
-                sorted(
-                    {
-                        m.statement
-                        for m in mentions
-                        if m.chunk == p.chunk and {m.subject, m.object} & set(ranking.carriers.get(p.chunk, ()))
-                    }
-                )
-            )
-            for p in passages
-        }
-        return passages, carried, ranking
-
-    async def _recognised(self, walk: Walk, near_facts: list[FactSeed]) -> list[FactSeed]:
-        """HippoRAG 2's recognition memory: the LLM keeps those of the question's nearest facts
-        that bear on it (none: PageRank has no entity to start from). An answer it cannot read
-        keeps them all."""
-        assert self.llm is not None
-        listing = "\n".join(f"{i}. {seed.text}" for i, seed in enumerate(near_facts, start=1))
-        prompt = render("fact_filter", self.prompts_dir, question=walk.trace.question, facts=listing)
-        with Stage(walk.trace, "recognition"):
-            completion = await self.llm.complete(prompt, max_tokens=256)
-        walk.trace.count(completion)
-        kept = [
-            item
-            for item in json_items(completion.text)
-            if isinstance(item, int) and not isinstance(item, bool) and 1 <= item <= len(near_facts)
-        ]
-        if not kept and "[" not in completion.text:
-            return near_facts
-        return [near_facts[i - 1] for i in dict.fromkeys(kept)]
-
-    async def _reason(self, walk: Walk) -> None:
-        """The LLM says, for each kept edge, why it matters to the question (edges it skips get none)."""
-        assert self.llm is not None
-        listing = "\n".join(f"{i}. {e.text}" for i, e in enumerate(walk.edges, start=1))
-        prompt = render("edge_reasoning", self.prompts_dir, question=walk.trace.question, edges=listing)
-        completion = await self.llm.complete(prompt, max_tokens=2048)
-        walk.trace.count(completion)
-        for item in json_items(completion.text):
-            if isinstance(item, dict) and isinstance(item.get("id"), int) and isinstance(item.get("reasoning"), str):
-                if 1 <= item["id"] <= len(walk.edges):
-                    walk.edges[item["id"] - 1].reasoning = item["reasoning"].strip() or None
-
 
 def _settle(task: asyncio.Task[Any]) -> None:
     """A task the walk no longer waits for: cancelled if running, its failure taken if it failed
     (the walk's own failure is the one to report)."""
     if not task.cancel() and not task.cancelled():
         task.exception()
-
-
-def _stated_over_cooccurring(edges: list[Edge]) -> list[Edge]:
-    """The edges less each co-occurrence between two entities that a kept relation also joins:
-    appearing together says less than the relation that says how, so it never outranks it."""
-    stated = {frozenset((e.fact.subject, e.fact.object)) for e in edges if e.fact.predicate != vocab.SR_COOCCURS}
-    return [
-        e
-        for e in edges
-        if e.fact.predicate != vocab.SR_COOCCURS or frozenset((e.fact.subject, e.fact.object)) not in stated
-    ]
-
-
-def _path(edge: Edge) -> tuple[Triple, ...]:
-    """The facts of the walk's path to `edge`, first to last."""
-    path = [edge.fact]
-    while edge.via is not None:
-        edge = edge.via
-        path.insert(0, edge.fact)
-    return tuple(path)
-
-
-def _best_by_chunk(scored: list[Edge]) -> dict[str, Edge]:
-    """Each chunk's best-scored edge among those it is evidence for."""
-    best: dict[str, Edge] = {}
-    for edge in scored:
-        for chunk in edge.chunks:
-            if chunk not in best or best[chunk].score < edge.score:
-                best[chunk] = edge
-    return best

@@ -167,7 +167,7 @@ class Walk:
 
     trace: Trace
     options: GraphRagOptions
-    mode: GraphMode = "graph"
+    mode: GraphMode
     concepts: list[str] = field(default_factory=list)
     grounding: Grounding | None = None
     seeds: list[TracedSeed] = field(default_factory=list)
@@ -202,3 +202,33 @@ class Walk:
             )
             for rank, p in enumerate(self.passages, start=1)
         ]
+
+
+def stated_over_cooccurring(edges: list[Edge]) -> list[Edge]:
+    """The edges less each co-occurrence between two entities that a kept relation also joins:
+    appearing together says less than the relation that says how, so it never outranks it."""
+    stated = {frozenset((e.fact.subject, e.fact.object)) for e in edges if e.fact.predicate != vocab.SR_COOCCURS}
+    return [
+        e
+        for e in edges
+        if e.fact.predicate != vocab.SR_COOCCURS or frozenset((e.fact.subject, e.fact.object)) not in stated
+    ]
+
+
+def path_to(edge: Edge) -> tuple[Triple, ...]:
+    """The facts of the walk's path to `edge`, first to last."""
+    path = [edge.fact]
+    while edge.via is not None:
+        edge = edge.via
+        path.insert(0, edge.fact)
+    return tuple(path)
+
+
+def best_by_chunk(scored: list[Edge]) -> dict[str, Edge]:
+    """Each chunk's best-scored edge among those it is evidence for."""
+    best: dict[str, Edge] = {}
+    for edge in scored:
+        for chunk in edge.chunks:
+            if chunk not in best or best[chunk].score < edge.score:
+                best[chunk] = edge
+    return best

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
-from pydantic.json_schema import GenerateJsonSchema
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
 
 from sparqlrag.store.formats import DATASET_FORMATS, TRIPLE_FORMATS
-from sparqlrag.store.vocab import CollectionName, OntologyName
+from sparqlrag.store.vocab import DEFAULT_COLLECTION, CollectionName, OntologyName
 
 JSON = "application/json"
 COMPONENT = "#/components/schemas/{model}"
@@ -23,13 +23,14 @@ class _Schema(GenerateJsonSchema):
         return False
 
 
-def components(*models: type[BaseModel]) -> dict[str, Any]:
-    """Each model's JSON Schema as an OpenAPI component, with the models it refers to."""
+def components(*models: type[BaseModel], schema: JsonSchemaMode = "validation") -> dict[str, Any]:
+    """Each model's JSON Schema as an OpenAPI component, with the models it refers to: as a
+    request takes it ("validation"), or as a response gives it ("serialization": every field)."""
     found: dict[str, Any] = {}
     for model in models:
-        schema = model.model_json_schema(ref_template=COMPONENT, schema_generator=_Schema)
-        found |= schema.pop("$defs", {})
-        found[model.__name__] = schema
+        written = model.model_json_schema(ref_template=COMPONENT, schema_generator=_Schema, mode=schema)
+        found |= written.pop("$defs", {})
+        found[model.__name__] = written
     return found
 
 
@@ -53,6 +54,11 @@ def json_body(model: type[BaseModel]) -> dict[str, Any]:
     return {JSON: {"schema": {"$ref": COMPONENT.format(model=model.__name__)}}}
 
 
+def reference(model: type[BaseModel]) -> dict[str, str]:
+    """A schema that is a model's component (`components`)."""
+    return {"$ref": COMPONENT.format(model=model.__name__)}
+
+
 def json_response(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
     return {"description": description, "content": {JSON: {"schema": schema}}}
 
@@ -72,7 +78,7 @@ IRI = {"type": "string", "format": "uri", "description": "an absolute IRI"}
 COLLECTION_QUERY = {
     "name": "collection",
     "in": "query",
-    "schema": {**NAME, "default": "default"},
+    "schema": {**NAME, "default": DEFAULT_COLLECTION},
     "description": "the collection",
 }
 
@@ -159,15 +165,6 @@ ENTITY_ALIASES = json_object(
         ),
     },
     kept_apart={"type": "array", "items": STRING},
-)
-ANSWER = json_object(
-    ["answer", "sources", "trace"],
-    question=STRING,
-    answer=STRING,
-    trace={**STRING, "description": "the trace IRI"},
-    model={"type": ["string", "null"], "description": "the LLM that wrote the answer; null when none did"},
-    usage=ANY_OBJECT,
-    sources={"type": "array", "items": {"$ref": "#/components/schemas/Source"}},
 )
 COLLECTION = json_object(
     ["name", "iri", "documents", "chunks", "facts"],

@@ -9,12 +9,8 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 
-from sparqlrag.library.collections import Collections
-from sparqlrag.library.cores import MEDIA_TYPE, CoreInvalid, CoreMismatch
-from sparqlrag.library.librarian import DEFAULT_COLLECTION, UnknownCollection
-from sparqlrag.ontology.registry import UnknownOntology
+from sparqlrag.operations import collections
 from sparqlrag.operations.collection import Collection, checked_name, open_collection
-from sparqlrag.operations.failures import Refused
 from sparqlrag.operations.requests import NewCollection
 from sparqlrag.server.auth import authorize, check_collection_access
 from sparqlrag.server.bodies import scratch_path, spool_body
@@ -22,20 +18,16 @@ from sparqlrag.server.contracts import parsed
 from sparqlrag.server.state import state_of
 from sparqlrag.services import Services
 
-EMPTIED = "the default collection always exists: it was emptied, and stays"
 
-
-def _collections(request: Request) -> Collections:
-    services: Services = state_of(request).services
-    return services.collections
+def _services(request: Request) -> Services:
+    return state_of(request).services
 
 
 async def opened(request: Request, named: str | None = None) -> Collection:
     """The collection a request names (`named`, from its body or path, else ?collection=, else
     `default`), for the scope it was authorized with (operations/collection.py: 400, 403, 404)."""
-    name = named if named is not None else request.query_params.get("collection", DEFAULT_COLLECTION)
-    services = state_of(request).services
-    return await open_collection(services, name, request.state.access, request.state.scope)
+    name = named if named is not None else request.query_params.get("collection")
+    return await open_collection(_services(request), name, request.state.access, request.state.scope)
 
 
 async def collection_of(request: Request, named: str | None = None) -> str:
@@ -53,46 +45,30 @@ def collection_name(request: Request) -> str:
 
 async def list_collections(request: Request) -> Response:
     access = authorize(request, "read", per_collection=True)
-    listed = [info for info in await _collections(request).list() if access.may("read", info.name)]
+    listed = await collections.listed(_services(request), access)
     return JSONResponse({"collections": [asdict(info) for info in listed]})
 
 
 async def create_collection(request: Request) -> Response:
     """`{"name": ..., "ontology"?: ...}`; 201 with Location, 409 when it exists."""
-    authorize(request, "write", per_collection=True)
-    asked = await parsed(request, NewCollection)
-    name, ontology = asked.name, asked.ontology
-    check_collection_access(request, name)
-    if ontology is not None:
-        try:
-            await state_of(request).services.ontologies.info(ontology)
-        except UnknownOntology as error:
-            raise Refused(400, "unknown_ontology", f"{error}: load it first (POST /api/v1/ontologies)") from None
-    if not await _collections(request).create(name, ontology):
-        raise Refused(409, "collection_exists", f"collection {name!r} exists already")
-    info = await _collections(request).get(name)
-    assert info is not None, "a collection just created is registered"
-    return JSONResponse(asdict(info), status_code=201, headers={"Location": f"/api/v1/collections/{name}"})
+    access = authorize(request, "write", per_collection=True)
+    info = await collections.create(_services(request), await parsed(request, NewCollection), access)
+    return JSONResponse(asdict(info), status_code=201, headers={"Location": f"/api/v1/collections/{info.name}"})
 
 
 async def get_collection(request: Request) -> Response:
     authorize(request, "read", per_collection=True)
-    name = collection_name(request)
-    info = await _collections(request).get(name)
-    if info is None:
-        raise UnknownCollection(name)
-    return JSONResponse(asdict(info))
+    return JSONResponse(asdict(await collections.info(_services(request), collection_name(request))))
 
 
 async def delete_collection(request: Request) -> Response:
-    """Everything of the collection goes: graphs, vectors, keyword rows, kept documents.
-    `default` always exists, so it is emptied and stays: a 200 that says so, not a 204."""
+    """Everything of the collection goes. `default` always exists, so it is emptied and stays:
+    a 200 that says so, not a 204."""
     authorize(request, "write", per_collection=True)
     name = collection_name(request)
-    if not await _collections(request).delete(name):
-        raise UnknownCollection(name)
-    if name == DEFAULT_COLLECTION:
-        return JSONResponse({"collection": name, "emptied": True, "detail": EMPTIED})
+    done = await collections.delete(_services(request), name)
+    if name == collections.DEFAULT_COLLECTION:
+        return JSONResponse({"collection": name, "emptied": True, "detail": done})
     return Response(status_code=204)
 
 
@@ -102,12 +78,12 @@ async def export_core(request: Request) -> Response:
     name = collection_name(request)
     path = scratch_path(request, "core")
     try:
-        await state_of(request).services.cores.export(name, path)
+        await collections.export_core(_services(request), name, path)
     except BaseException:
         path.unlink(missing_ok=True)
         raise
     return FileResponse(
-        path, media_type=MEDIA_TYPE, filename=f"{name}.core.zip", background=BackgroundTask(path.unlink)
+        path, media_type=collections.MEDIA_TYPE, filename=f"{name}.core.zip", background=BackgroundTask(path.unlink)
     )
 
 
@@ -120,11 +96,7 @@ async def import_core(request: Request) -> Response:
     settings = state_of(request).settings
     path = await spool_body(request, settings.max_upload_bytes, state_of(request).scratch_dir)
     try:
-        result = await state_of(request).services.cores.import_(path, into=name)
-    except CoreInvalid as error:
-        raise Refused(400, "invalid_core", str(error)) from None
-    except CoreMismatch as error:
-        raise Refused(409, "core_mismatch", str(error)) from None
+        result = await collections.import_core(_services(request), path, name)
     finally:
         path.unlink(missing_ok=True)
     return JSONResponse(asdict(result), status_code=201, headers={"Location": f"/api/v1/collections/{name}"})

@@ -10,7 +10,6 @@ and progress. A document that cannot be read is refused with nothing written, ei
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 from urllib.parse import quote
 
@@ -19,25 +18,21 @@ from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from sparqlrag.extraction.decoders import DecodeError
-from sparqlrag.extraction.pipeline import Pipeline
-from sparqlrag.extraction.plans import IngestResult, Source
-from sparqlrag.library import librarian
-from sparqlrag.operations import answers
+from sparqlrag.operations import answers, documents
+from sparqlrag.operations.collection import Collection
+from sparqlrag.operations.documents import Ingested, Source
 from sparqlrag.operations.failures import Refused, described
 from sparqlrag.operations.requests import DocumentRagRequest, TextDocument, refusal
 from sparqlrag.server.auth import authorize, client_key
 from sparqlrag.server.bodies import read_body
-from sparqlrag.server.collections import collection_of, opened
+from sparqlrag.server.collections import opened
 from sparqlrag.server.contracts import parsed
 from sparqlrag.server.hang_ups import decoding_for
 from sparqlrag.server.rate_limit import limit_answers
 from sparqlrag.server.state import state_of
 from sparqlrag.server.streams import sse, wants_stream
 from sparqlrag.services import Services
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.formats import media_type_of
-from sparqlrag.store.vocab import Iris, original_file
 
 
 def _services(request: Request) -> Services:
@@ -84,21 +79,17 @@ async def _sources(request: Request) -> list[Source]:
     return [Source(document_id, body, kind or None, None, request.query_params.get("title"))]
 
 
-def _status_url(collection: str, document_id: str) -> str:
-    return f"/api/v1/documents/{quote(document_id, safe='')}?collection={collection}"
+def _status_url(collection: Collection, document_id: str) -> str:
+    return f"/api/v1/documents/{quote(document_id, safe='')}?collection={collection.name}"
 
 
-def _result(collection: str, result: IngestResult | Exception, source: Source) -> dict[str, Any]:
-    href = _status_url(collection, source.document_id)
-    if isinstance(result, Exception):
-        _, code, detail = described(result)
-        return {"id": source.document_id, "status": "failed", "error": detail, "code": code, "href": href}
-    return {"id": source.document_id, **asdict(result), "href": href}
+def _result(collection: Collection, result: Ingested, source: Source) -> dict[str, Any]:
+    return documents.outcome_json(result, source.document_id) | {"href": _status_url(collection, source.document_id)}
 
 
 async def upload(request: Request) -> Response:
     authorize(request, "write", per_collection=True)
-    collection = await collection_of(request)
+    collection = await opened(request)
     async with state_of(request).uploads.admitted(client_key(request)):  # (before the body is read)
         return await _ingest(request, collection, await _sources(request), force=False)
 
@@ -106,35 +97,20 @@ async def upload(request: Request) -> Response:
 async def reingest(request: Request) -> Response:
     """Extract a document again (e.g. after changing the extractor or its prompts)."""
     authorize(request, "write", per_collection=True)
-    collection, document_id = await collection_of(request), request.path_params["id"]
+    collection = await opened(request)
     async with state_of(request).uploads.admitted(client_key(request)):
-        try:
-            source = await _services(request).pipeline.kept_source(collection, document_id)
-        except LookupError as error:
-            raise Refused(404, "document_not_found", f"{error} (upload it again to keep a copy)") from None
+        source = await documents.kept_source(collection, request.path_params["id"])
         return await _ingest(request, collection, [source], force=True)
 
 
-async def _ingest(request: Request, collection: str, sources: list[Source], *, force: bool) -> Response:
-    pipeline = _services(request).pipeline
-    try:
-        async with decoding_for(request, client_key(request)):
-            return await _ingested(request, pipeline, collection, sources, force=force)
-    except DecodeError as error:
-        raise Refused(*described(error)) from None
-    except ValueError as error:  # the same document named twice in one upload
-        raise Refused(400, "bad_request", str(error)) from None
-
-
-async def _ingested(
-    request: Request, pipeline: Pipeline, collection: str, sources: list[Source], *, force: bool
-) -> Response:
-    if _in_background(request):
-        accepted = await pipeline.submit(collection, sources, force=force)
-        items = [_result(collection, r, s) for r, s in zip(accepted, sources)]
-        headers = {"Location": items[0]["href"]} if len(items) == 1 else None
-        return JSONResponse({"documents": items}, status_code=202, headers=headers)
-    results = await pipeline.ingest_many(collection, sources, force=force)
+async def _ingest(request: Request, collection: Collection, sources: list[Source], *, force: bool) -> Response:
+    async with decoding_for(request, client_key(request)):
+        if _in_background(request):
+            accepted = await documents.submit(collection, sources, force=force)
+            items = [_result(collection, r, s) for r, s in zip(accepted, sources)]
+            headers = {"Location": items[0]["href"]} if len(items) == 1 else None
+            return JSONResponse({"documents": items}, status_code=202, headers=headers)
+        results = await documents.ingest(collection, sources, force=force)
     items = [_result(collection, r, s) for r, s in zip(results, sources)]
     failures = [r for r in results if isinstance(r, Exception)]
     if failures and len(failures) == len(results):
@@ -144,39 +120,26 @@ async def _ingested(
     return JSONResponse({"documents": items}, status_code=201 if changed else 200)
 
 
-def _info(info: librarian.DocumentInfo) -> dict[str, Any]:
-    """A document as the API lists it, with where its original file is (server/originals.py)."""
-    return asdict(info) | {"file": original_file(info.iri)}
-
-
 async def list_documents(request: Request) -> Response:
     authorize(request, "read", per_collection=True)
-    services = _services(request)
-    iris = Iris(services.settings.base_iri, await collection_of(request))
-    rows = await off_loop(librarian.documents, services.store, iris)
-    return JSONResponse({"documents": [_info(row) for row in rows]})
+    rows = await documents.documents(await opened(request))
+    return JSONResponse({"documents": [documents.document_json(row) for row in rows]})
 
 
 async def get_document(request: Request) -> Response:
     authorize(request, "read", per_collection=True)
-    services = _services(request)
-    iris = Iris(services.settings.base_iri, await collection_of(request))
-    rows = await off_loop(librarian.documents, services.store, iris, iris.document(request.path_params["id"]))
-    if not rows:
-        raise Refused(404, "document_not_found", f"no document {request.path_params['id']!r} in this collection")
-    return JSONResponse(_info(rows[0]))
+    found = await documents.document(await opened(request), request.path_params["id"])
+    return JSONResponse(documents.document_json(found))
 
 
 async def delete_document(request: Request) -> Response:
     authorize(request, "write", per_collection=True)
-    document_id = request.path_params["id"]
-    if not await _services(request).pipeline.forget(await collection_of(request), document_id):
-        raise Refused(404, "document_not_found", f"no document {document_id!r} in this collection")
+    await documents.forget(await opened(request), request.path_params["id"])
     return Response(status_code=204)
 
 
 async def document_rag(request: Request) -> Response:
-    """A DocumentRagRequest (server/contracts.py)."""
+    """A DocumentRagRequest (operations/requests.py), answered by operations/answers.py."""
     authorize(request, "read", per_collection=True)
     limit_answers(request)
     asked = await parsed(request, DocumentRagRequest)

@@ -17,15 +17,23 @@ from sparqlrag.server.middleware import HttpMiddleware
 log = logging.getLogger("sparqlrag.server")
 
 
-def error_response(status: int, error: str, detail: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": error, "detail": detail}, status_code=status, headers=headers)
+def error_response(
+    status: int,
+    error: str,
+    detail: str,
+    headers: Mapping[str, str] | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    return JSONResponse({"error": error, "detail": detail, **(extra or {})}, status_code=status, headers=headers)
 
 
 async def described_error_handler(request: Request, exc: Exception) -> Response:
     status, error, detail = described(exc)
     if unexpected(exc, status):
         log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
-    return error_response(status, error, detail, exc.headers if isinstance(exc, Refused) else None)
+    if isinstance(exc, Refused):
+        return error_response(status, error, detail, exc.headers, exc.extra)
+    return error_response(status, error, detail)
 
 
 async def http_exception_handler(request: Request, exc: Exception) -> Response:

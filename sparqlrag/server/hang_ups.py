@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 
 from starlette.requests import Request
 
-from sparqlrag.extraction.decode_pool import CALLER, DecodeCaller
+from sparqlrag.operations import documents
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.deadlines import CANCEL, Cancel
 from sparqlrag.store.remote import RemoteStore
@@ -40,16 +40,14 @@ async def ended_by_hang_up(request: Request, store: QuadStore) -> AsyncIterator[
 
 @contextlib.asynccontextmanager
 async def decoding_for(request: Request, client: bytes) -> AsyncIterator[None]:
-    """Documents decoded in the block are this client's (the decode pool shares its processes
-    fairly between clients) and are stopped when the client hangs up (its body was read before)."""
-    caller = DecodeCaller(client)
-    token = CALLER.set(caller)
-    watcher = asyncio.create_task(_hang_up(request, caller.gone))
-    try:
-        yield
-    finally:
-        watcher.cancel()
-        CALLER.reset(token)
+    """Documents decoded in the block are this client's (operations/documents.py) and are
+    stopped when the client hangs up (its body was read before)."""
+    with documents.decoding_for(client) as gone:
+        watcher = asyncio.create_task(_hang_up(request, gone))
+        try:
+            yield
+        finally:
+            watcher.cancel()
 
 
 async def _hang_up(request: Request, cancel: Cancel | asyncio.Event) -> None:

@@ -8,29 +8,25 @@ RDF is here too, at `/data/trace/...`).
 they asked for (Turtle when they say `*/*`). `/rel/...` and `/doc/...` work the same way; a
 document's IRI also offers its original file (`/file/doc/...`, originals.py) to a client asking
 for its media type (`Accept: application/pdf`). The descriptions
-come from queries/describe.py; an entity's page shows the sources behind each fact, a chunk's
+come from operations/linked_data.py; an entity's page shows the sources behind each fact, a chunk's
 page the facts extracted from it. The Location is relative, so the redirect works behind a
 proxy that serves the base IRI. An IRI the store does not know is 404.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from typing import Any
 
 from pyoxigraph import Quad, RdfFormat, serialize
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from sparqlrag.operations import linked_data as described
 from sparqlrag.operations.failures import Refused
-from sparqlrag.queries.describe import canonical, describe, describe_relation, describe_source, document_of, exists
-from sparqlrag.queries.records import describe_statement, describe_trace
 from sparqlrag.server.auth import authorize, check_collection_access
 from sparqlrag.server.pages import render
 from sparqlrag.server.state import state_of
 from sparqlrag.store import vocab
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.formats import negotiate, with_charset
 from sparqlrag.store.reification import as_rdf11
 
@@ -43,15 +39,8 @@ DATA_FORMATS: list[tuple[str, str, RdfFormat]] = [
 RDF12_FORMATS = (RdfFormat.TURTLE, RdfFormat.N_TRIPLES)  # the others cannot write a triple term yet
 ALTERNATES = [(media, ext) for media, ext, _ in DATA_FORMATS]  # what a page links as its data
 OFFERS = ALTERNATES + [("text/html", "html"), ("application/xhtml+xml", "html")]
-# the first segment of a dereferenceable path: how it is described, and the page's template (none: RDF only)
-KINDS: dict[str, tuple[Callable[[Any, str, str], Any], str | None]] = {
-    "id": (describe, "entity.html"),
-    "rel": (describe_relation, "relation.html"),
-    "doc": (describe_source, "source.html"),
-    "stmt": (describe_statement, None),
-    "trace": (describe_trace, None),
-}
-OF_A_COLLECTION = ("id", "doc", "stmt", "trace")  # kinds whose IRIs name their collection first
+# the first segment of a dereferenceable path: its page's template (the others are described in RDF only)
+TEMPLATES = {"id": "entity.html", "rel": "relation.html", "doc": "source.html"}
 
 
 def iri_path(request: Request, prefix: str) -> str:
@@ -61,36 +50,23 @@ def iri_path(request: Request, prefix: str) -> str:
     return raw[len(prefix) :] if raw.startswith(prefix) else raw.lstrip("/")
 
 
-def _missing(request: Request, path: str) -> Refused:
-    return Refused(404, "not_found", f"no knowledge names <{state_of(request).settings.base_iri + path}>")
-
-
 def reach(request: Request, path: str) -> frozenset[str] | None:
     """The collections the token may read (None: all), after a 403 when `path` is an IRI of a
     collection (`id/C/...`, `doc/C/...`) it may not read. A relation's facts are then shown from
     those collections alone."""
     access = authorize(request, "read", per_collection=True)
     kind, _, rest = path.partition("/")
-    if kind in OF_A_COLLECTION:
+    if kind in described.OF_A_COLLECTION:
         check_collection_access(request, rest.split("/", 1)[0])
     return access.reads
 
 
 async def _describe(request: Request, path: str) -> tuple[Any, str | None]:
-    """What the IRI of `path` (a KINDS path: `id/...`, `rel/...`, `doc/...`, `stmt/...`, `trace/...`) is
+    """What the IRI of `path` (`id/...`, `rel/...`, `doc/...`, `stmt/...`, `trace/...`) is
     described as, and its page's template (none: RDF only); 404 when unknown."""
     reads = reach(request, path)
-    kind = path.split("/", 1)[0]
-    if kind not in KINDS:
-        raise _missing(request, path)
-    describer, template = KINDS[kind]
-    if kind == "rel":
-        describer = functools.partial(describe_relation, collections=reads)
-    base = state_of(request).settings.base_iri
-    description = await off_loop(describer, state_of(request).store, base, base + path)
-    if description is None:
-        raise _missing(request, path)
-    return description, template
+    found = await described.description(state_of(request).services, path, reads)
+    return found, TEMPLATES.get(described.kind_of(path))
 
 
 def _up(path: str) -> str:
@@ -103,22 +79,12 @@ async def resource(request: Request) -> Response:
     prefers; an alias's to those of the entity it stands for; a statement's to its data."""
     path = iri_path(request, "/")
     reads = reach(request, path)
-    base, store = state_of(request).settings.base_iri, state_of(request).store
-    kind = path.split("/", 1)[0]
-    describer, template = KINDS[kind]
-    paged = template is not None
-    info = await off_loop(document_of, store, base, base + path) if kind == "doc" else None  # (its file is offered)
-    if info is not None:
-        present = True
-    elif paged:  # (cheaper than describing it)
-        present = await off_loop(exists, store, base, base + path, kind, reads)
-    else:
-        present = await off_loop(describer, store, base, base + path) is not None
-    if not present:
-        raise _missing(request, path)
-    described = path
-    if kind == "id" and (alias_of := await off_loop(canonical, store, base, base + path)):
-        described = alias_of.removeprefix(base)
+    services = state_of(request).services
+    paged = described.kind_of(path) in TEMPLATES
+    info = await described.document_info(services, path)  # (its file is offered)
+    if info is None:
+        await described.check_known(services, path, reads)
+    shown = await described.canonical_path(services, path)  # an alias's: the entity's
     offers = OFFERS if paged else ALTERNATES
     if info is not None:
         offers = offers + [(info.media_type, "file")]  # last: `*/*` still means Turtle
@@ -126,7 +92,7 @@ async def resource(request: Request) -> Response:
     if chosen is None:
         offered = ", ".join(media for media, _ in offers if media != "application/xhtml+xml")
         raise Refused(406, "not_acceptable", f"this IRI is described as {offered}", headers={"Vary": "Accept"})
-    target = {"html": f"page/{described}", "file": f"file/{described}"}.get(chosen[1], f"data/{described}.{chosen[1]}")
+    target = {"html": f"page/{shown}", "file": f"file/{shown}"}.get(chosen[1], f"data/{shown}.{chosen[1]}")
     return RedirectResponse(_up(path) + target, status_code=303, headers={"Vary": "Accept"})
 
 
@@ -150,6 +116,6 @@ async def page(request: Request) -> Response:
     path = iri_path(request, "/page/")
     description, template = await _describe(request, path)
     if template is None:  # described in RDF only
-        raise _missing(request, path)
+        raise Refused(404, "not_found", f"no knowledge names <{state_of(request).settings.base_iri + path}>")
     root = _up("page/" + path)
     return render(template, root, d=description, alternates=ALTERNATES, data_url=f"{root}data/{path}")

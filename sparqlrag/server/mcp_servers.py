@@ -22,15 +22,16 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import BaseModel, TypeAdapter, WithJsonSchema
+from pyoxigraph import RdfFormat
 
 from sparqlrag import __version__
-from sparqlrag.extraction.plans import Source
-from sparqlrag.library import librarian
-from sparqlrag.ontology.registry import UnknownOntology
-from sparqlrag.operations import answers
+from sparqlrag.operations import answers, collections, documents, linked_data
+from sparqlrag.operations import ontologies as ontologies_
 from sparqlrag.operations.access import Access, Scope, readable_graphs, remote_refusal
+from sparqlrag.operations.answers import PassageView, SearchHit
 from sparqlrag.operations.collection import Collection, open_collection
-from sparqlrag.operations.failures import described, unexpected
+from sparqlrag.operations.failures import Refused, described, unexpected
+from sparqlrag.operations.linked_data import Description, Statement
 from sparqlrag.operations.requests import (
     DEFAULT_GRAPH_MODE,
     GRAPH_MODES,
@@ -43,11 +44,9 @@ from sparqlrag.operations.requests import (
     SearchRequest,
     validated,
 )
-from sparqlrag.queries.describe import Description, Statement, collection_of_iri, describe
-from sparqlrag.retrieval.views import PassageView, SearchHit
 from sparqlrag.services import Services
 from sparqlrag.store.calls import off_loop
-from sparqlrag.store.vocab import CollectionName, InvalidName, Iris
+from sparqlrag.store.vocab import DEFAULT_COLLECTION, CollectionName
 
 log = logging.getLogger("sparqlrag.mcp")
 
@@ -71,7 +70,9 @@ def shown(model: type[BaseModel], field: str) -> WithJsonSchema:
 
 
 QUESTION = WithJsonSchema(TypeAdapter(Question).json_schema())
-CollectionParam = Annotated[str, WithJsonSchema(TypeAdapter(CollectionName).json_schema() | {"default": "default"})]
+CollectionParam = Annotated[
+    str, WithJsonSchema(TypeAdapter(CollectionName).json_schema() | {"default": DEFAULT_COLLECTION})
+]
 # Graph RAG's modes, Document RAG as "document", and "default": the default mode, whichever it is
 GRAPH_MODE_NAMED: dict[str, GraphMode] = {**{mode: mode for mode in GRAPH_MODES}, "default": DEFAULT_GRAPH_MODE}
 ASK_MODES = (*GRAPH_MODES, "document", "default")
@@ -142,7 +143,7 @@ class McpServers:
         self,
         question: Annotated[str, QUESTION],
         context: Context,
-        collection: CollectionParam = "default",
+        collection: CollectionParam = DEFAULT_COLLECTION,
         mode: Annotated[str, ASK_MODE] = DEFAULT_GRAPH_MODE,
         options: Annotated[dict[str, Any] | None, ASK_OPTIONS] = None,
     ) -> dict[str, Any]:
@@ -181,7 +182,7 @@ class McpServers:
         self,
         query: Annotated[str, QUESTION],
         context: Context,
-        collection: CollectionParam = "default",
+        collection: CollectionParam = DEFAULT_COLLECTION,
         k: Annotated[int, shown(SearchRequest, "k")] = SearchRequest.model_fields["k"].default,
         mode: Annotated[str, shown(SearchRequest, "mode")] = SearchRequest.model_fields["mode"].default,
     ) -> dict[str, Any]:
@@ -204,18 +205,12 @@ class McpServers:
         return await self._query(context, query)
 
     async def describe_entity(
-        self, entity: str, context: Context, collection: CollectionParam = "default"
+        self, entity: str, context: Context, collection: CollectionParam = DEFAULT_COLLECTION
     ) -> dict[str, Any]:
         """What the knowledge graph says about an entity, named by its IRI or its name
         ("Marie Curie"): its labels, types, aliases and facts, each fact with its sources."""
-        base = self.base_iri
-        if entity.startswith(base + "id/"):
-            collection = collection_of_iri(base, entity) or collection
-        name = await self._existing(context, collection)
-        iri = entity if entity.startswith(base + "id/") else Iris(base, name).entity(entity).value
-        found = await off_loop(describe, self.services().store, base, iri)
-        if found is None:
-            raise ToolError(f"not_found: collection {name!r} has no entity {entity[:200]!r}")
+        name = linked_data.entity_collection(self.services(), entity, collection)
+        found = await linked_data.entity(await self._opened(context, name), entity)
         return {
             "iri": found.iri,
             "label": found.label,
@@ -223,35 +218,34 @@ class McpServers:
             "types": [found.labels.get(t, t) for t in found.types],
             "aliases": found.aliases,
             "facts": [_fact(found, statement) for statement in (*found.outgoing, *found.incoming)],
-            "page": base + "page/" + found.iri.removeprefix(base),
+            "page": self.base_iri + "page/" + found.iri.removeprefix(self.base_iri),
         }
 
     async def list_collections(self, context: Context) -> dict[str, Any]:
         """The collections this token may read, with their counts of documents, chunks and facts."""
-        access = self.caller(context)
-        listed = await self.services().collections.list()
-        return {"collections": [vars(info) for info in listed if access.may("read", info.name)]}
+        listed = await collections.listed(self.services(), self.caller(context))
+        return {"collections": [vars(info) for info in listed]}
 
-    async def list_documents(self, context: Context, collection: CollectionParam = "default") -> dict[str, Any]:
-        """The documents of a collection: id, title, status, chunks."""
-        name = await self._existing(context, collection)
-        services = self.services()
-        rows = await off_loop(librarian.documents, services.store, Iris(self.base_iri, name))
-        return {"documents": [vars(row) for row in rows]}
+    async def list_documents(
+        self, context: Context, collection: CollectionParam = DEFAULT_COLLECTION
+    ) -> dict[str, Any]:
+        """The documents of a collection: id, title, status, chunks, facts, and the original file."""
+        rows = await documents.documents(await self._opened(context, collection))
+        return {"documents": [documents.document_json(row) for row in rows]}
 
     async def add_document(
         self,
         text: str,
         document_id: str,
         context: Context,
-        collection: CollectionParam = "default",
+        collection: CollectionParam = DEFAULT_COLLECTION,
         title: str | None = None,
     ) -> dict[str, Any]:
         """Add a text document to a collection (or replace the one with this id): it is
         chunked, its facts extracted and indexed before this returns."""
-        name = await self._existing(context, collection, "write")
-        source = Source(document_id, text.encode("utf-8"), "text/plain", None, title)
-        (result,) = await self.services().pipeline.ingest_many(name, [source])
+        opened = await self._opened(context, collection, "write")
+        source = documents.Source(document_id, text.encode("utf-8"), "text/plain", None, title)
+        (result,) = await documents.ingest(opened, [source])
         if isinstance(result, Exception):
             raise result
         return vars(result)
@@ -269,18 +263,18 @@ class McpServers:
         @server.resource("sparqlrag://ontologies", name="ontologies", mime_type="application/json")
         async def ontologies() -> str:
             """The loaded ontologies: name, IRI, and how many classes and properties each has."""
-            listed = await self.services().ontologies.list()
+            listed = await ontologies_.listed(self.services().ontologies)
             return json.dumps({"ontologies": [info.json() for info in listed]})
 
         @server.resource("sparqlrag://ontologies/{name}", name="ontology", mime_type="text/turtle")
         async def ontology(name: str) -> str:
             """One loaded ontology in Turtle."""
-            from pyoxigraph import RdfFormat
-
             try:
-                return (await self.services().ontologies.serialize(name, RdfFormat.TURTLE)).decode("utf-8")
-            except (UnknownOntology, InvalidName) as error:
-                raise ResourceError(str(error)) from None
+                return (await ontologies_.serialized(self.services().ontologies, name, RdfFormat.TURTLE)).decode(
+                    "utf-8"
+                )
+            except Refused as error:
+                raise ResourceError(error.detail) from None
 
         return server
 

@@ -8,17 +8,14 @@ import json
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from sparqlrag.ontology.registry import UnknownOntology
-from sparqlrag.operations.failures import Refused
+from sparqlrag.operations import queries
 from sparqlrag.operations.requests import NlQuestion
-from sparqlrag.queries.nl_query import NlQueryUnavailable, QueryRejected
 from sparqlrag.server.auth import authorize, client_key
-from sparqlrag.server.collections import collection_of
+from sparqlrag.server.collections import opened
 from sparqlrag.server.contracts import parsed
 from sparqlrag.server.rate_limit import limit_answers
 from sparqlrag.server.state import state_of
 from sparqlrag.store.base import QueryResult
-from sparqlrag.store.vocab import InvalidName
 
 
 async def nl_query(request: Request) -> Response:
@@ -28,7 +25,7 @@ async def nl_query(request: Request) -> Response:
     limit_answers(request)
     settings = state_of(request).settings
     asked = await parsed(request, NlQuestion)
-    collection = await collection_of(request, asked.collection)
+    collection = await opened(request, asked.collection)
     store = state_of(request).store
 
     def run(query: str, form: str) -> QueryResult:
@@ -41,19 +38,8 @@ async def nl_query(request: Request) -> Response:
             max_bytes=settings.max_result_bytes,
         )
 
-    try:
-        async with state_of(request).queries.admitted(client_key(request)):
-            answer = await state_of(request).services.nl_query.ask(
-                asked.question, run, collection=collection, ontology=asked.ontology
-            )
-    except NlQueryUnavailable as error:
-        raise Refused(501, "nl_query_unavailable", str(error)) from None
-    except QueryRejected as error:
-        return JSONResponse({"error": "query_rejected", "detail": str(error), "query": error.query}, status_code=422)
-    except (UnknownOntology, InvalidName) as error:
-        raise Refused(400, "unknown_ontology", str(error)) from None
-    except ValueError as error:
-        raise Refused(400, "bad_request", str(error)) from None
+    async with state_of(request).queries.admitted(client_key(request)):
+        answer = await queries.nl_query(collection, asked, run)
     result = answer.result
     results = result.body.decode("utf-8") if answer.form == "construct" else json.loads(result.body)
     return JSONResponse(

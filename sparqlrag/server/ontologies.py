@@ -11,15 +11,14 @@ from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from sparqlrag.ontology.owl import OntologyError
-from sparqlrag.ontology.registry import LoadResult, Ontologies, OntologyConflict, UnknownOntology
+from sparqlrag.operations import ontologies
 from sparqlrag.operations.failures import Refused
+from sparqlrag.operations.ontologies import LoadResult, Ontologies
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.bodies import bounded, read_body
 from sparqlrag.server.errors import described_error_handler, http_exception_handler
 from sparqlrag.server.state import state_of
 from sparqlrag.store.formats import media_type_of, negotiate, with_charset
-from sparqlrag.store.vocab import InvalidName
 
 # what an ontology is served as; the first is the default (what Protégé and the OWL API ask for)
 ONTOLOGY_FORMATS: list[tuple[str, RdfFormat]] = [
@@ -43,7 +42,7 @@ def _ontologies(request: Request) -> Ontologies:
 
 async def list_ontologies(request: Request) -> Response:
     authorize(request, "read", per_collection=True)
-    return JSONResponse({"ontologies": [info.json() for info in await _ontologies(request).list()]})
+    return JSONResponse({"ontologies": [info.json() for info in await ontologies.listed(_ontologies(request))]})
 
 
 async def upload(request: Request) -> Response:
@@ -78,18 +77,11 @@ async def put(request: Request) -> Response:
 
 
 async def _load(request: Request, name: str, data: bytes, media_type: str, filename: str | None) -> Response:
-    if not data.strip():
-        raise Refused(400, "bad_ontology", "the ontology is empty")
     replace = request.query_params.get("replace", "false").lower() in ("true", "1", "yes")
-    try:
-        result = await _ontologies(request).load(name, data, media_type or None, filename, replace=replace)
-    except InvalidName as error:
-        raise Refused(400, "bad_name", str(error)) from None
-    except OntologyError as error:
-        raise Refused(400, "bad_ontology", str(error)) from None
-    except OntologyConflict as error:
-        raise Refused(409, "ontology_conflict", str(error)) from None
-    return _loaded(result)
+    registry = _ontologies(request)
+    return _loaded(
+        await ontologies.load(registry, name, data, media_type=media_type, filename=filename, replace=replace)
+    )
 
 
 def _loaded(result: LoadResult) -> Response:
@@ -113,12 +105,7 @@ async def get_ontology(request: Request) -> Response:
 
 async def delete_ontology(request: Request) -> Response:
     authorize(request, "write")
-    try:
-        await _ontologies(request).remove(request.path_params["name"])
-    except (UnknownOntology, InvalidName) as error:
-        raise Refused(404, "ontology_not_found", str(error)) from None
-    except OntologyConflict as error:
-        raise Refused(409, "ontology_in_use", str(error)) from None
+    await ontologies.remove(_ontologies(request), request.path_params["name"])
     return Response(status_code=204)
 
 
@@ -128,7 +115,8 @@ async def published_or_not_found(request: Request, exc: Exception) -> Response:
     if request.method in ("GET", "HEAD"):
         try:
             authorize(request, "read", per_collection=True)
-            info = await _ontologies(request).by_iri(state_of(request).settings.base_iri + request.url.path.lstrip("/"))
+            iri = state_of(request).settings.base_iri + request.url.path.lstrip("/")
+            info = await ontologies.published(_ontologies(request), iri)
             if info is not None:
                 return await _serve(request, info.name)
         except Refused as error:
@@ -142,8 +130,5 @@ async def _serve(request: Request, name: str) -> Response:
         offered = ", ".join(media for media, _ in ONTOLOGY_FORMATS[:4])
         raise Refused(406, "not_acceptable", f"an ontology is served as {offered}", headers={"Vary": "Accept"})
     media_type, fmt = chosen
-    try:
-        body = await _ontologies(request).serialize(name, fmt)
-    except (UnknownOntology, InvalidName) as error:
-        raise Refused(404, "ontology_not_found", str(error)) from None
+    body = await ontologies.serialized(_ontologies(request), name, fmt)
     return Response(body, media_type=with_charset(media_type), headers={"Vary": "Accept"})

@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sparqlrag import __version__
+from sparqlrag.operations.answers import DocumentRagAnswer, GraphRagAnswer, TraceRecord
 from sparqlrag.operations.requests import (
     AliasesQuery,
     DocumentRagRequest,
@@ -26,7 +27,6 @@ from sparqlrag.operations.requests import (
     TracesQuery,
 )
 from sparqlrag.server.api_schemas import (
-    ANSWER,
     ANY_OBJECT,
     BOOLEAN,
     COLLECTION,
@@ -56,6 +56,7 @@ from sparqlrag.server.api_schemas import (
     operation,
     path_parameter,
     query_parameters,
+    reference,
 )
 from sparqlrag.server.sparql import MIN_TIMEOUT
 
@@ -202,14 +203,18 @@ PATHS: dict[str, dict[str, Any]] = {
         "post": operation(
             "Graph RAG: an answer with the facts used, sources and a trace",
             body=json_body(GraphRagRequest),
-            responses={"200": {"description": "the answer", "content": {JSON: {"schema": ANSWER}, **SSE}}},
+            responses={
+                "200": {"description": "the answer", "content": {JSON: {"schema": reference(GraphRagAnswer)}, **SSE}}
+            },
         )
     },
     "/api/v1/document-rag": {
         "post": operation(
             "Document RAG over passages (vector, keyword or hybrid retrieval)",
             body=json_body(DocumentRagRequest),
-            responses={"200": {"description": "the answer", "content": {JSON: {"schema": ANSWER}, **SSE}}},
+            responses={
+                "200": {"description": "the answer", "content": {JSON: {"schema": reference(DocumentRagAnswer)}, **SSE}}
+            },
         )
     },
     "/api/v1/traces": {
@@ -227,7 +232,7 @@ PATHS: dict[str, dict[str, Any]] = {
         "get": operation(
             "One trace: concepts, seeds, edges, sources, steps",
             parameters=[COLLECTION_QUERY],
-            responses={"200": json_response(ANY_OBJECT)},
+            responses={"200": json_response(reference(TraceRecord))},
         ),
     },
     "/api/v1/access": {  # (REACH: "all", or the collections' names)
@@ -459,26 +464,7 @@ DOCUMENT: dict[str, Any] = {
                 error={**STRING, "description": "a stable code"},
                 detail={**STRING, "description": "what went wrong"},
             ),
-            "Source": json_object(
-                ["chunk", "document", "title", "text", "score"],
-                chunk=STRING,
-                document=STRING,
-                title=STRING,
-                text=STRING,
-                score=NUMBER,
-                supports={"type": ["object", "null"], "description": "Graph RAG: the fact the passage is evidence for"},
-                rank={**INTEGER, "description": "Graph RAG: the passage's rank, 1 the best"},
-                carried_by={
-                    "type": "array",
-                    "items": STRING,
-                    "description": "Graph RAG, pagerank mode: the entities whose rank flowed into the passage most",
-                },
-                carried_by_statements={
-                    "type": "array",
-                    "items": STRING,
-                    "description": "and the reifiers of the passage's facts that name them",
-                },
-            ),
+            **components(GraphRagAnswer, DocumentRagAnswer, TraceRecord, schema="serialization"),
         },
     },
 }

@@ -21,9 +21,9 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from sparqlrag.extraction.decoders import MEDIA_TYPES, PDF, TEXT
+from sparqlrag.operations import linked_data
+from sparqlrag.operations.documents import MEDIA_TYPES, PDF, TEXT
 from sparqlrag.operations.failures import Refused
-from sparqlrag.queries.describe import document_of
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.linked_data import iri_path, reach
 from sparqlrag.server.state import state_of
@@ -40,17 +40,7 @@ async def original(request: Request) -> Response:
     if not path.startswith("doc/") or path.count("/") != 2:
         raise Refused(404, "not_found", "original files are at /file/doc/{collection}/{document id}")
     reach(request, path)  # the collection's grant
-    base = state_of(request).settings.base_iri
-    info = await off_loop(document_of, state_of(request).store, base, base + path)
-    if info is None:
-        raise Refused(404, "document_not_found", f"no document <{base + path}>")
-    collection = path.split("/")[1]
-    try:
-        upload, file = await off_loop(state_of(request).services.pipeline.library.original, collection, info.id)
-    except LookupError:
-        raise Refused(
-            404, "no_original", "the library keeps no file of this document (it came in a knowledge core)"
-        ) from None
+    info, upload, file = await linked_data.original(state_of(request).services, path)
     kind = upload.media_type if upload.media_type in MEDIA_TYPES else "application/octet-stream"
     inline = kind in INLINE
     filename = quote(upload.filename or info.id, safe="")

@@ -14,6 +14,11 @@ class BaseIriChanged(StoreError):
     """The data directory was created with another base IRI; entity IRIs would stop resolving."""
 
 
+def is_data_dir(data_dir: Path) -> bool:
+    """Whether sparqlrag made `data_dir` (it pins its settings there on first use)."""
+    return (data_dir / META_FILE).is_file()
+
+
 def pinned_base_iri(data_dir: Path) -> str | None:
     """The base IRI the data directory was created with (none for a new directory): commands
     that are not told one use it, so the IRIs it minted keep resolving."""

@@ -270,12 +270,15 @@ def collection_of_graph(base: str, graph: str) -> str | None:
     return segments[0] if is_name(segments[0]) else None
 
 
+DEFAULT_COLLECTION = "default"  # the collection every server has, and what a request names when it names none
+
+
 @dataclass(frozen=True)
 class Iris:
     """The IRIs of one collection under one base IRI."""
 
     base: str
-    collection: str = "default"
+    collection: str = DEFAULT_COLLECTION
 
     def __post_init__(self) -> None:
         check_collection(self.collection)

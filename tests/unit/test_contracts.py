@@ -16,6 +16,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from sparqlrag.cli.parser import build_parser
 from sparqlrag.operations.requests import DocumentRagRequest, GraphRagRequest, refusal, said
 from sparqlrag.retrieval.options import (
+    DEFAULT_GRAPH_MODE,
     DOCUMENT_MODES,
     GRAPH_MODES,
     MAX_PASSAGES,
@@ -118,3 +119,69 @@ def test_a_refusal_names_the_field_and_its_rule_and_never_the_value() -> None:
     with pytest.raises(ValidationError) as raised:
         GraphRagOptions(fact_seeds=-1)
     assert said(raised.value, GraphRagOptions) == "fact_seeds must be an integer from 0 to 100"
+
+
+OPTION_NAMES = set(GraphRagOptions.model_fields) | set(DocumentRagOptions.model_fields)
+MODE_NAMES = {*GRAPH_MODES, *DOCUMENT_MODES}
+
+
+def _restated_defaults(path: Path) -> list[str]:
+    """Where a module gives an option a default of its own: a parameter or a class field named
+    like an option with a constant default, an argparse option `--NAME` with a constant default,
+    or a schema's "default" that is a mode's name."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            arguments = [*node.args.args, *node.args.kwonlyargs]
+            defaults = [*[None] * (len(node.args.args) - len(node.args.defaults)), *node.args.defaults]
+            defaults += node.args.kw_defaults
+            for argument, default in zip(arguments, defaults, strict=True):
+                if argument.arg in OPTION_NAMES and isinstance(default, ast.Constant) and default.value is not None:
+                    found.append(f"{node.name}({argument.arg}={default.value!r})")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            names = {
+                a.value.lstrip("-").replace("-", "_")
+                for a in node.args
+                if isinstance(a, ast.Constant) and isinstance(a.value, str)
+            }
+            for keyword in node.keywords:
+                if keyword.arg == "default" and names & OPTION_NAMES and isinstance(keyword.value, ast.Constant):
+                    found.append(f"--{names.pop()}={keyword.value.value!r}")
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id in OPTION_NAMES:
+            if isinstance(node.value, ast.Constant) and node.value.value is not None:
+                found.append(f"{node.target.id}: ... = {node.value.value!r}")
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                named = isinstance(key, ast.Constant) and key.value == "default"
+                if named and isinstance(value, ast.Constant) and value.value in MODE_NAMES:
+                    found.append(f'{{"default": {value.value!r}}}')
+    return [f"{path.name}: {what}" for what in found]
+
+
+def test_each_default_is_written_once() -> None:
+    """The models hold every option's default (and the default mode's name): a surface that
+    wrote its own would go on using it after the model's changed."""
+    found = [
+        f"{path.parent.name}/{where}"
+        for path in sorted(ROOT.rglob("*.py"))
+        if path not in OWNERS
+        for where in _restated_defaults(path)
+    ]
+    assert found == []
+
+
+def test_the_check_sees_a_restated_default(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        f"def ask(q, k=5, *, mode={DEFAULT_GRAPH_MODE!r}): ...\nparser.add_argument('--bridges', default=2)\n"
+        f"class Walk:\n    mode: str = 'graph'\nSCHEMA = {{'default': {DEFAULT_GRAPH_MODE!r}}}\n"
+    )
+    assert sorted(line.split(": ", 1)[1] for line in _restated_defaults(module)) == sorted(
+        [
+            "ask(k=5)",
+            f"ask(mode={DEFAULT_GRAPH_MODE!r})",
+            "--bridges=2",
+            "mode: ... = 'graph'",
+            f'{{"default": {DEFAULT_GRAPH_MODE!r}}}',
+        ]
+    )

@@ -9,7 +9,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "architecture.md"
-PACKAGES = {"store", "models", "library", "ontology", "retrieval", "extraction", "queries", "server", "cli"}
+PACKAGES = {
+    "store",
+    "models",
+    "library",
+    "ontology",
+    "retrieval",
+    "extraction",
+    "queries",
+    "operations",
+    "server",
+    "cli",
+}
 CITED = re.compile(r"`([^`\s]+)`")
 
 
