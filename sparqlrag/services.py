@@ -41,7 +41,6 @@ from sparqlrag.retrieval.document_rag import DocumentRag
 from sparqlrag.retrieval.graph_rag import GraphRag
 from sparqlrag.retrieval.trace import Retention, TraceLog
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.fact_index import FactIndex
 from sparqlrag.store.graph_index import GraphIndex
 from sparqlrag.store.keyword_index import KeywordIndex
@@ -49,6 +48,7 @@ from sparqlrag.store.local_vectors import LocalVectors
 from sparqlrag.store.qdrant_vectors import QdrantVectors
 from sparqlrag.store.remote import RemoteStore
 from sparqlrag.store.vector_index import VectorIndex
+from sparqlrag.threads import off_loop
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import pytest
 
 from sparqlrag.store import EmbeddedStore, StoreUnavailable, WorkerStore
 from sparqlrag.store.base import QueryTimeout
-from sparqlrag.store.calls import off_loop
+from sparqlrag.threads import off_loop
 
 SIXTY = "INSERT DATA { " + " ".join(f"<urn:s{i}> <urn:p> {i} ." for i in range(60)) + " }"
 SECONDS = (

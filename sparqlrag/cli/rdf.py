@@ -13,7 +13,6 @@ from tqdm import tqdm
 
 from sparqlrag.cli.session import CliError, Session
 from sparqlrag.cli.table import TABLE, readable
-from sparqlrag.store.embedded import EmbeddedStore
 from sparqlrag.store.formats import FORMAT_NAMES, rdf_format_for_path
 from sparqlrag.store.reification import rewrite_as_rdf11
 
@@ -63,7 +62,7 @@ def load(session: Session, args: argparse.Namespace) -> None:
             tqdm(total=size, unit="B", unit_scale=True, desc=path.name, disable=size < 1_000_000) as bar,
         ):
             store.load(  # the embedded store reads the file as it loads it: the bar follows
-                _ProgressReader(file, bar) if isinstance(store, EmbeddedStore) else path,  # type: ignore[arg-type]
+                _ProgressReader(file, bar) if store.loads_readers else path,  # type: ignore[arg-type]
                 fmt,
                 graph=args.graph,
                 base_iri=settings.base_iri,

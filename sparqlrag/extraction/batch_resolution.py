@@ -12,9 +12,9 @@ from sparqlrag.extraction.provenance import entity_iri
 from sparqlrag.extraction.resolution import Candidate, Known, Mention, completed, mentions_of, resolve
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import Iris
+from sparqlrag.threads import off_loop
 
 
 async def resolve_batch(

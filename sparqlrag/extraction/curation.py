@@ -25,10 +25,10 @@ from sparqlrag.library.librarian import UnknownCollection, collection_exists
 from sparqlrag.store import vocab
 from sparqlrag.store.aliases import chain
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import insert_data, sparql_term, values
 from sparqlrag.store.vocab import Iris
+from sparqlrag.threads import off_loop
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from sparqlrag.library import librarian
 from sparqlrag.models.llm import ChatModel
 from sparqlrag.models.prompts import json_items, render
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.vocab import Iris, local_name
+from sparqlrag.threads import off_loop
 
 IS_A = {"is a", "is an", "was a", "was an", "is the", "was the"}
 

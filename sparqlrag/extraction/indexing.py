@@ -17,7 +17,6 @@ from sparqlrag.library import librarian
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.fact_index import FactIndex
 from sparqlrag.store.facts import walked, walked_filter
 from sparqlrag.store.graph_index import GraphIndex, mentions_of
@@ -26,6 +25,7 @@ from sparqlrag.store.select import lexical, select, select_terms, select_values
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vector_index import Facet, VectorIndex, alias_facet
 from sparqlrag.store.vocab import Iris
+from sparqlrag.threads import off_loop
 
 CHUNKS = "GRAPH %s { ?c a sr:Chunk }"  # (of a collection's source graph)
 NAMED = f"GRAPH %s {{ ?e {vocab.NAME_PATH}|owl:sameAs ?x }}"  # what has an entity vector (in its knowledge graph)

@@ -23,7 +23,7 @@ from nltk.tokenize import TreebankWordTokenizer
 
 from sparqlrag.extraction.knowledge import COOCCURS, Entity, Fact, Knowledge
 from sparqlrag.models.sentences import sentence_splitter
-from sparqlrag.store.calls import off_loop
+from sparqlrag.threads import off_loop
 
 CONNECTORS = set(
     """

@@ -58,9 +58,9 @@ from sparqlrag.library.locks import Locks
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore, StoreError
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.sparql_text import insert_data, sparql_term
 from sparqlrag.store.vocab import Iris
+from sparqlrag.threads import off_loop
 
 log = logging.getLogger("sparqlrag.ingest")
 REPAIR_ROUNDS = 3  # writing documents again after a merge changed may change merges again; it settles in one

@@ -14,8 +14,8 @@ from sparqlrag.extraction.plans import IngestResult
 from sparqlrag.library import librarian
 from sparqlrag.library.files import Library
 from sparqlrag.store.base import StorageFull, StoreError, StoreUnavailable
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.vocab import Iris
+from sparqlrag.threads import off_loop
 
 log = logging.getLogger("sparqlrag.ingest")
 

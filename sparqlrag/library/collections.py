@@ -16,12 +16,12 @@ from sparqlrag.library.librarian import CollectionInfo
 from sparqlrag.library.locks import Locks
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.graph_index import GraphIndex
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import Iris
+from sparqlrag.threads import off_loop
 
 log = logging.getLogger(__name__)
 

@@ -39,10 +39,10 @@ from sparqlrag.library import librarian
 from sparqlrag.library.collections import Collections
 from sparqlrag.store import vocab
 from sparqlrag.store.base import GraphNotFound
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.facts import fact_ntriples, parse_fact
 from sparqlrag.store.vector_index import Kind
 from sparqlrag.store.vocab import InvalidName, Iris, check_collection
+from sparqlrag.threads import off_loop
 
 log = logging.getLogger(__name__)
 

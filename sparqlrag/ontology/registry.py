@@ -23,10 +23,10 @@ from sparqlrag.ontology.owl import OWL_ONTOLOGY, OntologyError, OntologyModel, o
 from sparqlrag.ontology.reading import read_with_prefixes
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.select import select, select_terms
 from sparqlrag.store.sparql_text import insert_data, move_data, sparql_term
 from sparqlrag.store.vocab import check_name
+from sparqlrag.threads import off_loop
 
 log = logging.getLogger(__name__)
 XSD_DATETIME = NamedNode(vocab.XSD + "dateTime")

@@ -23,7 +23,7 @@ from sparqlrag.retrieval.views import (
     SourceView,
     TraceRecord,
 )
-from sparqlrag.store.calls import off_loop
+from sparqlrag.threads import off_loop
 
 __all__ = ["DocumentRagAnswer", "GraphRagAnswer", "PassageView", "SearchHit", "SourceView", "TraceRecord"]
 

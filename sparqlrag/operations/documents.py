@@ -25,9 +25,9 @@ from sparqlrag.library.librarian import DocumentInfo
 from sparqlrag.operations.collection import Collection
 from sparqlrag.operations.failures import Refused, described
 from sparqlrag.services import Services
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.formats import RDF_EXTENSIONS
 from sparqlrag.store.vocab import original_file
+from sparqlrag.threads import off_loop
 
 __all__ = [
     "EXTENSIONS",

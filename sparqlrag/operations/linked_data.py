@@ -30,7 +30,7 @@ from sparqlrag.queries.describe import (
 )
 from sparqlrag.queries.records import describe_statement, describe_trace
 from sparqlrag.services import Services
-from sparqlrag.store.calls import off_loop
+from sparqlrag.threads import off_loop
 
 __all__ = ["MEDIA_TYPES", "Description", "DocumentInfo", "Statement", "Upload"]
 

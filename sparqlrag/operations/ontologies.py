@@ -12,8 +12,8 @@ from sparqlrag.ontology.owl import OntologyError, OntologyModel
 from sparqlrag.ontology.registry import LoadResult, Ontologies, OntologyConflict, OntologyInfo, UnknownOntology
 from sparqlrag.operations.failures import Refused
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.vocab import InvalidName
+from sparqlrag.threads import off_loop
 
 __all__ = ["FORMAT_NAMES", "LoadResult", "Ontologies", "OntologyInfo", "OntologyModel"]
 

@@ -23,8 +23,8 @@ from sparqlrag.ontology.selection import ElementIndexes, Selector, describe
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QueryResult
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.vocab import DEFAULT_COLLECTION, Iris
+from sparqlrag.threads import off_loop
 
 KNOWN_NAMESPACES = (vocab.RDF, vocab.RDFS, vocab.OWL, vocab.XSD, vocab.SKOS)
 FORMS = {"SelectQuery": "select", "AskQuery": "ask", "ConstructQuery": "construct"}

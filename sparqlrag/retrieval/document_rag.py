@@ -32,12 +32,12 @@ from sparqlrag.retrieval.trace import Stage, Trace, TracedSource, TraceLog
 from sparqlrag.retrieval.views import DocumentRagAnswer, PassageView
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.keyword_index import KeywordIndex
 from sparqlrag.store.select import count, select
 from sparqlrag.store.sparql_text import sparql_term, values
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import READY, Iris
+from sparqlrag.threads import off_loop
 
 RRF_K = 60
 NEAR_DUPLICATE = 0.9

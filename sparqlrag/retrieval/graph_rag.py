@@ -53,7 +53,6 @@ from sparqlrag.retrieval.views import SeedView
 from sparqlrag.retrieval.walk import Edge, GraphAnswer, Grounding, Walk, best_by_chunk, stated_over_cooccurring
 from sparqlrag.store.aliases import canonicals, equivalents
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.fact_index import FactIndex
 from sparqlrag.store.fact_sources import fact_sources
 from sparqlrag.store.facts import fact_labels, labels_of, node_labels, parse_fact, walked, walked_filter
@@ -62,6 +61,7 @@ from sparqlrag.store.select import lexical, select_terms
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import Iris
+from sparqlrag.threads import off_loop
 
 # A node reached through an edge whose edges in one direction fill triple_limit (a year, a
 # genre, a country) is a hub: what is fetched from it is an arbitrary sample, and a path through

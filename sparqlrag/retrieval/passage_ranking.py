@@ -18,10 +18,10 @@ from sparqlrag.retrieval.judgements import recognised
 from sparqlrag.retrieval.pagerank import Ranking, entity_seeds, linked_facts, rank
 from sparqlrag.retrieval.walk import Edge, Grounding, Walk, best_by_chunk, path_to
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.graph_index import GraphIndex
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import Iris
+from sparqlrag.threads import off_loop
 
 CANDIDATES = 50  # dense and keyword candidates a passage ranking starts from (as Document RAG's hybrid)
 

@@ -20,10 +20,10 @@ from pyoxigraph import BlankNode, Literal, NamedNode, Quad, RdfFormat, Triple, s
 from sparqlrag.models.llm import Completion
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.select import number, select
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vocab import Iris
+from sparqlrag.threads import off_loop
 
 XSD_DOUBLE = NamedNode(vocab.XSD + "double")
 XSD_DATETIME = NamedNode(vocab.XSD + "dateTime")

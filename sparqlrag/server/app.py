@@ -42,8 +42,8 @@ from sparqlrag.server.security_headers import SecurityHeaders
 from sparqlrag.server.sparql import sparql_endpoint
 from sparqlrag.server.state import ServerState, app_state, state_of
 from sparqlrag.services import Models
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.data_dir import scratch_dir
+from sparqlrag.threads import off_loop
 
 GSP_METHODS = ["GET", "HEAD", "PUT", "POST", "DELETE"]
 WRITES = ["PUT", "DELETE"]

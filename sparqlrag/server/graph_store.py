@@ -26,7 +26,6 @@ from sparqlrag.server.bodies import scratch_path, spool_body
 from sparqlrag.server.state import state_of
 from sparqlrag.server.streams import answer_response
 from sparqlrag.store.base import Graph
-from sparqlrag.store.calls import off_loop, streamed_graph
 from sparqlrag.store.embedded import check_syntax
 from sparqlrag.store.formats import (
     DATASET_FORMATS,
@@ -40,6 +39,7 @@ from sparqlrag.store.formats import (
 )
 from sparqlrag.store.reification import rewrite_as_rdf11
 from sparqlrag.store.sparql_text import iri_ref
+from sparqlrag.threads import off_loop
 
 ALL = "all"  # the whole dataset, as opposed to one graph
 
@@ -119,7 +119,7 @@ async def _get_graph(request: Request, graph: Graph, held: contextlib.AsyncExitS
         return await _dump_file(request, media_type, fmt, graph, rdf11=True)
     state = state_of(request)
     timeout = state.settings.query_timeout
-    answer = await streamed_graph(state.store, graph, fmt, with_charset(media_type), timeout)
+    answer = await state.store.streamed_graph(graph, fmt, with_charset(media_type), timeout)
     return answer_response(answer, held.pop_all() if answer.rest is not None else None)
 
 

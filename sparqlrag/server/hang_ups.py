@@ -17,15 +17,14 @@ from starlette.requests import Request
 from sparqlrag.operations import documents
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.deadlines import CANCEL, Cancel
-from sparqlrag.store.remote import RemoteStore
 
 
 @contextlib.asynccontextmanager
 async def ended_by_hang_up(request: Request, store: QuadStore) -> AsyncIterator[None]:
-    """Calls to a remote `store` made in the block (their threads carry CANCEL) stop when the
-    client hangs up; for any other store the block just runs. The block may end in another
+    """Calls made in the block to a store that says it can (`cancels_on_hang_up`: a remote one;
+    their threads carry CANCEL) stop when the client hangs up; for any other the block just runs. The block may end in another
     task than it began in (a streamed answer's), so CANCEL is set back, not reset by token."""
-    if not isinstance(store, RemoteStore):
+    if not store.cancels_on_hang_up:
         yield
         return
     cancel, before = Cancel(), CANCEL.get()

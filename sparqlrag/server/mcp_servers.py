@@ -45,8 +45,8 @@ from sparqlrag.operations.requests import (
     validated,
 )
 from sparqlrag.services import Services
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.vocab import DEFAULT_COLLECTION, CollectionName
+from sparqlrag.threads import off_loop
 
 log = logging.getLogger("sparqlrag.mcp")
 

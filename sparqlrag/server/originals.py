@@ -27,7 +27,7 @@ from sparqlrag.operations.failures import Refused
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.linked_data import iri_path, reach
 from sparqlrag.server.state import state_of
-from sparqlrag.store.calls import off_loop
+from sparqlrag.threads import off_loop
 
 INLINE = (PDF, TEXT)
 PIECE = 64 * 1024

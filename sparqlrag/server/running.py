@@ -12,9 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 from sparqlrag.config import Settings
 from sparqlrag.services import Models, Services, remote_store
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.calls import off_loop
 from sparqlrag.store.data_dir import prepare_data_dir
 from sparqlrag.store.worker import WorkerStore
+from sparqlrag.threads import off_loop
 
 IO_THREADS = 32
 

@@ -21,9 +21,9 @@ from sparqlrag.server.service_description import service_description
 from sparqlrag.server.state import ServerState, state_of
 from sparqlrag.server.streams import answer_response
 from sparqlrag.store.base import ResultStream
-from sparqlrag.store.calls import off_loop, streamed_query
 from sparqlrag.store.formats import charset_of, media_type_of
 from sparqlrag.store.sparql_text import NotDataUpdate, data_operations, delete_data, insert_data
+from sparqlrag.threads import off_loop
 
 FORM = "application/x-www-form-urlencoded"
 QUERY_MEDIA_TYPE = "application/sparql-query"
@@ -188,8 +188,7 @@ async def _execute_open(
     has_dataset = "default-graph-uri" in operation.params or "named-graph-uri" in operation.params
     timeout = _timeout(operation, settings)
     held.enter_context(counted)
-    return await streamed_query(
-        store,
+    return await store.streamed_query(
         operation.text,
         accept=request.headers.get("accept"),
         base_iri=settings.base_iri,
@@ -249,8 +248,7 @@ async def _execute_limited(
     if outside := [g for g in asked if not access.may_graph("read", settings.base_iri, g)]:
         raise Refused(403, "forbidden", f"the bearer token may not read the graph <{outside[0][:200]}>")
     held.enter_context(counted)
-    return await streamed_query(
-        state.store,
+    return await state.store.streamed_query(
         operation.text,
         accept=request.headers.get("accept"),
         base_iri=settings.base_iri,

@@ -7,12 +7,14 @@ pyoxigraph objects, so the same calls work in-process, across a process boundary
 
 from __future__ import annotations
 
+import asyncio
 import errno
+import functools
 import sqlite3
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, NotRequired, Protocol, TypedDict
+from typing import Literal, NotRequired, Protocol, TypedDict, Unpack
 
 from pyoxigraph import RdfFormat
 
@@ -152,7 +154,10 @@ class QuadStore(Protocol):
 
     EmbeddedStore implements it in-process, WorkerStore in a child process it can kill, and
     RemoteStore over the SPARQL protocol. Code on the event loop calls every method through
-    `store.calls.off_loop(store.method, ...)`; nothing else in the code reaches past them.
+    `threads.off_loop(store.method, ...)`; nothing else in the code reaches past them. What a
+    store can do beyond answering is declared, never guessed from its class: whether a call
+    stops when the client it serves hangs up, whether `load` reads an open file as it loads, and
+    how a client's answer is handed on (`streamed_query`, `streamed_graph`).
 
     A query's `timeout` is the seconds it may run: WorkerStore and RemoteStore stop it then and
     raise QueryTimeout; EmbeddedStore runs in the caller's own thread and cannot stop it, so it
@@ -160,6 +165,19 @@ class QuadStore(Protocol):
     has no deadline on purpose: it is one transaction, applied whole, and a caller told "timed
     out" could not know whether it had been.
     """
+
+    cancels_on_hang_up: bool
+    """Whether a call stops when the client it serves hangs up (its thread carries deadlines.CANCEL)."""
+    loads_readers: bool
+    """Whether `load` takes an open binary file and reads it as it loads (a progress bar can follow)."""
+
+    async def streamed_query(self, sparql: str, **options: Unpack[QueryOptions]) -> ResultStream:
+        """A client's query, handed on as it comes where the store can (`answered_whole` else)."""
+        ...
+
+    async def streamed_graph(self, graph: Graph, format: RdfFormat, media_type: str, timeout: float) -> ResultStream:
+        """A client's read of a graph in `format` (its media type `media_type`), within `timeout`."""
+        ...
 
     def healthy(self) -> bool:
         """Whether the store can serve, answered without waiting behind running queries (a
@@ -219,3 +237,13 @@ class QuadStore(Protocol):
     def count(self) -> int: ...
 
     def close(self) -> None: ...
+
+
+async def answered_whole(store: QuadStore, sparql: str, **options: Unpack[QueryOptions]) -> ResultStream:
+    """A client's query answered whole, in a thread: for a store that cannot hand it on in pieces."""
+    return ResultStream(await asyncio.to_thread(functools.partial(store.query, sparql, **options)))
+
+
+async def graph_whole(store: QuadStore, graph: Graph, format: RdfFormat, media_type: str) -> ResultStream:
+    """A client's read of a graph written whole, in a thread."""
+    return ResultStream(QueryResult("graph", media_type, await asyncio.to_thread(store.serialize_graph, graph, format)))

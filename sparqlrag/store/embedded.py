@@ -8,7 +8,7 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any, BinaryIO, Literal, TypeVar, cast
+from typing import IO, Any, BinaryIO, Literal, TypeVar, Unpack, cast
 
 from pyoxigraph import (
     DefaultGraph,
@@ -26,16 +26,20 @@ from sparqlrag.store.base import (
     GraphNotFound,
     NotAcceptable,
     QueryEvaluationError,
+    QueryOptions,
     QueryResult,
     QuerySyntaxError,
     RemoteAccessRefused,
     RemoteSourceFailed,
+    ResultStream,
     StorageFull,
     StoreError,
     StoreInternalError,
     StoreLocked,
     StoreUnavailable,
+    answered_whole,
     disk_full,
+    graph_whole,
 )
 from sparqlrag.store.results import CappedWriter, Emit, serialize_result
 from sparqlrag.store.sparql_text import apply_update_dataset, iri_ref
@@ -91,6 +95,9 @@ class EmbeddedStore:
     Thread-safe: reads run concurrently (pyoxigraph releases the GIL); writes take one lock,
     so a write can reason about the state it starts from (see `load`).
     """
+
+    cancels_on_hang_up = False  # (a call runs in the caller's thread to its end)
+    loads_readers = True
 
     def __init__(self, path: Path | None = None, *, allow_remote: bool = False) -> None:
         self.path = path
@@ -383,6 +390,12 @@ class EmbeddedStore:
     def _is_empty(self) -> bool:
         no_quads = next(iter(self._store.quads_for_pattern(None, None, None, None)), None) is None
         return no_quads and next(iter(self._store.named_graphs()), None) is None
+
+    async def streamed_query(self, sparql: str, **options: Unpack[QueryOptions]) -> ResultStream:
+        return await answered_whole(self, sparql, **options)
+
+    async def streamed_graph(self, graph: Graph, format: RdfFormat, media_type: str, timeout: float) -> ResultStream:
+        return await graph_whole(self, graph, format, media_type)
 
     def healthy(self) -> bool:
         """In-process: open is serving."""

@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, BinaryIO, Literal, Unpack
 from urllib.parse import urlsplit
 
 import httpx
@@ -47,11 +47,14 @@ from sparqlrag.store.base import (
     Graph,
     GraphNotFound,
     NotAcceptable,
+    QueryOptions,
     QueryResult,
     QuerySyntaxError,
     QueryTimeout,
     RemoteStoreFailed,
+    ResultStream,
     ResultTooLarge,
+    graph_whole,
 )
 from sparqlrag.store.deadlines import AnswerTooLarge, Cancel, DeadlineTransport, deadline, read_capped
 from sparqlrag.store.reification import as_rdf11, as_rdf12, sparql_as_rdf11
@@ -67,6 +70,7 @@ from sparqlrag.store.remote_data import (
 )
 from sparqlrag.store.results import Emit, result_too_large
 from sparqlrag.store.sparql_text import apply_update_dataset, iri_ref, query_form
+from sparqlrag.store.streamed import streamed_from_thread
 
 logger = logging.getLogger(__name__)
 READ_ATTEMPTS = 3  # a read that could not connect is sent twice more, after a short pause
@@ -91,6 +95,9 @@ class RemoteStore:
     loads and dumps; SPARQL text goes to the store as it is). `triple_terms`: whether the store
     keeps RDF 1.2 triple terms (None: ask it on first use). `timeout`: the seconds a request
     may take in all (a query: its own limit); `max_response_bytes`: the most one answer may be."""
+
+    cancels_on_hang_up = True  # its requests stop when the client they serve hangs up (deadlines.CANCEL)
+    loads_readers = False
 
     def __init__(
         self,
@@ -142,6 +149,13 @@ class RemoteStore:
         return f"BASE {iri_ref(base_iri)}\n{text}" if base_iri else text
 
     # -- the SPARQL Protocol ------------------------------------------------------------------
+
+    async def streamed_query(self, sparql: str, **options: Unpack[QueryOptions]) -> ResultStream:
+        """The answer handed on as the store sends it, never whole in memory."""
+        return await streamed_from_thread(functools.partial(self.query, sparql, **options))
+
+    async def streamed_graph(self, graph: Graph, format: RdfFormat, media_type: str, timeout: float) -> ResultStream:
+        return await graph_whole(self, graph, format, media_type)
 
     def query(
         self,

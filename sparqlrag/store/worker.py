@@ -146,6 +146,9 @@ class _Frames:
 class WorkerStore(StoreSupervisor):
     """The QuadStore interface, executed by a restartable child process. Thread-safe."""
 
+    cancels_on_hang_up = False  # (stopping a call means restarting the child: a client could do it at will)
+    loads_readers = False
+
     def _run(self, call: Call) -> Any:
         """Send the call and wait for its reply on this thread (again on the next child if its
         child dies and that is safe); past its deadline the child is stopped (QueryTimeout)."""
@@ -190,7 +193,7 @@ class WorkerStore(StoreSupervisor):
                 return cast(T, self._answered(worker, sock, call, reply))
             await asyncio.to_thread(self._after_death, worker, call)
 
-    async def stream(self, sparql: str, **options: Unpack[QueryOptions]) -> ResultStream:
+    async def streamed_query(self, sparql: str, **options: Unpack[QueryOptions]) -> ResultStream:
         """`query`, its result handed on in pieces as the child writes it: never whole in memory
         on either side, and a slow client holds the query back. Until the first piece is in it
         raises as `query` does (and a child that dies first is dealt with as for any call);
@@ -199,7 +202,7 @@ class WorkerStore(StoreSupervisor):
         timeout = cast(float | None, sent.pop("timeout"))
         return await self._stream(self._call_for(STREAM, (sparql,), sent, timeout), "")
 
-    async def stream_graph(self, graph: Graph, format: RdfFormat, media_type: str, timeout: float) -> ResultStream:
+    async def streamed_graph(self, graph: Graph, format: RdfFormat, media_type: str, timeout: float) -> ResultStream:
         """`serialize_graph` (404 for a graph that does not exist), in pieces as `stream` is: a
         client's read, within `timeout`, on the clients' connections."""
         call = self._call_for(STREAM, (graph, format), {"of": "serialize_graph"}, timeout)

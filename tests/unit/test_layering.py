@@ -14,18 +14,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2] / "sparqlrag"
 
-DOMAIN = {"extraction", "retrieval", "queries", "library", "ontology", "models", "store", "config"}
+DOMAIN = {"extraction", "retrieval", "queries", "library", "ontology", "models", "store", "config", "threads"}
 # the adapters (HTTP, MCP, CLI) reach the domain through operations/ alone: the storage and configuration they serve
-ADAPTED = {"store", "config"}
+ADAPTED = {"store", "config", "threads"}
 ALLOWED: dict[str, set[str]] = {
+    "threads": set(),
     "config": set(),
     "store": set(),
     "models": set(),
-    "library": {"store"},
-    "ontology": {"models", "store"},
-    "retrieval": {"models", "store"},
-    "extraction": {"library", "models", "store"},
-    "queries": {"retrieval", "library", "ontology", "models", "store"},
+    "library": {"store", "threads"},
+    "ontology": {"models", "store", "threads"},
+    "retrieval": {"models", "store", "threads"},
+    "extraction": {"library", "models", "store", "threads"},
+    "queries": {"retrieval", "library", "ontology", "models", "store", "threads"},
     "services": DOMAIN - {"services"},
     "operations": DOMAIN | {"services"},
     "server": ADAPTED | {"operations", "services"},
