@@ -13,7 +13,7 @@ import pytest
 from pyoxigraph import RdfFormat, Triple
 
 from sparqlrag.config import Settings
-from sparqlrag.extraction.decoders import DecodeError
+from sparqlrag.extraction.decoders import Decoded, DecodeError
 from sparqlrag.extraction.knowledge import Knowledge
 from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.extraction.pipeline import Pipeline
@@ -373,3 +373,28 @@ def test_a_failed_commit_takes_back_its_index_rows_and_keeps_the_version_before(
     assert info.status == "failed" and info.chunks == 2
     assert parts.ingest("curie", "\n\n".join(PARAGRAPHS)).status == "ready"  # a retry reuses its extractions
     assert len(parts.vectors.iris("default", "chunks")) == 3
+
+
+def test_an_accepted_document_is_decoded_once(parts: PipelineParts, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`submit` decodes to refuse a bad document before writing; the background ingest takes
+    that text on instead of decoding the bytes again (issue 53)."""
+    decoded: list[str | None] = []
+    decode = parts.pipeline.decoder.decode
+
+    async def counted(data: bytes, media_type: str | None, filename: str | None) -> Decoded:
+        decoded.append(filename)
+        return await decode(data, media_type, filename)
+
+    monkeypatch.setattr(parts.pipeline.decoder, "decode", counted)
+
+    async def run() -> None:
+        sources = [Source("c", b"Ada Lovelace wrote the first program.", filename="c.txt")]
+        await parts.pipeline.submit("default", [*sources, Source("d", b"Alan Turing was born in London.")])
+        await parts.pipeline.wait_background()
+
+    asyncio.run(run())
+    assert sorted(decoded, key=str) == sorted(["c.txt", None], key=str)  # each document once
+    assert [(i.id, i.status) for i in librarian.documents(parts.store, parts.iris) if i.id in "cd"] == [
+        ("c", "ready"),
+        ("d", "ready"),
+    ]

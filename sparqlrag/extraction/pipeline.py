@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -280,7 +281,7 @@ class Pipeline:
                     results.append(accepted)
                     continue
                 results.append(IngestResult(accepted[0].iri.value, librarian.QUEUED))
-                queued.append(source)
+                queued.append(replace(source, decoded=(text, sha256)))
         if queued:
             task = asyncio.create_task(self._ingest_in_background(collection, queued, force))
             self._background.add(task)
@@ -377,7 +378,9 @@ class Pipeline:
         return plan
 
     async def _decode(self, source: Source) -> tuple[Decoded, str]:
-        """The document decoded, and its bytes' hash."""
+        """The document decoded, and its bytes' hash (as decoded before, when it was)."""
+        if source.decoded is not None:
+            return source.decoded
         decoded = await self.decoder.decode(source.data, source.media_type, source.filename)
         return decoded, await off_loop(content_hash, source.data)
 

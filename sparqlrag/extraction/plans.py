@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from sparqlrag.extraction.decoders import DecodeError
+from sparqlrag.extraction.decoders import Decoded, DecodeError
 from sparqlrag.extraction.knowledge import Extractor, Knowledge
 from sparqlrag.extraction.provenance import ChunkRecord, DocumentRecord
 from sparqlrag.extraction.resolution import Resolution
@@ -41,6 +41,8 @@ class Source:
     media_type: str | None = None
     filename: str | None = None
     title: str | None = None
+    decoded: tuple[Decoded, str] | None = field(default=None, compare=False, repr=False)
+    """The text and the bytes' hash, when a step before has decoded it (an accepted upload): never twice."""
 
 
 @dataclass

@@ -22,8 +22,9 @@ from sparqlrag.store.deadlines import CANCEL, Cancel
 @contextlib.asynccontextmanager
 async def ended_by_hang_up(request: Request, store: QuadStore) -> AsyncIterator[None]:
     """Calls made in the block to a store that says it can (`cancels_on_hang_up`: a remote one;
-    their threads carry CANCEL) stop when the client hangs up; for any other the block just runs. The block may end in another
-    task than it began in (a streamed answer's), so CANCEL is set back, not reset by token."""
+    their threads carry CANCEL) stop when the client hangs up; for any other the block just
+    runs. The block may end in another task than it began in (a streamed answer's), so CANCEL
+    is set back, not reset by token."""
     if not store.cancels_on_hang_up:
         yield
         return
