@@ -15,7 +15,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from sparqlrag.extraction.decode_pool import CALLER, DecodeCaller
-from sparqlrag.extraction.decoders import EXTENSIONS, MEDIA_TYPES, PDF, TEXT, kinds
+from sparqlrag.extraction.decoders import EXTENSIONS, MEDIA_TYPES, PDF, TEXT, DecodeError, kinds
 from sparqlrag.extraction.knowledge import Extractor
 from sparqlrag.extraction.pipeline import Progress
 from sparqlrag.extraction.plans import IngestResult, Source
@@ -73,6 +73,8 @@ async def ingest(
         return await collection.services.pipeline.ingest_many(
             collection.name, sources, on_progress=on_progress, force=force
         )
+    except DecodeError:  # (what is wrong with the document: failures.py says so)
+        raise
     except ValueError as error:  # the same document named twice in one call
         raise Refused(400, "bad_request", str(error)) from None
 
@@ -82,6 +84,8 @@ async def submit(collection: Collection, sources: list[Source], *, force: bool =
     check_sources(sources)
     try:
         return await collection.services.pipeline.submit(collection.name, sources, force=force)
+    except DecodeError:
+        raise
     except ValueError as error:
         raise Refused(400, "bad_request", str(error)) from None
 

@@ -42,9 +42,9 @@ from sparqlrag.models.reranker import Reranker
 from sparqlrag.retrieval.document_rag import DocumentRag
 from sparqlrag.retrieval.edge_scoring import EdgeScorer
 from sparqlrag.retrieval.graph_synthesis import fact_candidates, knowledge
-from sparqlrag.retrieval.judgements import reasons
+from sparqlrag.retrieval.judgements import reasons, recognised
 from sparqlrag.retrieval.options import DEFAULT_GRAPH_MODE, DocumentRagOptions, GraphMode, GraphRagOptions
-from sparqlrag.retrieval.pagerank import FactSeed
+from sparqlrag.retrieval.pagerank import FactSeed, linked_facts
 from sparqlrag.retrieval.passage_ranking import PassageRanking
 from sparqlrag.retrieval.question import EmptyGraph, clauses
 from sparqlrag.retrieval.synthesis import synthesise
@@ -93,7 +93,7 @@ class GraphRag:
         self.base_iri, self.llm, self.prompts_dir = base_iri, llm, prompts_dir
         self.phrases = phrases or (lambda question: [])
         self.scoring = EdgeScorer(embedder, reranker, facts)
-        self.ranking = PassageRanking(store, vectors, graph, documents, llm, prompts_dir)
+        self.ranking = PassageRanking(store, vectors, graph, documents)
 
     # -- the public calls -----------------------------------------------------------------------
 
@@ -271,13 +271,15 @@ class GraphRag:
                 ]
             if walk.options.bridges and grounding.near_facts:
                 with Stage(walk.trace, "bridges"):
+                    near = await self._near(walk, grounding)
                     bridges, carried, walk.ranking = await self.ranking.pagerank(
-                        iris, walk, grounding, scored, shown=walk.passages
+                        iris, walk, near, scored, shown=walk.passages
                     )
                 walk.passages += bridges
         elif walk.mode == "pagerank":
             with Stage(walk.trace, "pagerank"):
-                walk.passages, carried, walk.ranking = await self.ranking.pagerank(iris, walk, grounding, scored)
+                near = await self._near(walk, grounding)
+                walk.passages, carried, walk.ranking = await self.ranking.pagerank(iris, walk, near, scored)
         else:
             with Stage(walk.trace, "passages"):
                 walk.passages = await self.ranking.lifted(iris, walk, grounding, scored)
@@ -286,6 +288,14 @@ class GraphRag:
         walk.trace.edges = [e.traced() for e in walk.edges]
         walk.trace_sources(carried)
         yield "edges", {"explored": walk.explored, "edges": [e.view().as_json() for e in walk.edges]}
+
+    async def _near(self, walk: Walk, grounding: Grounding) -> list[FactSeed]:
+        """The question's nearest facts that PageRank starts from: those the LLM recognises as
+        bearing on it (HippoRAG 2's recognition memory), else those naming an entity the
+        question's names link to."""
+        if self.llm is not None and grounding.near_facts:
+            return await recognised(self.llm, self.prompts_dir, walk, grounding.near_facts)
+        return linked_facts(grounding.near_facts, set(grounding.linked))
 
     async def _concepts(self, walk: Walk) -> list[str]:
         """The LLM's key concepts (the question itself if it lists none); offline, the question

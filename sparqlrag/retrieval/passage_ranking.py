@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
-from sparqlrag.models.llm import ChatModel
 from sparqlrag.retrieval.document_rag import DocumentRag, Passage, distinct, passages_of
-from sparqlrag.retrieval.judgements import recognised
-from sparqlrag.retrieval.pagerank import Ranking, entity_seeds, linked_facts, rank
+from sparqlrag.retrieval.pagerank import FactSeed, Ranking, entity_seeds, rank
 from sparqlrag.retrieval.walk import Edge, Grounding, Walk, best_by_chunk, path_to
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.graph_index import GraphIndex
@@ -27,17 +24,8 @@ CANDIDATES = 50  # dense and keyword candidates a passage ranking starts from (a
 
 
 class PassageRanking:
-    def __init__(
-        self,
-        store: QuadStore,
-        vectors: VectorIndex,
-        graph: GraphIndex,
-        documents: DocumentRag,
-        llm: ChatModel | None,
-        prompts_dir: Path | None,
-    ) -> None:
+    def __init__(self, store: QuadStore, vectors: VectorIndex, graph: GraphIndex, documents: DocumentRag) -> None:
         self.store, self.vectors, self.graph, self.documents = store, vectors, graph, documents
-        self.llm, self.prompts_dir = llm, prompts_dir
 
     async def lifted(self, iris: Iris, walk: Walk, grounding: Grounding, scored: list[Edge]) -> list[Passage]:
         """The k passages: dense candidates and the chunks of scored edges, each scored by its
@@ -69,19 +57,16 @@ class PassageRanking:
         ]
 
     async def pagerank(
-        self, iris: Iris, walk: Walk, grounding: Grounding, scored: list[Edge], shown: list[Passage] | None = None
+        self, iris: Iris, walk: Walk, near: list[FactSeed], scored: list[Edge], shown: list[Passage] | None = None
     ) -> tuple[list[Passage], dict[str, tuple[str, ...]], Ranking]:
-        """The k passages by personalized PageRank (retrieval/pagerank.py), each with the fact of
+        """The k passages by personalized PageRank (retrieval/pagerank.py) from the entities of the
+        question's `near` facts (those recognised as bearing on it), each with the fact of
         the walk it supports best; and per passage, the reifiers of its facts that name the
         entities that carried its score. Given the passages `shown`, the bridges instead: up to
         `bridges` of PageRank's best that are not shown (nor copies of those shown) and support a
         fact the walk kept, each labelled with that fact's path."""
         collection, k = iris.collection, walk.options.k
         view = await off_loop(self.graph.view, collection)
-        if self.llm is not None and grounding.near_facts:
-            near = await recognised(self.llm, self.prompts_dir, walk, grounding.near_facts)
-        else:
-            near = linked_facts(grounding.near_facts, set(grounding.linked))
         seeds = entity_seeds(view, near)
         # PageRank seeds every passage; with nothing to rank from, the answer is Document RAG's hybrid
         candidates = max(CANDIDATES, view.passages) if seeds and not view.empty else CANDIDATES

@@ -7,7 +7,6 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from sparqlrag.operations import answers
 from sparqlrag.operations.requests import GraphRagRequest, TracesQuery
-from sparqlrag.server.auth import authorize
 from sparqlrag.server.collections import opened
 from sparqlrag.server.contracts import parsed, parsed_query
 from sparqlrag.server.linked_data import ALTERNATES
@@ -22,7 +21,6 @@ TRACE_OFFERS = [("application/json", "json"), ("text/html", "html"), *ALTERNATES
 
 async def graph_rag(request: Request) -> Response:
     """A GraphRagRequest (operations/requests.py), answered by operations/answers.py."""
-    authorize(request, "read", per_collection=True)
     limit_answers(request)
     asked = await parsed(request, GraphRagRequest)
     collection = await opened(request, asked.collection)
@@ -32,20 +30,17 @@ async def graph_rag(request: Request) -> Response:
 
 
 async def traces(request: Request) -> Response:
-    authorize(request, "read", per_collection=True)
     asked = parsed_query(request, TracesQuery)
     return JSONResponse({"traces": await answers.list_traces(await opened(request), asked)})
 
 
 async def trace(request: Request) -> Response:
-    authorize(request, "read", per_collection=True)
     return JSONResponse((await answers.trace(await opened(request), request.path_params["id"])).as_json())
 
 
 async def trace_resource(request: Request) -> Response:
     """A trace's IRI, `{base}trace/C/ID`, dereferenced: 303 to its page for a browser, to its
     RDF (the trace graph's triples about it) for an RDF client, to its JSON otherwise."""
-    authorize(request, "read", per_collection=True)
     found = await opened(request, request.path_params["collection"])
     collection, trace_id = found.name, request.path_params["id"]
     await answers.check_trace(found, trace_id)
@@ -58,7 +53,6 @@ async def trace_resource(request: Request) -> Response:
 
 
 async def trace_page(request: Request) -> Response:
-    authorize(request, "read", per_collection=True)
     collection = await opened(request, request.path_params["collection"])
     found = await answers.trace(collection, request.path_params["id"])
     return render("trace.html", "../../../", t=found.as_json(), collection=collection.name)

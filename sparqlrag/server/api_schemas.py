@@ -89,13 +89,11 @@ def operation(
     responses: dict[str, Any],
     body: dict[str, Any] | None = None,
     parameters: list[dict[str, Any]] | None = None,
-    scope: str = "read",
 ) -> dict[str, Any]:
-    """One operation; every one can also answer with a JSON error (4xx), and needs a token of
-    `scope` when the server has tokens."""
+    """One operation; every one can also answer with a JSON error (4xx). The scope a token needs
+    for it is the route table's (routes.py), which the document states (openapi.document)."""
     described: dict[str, Any] = {
         "summary": summary,
-        "security": [{"bearer": [scope]}],
         "responses": {**responses, "4XX": json_response(ERROR, "the request was refused; the body says why")},
     }
     if body is not None:
@@ -109,8 +107,11 @@ def path_parameter(name: str, description: str, schema: dict[str, Any] = STRING)
     return {"name": name, "in": "path", "required": True, "schema": schema, "description": description}
 
 
-def graph_store(what: str, dataset: bool) -> dict[str, Any]:
-    """The Graph Store Protocol's four methods on one kind of path; `dataset`: the path is
+TRACE_ID = path_parameter("id", "the trace id")
+
+
+def graph_store_doc(what: str, *, dataset: bool) -> dict[str, Any]:
+    """The Graph Store Protocol's four methods on one kind of path, by method; `dataset`: the path is
     `/store`, which also names the default graph (?default), a graph (?graph=) or every graph."""
     responses = {
         "200": {"description": "RDF by Accept"},
@@ -138,7 +139,6 @@ def graph_store(what: str, dataset: bool) -> dict[str, Any]:
     return {
         method: operation(
             f"Graph Store HTTP Protocol {method.upper()} {what}",
-            scope="read" if method == "get" else "write",
             responses=responses,
             body=rdf if method in ("put", "post") else None,
             parameters=([reification] if method == "get" else []) + (naming if dataset else []) or None,

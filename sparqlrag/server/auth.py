@@ -92,6 +92,12 @@ def authorize(request: Request, scope: Scope, *, per_collection: bool = False) -
     return access
 
 
+def granted(request: Request) -> Access:
+    """What the token of a request the route table has judged (`authorize`) may do."""
+    access: Access = request.state.access
+    return access
+
+
 def check_collection_access(request: Request, collection: str) -> None:
     """403 unless the authorized token may act on `collection` with the scope it was authorized for."""
     access: Access = request.state.access

@@ -12,7 +12,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from sparqlrag.operations import collections
 from sparqlrag.operations.collection import Collection, checked_name, open_collection
 from sparqlrag.operations.requests import NewCollection
-from sparqlrag.server.auth import authorize, check_collection_access
+from sparqlrag.server.auth import check_collection_access, granted
 from sparqlrag.server.bodies import scratch_path, spool_body
 from sparqlrag.server.contracts import parsed
 from sparqlrag.server.state import state_of
@@ -44,27 +44,25 @@ def collection_name(request: Request) -> str:
 
 
 async def list_collections(request: Request) -> Response:
-    access = authorize(request, "read", per_collection=True)
+    access = granted(request)
     listed = await collections.listed(_services(request), access)
     return JSONResponse({"collections": [asdict(info) for info in listed]})
 
 
 async def create_collection(request: Request) -> Response:
     """`{"name": ..., "ontology"?: ...}`; 201 with Location, 409 when it exists."""
-    access = authorize(request, "write", per_collection=True)
+    access = granted(request)
     info = await collections.create(_services(request), await parsed(request, NewCollection), access)
     return JSONResponse(asdict(info), status_code=201, headers={"Location": f"/api/v1/collections/{info.name}"})
 
 
 async def get_collection(request: Request) -> Response:
-    authorize(request, "read", per_collection=True)
     return JSONResponse(asdict(await collections.info(_services(request), collection_name(request))))
 
 
 async def delete_collection(request: Request) -> Response:
     """Everything of the collection goes. `default` always exists, so it is emptied and stays:
     a 200 that says so, not a 204."""
-    authorize(request, "write", per_collection=True)
     name = collection_name(request)
     done = await collections.delete(_services(request), name)
     if name == collections.DEFAULT_COLLECTION:
@@ -74,7 +72,6 @@ async def delete_collection(request: Request) -> Response:
 
 async def export_core(request: Request) -> Response:
     """The collection as a knowledge core (a zip file: TriG graphs, vectors, manifest)."""
-    authorize(request, "read", per_collection=True)
     name = collection_name(request)
     path = scratch_path(request, "core")
     try:
@@ -91,7 +88,6 @@ async def import_core(request: Request) -> Response:
     """A knowledge core as the body, imported into the collection the URL names (its IRIs
     moved there when it was exported from another): 201; 400 when it is not a sound core, 409
     when this server cannot take it."""
-    authorize(request, "write", per_collection=True)
     name = collection_name(request)
     settings = state_of(request).settings
     path = await spool_body(request, settings.max_upload_bytes, state_of(request).scratch_dir)

@@ -10,27 +10,23 @@ from starlette.responses import JSONResponse, Response
 
 from sparqlrag.operations import entities
 from sparqlrag.operations.requests import AliasesQuery, EntityMerge, EntitySplit
-from sparqlrag.server.auth import authorize
 from sparqlrag.server.collections import opened
 from sparqlrag.server.contracts import parsed, parsed_query
 
 
 async def aliases(request: Request) -> Response:
     """?entity=IRI-or-name: the entity's aliases, the merges that joined them, the names kept apart."""
-    authorize(request, "read", per_collection=True)
     collection = await opened(request, request.path_params["name"])
     return JSONResponse(asdict(await entities.aliases(collection, parsed_query(request, AliasesQuery))))
 
 
 async def merge(request: Request) -> Response:
     """{"entity", "other"}: other is entity; answers entity's aliases after the merge."""
-    authorize(request, "write", per_collection=True)
     collection = await opened(request, request.path_params["name"])
     return JSONResponse(asdict(await entities.merge(collection, await parsed(request, EntityMerge))))
 
 
 async def split(request: Request) -> Response:
     """{"entity", "alias"}: the alias names something else; answers entity's aliases after the split."""
-    authorize(request, "write", per_collection=True)
     collection = await opened(request, request.path_params["name"])
     return JSONResponse(asdict(await entities.split(collection, await parsed(request, EntitySplit))))

@@ -21,7 +21,7 @@ from starlette.responses import FileResponse, Response
 from sparqlrag.config import Settings
 from sparqlrag.operations.access import Scope
 from sparqlrag.operations.failures import Refused
-from sparqlrag.server.auth import authorize, client_key
+from sparqlrag.server.auth import client_key, granted
 from sparqlrag.server.bodies import scratch_path, spool_body
 from sparqlrag.server.state import state_of
 from sparqlrag.server.streams import answer_response
@@ -83,7 +83,7 @@ async def graph_store(request: Request) -> Response:
     settings: Settings = state_of(request).settings
     reading = request.method in ("GET", "HEAD")
     scope: Scope = "read" if reading else "write"
-    access = authorize(request, scope, per_collection=True)  # before the request is judged: without a token, 401
+    access = granted(request)  # (judged for the method's scope before the request, by the route table)
     target = _target(request, settings)
     if not access.everywhere(scope) and (
         target in (None, ALL) or not access.may_graph(scope, settings.base_iri, target)

@@ -23,7 +23,7 @@ from starlette.responses import RedirectResponse, Response
 
 from sparqlrag.operations import linked_data as described
 from sparqlrag.operations.failures import Refused
-from sparqlrag.server.auth import authorize, check_collection_access
+from sparqlrag.server.auth import check_collection_access, granted
 from sparqlrag.server.pages import render
 from sparqlrag.server.state import state_of
 from sparqlrag.store import vocab
@@ -54,7 +54,7 @@ def reach(request: Request, path: str) -> frozenset[str] | None:
     """The collections the token may read (None: all), after a 403 when `path` is an IRI of a
     collection (`id/C/...`, `doc/C/...`) it may not read. A relation's facts are then shown from
     those collections alone."""
-    access = authorize(request, "read", per_collection=True)
+    access = granted(request)
     kind, _, rest = path.partition("/")
     if kind in described.OF_A_COLLECTION:
         check_collection_access(request, rest.split("/", 1)[0])
@@ -98,7 +98,6 @@ async def resource(request: Request) -> Response:
 
 async def data(request: Request) -> Response:
     """The description as RDF, in the syntax the extension names."""
-    authorize(request, "read", per_collection=True)  # before the path is judged: without a token, every answer is 401
     path = iri_path(request, "/data/")
     for media, ext, fmt in DATA_FORMATS:
         if path.endswith("." + ext):

@@ -21,7 +21,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from sparqlrag.server.auth import authorize
 from sparqlrag.server.middleware import HttpMiddleware
 from sparqlrag.server.state import app_state, state_of
 
@@ -130,5 +129,4 @@ class MetricsMiddleware(HttpMiddleware):
 
 
 async def metrics_endpoint(request: Request) -> Response:
-    authorize(request, "read")
     return Response(generate_latest(state_of(request).metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -10,7 +10,7 @@ from starlette.responses import JSONResponse, Response
 
 from sparqlrag.operations import queries
 from sparqlrag.operations.requests import NlQuestion
-from sparqlrag.server.auth import authorize, client_key
+from sparqlrag.server.auth import client_key
 from sparqlrag.server.collections import opened
 from sparqlrag.server.contracts import parsed
 from sparqlrag.server.rate_limit import limit_answers
@@ -21,7 +21,6 @@ from sparqlrag.store.base import QueryResult
 async def nl_query(request: Request) -> Response:
     """`{"question", "collection"?, "ontology"?}` -> `{"question", "ontology", "query", "form", "results"}`
     (SPARQL JSON results for SELECT and ASK, Turtle text for CONSTRUCT)."""
-    authorize(request, "read")
     limit_answers(request)
     settings = state_of(request).settings
     asked = await parsed(request, NlQuestion)

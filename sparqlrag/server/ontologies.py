@@ -41,13 +41,11 @@ def _ontologies(request: Request) -> Ontologies:
 
 
 async def list_ontologies(request: Request) -> Response:
-    authorize(request, "read", per_collection=True)
     return JSONResponse({"ontologies": [info.json() for info in await ontologies.listed(_ontologies(request))]})
 
 
 async def upload(request: Request) -> Response:
     """POST: multipart (one file; name from ?name= or the file name) or a raw body with ?name=."""
-    authorize(request, "write")
     limit = state_of(request).settings.max_ontology_bytes
     kind = media_type_of(request.headers.get("content-type"))
     name = request.query_params.get("name")
@@ -69,7 +67,6 @@ async def upload(request: Request) -> Response:
 
 async def put(request: Request) -> Response:
     """PUT /api/v1/ontologies/{name}: the body is the ontology, loaded or reloaded under that name."""
-    authorize(request, "write")
     data = await read_body(request, state_of(request).settings.max_ontology_bytes)
     return await _load(
         request, request.path_params["name"], data, media_type_of(request.headers.get("content-type")), None
@@ -99,12 +96,10 @@ def _too_large(limit: int) -> Refused:
 
 
 async def get_ontology(request: Request) -> Response:
-    authorize(request, "read", per_collection=True)
     return await _serve(request, request.path_params["name"])
 
 
 async def delete_ontology(request: Request) -> Response:
-    authorize(request, "write")
     await ontologies.remove(_ontologies(request), request.path_params["name"])
     return Response(status_code=204)
 

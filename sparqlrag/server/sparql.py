@@ -14,7 +14,7 @@ from starlette.responses import Response
 from sparqlrag.config import Settings
 from sparqlrag.operations.access import Access, readable_graphs, remote_refusal
 from sparqlrag.operations.failures import Refused
-from sparqlrag.server.auth import authorize, client_key
+from sparqlrag.server.auth import authorize, client_key, granted
 from sparqlrag.server.bodies import decode_utf8, read_body
 from sparqlrag.server.hang_ups import ended_by_hang_up
 from sparqlrag.server.service_description import service_description
@@ -91,7 +91,7 @@ def _check_utf8_charset(content_type: str) -> None:
 
 async def sparql_endpoint(request: Request) -> Response:
     settings: Settings = state_of(request).settings
-    reading = authorize(request, "read", per_collection=True)  # before the text is read; updates need "write"
+    reading = granted(request)  # ("read", judged by the route table before the text is read; updates need "write")
     params = _url_params(request)
     if request.method in ("GET", "HEAD"):
         if "update" in params:

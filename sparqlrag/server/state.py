@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, cast
 
 from starlette.applications import Starlette
 from starlette.requests import HTTPConnection
+from starlette.types import ASGIApp
 
 from sparqlrag.config import Settings
 from sparqlrag.services import Services
@@ -23,6 +24,7 @@ if TYPE_CHECKING:  # these modules read the state themselves
 @dataclass
 class ServerState:
     settings: Settings
+    assistant: ASGIApp  # the MCP endpoint (mcp_endpoint.McpEndpoint), which the route table's /mcp hands on to
     metrics: Metrics
     answer_limit: AnswerRateLimit
     queries: QueryAdmission

@@ -6,14 +6,14 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from sparqlrag.server.auth import authorize
+from sparqlrag.server.auth import granted
 from sparqlrag.server.state import state_of
 
 
 async def access(request: Request) -> Response:
     """{"auth": false} on a server without tokens; else the collections the token reads and
     writes ("all", or their names)."""
-    reach = authorize(request, "read", per_collection=True)
+    reach = granted(request)
     if not state_of(request).settings.auth_enabled:
         return JSONResponse({"auth": False})
 

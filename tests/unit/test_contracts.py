@@ -24,7 +24,7 @@ from sparqlrag.retrieval.options import (
     GraphRagOptions,
 )
 from sparqlrag.server.mcp_servers import McpServers
-from sparqlrag.server.openapi import DOCUMENT
+from sparqlrag.server.routes import DOCUMENT
 from sparqlrag.store.vocab import CollectionName
 
 ROOT = Path(__file__).resolve().parents[2] / "sparqlrag"
