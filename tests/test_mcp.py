@@ -400,3 +400,37 @@ def test_each_tool_is_a_method_that_runs_without_a_transport(tmp_path: Path) -> 
     finally:
         services.close()
         store.close()
+
+
+def test_ask_takes_the_routes_options(server: LiveServer) -> None:
+    """MCP `ask` honours every option the HTTP route does, checked by the same models (issue 53)."""
+    question = "Where was Marie Curie born?"
+
+    async def answered(client: Client) -> list[CallToolResult]:
+        return [
+            await client.call_tool("ask", {"question": question, "options": {"k": 1, "bridges": 0}}),
+            await client.call_tool(
+                "ask", {"question": question, "mode": "pagerank", "options": {"edge_limit": 1, "max_path_length": 1}}
+            ),
+            await client.call_tool("ask", {"question": question, "mode": "document", "options": {"k": 1}}),
+        ]
+
+    async def refused(client: Client) -> list[CallToolResult]:
+        return [
+            await client.call_tool("ask", {"question": question, "options": {"k": 0}}),
+            await client.call_tool("ask", {"question": question, "options": {"hops": 2}}),
+            await client.call_tool("ask", {"question": question, "mode": "document", "options": {"bridges": 1}}),
+        ]
+
+    one, pagerank, document = _over_http(server, ADMIN, answered)
+    assert len(_result(one)["sources"]) == 1 and len(_result(one)["facts"]) > 1
+    assert len(_result(pagerank)["facts"]) == 1  # edge_limit 1, one hop: the walk's best fact alone
+    assert len(_result(document)["sources"]) == 1
+    with server.client(ADMIN) as client:
+        http = client.post("/api/v1/graph-rag", json={"question": question, "k": 1, "bridges": 0}).json()
+    assert [s["chunk"] for s in _result(one)["sources"]] == [s["chunk"] for s in http["sources"]]
+    before = server.dataset(ADMIN)
+    texts = [_error(called) for called in _over_http(server, ADMIN, refused)]
+    assert "k must be an integer from 1" in texts[0] and "hops is not one of this request's fields" in texts[1]
+    assert "bridges is not one of this request's fields" in texts[2]  # Document RAG has no bridges
+    assert server.dataset(ADMIN) == before  # a refused question writes no trace

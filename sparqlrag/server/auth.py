@@ -17,10 +17,11 @@ header is spelt (scheme in any case, spaces around it), and the same token from 
 without tokens, the socket's peer (uvicorn reads `X-Forwarded-For` only from `trusted_proxies`).
 A made-up header is no new client: an unknown token is 401 before any limit is counted.
 
-A collection-limited token is refused by every route unless the route says it narrows what it
-does to the token's collections (`per_collection=True`); such a route then checks each
-collection it touches (`check_collection_access`, which `collection_of` calls), so a route
-that forgets cannot leak.
+A collection-limited token is refused by every route unless the route table says the route
+narrows what it does to the token's collections (`per_collection=True`, routes.py); such a
+route then checks each collection it touches (`check_collection_access`, or
+`operations.collection.open_collection` for a route that names one), so a route that forgets
+cannot leak.
 """
 
 from __future__ import annotations

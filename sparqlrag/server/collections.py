@@ -30,11 +30,6 @@ async def opened(request: Request, named: str | None = None) -> Collection:
     return await open_collection(_services(request), name, request.state.access, request.state.scope)
 
 
-async def collection_of(request: Request, named: str | None = None) -> str:
-    """The name of the collection `opened` checks."""
-    return (await opened(request, named)).name
-
-
 def collection_name(request: Request) -> str:
     """The collection a `/api/v1/collections/{name}/...` path names: 400 for a bad name, 403
     for one the token may not reach."""

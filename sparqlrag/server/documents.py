@@ -31,12 +31,7 @@ from sparqlrag.server.hang_ups import decoding_for
 from sparqlrag.server.rate_limit import limit_answers
 from sparqlrag.server.state import state_of
 from sparqlrag.server.streams import sse, wants_stream
-from sparqlrag.services import Services
 from sparqlrag.store.formats import media_type_of
-
-
-def _services(request: Request) -> Services:
-    return state_of(request).services
 
 
 def _in_background(request: Request) -> bool:
