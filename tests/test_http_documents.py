@@ -64,6 +64,7 @@ def test_upload_list_status_delete(client: httpx.Client) -> None:
     "kwargs,status,error",
     [
         ({"json": {"id": "e", "text": ""}}, 400, "bad_document"),
+        ({"files": {"file": ("foaf.ttl", b"<http://a> <http://b> <http://c> .", "text/plain")}}, 400, "bad_document"),
         (
             {
                 "content": b"\x00\x01binary\x00" * 40,
