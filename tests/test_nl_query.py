@@ -163,6 +163,8 @@ def test_offline_it_is_501_and_a_cli_error(tmp_path: Path) -> None:
         assert response.status_code == 501 and "need an LLM" in response.json()["detail"]
     finally:
         stop()
+    made = subprocess.run([SPARQLRAG, "update", "", "--data-dir", str(tmp_path / "cli")], capture_output=True)
+    assert made.returncode == 0  # (a data directory: `nl-query` refuses a folder with no data first)
     run = subprocess.run(
         [SPARQLRAG, "nl-query", "Who is a member of ACME?", "--data-dir", str(tmp_path / "cli")],
         capture_output=True,

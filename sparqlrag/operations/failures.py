@@ -94,6 +94,7 @@ def described(exc: Exception) -> tuple[int, str, str]:
 
 
 def unexpected(exc: Exception, status: int) -> bool:
-    """Whether a failure is the server's own, for its log: a 5xx other than a model's failure or
-    a query that ran out of time (the client's query, not a fault)."""
-    return status >= 500 and not isinstance(exc, (LLMError, base.QueryTimeout))
+    """Whether a failure is the server's own, for its log: a 5xx other than a refusal it chose
+    to give (no LLM to write a query), a model's failure, or a query that ran out of time (the
+    client's query, not a fault)."""
+    return status >= 500 and not isinstance(exc, (Refused, LLMError, base.QueryTimeout))

@@ -89,12 +89,17 @@ def operation(
     responses: dict[str, Any],
     body: dict[str, Any] | None = None,
     parameters: list[dict[str, Any]] | None = None,
+    refused: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One operation; every one can also answer with a JSON error (4xx). The scope a token needs
-    for it is the route table's (routes.py), which the document states (openapi.document)."""
+    """One operation; every one can also answer with a 4xx, the API's JSON error unless `refused`
+    says otherwise. The scope a token needs for it is the route table's (routes.py), which the
+    document states (openapi.document)."""
     described: dict[str, Any] = {
         "summary": summary,
-        "responses": {**responses, "4XX": json_response(ERROR, "the request was refused; the body says why")},
+        "responses": {
+            **responses,
+            "4XX": refused or json_response(ERROR, "the request was refused; the body says why"),
+        },
     }
     if body is not None:
         described["requestBody"] = {"required": True, "content": body}

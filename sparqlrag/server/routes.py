@@ -219,17 +219,19 @@ PROTOCOL: list[Endpoint] = [  # the protocol routes first: the router tries each
         "POST",
         _Assistant(),
         asgi=True,
-        doc={
-            **operation(
-                "Model Context Protocol over streamable HTTP (stateless): one JSON-RPC message "
-                "(Accept: application/json, text/event-stream); the write tool needs `write`",
-                body={JSON: {"schema": JSON_RPC}},
-                responses={
-                    "200": {"description": "a JSON-RPC response", "content": {JSON: {"schema": ANY_OBJECT}}},
-                    "202": {"description": "a notification or response accepted"},
-                },
-            ),
-        },
+        doc=operation(
+            "Model Context Protocol over streamable HTTP (stateless): one JSON-RPC message "
+            "(Accept: application/json, text/event-stream); the write tool needs `write`",
+            body={JSON: {"schema": JSON_RPC}},
+            responses={
+                "200": {"description": "a JSON-RPC response", "content": {JSON: {"schema": ANY_OBJECT}}},
+                "202": {"description": "a notification or response accepted"},
+            },
+            refused={
+                "description": "refused: a JSON error, or a JSON-RPC error from the MCP transport",
+                "content": {JSON: {"schema": ANY_OBJECT}},
+            },
+        ),
     ),
     Endpoint(
         "/healthz",

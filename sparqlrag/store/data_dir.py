@@ -15,8 +15,9 @@ class BaseIriChanged(StoreError):
 
 
 def is_data_dir(data_dir: Path) -> bool:
-    """Whether sparqlrag made `data_dir` (it pins its settings there on first use)."""
-    return (data_dir / META_FILE).is_file()
+    """Whether `data_dir` holds anything (a store, a library, its pinned settings): a command
+    that only reads has something to read there."""
+    return data_dir.is_dir() and any(data_dir.iterdir())
 
 
 def pinned_base_iri(data_dir: Path) -> str | None:
