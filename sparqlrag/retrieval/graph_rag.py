@@ -30,7 +30,7 @@ import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from pyoxigraph import NamedNode, Triple
@@ -68,6 +68,7 @@ from sparqlrag.threads import off_loop
 # it says little about the question, so its weight is damped (the value's measurement is in
 # bench/RESULTS.md, "Figures moved from code comments").
 HUB_DAMPING = 0.6
+ANSWERED = "answered"  # the last event of `_events`: the whole answer, for `answer` (never streamed)
 EDGE_QUERY_NODES = 8  # frontier entities per edge query (_edges_around)
 
 
@@ -120,10 +121,12 @@ class GraphRag:
         """What `stream` yields, collected: the LLM answers in one (cached) call. "graph" raises
         EmptyGraph when nothing can be grounded; the other modes then answer from passages alone."""
         walk = Walk.start(question, mode, options)
-        async for _ in self._events(Iris(self.base_iri, collection), walk, live=False):
-            pass
-        assert walk.answer is not None
-        return walk.answer
+        answered = [
+            data[ANSWERED]
+            async for event, data in self._events(Iris(self.base_iri, collection), walk, live=False)
+            if event == ANSWERED
+        ]
+        return cast(GraphAnswer, answered[-1])
 
     async def stream(
         self,
@@ -136,11 +139,12 @@ class GraphRag:
         "edges"), the answer as "token"s, then "sources", then "done" with the trace IRI."""
         walk = Walk.start(question, mode, options)
         async for event in self._events(Iris(self.base_iri, collection), walk, live=True):
-            yield event
+            if event[0] != ANSWERED:
+                yield event
 
     async def _events(self, iris: Iris, walk: Walk, *, live: bool) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """The walk, synthesis (streamed from the LLM when `live`), and the trace written; the
-        answer is left in `walk.answer`."""
+        answer ends it, as the event ANSWERED (which `stream` leaves out)."""
         async for event in self._walk(iris, walk):
             yield event
         with Stage(walk.trace, "synthesis"):
@@ -154,7 +158,7 @@ class GraphRag:
                 yield "token", {"text": walk.trace.answer}
         trace = walk.trace
         iri = await self.traces.write(iris.collection, trace)
-        answer = walk.answer = GraphAnswer(
+        answer = GraphAnswer(
             trace.question,
             trace.answer,
             walk.concepts,
@@ -170,6 +174,7 @@ class GraphRag:
         )
         yield "sources", {"sources": [s.as_json() for s in answer.source_views()]}
         yield "done", {"answer": answer.answer, "trace": answer.trace, "model": answer.model, "usage": answer.usage}
+        yield ANSWERED, {ANSWERED: answer}
 
     def _offline_answer(self, walk: Walk) -> str:
         """The sentences of the passages, or the facts, that best answer the question

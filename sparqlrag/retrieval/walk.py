@@ -106,7 +106,7 @@ def fact_texts(edges: list[Edge]) -> dict[Triple, str]:
     return said
 
 
-@dataclass
+@dataclass(frozen=True)
 class GraphAnswer:
     question: str
     answer: str
@@ -175,7 +175,6 @@ class Walk:
     passages: list[Passage] = field(default_factory=list)
     ranking: Ranking | None = None  # pagerank mode, and evidence's bridges: what PageRank made of the seeds
     explored: int = 0
-    answer: GraphAnswer | None = None  # set once synthesis is done and the trace written
 
     @classmethod
     def start(cls, question: str, mode: GraphMode, options: GraphRagOptions | None) -> Walk:
