@@ -182,13 +182,13 @@ class SourceView(PassageView):
     def traced(cls, source: TracedSource, passage: Passage | None, texts: Mapping[Triple, str]) -> SourceView:
         """The traced source with its passage (None once its document is gone) and each fact's text."""
         found = PassageView.of(passage).as_json() if passage else _GONE
+        traced = {
+            "chunk": source.chunk,
+            "score": source.score,
+            "supports": FactView.of(source.supports) if source.supports else None,
+        }
         return cls(
-            **found
-            | {
-                "chunk": source.chunk,
-                "score": source.score,
-                "supports": FactView.of(source.supports) if source.supports else None,
-            },
+            **(found | traced),
             rank=source.rank,
             carried_by=sorted(source.carried_by),  # (a set in the trace graph, so sorted in both)
             carried_by_statements=sorted(source.carried_by_statements),

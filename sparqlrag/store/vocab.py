@@ -235,7 +235,7 @@ def _shown(what: str) -> dict[str, str]:
     return {"pattern": f"^{NAME_PATTERN}$", "description": f"the {what}: 1-64 of a-z, 0-9, '-', '_'"}
 
 
-# request fields naming a collection or an ontology (retrieval/options.py, server/contracts.py)
+# request fields naming a collection or an ontology (retrieval/options.py, operations/requests.py)
 CollectionName = Annotated[
     str, Strict(), AfterValidator(check_collection), Field(json_schema_extra=_shown("collection"))
 ]

@@ -1,5 +1,5 @@
 """Each limit and mode name has one source, the models of retrieval/options.py and
-server/contracts.py: the OpenAPI document, the MCP tools' schemas and the CLI's choices are read
+operations/requests.py: the OpenAPI document, the MCP tools' schemas and the CLI's choices are read
 from them (the routes validate with them: tests/test_http_errors.py), and no module spells a
 mode list of its own."""
 
