@@ -158,7 +158,7 @@ class Services:
         extracting_llm = llm if settings.extractor == "llm" else None
         indexes = ElementIndexes(ontologies, embedder)
         by_ontology = CollectionExtractors(
-            store, settings.base_iri, OntologyGuides(indexes, selector), extracting_llm, settings.prompts_dir
+            store, OntologyGuides(indexes, selector), extracting_llm, settings.prompts_dir
         )
         overridden = extractor is not None
         if extractor is None:

@@ -225,16 +225,15 @@ class CollectionExtractors:
     def __init__(
         self,
         store: QuadStore,
-        base_iri: str,
         guides: Guides,
         llm: ChatModel | None,
         prompts_dir: Path | None = None,
     ) -> None:
-        self.store, self.base_iri, self.guides = store, base_iri, guides
+        self.store, self.guides = store, guides
         self.llm, self.prompts_dir = llm, prompts_dir
 
-    async def __call__(self, collection: str) -> GuidedExtractor | TypedOfflineExtractor | None:
-        name = await off_loop(librarian.collection_ontology, self.store, Iris(self.base_iri, collection))
+    async def __call__(self, iris: Iris) -> GuidedExtractor | TypedOfflineExtractor | None:
+        name = await off_loop(librarian.collection_ontology, self.store, iris)
         if name is None:
             return None
         guide = await off_loop(self.guides.get, name)

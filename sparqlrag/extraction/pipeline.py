@@ -82,7 +82,7 @@ class Pipeline:
         chunk_size: int = 2000,
         chunk_overlap: int = 100,
         concurrency: int = 4,
-        extractor_for: Callable[[str], Awaitable[Extractor | None]] | None = None,
+        extractor_for: Callable[[Iris], Awaitable[Extractor | None]] | None = None,
         resolution: bool = True,
         decoder: DecodePool,
     ) -> None:
@@ -146,7 +146,7 @@ class Pipeline:
     ) -> tuple[list[IngestResult | Exception], set[str]]:
         """`ingest_many` without the repair; also returns the documents the batch's merges affect."""
         iris, ids = await self._batch(collection, sources)
-        extractor = (await self.extractor_for(collection) if self.extractor_for else None) or self.extractor
+        extractor = (await self.extractor_for(iris) if self.extractor_for else None) or self.extractor
         async with self.locks.documents(collection, ids):
             progress, slots = ChunkProgress(on_progress, self.stats), asyncio.Semaphore(self.concurrency)
             try:

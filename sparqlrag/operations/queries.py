@@ -24,7 +24,7 @@ async def nl_query(collection: Collection, asked: NlQuestion, run: Runner) -> Nl
     ontology not loaded, or none to use."""
     try:
         return await collection.services.nl_query.ask(
-            asked.question, run, collection=collection.name, ontology=asked.ontology
+            asked.question, run, iris=collection.iris, ontology=asked.ontology
         )
     except NlQueryUnavailable as error:
         raise Refused(501, "nl_query_unavailable", str(error)) from None

@@ -23,7 +23,7 @@ from sparqlrag.ontology.selection import ElementIndexes, Selector, describe
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QueryResult
-from sparqlrag.store.vocab import DEFAULT_COLLECTION, Iris
+from sparqlrag.store.vocab import Iris
 from sparqlrag.threads import off_loop
 
 KNOWN_NAMESPACES = (vocab.RDF, vocab.RDFS, vocab.OWL, vocab.XSD, vocab.SKOS)
@@ -117,10 +117,11 @@ class NlQuery:
         question: str,
         run: Callable[[str, str], QueryResult],
         *,
-        collection: str = DEFAULT_COLLECTION,
+        iris: Iris,
         ontology: str | None = None,
     ) -> NlAnswer:
-        """Write, check and run a query: `run(query, form)` runs it with the caller's time limit.
+        """Write, check and run a query over the collection `iris` names: `run(query, form)` runs it
+        with the caller's time limit.
         Raises ValueError (a bad question, no ontology to use), UnknownOntology, NlQueryUnavailable,
         QueryRejected, and what `run` raises."""
         question = check_question(question)
@@ -129,10 +130,10 @@ class NlQuery:
                 'natural-language queries need an LLM to write the SPARQL: set llm to "anthropic" '
                 '(with ANTHROPIC_API_KEY) or "openai" (with llm_base_url)'
             )
-        name = ontology or await self._ontology_of(collection)
+        name = ontology or await self._ontology_of(iris)
         index = await off_loop(self.indexes.get, name)
         (subset,) = await off_loop(self.selector.select, index, [question])
-        graph = Iris(self.base_iri, collection).knowledge_graph.value
+        graph = iris.knowledge_graph.value
         completion = await self.llm.complete(
             render("nl_query", self.prompts_dir, question=question, graph=graph, **describe(subset))
         )
@@ -143,9 +144,9 @@ class NlQuery:
         result = await off_loop(run, query, form)
         return NlAnswer(question, name, query, form, result)
 
-    async def _ontology_of(self, collection: str) -> str:
+    async def _ontology_of(self, iris: Iris) -> str:
         """The collection's ontology, else the only one loaded (ValueError if that is no answer)."""
-        name = await off_loop(librarian.collection_ontology, self.ontologies.store, Iris(self.base_iri, collection))
+        name = await off_loop(librarian.collection_ontology, self.ontologies.store, iris)
         if name is not None:
             return name
         loaded = await self.ontologies.list()
