@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, ParamSpec, Protocol, TypeVar, runtime_checkable
+from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 
-@runtime_checkable
 class AwaitsItsCalls(Protocol):
     """An object that awaits calls of its own blocking methods on the event loop."""
 
@@ -27,7 +26,7 @@ class AwaitsItsCalls(Protocol):
 async def off_loop(call: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
     """`call(*args, **kwargs)`, awaited without blocking the event loop."""
     owner = getattr(call, "__self__", None)
-    if isinstance(owner, AwaitsItsCalls):
-        awaited: T = await owner.awaited(call, *args, **kwargs)
+    if hasattr(owner, "awaited"):  # (an attribute look-up: isinstance of a Protocol costs ~8 µs a call)
+        awaited: T = await cast(AwaitsItsCalls, owner).awaited(call, *args, **kwargs)
         return awaited
     return await asyncio.to_thread(call, *args, **kwargs)

@@ -420,6 +420,9 @@ def test_ask_takes_the_routes_options(server: LiveServer) -> None:
             await client.call_tool("ask", {"question": question, "options": {"k": 0}}),
             await client.call_tool("ask", {"question": question, "options": {"hops": 2}}),
             await client.call_tool("ask", {"question": question, "mode": "document", "options": {"bridges": 1}}),
+            await client.call_tool("ask", {"question": question, "options": {"question": "Who is Ada?"}}),
+            await client.call_tool("ask", {"question": question, "options": {"collection": "finance"}}),
+            await client.call_tool("ask", {"question": question, "options": ["k", 1]}),
         ]
 
     one, pagerank, document = _over_http(server, ADMIN, answered)
@@ -433,4 +436,7 @@ def test_ask_takes_the_routes_options(server: LiveServer) -> None:
     texts = [_error(called) for called in _over_http(server, ADMIN, refused)]
     assert "k must be an integer from 1" in texts[0] and "hops is not one of this request's fields" in texts[1]
     assert "bridges is not one of this request's fields" in texts[2]  # Document RAG has no bridges
+    assert "question is not one of this request's fields" in texts[3]  # options are options, nothing else
+    assert "collection is not one of this request's fields" in texts[4]
+    assert "bad_request" in texts[5] and "'k'" not in texts[5]  # not an object: refused, the value not repeated
     assert server.dataset(ADMIN) == before  # a refused question writes no trace

@@ -7,10 +7,10 @@ import asyncio
 import sys
 from pathlib import Path
 
-from sparqlrag.cli.session import CliError, Session
+from sparqlrag.cli.session import CliError, Session, request_of
 from sparqlrag.operations import collections as operations
 from sparqlrag.operations.access import EVERYTHING
-from sparqlrag.operations.requests import NewCollection, validated
+from sparqlrag.operations.requests import NewCollection
 
 
 def collections(session: Session, args: argparse.Namespace) -> None:
@@ -18,8 +18,8 @@ def collections(session: Session, args: argparse.Namespace) -> None:
     if args.action != "list" and not args.name:
         raise CliError(f"collections {args.action} needs a collection name")
     if args.action == "create":
-        asked = validated(NewCollection, {"name": args.name, "ontology": args.ontology})
-        print(f"created {asyncio.run(operations.create(services, asked, EVERYTHING)).name}")
+        created = asyncio.run(operations.create(services, request_of(NewCollection, args), EVERYTHING))
+        print(f"created {created.name}")
     elif args.action == "delete":
         print(asyncio.run(operations.delete(services, args.name)))
     else:

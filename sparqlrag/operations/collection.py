@@ -18,17 +18,13 @@ from sparqlrag.store.vocab import DEFAULT_COLLECTION, InvalidName, Iris, check_c
 
 @dataclass(frozen=True)
 class Collection:
-    """One existing collection a caller may use with `scope`."""
+    """One existing collection, opened for a caller: its name, its IRIs, the running parts that
+    hold it, and the caller's grants (for what a use case may reach beyond it)."""
 
     services: Services
     name: str
     iris: Iris
     access: Access
-    scope: Scope
-
-    @property
-    def base_iri(self) -> str:
-        return self.iris.base
 
 
 def checked_name(name: str) -> str:
@@ -48,4 +44,4 @@ async def open_collection(
     access.check(scope, checked)
     if not await services.collections.exists(checked):
         raise UnknownCollection(checked)
-    return Collection(services, checked, Iris(services.settings.base_iri, checked), access, scope)
+    return Collection(services, checked, Iris(services.settings.base_iri, checked), access)

@@ -69,21 +69,25 @@ async def ingest(
 ) -> list[Ingested]:
     """Each document ingested now (or found unchanged); `force` extracts every chunk again."""
     check_sources(sources)
-    try:
+    with _named_once():
         return await collection.services.pipeline.ingest_many(
             collection.name, sources, on_progress=on_progress, force=force
         )
-    except DecodeError:  # (what is wrong with the document: failures.py says so)
-        raise
-    except ValueError as error:  # the same document named twice in one call
-        raise Refused(400, "bad_request", str(error)) from None
 
 
 async def submit(collection: Collection, sources: list[Source], *, force: bool = False) -> list[IngestResult]:
     """Each document decoded and accepted now (`queued`, or `unchanged`), ingested in the background."""
     check_sources(sources)
-    try:
+    with _named_once():
         return await collection.services.pipeline.submit(collection.name, sources, force=force)
+
+
+@contextlib.contextmanager
+def _named_once() -> Iterator[None]:
+    """The pipeline's ValueError for a document named twice in one call, as a 400 (a DecodeError,
+    a ValueError too, says what is wrong with a document: failures.py maps it)."""
+    try:
+        yield
     except DecodeError:
         raise
     except ValueError as error:

@@ -113,7 +113,7 @@ async def original(services: Services, path: str) -> tuple[DocumentInfo, Upload,
 
 async def entity(collection: Collection, named: str) -> Description:
     """What the graph says about an entity, named by its IRI or by its name in the collection."""
-    base = collection.base_iri
+    base = collection.iris.base
     iri = named if named.startswith(base + "id/") else collection.iris.entity(named).value
     found = await off_loop(describe, collection.services.store, base, iri)
     if found is None:

@@ -73,6 +73,7 @@ def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> TraceRecord | Non
         *(s.fact for s in traced_seeds if s.fact),
         *(f for s in traced_pagerank for f in s.facts),
         *(s.supports for s in sources if s.supports),
+        *(f for s in sources for f in s.bridged_by),
     ]
     named = {term.value for f in facts for term in f if isinstance(term, NamedNode)}
     entities = {s.entity for s in traced_seeds} | {s.entity for s in traced_pagerank}
@@ -95,7 +96,7 @@ def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> TraceRecord | Non
         seeds=[SeedView.traced(seed, labels[seed.entity]) for seed in traced_seeds],
         pagerank_seeds=[PageRankSeedView.traced(seed) for seed in traced_pagerank],
         edges=[EdgeView.traced(edge) for edge in edges],
-        sources=_source_views(store, iris, sources),
+        sources=_source_views(store, iris, sources, labels),
         steps=[
             Step(name=lexical(s["name"]), ms=number(s["ms"], 0))
             for s in sorted(steps, key=lambda s: number(s["index"], 0) or 0)
@@ -211,10 +212,11 @@ def _sources(store: QuadStore, iris: Iris, items: Items) -> list[TracedSource]:
     return sources
 
 
-def _source_views(store: QuadStore, iris: Iris, sources: list[TracedSource]) -> list[SourceView]:
-    """The sources with their passages (while their documents last) and their bridges' facts named."""
+def _source_views(
+    store: QuadStore, iris: Iris, sources: list[TracedSource], labels: dict[str, str]
+) -> list[SourceView]:
+    """The sources with their passages (while their documents last) and their bridges' facts
+    named by the trace's `labels`."""
     passages = {p.chunk: p for p in passages_of(store, iris, [s.chunk for s in sources], {})}
-    bridges = [f for s in sources for f in s.bridged_by]
-    labels = labels_of(store, iris, bridges)
-    texts = {fact: fact_text(fact, labels) for fact in bridges}
+    texts = {fact: fact_text(fact, labels) for s in sources for fact in s.bridged_by}
     return [SourceView.traced(s, passages.get(s.chunk), texts) for s in sources]

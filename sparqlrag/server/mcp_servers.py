@@ -134,9 +134,6 @@ class McpServers:
         """The collection `name`, checked as the HTTP API checks it: its name, the token's reach, existence."""
         return await open_collection(self.services(), name, self.caller(context), scope)
 
-    async def _existing(self, context: Context, name: str, scope: Scope = "read") -> str:
-        return (await self._opened(context, name, scope)).name
-
     # -- the tools: each a method, registered on the servers by name (READ_TOOLS, WRITE_TOOLS) --
 
     async def ask(
@@ -145,7 +142,7 @@ class McpServers:
         context: Context,
         collection: CollectionParam = DEFAULT_COLLECTION,
         mode: Annotated[str, ASK_MODE] = DEFAULT_GRAPH_MODE,
-        options: Annotated[dict[str, Any] | None, ASK_OPTIONS] = None,
+        options: Annotated[Any, ASK_OPTIONS] = None,  # (checked by the options' model, not the SDK: see `shown`)
     ) -> dict[str, Any]:
         """Answer a question from a collection, citing the passages used and the knowledge
         graph's facts. The mode ranks the passages: "evidence" (the default) as Document RAG's
@@ -158,7 +155,10 @@ class McpServers:
         weights) for "document". The answer's `trace` IRI opens the explanation."""
         if mode not in ASK_MODES:
             raise ToolError(f"bad_request: mode must be one of {', '.join(ASK_MODES)}")
-        given = {"question": question, **(options or {})}
+        chosen = validated(
+            DocumentRagOptions if mode == "document" else GraphRagOptions, {} if options is None else options
+        )
+        given = {"question": question, **chosen.model_dump(exclude_unset=True)}  # (options, and no other field)
         if mode == "document":
             documents = validated(DocumentRagRequest, given)
             opened = await self._opened(context, collection)
