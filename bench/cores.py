@@ -67,9 +67,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="cores-bench-") as work:
         root = Path(work)
         source = open_services(root / "source", BASE, models)
-        _, figures["ingest_s"] = timed(source.pipeline.ingest_many("default", musique()))
+        _, figures["ingest_s"] = timed(source.pipeline.ingest_many(source.collections.iris("default"), musique()))
         for question in questions:
-            asyncio.run(source.graph_rag.answer("default", question))
+            asyncio.run(source.graph_rag.answer(source.collections.iris("default"), question))
         core = root / "musique.core.zip"
         manifest, figures["export_s"] = timed(source.cores.export("default", core))
         close(source)
@@ -82,7 +82,7 @@ def main() -> None:
         for name, base in (("import", BASE), ("import_rebased", OTHER)):
             target = open_services(root / name, base, models)
             _, figures[f"{name}_s"] = timed(target.cores.import_(core))
-            answer = asyncio.run(target.graph_rag.answer("default", questions[0]))
+            answer = asyncio.run(target.graph_rag.answer(target.collections.iris("default"), questions[0]))
             assert answer.passages, "the imported collection does not answer"
             close(target)
             print(name, f"{figures[f'{name}_s']:.1f} s", flush=True)

@@ -55,7 +55,7 @@ def passages(count: int) -> list[Source]:
 
 async def _ingest(services: Services, sources: list[Source], batch: int = 64) -> None:
     for start in range(0, len(sources), batch):
-        await services.pipeline.ingest_many("default", sources[start : start + batch])
+        await services.pipeline.ingest_many(services.collections.iris("default"), sources[start : start + batch])
 
 
 def ingest_seconds(sources: list[Source], sandboxed: bool) -> float:

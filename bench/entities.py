@@ -66,7 +66,9 @@ async def ingest(dataset: Path, work: Path, resolution: bool, batch: int) -> tup
     ):  # one batch resolves its own definitions; later ones may rewrite earlier documents
         failures += [
             r
-            for r in await services.pipeline.ingest_many("default", sources[start : start + batch])
+            for r in await services.pipeline.ingest_many(
+                services.collections.iris("default"), sources[start : start + batch]
+            )
             if isinstance(r, Exception)
         ]
     if failures:

@@ -51,7 +51,7 @@ async def run(sources: list[Source], extractor: Extractor, work: Path) -> dict[s
     services = Services.open(Settings(data_dir=work, base_iri="http://bench.example/"), store, extractor)
     pipeline = services.pipeline
     started = time.monotonic()
-    results = await pipeline.ingest_many("default", sources)
+    results = await pipeline.ingest_many(services.collections.iris("default"), sources)
     seconds = time.monotonic() - started
     failed = [r for r in results if isinstance(r, Exception)]
     if failed:

@@ -51,6 +51,7 @@ from tests.oxigraph_server import start_oxigraph  # noqa: E402
 from tests.virtuoso_server import start_virtuoso  # noqa: E402
 
 BASE = "http://bench.example/"
+DEFAULT = Iris(BASE)  # the default collection's IRIs
 EMBEDDED = "embedded, in process"
 K = 8
 
@@ -90,13 +91,13 @@ def open_services(
 
 async def measure(services: Services, queries: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """p50 / p95 ms per question and recall@5, in graph and in document mode."""
-    prefix = Iris(BASE, "default").document("").value
+    prefix = DEFAULT.document("").value
 
     async def graph(question: str) -> list[Passage]:
-        return (await services.graph_rag.retrieve("default", question, GraphRagOptions(k=K), mode="graph")).passages
+        return (await services.graph_rag.retrieve(DEFAULT, question, GraphRagOptions(k=K), mode="graph")).passages
 
     async def document(question: str) -> list[Passage]:
-        return await services.document_rag.retrieve("default", question, DocumentRagOptions(k=K))
+        return await services.document_rag.retrieve(DEFAULT, question, DocumentRagOptions(k=K))
 
     modes: dict[str, Callable[[str], Awaitable[list[Passage]]]] = {"graph": graph, "document": document}
     figures: dict[str, dict[str, float]] = {}
@@ -125,7 +126,7 @@ async def run(kind: str, dataset: Path, models: Models, rebuild: bool) -> dict[s
         extractor = PreExtracted(read_triples(dataset / "triples.jsonl"))
         services, store = open_services(kind, work, extra, models, extractor)
         started = time.monotonic()
-        results = await services.pipeline.ingest_many("default", sources)
+        results = await services.pipeline.ingest_many(DEFAULT, sources)
         seconds = time.monotonic() - started
         failed = [r for r in results if isinstance(r, Exception)]
         if failed:
@@ -141,7 +142,7 @@ async def run(kind: str, dataset: Path, models: Models, rebuild: bool) -> dict[s
             (work / "data" / "keywords.sqlite").unlink()
             services, store = open_services(kind, work, extra, models, extractor)
             started = time.monotonic()
-            figures["reindex_vectors"] = await services.pipeline.indexer.reindex("default")
+            figures["reindex_vectors"] = await services.pipeline.indexer.reindex(DEFAULT)
             figures["reindex_s"] = time.monotonic() - started
             figures["after reindex"] = await measure(services, queries)
             services.close()

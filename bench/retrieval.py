@@ -136,7 +136,7 @@ async def evaluate(
     services, store = open_services(work, extractor, resolution)
     started = time.monotonic()
     sources = [Source(p["id"], f"{p['title']}\n\n{p['text']}".encode(), title=p["title"]) for p in corpus]
-    failures = [r for r in await services.pipeline.ingest_many("default", sources) if isinstance(r, Exception)]
+    failures = [r for r in await services.pipeline.ingest_many(IRIS, sources) if isinstance(r, Exception)]
     if failures:
         raise SystemExit(f"{len(failures)} passages failed to ingest, first: {failures[0]}")
     ingest = {"ingest_s": time.monotonic() - started, "passages": len(corpus), "knowledge": extractor.name}
@@ -170,14 +170,14 @@ async def answers_by_mode(
     def graph_answer(mode: GraphMode) -> Callable[[str], Awaitable[str]]:
         async def answer(question: str) -> str:
             try:
-                return (await graph.answer("default", question, options, mode=mode)).answer
+                return (await graph.answer(IRIS, question, options, mode=mode)).answer
             except EmptyGraph:
                 return ""
 
         return answer
 
     async def document_answer(question: str) -> str:
-        return (await services.document_rag.answer("default", question, DocumentRagOptions())).answer
+        return (await services.document_rag.answer(IRIS, question, DocumentRagOptions())).answer
 
     runs: dict[str, Callable[[str], Awaitable[str]]] = {"document hybrid": document_answer}
     runs |= {"graph": graph_answer("graph"), "graph+document": graph_answer("hybrid")}
@@ -262,23 +262,23 @@ async def recall_by_mode(
     k = 8 * copies
 
     def mode(name: str, weights: tuple[float, float] | None = None) -> Callable[[str], Awaitable[list[Passage]]]:
-        return lambda question: rag.retrieve("default", question, DocumentRagOptions(mode=name, k=k, weights=weights))
+        return lambda question: rag.retrieve(IRIS, question, DocumentRagOptions(mode=name, k=k, weights=weights))
 
     async def graph_mode(question: str) -> list[Passage]:
-        return (await graph.retrieve("default", question, options.model_copy(update={"k": k}), mode="graph")).passages
+        return (await graph.retrieve(IRIS, question, options.model_copy(update={"k": k}), mode="graph")).passages
 
     async def fused_mode(question: str) -> list[Passage]:
-        return (await graph.retrieve("default", question, options.model_copy(update={"k": k}), mode="hybrid")).passages
+        return (await graph.retrieve(IRIS, question, options.model_copy(update={"k": k}), mode="hybrid")).passages
 
     async def pagerank_mode(question: str) -> list[Passage]:
-        walk = await graph.retrieve("default", question, options.model_copy(update={"k": k}), mode="pagerank")
+        walk = await graph.retrieve(IRIS, question, options.model_copy(update={"k": k}), mode="pagerank")
         return walk.passages
 
     async def evidence_mode(question: str) -> list[Passage]:
-        return (await graph.retrieve("default", question, options.model_copy(update={"k": k}), "evidence")).passages
+        return (await graph.retrieve(IRIS, question, options.model_copy(update={"k": k}), "evidence")).passages
 
     async def bridged(question: str) -> list[Passage]:  # the default's k passages, then its bridges
-        return (await graph.retrieve("default", question, options, "evidence")).passages
+        return (await graph.retrieve(IRIS, question, options, "evidence")).passages
 
     def ranked(passages: list[Passage]) -> list[str]:
         ids = [unquote(p.document.removeprefix(prefix)) for p in passages]
@@ -381,7 +381,7 @@ async def load_graph(work: Path, quads: list[Quad]) -> tuple[Services, EmbeddedS
     started = time.monotonic()
     store.add_quads(serialize(quads, format=RdfFormat.N_QUADS))
     loaded = time.monotonic() - started
-    entities, facts = await services.pipeline.indexer.index_graph("default")
+    entities, facts = await services.pipeline.indexer.index_graph(IRIS)
     index = services.pipeline.indexer.graph
     return (
         services,
@@ -408,7 +408,7 @@ async def metaqa(
     for query in queries:
         topic, answers = IRIS.entity(query["topic_entity"]).value, {IRIS.entity(a).value for a in query["answers"]}
         question = re.sub(r"[\[\]]", "", query["question"])
-        walk = await services.graph_rag.retrieve("default", question, options, mode="graph")
+        walk = await services.graph_rag.retrieve(IRIS, question, options, mode="graph")
         seeds = [s.entity for s in walk.seeds]
         best: dict[str, float] = {}
         for edge in walk.edges:
@@ -417,7 +417,7 @@ async def metaqa(
                     best[node] = max(best.get(node, -1.0), edge.score)
         top = max(best, key=best.__getitem__) if best else None
         try:
-            said = (await services.graph_rag.answer("default", question, options, mode=DEFAULT_MODE)).answer
+            said = (await services.graph_rag.answer(IRIS, question, options, mode=DEFAULT_MODE)).answer
         except EmptyGraph:
             said = ""
         row = per_hop.setdefault(
@@ -487,14 +487,14 @@ async def latency(
             file=sys.stderr,
             flush=True,
         )
-        await services.graph_rag.retrieve("default", questions[0], mode="graph")  # builds the search matrix once
+        await services.graph_rag.retrieve(IRIS, questions[0], mode="graph")  # builds the search matrix once
         for scorer in scorers:
             times: list[float] = []
             stages: dict[str, list[float]] = {}
             for question in questions:
                 started = time.perf_counter()
                 options = GraphRagOptions(scorer=scorer)
-                walk = await services.graph_rag.retrieve("default", question, options, mode=DEFAULT_MODE)
+                walk = await services.graph_rag.retrieve(IRIS, question, options, mode=DEFAULT_MODE)
                 times.append(1000 * (time.perf_counter() - started))
                 for stage, ms in walk.trace.steps.items():
                     stages.setdefault(stage, []).append(ms)

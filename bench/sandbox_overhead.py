@@ -53,7 +53,7 @@ def questions(services: Services) -> list[float]:
     times = []
     for question in QUESTIONS:
         started = time.perf_counter()
-        asyncio.run(services.graph_rag.answer("default", question))
+        asyncio.run(services.graph_rag.answer(services.collections.iris("default"), question))
         times.append(time.perf_counter() - started)
     return times
 
@@ -93,7 +93,7 @@ def main() -> None:
         services = Services.open(settings, store, models=Models.load(settings))
         corpus = ROOT / "sparqlrag" / "demo" / "corpus"
         sources = [Source(p.stem, p.read_bytes(), "text/markdown", p.name, None) for p in sorted(corpus.glob("*.md"))]
-        asyncio.run(services.pipeline.ingest_many("default", sources))
+        asyncio.run(services.pipeline.ingest_many(services.collections.iris("default"), sources))
         questions(services)  # warm the caches and the model
         sandboxed, direct = interleaved(store, lambda: questions(services), rounds=4)
         services.close()

@@ -26,7 +26,6 @@ from sparqlrag.extraction.llm_extractor import LLMExtractor
 from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.extraction.pipeline import Pipeline
 from sparqlrag.extraction.recovery import Recovery
-from sparqlrag.library import librarian
 from sparqlrag.library.collections import Collections
 from sparqlrag.library.cores import Cores
 from sparqlrag.library.files import Library
@@ -174,7 +173,6 @@ class Services:
             facts=facts,
             embedder=embedder,
             extractions=extractions,
-            base_iri=settings.base_iri,
         )
         pipeline = Pipeline(
             store=store,
@@ -184,7 +182,6 @@ class Services:
             locks=locks,
             embedder=embedder,
             extractor=extractor,
-            base_iri=settings.base_iri,
             chunk_size=settings.chunk_size,
             chunk_overlap=settings.chunk_overlap,
             concurrency=settings.ingest_concurrency,
@@ -193,13 +190,12 @@ class Services:
             decoder=decode_pool(settings),
         )
         max_age = timedelta(days=settings.trace_max_age_days) if settings.trace_max_age_days else None
-        traces = TraceLog(store, settings.base_iri, Retention(settings.trace_keep, max_age))
+        traces = TraceLog(store, Retention(settings.trace_keep, max_age))
         rag = DocumentRag(
             store=store,
             vectors=vectors,
             keywords=keywords,
             embedder=embedder,
-            base_iri=settings.base_iri,
             traces=traces,
             reranker=models.reranker,
             llm=llm,
@@ -214,7 +210,6 @@ class Services:
             documents=rag,
             embedder=embedder,
             reranker=models.reranker,
-            base_iri=settings.base_iri,
             traces=traces,
             llm=llm,
             prompts_dir=settings.prompts_dir,
@@ -249,7 +244,7 @@ class Services:
             locks=locks,
             indexer=indexer,
             pipeline=pipeline,
-            recovery=Recovery(pipeline, library, indexer),
+            recovery=Recovery(pipeline, library, indexer, collections),
             collections=collections,
             cores=cores,
             document_rag=rag,
@@ -265,15 +260,15 @@ class Services:
         unfinished ingests and forgets swept, graph indexes an older version did not keep built.
         (Its unfinished ingests then resume with recovery.recover().) Registrations an older
         version kept elsewhere move into the registry graph first."""
-        await off_loop(librarian.move_registrations, self.store, self.settings.base_iri)
+        await off_loop(self.collections.move_registrations)
         await off_loop(self.ontologies.move_registry)
         await self.collections.finish_drops()
         await self.cores.undo_interrupted()
         await self.recovery.sweep_crashed()
-        names = [info.name for info in await self.collections.list()]
-        for name in await self.indexer.build_missing_graphs(names):
+        held = [self.collections.iris(info.name) for info in await self.collections.list()]
+        for name in await self.indexer.build_missing_graphs(held):
             log.warning("built the graph index of collection %r, which an older version did not keep", name)
-        for name, chunks in (await self.indexer.unindexed(names)).items():
+        for name, chunks in (await self.indexer.unindexed(held)).items():
             log.warning(
                 "collection %r holds %d chunks that this data directory has not indexed (another one did, on the "
                 "same store?): no answer finds them until `sparqlrag reindex --collection %s` is run here",

@@ -20,8 +20,10 @@ from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.base import QuadStore
+from sparqlrag.store.vocab import Iris
 
 BASE = "http://kb.example/"
+DEFAULT = Iris(BASE)  # the default collection's IRIs
 STALL_AFTER = 10  # chunks read before the extractor stalls (of 60)
 
 
@@ -69,18 +71,18 @@ if __name__ == "__main__":
     elif "--drop" in sys.argv:
         services = build(data_dir, OfflineExtractor())
         asyncio.run(services.collections.create("gone"))
-        asyncio.run(services.pipeline.ingest("gone", "long", long_text().encode()))
+        asyncio.run(services.pipeline.ingest(Iris(BASE, "gone"), "long", long_text().encode()))
         services.collections.keywords.drop = partial(stall_in_thread, stalled)  # type: ignore[method-assign]
         asyncio.run(services.collections.delete("gone"))
     elif "--forget" in sys.argv:
         services = build(data_dir, OfflineExtractor())
-        asyncio.run(services.pipeline.ingest("default", "long", long_text().encode()))
+        asyncio.run(services.pipeline.ingest(DEFAULT, "long", long_text().encode()))
         services.indexer.forget = partial(stall, stalled)  # type: ignore[method-assign, assignment]
-        asyncio.run(services.pipeline.forget("default", "long"))
+        asyncio.run(services.pipeline.forget(DEFAULT, "long"))
     else:
         if "--after-indexing" in sys.argv:
             services = build(data_dir, OfflineExtractor())
             services.pipeline._commit = partial(stall, stalled)  # type: ignore[method-assign, assignment]
         else:
             services = build(data_dir, StallingExtractor(stalled))
-        asyncio.run(services.pipeline.ingest("default", "long", long_text().encode()))
+        asyncio.run(services.pipeline.ingest(DEFAULT, "long", long_text().encode()))

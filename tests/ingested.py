@@ -19,7 +19,11 @@ def ingested(root: Path, base_iri: str, documents: dict[str, str]) -> Iterator[S
     services = Services.open(Settings(data_dir=root, base_iri=base_iri, reranker_model=None), store)
     try:
         for document_id, text in documents.items():
-            asyncio.run(services.pipeline.ingest("default", document_id, text.encode(), title=document_id))
+            asyncio.run(
+                services.pipeline.ingest(
+                    services.collections.iris("default"), document_id, text.encode(), title=document_id
+                )
+            )
         yield services
     finally:
         services.close()

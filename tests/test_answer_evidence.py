@@ -24,6 +24,7 @@ from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 from tests.ingested import ingested
 
 BASE = "http://kb.example/"
+DEFAULT = Iris(BASE)  # the default collection's IRIs
 IRIS = Iris(BASE)
 REPORT = "Fjellberg Marine reported revenue of 412 million euros in 2024. Its shipyard in Bergen employs 900 people."
 DOCS = {
@@ -48,13 +49,13 @@ def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
 
 
 def answer(services: Services, question: str, **options: int) -> GraphAnswer:
-    return asyncio.run(services.graph_rag.answer("default", question, GraphRagOptions(**options)))
+    return asyncio.run(services.graph_rag.answer(DEFAULT, question, GraphRagOptions(**options)))
 
 
 @pytest.mark.parametrize("k", [1, 3, 5])
 def test_the_defaults_first_k_sources_are_document_rags_hybrid_k(services: Services, k: int) -> None:
     for question in QUESTIONS:
-        hybrid = asyncio.run(services.document_rag.retrieve("default", question, DocumentRagOptions(k=k)))
+        hybrid = asyncio.run(services.document_rag.retrieve(DEFAULT, question, DocumentRagOptions(k=k)))
         given = answer(services, question, k=k).passages
         assert [p.chunk for p in given[:k]] == [p.chunk for p in hybrid], question
         assert all(p.bridge for p in given[k:]) and len(given) <= k + GraphRagOptions().bridges
@@ -80,7 +81,7 @@ def test_bridges_come_after_the_k_passages_and_say_which_facts_brought_them(serv
 
 def test_the_llm_is_given_the_passages_then_the_bridges_and_facts_each_labelled(services: Services) -> None:
     options = GraphRagOptions(k=1, bridges=2)
-    walk = asyncio.run(services.graph_rag.retrieve("default", "Where was Marie Curie born?", options, "evidence"))
+    walk = asyncio.run(services.graph_rag.retrieve(DEFAULT, "Where was Marie Curie born?", options, "evidence"))
     told, bridges = knowledge(walk), walk.passages[1:]
     assert bridges and told.index("Passages:\n[1] (curie)") < told.index("Bridge passages") < told.index("Facts from")
     texts = {e.fact: e.text for e in walk.edges}
@@ -121,7 +122,7 @@ def test_a_multi_part_question_has_each_part_answered(services: Services) -> Non
 
 def test_the_same_text_in_two_documents_is_one_source_naming_both(services: Services) -> None:
     question = "How many people does the Fjellberg Marine shipyard employ?"
-    passages = asyncio.run(services.document_rag.retrieve("default", question, DocumentRagOptions(k=3)))
+    passages = asyncio.run(services.document_rag.retrieve(DEFAULT, question, DocumentRagOptions(k=3)))
     reports = [p for p in passages if p.title.startswith("report-")]
     assert len(reports) == 1 and len(passages) == 3
     assert [title for _, title in reports[0].copies] == [({"report-pdf", "report-html"} - {reports[0].title}).pop()]
@@ -148,7 +149,7 @@ def test_a_loaded_graphs_names_are_not_facts_to_walk_or_recite(services: Service
         + f"""PREFIX foaf: <http://xmlns.com/foaf/0.1/> INSERT DATA {{ GRAPH <{IRIS.knowledge_graph.value}> {{
         <{alice}> foaf:name "Alice Smith" ; foaf:knows <{bob}> . <{bob}> foaf:name "Bob Jones" }} }}"""
     )
-    asyncio.run(services.indexer.index_graph("default"))
+    asyncio.run(services.indexer.index_graph(DEFAULT))
     found = answer(services, "Who does Alice Smith know?")
     assert all(e.fact.predicate != FOAF_NAME for e in found.edges)
     assert "Alice Smith knows Bob Jones." in found.answer and "name Alice Smith" not in found.answer

@@ -72,8 +72,12 @@ def core(tmp_path_factory: pytest.TempPathFactory, models: Models) -> Iterator[E
     """The demo corpus ingested (with an answered question, so a trace) and exported."""
     services = open_services(tmp_path_factory.mktemp("source"), models)
     corpus = sorted((ROOT / "sparqlrag" / "demo" / "corpus").glob("*.md"))
-    asyncio.run(services.pipeline.ingest_many("default", [Source(p.name, p.read_bytes()) for p in corpus]))
-    asyncio.run(services.graph_rag.answer("default", "What did CERN build?"))
+    asyncio.run(
+        services.pipeline.ingest_many(
+            services.collections.iris("default"), [Source(p.name, p.read_bytes()) for p in corpus]
+        )
+    )
+    asyncio.run(services.graph_rag.answer(services.collections.iris("default"), "What did CERN build?"))
     path = tmp_path_factory.mktemp("cores") / "default.core.zip"
     manifest = asyncio.run(services.cores.export("default", path))
     yield Exported(path, manifest, services, graph_quads(services, Iris(BASE)))
@@ -99,7 +103,7 @@ def graph_quads(services: Services, iris: Iris) -> list[tuple[str, str, str, str
 
 
 def answer(services: Services) -> tuple[str, list[str], list[str]]:
-    got = asyncio.run(services.graph_rag.answer("default", QUESTION))
+    got = asyncio.run(services.graph_rag.answer(services.collections.iris("default"), QUESTION))
     return got.answer, [p.chunk for p in got.passages], [str(e.fact) for e in got.edges]
 
 
@@ -179,7 +183,7 @@ def test_a_core_imported_under_another_name_moves_every_iri_and_comes_back_whole
         info = asyncio.run(services.collections.get("papers"))
         assert info is not None and (info.name, info.documents, info.chunks) == ("papers", 5, 5)
         asyncio.run(services.cores.export("papers", tmp_path / "papers.zip"))  # (before an answer adds a trace)
-        got = asyncio.run(services.graph_rag.answer("papers", QUESTION))
+        got = asyncio.run(services.graph_rag.answer(services.collections.iris("papers"), QUESTION))
         want = answer(core.source)
         assert got.answer == want[0] and [p.chunk for p in got.passages] == [
             c.replace(f"{BASE}doc/default/", f"{BASE}doc/papers/") for c in want[1]

@@ -22,7 +22,6 @@ from sparqlrag.services import Services
 from sparqlrag.store import StoreUnavailable, WorkerStore
 from sparqlrag.store import supervisor as supervisor_module
 from sparqlrag.store.select import select
-from sparqlrag.store.vocab import Iris
 from tests.conftest import unstartable
 from tests.ingest_child import build, long_text
 
@@ -51,7 +50,7 @@ def test_kill_during_ingest_then_recover(tmp_path: Path) -> None:
 
     services = build(data, OfflineExtractor())
     pipeline = services.pipeline
-    iris = Iris(pipeline.base_iri)
+    iris = services.collections.iris("default")
     chunks = len(split(long_text(), pipeline.chunk_size, pipeline.chunk_overlap))
     try:
         (info,) = librarian.documents(pipeline.store, iris)
@@ -62,14 +61,19 @@ def test_kill_during_ingest_then_recover(tmp_path: Path) -> None:
         (info,) = librarian.documents(pipeline.store, iris)
         assert (info.status, info.chunks) == ("ready", chunks)
         assert not any((data / "pending").glob("*"))
-        assert asyncio.run(pipeline.ingest("default", "long", long_text().encode())).status == "unchanged"
+        assert (
+            asyncio.run(pipeline.ingest(services.collections.iris("default"), "long", long_text().encode())).status
+            == "unchanged"
+        )
         recovered = _knowledge(services)
     finally:
         services.close()
         services.store.close()
     uninterrupted = build(reference, OfflineExtractor())
     try:
-        asyncio.run(uninterrupted.pipeline.ingest("default", "long", long_text().encode()))
+        asyncio.run(
+            uninterrupted.pipeline.ingest(uninterrupted.collections.iris("default"), "long", long_text().encode())
+        )
         _, reifiers = recovered
         assert recovered == _knowledge(uninterrupted) and len(reifiers) > chunks  # the same graph and provenance
     finally:
@@ -80,7 +84,7 @@ def test_kill_during_ingest_then_recover(tmp_path: Path) -> None:
 def _knowledge(services: Services) -> tuple[set[tuple[str, ...]], set[tuple[str, ...]]]:
     """The collection's knowledge graph (its triples), and its provenance: each fact reifier
     with the (s, p, o) it reifies."""
-    iris = Iris(services.settings.base_iri)
+    iris = services.collections.iris("default")
     triples = select(services.store, f"SELECT ?s ?p ?o WHERE {{ GRAPH <{iris.knowledge_graph.value}> {{ ?s ?p ?o }} }}")
     reifiers = select(
         services.store,
@@ -131,9 +135,11 @@ def test_a_queued_document_whose_ingest_cannot_be_resumed_is_failed_not_queued_f
     whole): recovery records it `failed`, so a client waiting for `ready` is not left waiting."""
     services = build(tmp_path, OfflineExtractor())
     pipeline = services.pipeline
-    iris = Iris(services.settings.base_iri)
+    iris = services.collections.iris("default")
     try:
-        asyncio.run(pipeline.submit("default", [Source("late", b"Ada Lovelace was born in London.")]))
+        asyncio.run(
+            pipeline.submit(services.collections.iris("default"), [Source("late", b"Ada Lovelace was born in London.")])
+        )
         assert [d.status for d in librarian.documents(services.store, iris)] == ["queued"]
         for copy in (services.library.library_dir / "default").glob("*.bin"):
             copy.unlink()
@@ -155,7 +161,11 @@ def test_a_pending_ingest_the_store_cannot_take_yet_stays_for_the_next_start(
     store = WorkerStore(tmp_path / "store")
     services = build(tmp_path, OfflineExtractor(), store)
     try:
-        asyncio.run(services.pipeline.submit("default", [Source("late", b"Ada Lovelace was born in London.")]))
+        asyncio.run(
+            services.pipeline.submit(
+                services.collections.iris("default"), [Source("late", b"Ada Lovelace was born in London.")]
+            )
+        )
         with unstartable(store, tmp_path / "store"):
             (error,) = asyncio.run(services.recovery.recover())
             assert isinstance(error, StoreUnavailable) and len(services.library.markers()) == 1
@@ -174,7 +184,7 @@ def test_index_rows_of_an_ingest_killed_before_its_commit_are_swept_before_it_re
     pipeline = services.pipeline
     chunks = len(split(long_text(), pipeline.chunk_size, pipeline.chunk_overlap))
     try:
-        (info,) = librarian.documents(pipeline.store, Iris(pipeline.base_iri))
+        (info,) = librarian.documents(pipeline.store, services.collections.iris("default"))
         assert info.chunks == 0 and _knowledge(services) == (set(), set())  # nothing committed
         assert services.vectors.count("default", "chunks") == chunks  # but indexed
         assert services.vectors.count("default", "entities") > 0 and services.keywords.count("default") == chunks
@@ -185,7 +195,7 @@ def test_index_rows_of_an_ingest_killed_before_its_commit_are_swept_before_it_re
         assert not isinstance(result, Exception) and result.status == "ready"
         graph = services.indexer.graph
         written = graph.rows("default")
-        graph.rebuild(Iris(pipeline.base_iri))
+        graph.rebuild(services.collections.iris("default"))
         assert graph.rows("default") == written and len(written[1]) > chunks  # as the store says
         assert services.vectors.count("default", "chunks") == chunks and services.keywords.count("default") == chunks
         assert services.vectors.count("default", "entities") > 0 and services.vectors.count("default", "facts") > 0
@@ -201,7 +211,7 @@ def test_a_pending_document_whose_collection_is_gone_is_dropped_with_its_copy(tm
     other way (its registration and graphs dropped over SPARQL while the server was down) is not
     created again."""
     services = build(tmp_path, OfflineExtractor())
-    pipeline, library = services.pipeline, services.library
+    library = services.library
     try:
         for name in ("deleted", "dropped"):
             asyncio.run(services.collections.create(name))
@@ -209,7 +219,7 @@ def test_a_pending_document_whose_collection_is_gone_is_dropped_with_its_copy(tm
         assert len(library.markers()) == 2
         assert asyncio.run(services.collections.delete("deleted"))
         assert [library.pending(m).collection for m in library.markers()] == ["dropped"]
-        dropped = Iris(pipeline.base_iri, "dropped")
+        dropped = services.collections.iris("dropped")
         services.store.update(
             f"DROP SILENT GRAPH <{dropped.source_graph.value}> ; {librarian.unregister_collection(dropped)}"
         )
@@ -237,7 +247,7 @@ def test_a_forget_killed_part_way_is_swept_at_the_next_start(tmp_path: Path) -> 
     killed_child(tmp_path, "--forget", marker="writes/forget-*.json")
     services = build(tmp_path, OfflineExtractor())
     try:
-        assert librarian.documents(services.store, Iris(services.settings.base_iri)) == []
+        assert librarian.documents(services.store, services.collections.iris("default")) == []
         assert _index_rows(services)["chunks"] > 0  # what the kill left behind
         asyncio.run(services.repair())
         assert _index_rows(services) == {"chunks": 0, "entities": 0, "facts": 0, "keywords": 0, "graph": 0}
@@ -253,7 +263,7 @@ def test_a_core_import_killed_part_way_is_undone_at_the_next_start(tmp_path: Pat
     (tmp_path / "source").mkdir()
     source = build(tmp_path / "source", OfflineExtractor())
     try:
-        asyncio.run(source.pipeline.ingest("default", "long", long_text().encode()))
+        asyncio.run(source.pipeline.ingest(source.collections.iris("default"), "long", long_text().encode()))
         asyncio.run(source.cores.export("default", tmp_path / "long.core.zip"))
         exported, rows = _knowledge(source), _index_rows(source)
     finally:
@@ -287,7 +297,9 @@ def test_a_collection_delete_killed_part_way_is_finished_at_the_next_start(tmp_p
         assert _index_rows(services, "gone") == {"chunks": 0, "entities": 0, "facts": 0, "keywords": 0, "graph": 0}
         assert services.library.begun("drop") == []
         asyncio.run(services.collections.create("gone"))
-        asyncio.run(services.pipeline.ingest("gone", "short", b"Ada Lovelace was born in London."))
+        asyncio.run(
+            services.pipeline.ingest(services.collections.iris("gone"), "short", b"Ada Lovelace was born in London.")
+        )
         assert _index_rows(services, "gone")["keywords"] == 1
     finally:
         services.close()

@@ -21,6 +21,7 @@ from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 from tests.llm_stub import Reply, stubbed_llm
 
 BASE = "http://kb.example/"
+DEFAULT = Iris(BASE)  # the default collection's IRIs
 DOCS = {
     "curie": "Marie Curie was born in Warsaw. She won the Nobel Prize in Physics in 1903 and in Chemistry in 1911.",
     "eiffel": "The Eiffel Tower is a wrought-iron lattice tower in Paris. It was completed in 1889.",
@@ -42,7 +43,7 @@ def rag(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocumentRag]:
     settings = Settings(data_dir=root, base_iri=BASE, reranker_model=None)
     services = Services.open(settings, store, OfflineExtractor(), Models(embedder, CosineReranker(embedder), None))
     for document_id, text in DOCS.items():
-        asyncio.run(services.pipeline.ingest("default", document_id, text.encode(), title=document_id))
+        asyncio.run(services.pipeline.ingest(DEFAULT, document_id, text.encode(), title=document_id))
     yield services.document_rag
     services.close()
     store.close()
@@ -54,28 +55,28 @@ def titles(passages: list) -> list[str]:
 
 @pytest.mark.parametrize("mode", ["vector", "keyword", "hybrid"])
 def test_each_mode_finds_the_right_passage(rag: DocumentRag, mode: str) -> None:
-    passages = asyncio.run(rag.retrieve("default", "Where was Marie Curie born?", Options(mode=mode, k=2)))
+    passages = asyncio.run(rag.retrieve(DEFAULT, "Where was Marie Curie born?", Options(mode=mode, k=2)))
     assert titles(passages)[0] == "curie"
     assert passages[0].text == DOCS["curie"] and passages[0].score > 0
 
 
 def test_rerank_and_mmr_options(rag: DocumentRag) -> None:
-    reranked = asyncio.run(rag.retrieve("default", "Which river flows through Warsaw?", Options(k=2, rerank=True)))
+    reranked = asyncio.run(rag.retrieve(DEFAULT, "Which river flows through Warsaw?", Options(k=2, rerank=True)))
     assert titles(reranked)[0] == "vistula"
     question = "Which waterfalls lie on a border?"
-    assert set(titles(asyncio.run(rag.retrieve("default", question, Options(k=2, mode="vector"))))) == {
+    assert set(titles(asyncio.run(rag.retrieve(DEFAULT, question, Options(k=2, mode="vector"))))) == {
         "niagara",
         "niagara-copy",
     }
-    diverse = asyncio.run(rag.retrieve("default", question, Options(k=2, mode="vector", mmr=0.5)))
+    diverse = asyncio.run(rag.retrieve(DEFAULT, question, Options(k=2, mode="vector", mmr=0.5)))
     assert titles(diverse)[1] == "victoria"  # the copy adds nothing the first passage did not say
     with pytest.raises(ValueError, match="mode"):
         Options(mode="psychic")
-    assert asyncio.run(rag.retrieve("empty-collection", "Warsaw")) == []
+    assert asyncio.run(rag.retrieve(Iris(BASE, "empty-collection"), "Warsaw")) == []
 
 
 def test_extractive_answer_and_trace(rag: DocumentRag) -> None:
-    answer = asyncio.run(rag.answer("default", "When was the Eiffel Tower completed?", Options(k=3)))
+    answer = asyncio.run(rag.answer(DEFAULT, "When was the Eiffel Tower completed?", Options(k=3)))
     assert "It was completed in 1889. [1]" in answer.answer and answer.model is None
     iris = Iris(BASE)
     rows = select(
@@ -95,7 +96,7 @@ def test_extractive_answer_and_trace(rag: DocumentRag) -> None:
 
 def test_llm_answer_through_the_stub(rag: DocumentRag) -> None:
     with stubbed_llm(rag, Reply("Marie Curie was born in Warsaw [1].", input_tokens=120, output_tokens=9)) as stub:
-        answer = asyncio.run(rag.answer("default", "Where was Marie Curie born?", Options(k=2)))
+        answer = asyncio.run(rag.answer(DEFAULT, "Where was Marie Curie born?", Options(k=2)))
     assert answer.answer == "Marie Curie was born in Warsaw [1]." and answer.usage == {
         "input_tokens": 120,
         "output_tokens": 9,
@@ -106,7 +107,7 @@ def test_llm_answer_through_the_stub(rag: DocumentRag) -> None:
 
 def test_stream_relays_llm_tokens_then_writes_the_trace(rag: DocumentRag) -> None:
     async def collect() -> list[tuple[str, dict]]:
-        return [event async for event in rag.stream("default", "Where was Marie Curie born?", Options(k=2))]
+        return [event async for event in rag.stream(DEFAULT, "Where was Marie Curie born?", Options(k=2))]
 
     with stubbed_llm(rag, Reply("Marie Curie was born in Warsaw [1].")) as stub:
         events = asyncio.run(collect())
@@ -124,13 +125,13 @@ def test_stream_relays_llm_tokens_then_writes_the_trace(rag: DocumentRag) -> Non
 def test_hybrid_weights_choose_between_the_rankings(rag: DocumentRag) -> None:
     question = "Which river flows through the capital?"
     only = {
-        mode: [p.chunk for p in asyncio.run(rag.retrieve("default", question, Options(mode=mode, k=3)))]
+        mode: [p.chunk for p in asyncio.run(rag.retrieve(DEFAULT, question, Options(mode=mode, k=3)))]
         for mode in ("vector", "keyword")
     }
     assert only["vector"] != only["keyword"]  # the question is chosen so that the two disagree
     for weights, mode in (((1.0, 0.0), "vector"), ((0.0, 1.0), "keyword")):
         fused = [
             p.chunk
-            for p in asyncio.run(rag.retrieve("default", question, Options(mode="hybrid", k=3, weights=list(weights))))
+            for p in asyncio.run(rag.retrieve(DEFAULT, question, Options(mode="hybrid", k=3, weights=list(weights))))
         ]
         assert fused[: len(only[mode])] == only[mode]

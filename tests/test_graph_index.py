@@ -23,6 +23,7 @@ from sparqlrag.store.vector_index import alias_facet
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 
 BASE = "http://kb.example/"
+DEFAULT = Iris(BASE)  # the default collection's IRIs
 DOCS = {
     "curie": "Marie Curie was born in Warsaw. Marie Curie worked at the Sorbonne.",
     "warsaw": "Warsaw is the capital of Poland. The Vistula flows through Warsaw.",
@@ -48,7 +49,7 @@ def services(tmp_path: Path, models: Models) -> Iterator[Services]:
 
 def ingest(services: Services, documents: dict[str, str], collection: str = "default") -> None:
     for name, text in documents.items():
-        result = asyncio.run(services.pipeline.ingest(collection, name, text.encode(), title=name))
+        result = asyncio.run(services.pipeline.ingest(Iris(BASE, collection), name, text.encode(), title=name))
         assert result.status == "ready"
 
 
@@ -75,7 +76,7 @@ def test_every_write_leaves_the_rows_a_rebuild_from_the_store_gives(services: Se
     entities = {end for row in mentions for end in row[3:] if end}
     assert {end for row in synonyms for end in row[1:3]} <= entities  # only between the graph's entities
 
-    assert asyncio.run(services.pipeline.forget("default", "warsaw"))
+    assert asyncio.run(services.pipeline.forget(DEFAULT, "warsaw"))
     passages, mentions, synonyms = as_rebuilt(services)
     assert len(passages) == len(DOCS) - 1 and not any("/warsaw/" in row[1] for row in mentions)
 
@@ -93,7 +94,7 @@ def test_every_write_leaves_the_rows_a_rebuild_from_the_store_gives(services: Se
     assert asyncio.run(services.collections.delete("other"))
     assert graph(services).rows("other") == ([], [], [])
 
-    asyncio.run(services.indexer.reindex("default"))  # (names embedded again: scores may move a little)
+    asyncio.run(services.indexer.reindex(DEFAULT))  # (names embedded again: scores may move a little)
     again = graph(services).rows("default")
     assert again[:2] == (passages, mentions) and {r[1:3] for r in again[2]} == {r[1:3] for r in synonyms}
 
@@ -120,7 +121,7 @@ def test_a_graph_loaded_rather_than_ingested_is_indexed_by_sparqlrag_index(servi
         + f"""INSERT DATA {{ GRAPH <{kg}> {{ <{warsaw}> rdfs:label "Warsaw" ; <{BASE}rel/capital-of> <{poland}> .
         <{poland}> rdfs:label "Poland" }} }}"""
     )
-    asyncio.run(services.indexer.index_graph("default"))
+    asyncio.run(services.indexer.index_graph(DEFAULT))
     passages, mentions, _ = graph(services).rows("default")
     assert passages == [] and [(row[1], row[3], row[4]) for row in mentions] == [("", warsaw, poland)]
     assert graph(services).view("default").empty  # no passage: nothing for PageRank to rank
@@ -148,8 +149,8 @@ def test_a_loaded_graphs_alt_labels_and_same_as_ground_a_question(services: Serv
         <{armonk}> rdfs:label "Armonk" . <{flint}> rdfs:label "Charles Ranlett Flint" .
         <{wikidata}> <http://data.example/founded-by> <{flint}> }} }}"""
     )
-    asyncio.run(services.indexer.index_graph("default"))
-    walk = asyncio.run(services.graph_rag.retrieve("default", "Where is Big Blue headquartered?", mode="graph"))
+    asyncio.run(services.indexer.index_graph(DEFAULT))
+    walk = asyncio.run(services.graph_rag.retrieve(DEFAULT, "Where is Big Blue headquartered?", mode="graph"))
     seeds = {seed.entity: seed for seed in walk.seeds}
     assert ibm in seeds and seeds[ibm].alias == "Big Blue"
     assert wikidata in seeds and seeds[wikidata].score == seeds[ibm].score and dbpedia not in seeds
@@ -173,10 +174,10 @@ def test_a_loaded_graphs_names_in_common_vocabularies_are_its_labels(services: S
         <{acme}> schema:name "Acme Corporation" ; rdfs:label "Acme" .
         <{report}> dcterms:title "Annual Report 2024" ; dcterms:creator <{alice}> }} }}"""
     )
-    entities, _ = asyncio.run(services.indexer.index_graph("default"))
+    entities, _ = asyncio.run(services.indexer.index_graph(DEFAULT))
     assert entities == 6  # four labels, and the other names of Acme and Bob
     assert services.vectors.existing("default", "entities", [acme], alias_facet("Acme Corporation"))
-    walk = asyncio.run(services.graph_rag.retrieve("default", "Who does Alice Smith know?", mode="graph"))
+    walk = asyncio.run(services.graph_rag.retrieve(DEFAULT, "Who does Alice Smith know?", mode="graph"))
     assert alice in {seed.entity for seed in walk.seeds}
     texts = {e.text for e in walk.edges}
     assert "Alice Smith knows Robert Jones" in texts and "Alice Smith worksFor Acme" in texts, texts
@@ -185,7 +186,7 @@ def test_a_loaded_graphs_names_in_common_vocabularies_are_its_labels(services: S
 
 def test_the_pagerank_mode_ranks_by_pagerank_and_traces_its_seeds(services: Services) -> None:
     ingest(services, DOCS)
-    answer = asyncio.run(services.graph_rag.answer("default", "Where did Marie Curie work?", mode="pagerank"))
+    answer = asyncio.run(services.graph_rag.answer(DEFAULT, "Where did Marie Curie work?", mode="pagerank"))
     assert answer.passages and answer.passages[0].title in ("curie", "sorbonne")
     record = read_trace(services.store, Iris(BASE), answer.trace.rsplit("/", 1)[-1])
     assert record is not None

@@ -29,6 +29,7 @@ from tests.ingested import ingested
 from tests.llm_stub import Reply, stubbed_llm
 
 BASE = "http://kb.example/"
+DEFAULT = Iris(BASE)  # the default collection's IRIs
 DOCS = {
     "curie": "Marie Curie was born in Warsaw. Marie Curie worked at the Sorbonne.",
     "warsaw": "Warsaw is the capital of Poland. The Vistula flows through Warsaw.",
@@ -56,7 +57,7 @@ def entity(name: str) -> str:
 
 
 def test_seeds_ground_on_the_names_in_the_question(services: Services) -> None:
-    walk = asyncio.run(rag(services).retrieve("default", "Where was Marie Curie born?", mode="graph"))
+    walk = asyncio.run(rag(services).retrieve(DEFAULT, "Where was Marie Curie born?", mode="graph"))
     assert walk.concepts[0] == "Where was Marie Curie born?" and "Marie Curie" in walk.concepts
     assert walk.seeds[0].entity == entity("Marie Curie") and walk.seeds[0].concept == "Marie Curie"
     assert [s.score for s in walk.seeds] == sorted((s.score for s in walk.seeds), reverse=True)
@@ -64,9 +65,7 @@ def test_seeds_ground_on_the_names_in_the_question(services: Services) -> None:
 
 def test_two_hops_reach_the_country_and_schema_edges_are_dropped(services: Services) -> None:
     options = GraphRagOptions(entity_limit=1, fact_seeds=0)  # start from Marie Curie alone
-    walk = asyncio.run(
-        rag(services).retrieve("default", "In which country was Marie Curie born?", options, mode="graph")
-    )
+    walk = asyncio.run(rag(services).retrieve(DEFAULT, "In which country was Marie Curie born?", options, mode="graph"))
     assert [s.entity for s in walk.seeds] == [entity("Marie Curie")]
     facts = {(e.hop, lexical(e.fact.subject), e.labels[1], lexical(e.fact.object)) for e in walk.edges}
     assert (1, entity("Marie Curie"), "was born in", entity("Warsaw")) in facts
@@ -100,7 +99,7 @@ def test_the_questions_nearest_facts_seed_the_walk_and_are_traced(services: Serv
     """HippoRAG 2's query-to-fact step: the facts nearest the question seed the walk with their
     ends, each at its fact's score, beside the entities the question names."""
     question = "Which river flows through Warsaw?"
-    walk = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(entity_limit=1), mode="graph"))
+    walk = asyncio.run(rag(services).retrieve(DEFAULT, question, GraphRagOptions(entity_limit=1), mode="graph"))
     by_fact = [s for s in walk.seeds if s.fact is not None]
     assert by_fact and all(s.concept == question for s in by_fact)
     vistula = next(s for s in by_fact if s.entity == entity("Vistula"))
@@ -109,10 +108,10 @@ def test_the_questions_nearest_facts_seed_the_walk_and_are_traced(services: Serv
     )
     assert len(walk.seeds) > 1  # entity_limit bounds the concepts' seeds; the facts add theirs
     none = asyncio.run(
-        rag(services).retrieve("default", question, GraphRagOptions(entity_limit=1, fact_seeds=0), mode="graph")
+        rag(services).retrieve(DEFAULT, question, GraphRagOptions(entity_limit=1, fact_seeds=0), mode="graph")
     )
     assert [s.fact for s in none.seeds] == [None]
-    answer = asyncio.run(rag(services).answer("default", question))
+    answer = asyncio.run(rag(services).answer(DEFAULT, question))
     traced = read_trace(services.store, IRIS, answer.trace.rsplit("/", 1)[1])
     assert traced is not None and any(s.fact and s.fact.subject == entity("Vistula") for s in traced.seeds)
 
@@ -121,7 +120,7 @@ def test_limits_are_honoured(services: Services) -> None:
     question = "In which country was Marie Curie born?"
     narrow = asyncio.run(
         rag(services).retrieve(
-            "default",
+            DEFAULT,
             question,
             GraphRagOptions(entity_limit=4, max_path_length=1, edge_limit=1, fact_seeds=0),
             mode="graph",
@@ -131,7 +130,7 @@ def test_limits_are_honoured(services: Services) -> None:
     assert len(narrow.edges) == 1 and narrow.edges[0].hop == 1  # edge_limit=1: the best edge alone
     capped = asyncio.run(
         rag(services).retrieve(
-            "default",
+            DEFAULT,
             question,
             GraphRagOptions(entity_limit=1, triple_limit=1, max_path_length=1, fact_seeds=0),
             mode="graph",
@@ -140,11 +139,11 @@ def test_limits_are_honoured(services: Services) -> None:
     assert 1 <= capped.explored <= 2  # one seed: at most one edge as subject, one as object
     scored = asyncio.run(
         rag(services).retrieve(
-            "default", question, GraphRagOptions(max_reranker_input=3, max_path_length=1), mode="graph"
+            DEFAULT, question, GraphRagOptions(max_reranker_input=3, max_path_length=1), mode="graph"
         )
     )
     assert scored.explored == 3
-    passages = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(k=1), mode="graph"))
+    passages = asyncio.run(rag(services).retrieve(DEFAULT, question, GraphRagOptions(k=1), mode="graph"))
     assert len(passages.passages) == 1
     for bad in (
         {"edge_limit": 0},
@@ -161,7 +160,7 @@ def test_limits_are_honoured(services: Services) -> None:
 def test_sources_are_chunks_of_scored_edges_and_name_the_fact_they_support(services: Services) -> None:
     walk = asyncio.run(
         rag(services).retrieve(
-            "default",
+            DEFAULT,
             "Where was Marie Curie born?",
             GraphRagOptions(entity_limit=1, max_path_length=1, fact_seeds=0),
             mode="graph",
@@ -180,7 +179,7 @@ def test_sources_are_chunks_of_scored_edges_and_name_the_fact_they_support(servi
     # the kept edges lead the walk on; any scored edge may lift its chunks
     narrow = asyncio.run(
         rag(services).retrieve(
-            "default",
+            DEFAULT,
             "What is Warsaw?",
             GraphRagOptions(entity_limit=1, max_path_length=1, edge_limit=1, k=4, fact_seeds=0),
             mode="graph",
@@ -201,7 +200,7 @@ def _derived_from(services: Services, fact: Triple, chunk: str) -> bool:
 
 
 def test_answer_writes_a_complete_trace_that_sparql_can_read(services: Services) -> None:
-    answer = asyncio.run(rag(services).answer("default", "Where was Marie Curie born?"))
+    answer = asyncio.run(rag(services).answer(DEFAULT, "Where was Marie Curie born?"))
     assert "Marie Curie was born in Warsaw. [1]" in answer.answer and answer.model is None
     store, trace = services.store, NamedNode(answer.trace)
     rows = select(
@@ -275,7 +274,7 @@ def test_injection_in_the_question_changes_nothing_but_the_trace(services: Servi
         "Warsaw> ?p ?o } DELETE WHERE { ?s ?p ?o",
         "Curie\\u0022 ) } ; CLEAR ALL",
     ]:
-        answer = asyncio.run(rag(services).answer("default", question))
+        answer = asyncio.run(rag(services).answer(DEFAULT, question))
         assert answer.trace and answer.seeds
         stored = select(
             services.store, SPARQL_PREFIXES + f"SELECT ?q WHERE {{ GRAPH ?g {{ <{answer.trace}> sr:question ?q }} }}"
@@ -288,15 +287,15 @@ def test_empty_graph_and_oversized_question_are_clear_errors(services: Services)
     asyncio.run(services.collections.create("empty"))
     try:
         with pytest.raises(EmptyGraph, match="no entities"):
-            asyncio.run(rag(services).answer("empty", "Where was Marie Curie born?", mode="graph"))
+            asyncio.run(rag(services).answer(Iris(BASE, "empty"), "Where was Marie Curie born?", mode="graph"))
     finally:  # the module's fixture as the other tests expect it
         asyncio.run(services.collections.delete("empty"))
     with pytest.raises(ValueError, match="mode"):
-        asyncio.run(rag(services).answer("default", "Where was Marie Curie born?", mode="walk"))  # type: ignore[arg-type]
+        asyncio.run(rag(services).answer(DEFAULT, "Where was Marie Curie born?", mode="walk"))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="limit is 2000"):
-        asyncio.run(rag(services).answer("default", "why " * 600))
+        asyncio.run(rag(services).answer(DEFAULT, "why " * 600))
     with pytest.raises(ValueError, match="non-empty"):
-        asyncio.run(rag(services).answer("default", "  "))
+        asyncio.run(rag(services).answer(DEFAULT, "  "))
 
 
 class NoKnowledge:
@@ -321,18 +320,18 @@ def test_with_no_knowledge_graph_the_default_mode_is_document_rags_hybrid(servic
     )
     try:
         for name, text in DOCS.items():
-            asyncio.run(plain.pipeline.ingest("default", name, text.encode(), title=name))
+            asyncio.run(plain.pipeline.ingest(DEFAULT, name, text.encode(), title=name))
         question = "Which river flows through Warsaw?"
-        answer = asyncio.run(plain.graph_rag.answer("default", question, GraphRagOptions(k=3)))
-        hybrid = asyncio.run(plain.document_rag.retrieve("default", question, DocumentRagOptions(mode="hybrid", k=3)))
+        answer = asyncio.run(plain.graph_rag.answer(DEFAULT, question, GraphRagOptions(k=3)))
+        hybrid = asyncio.run(plain.document_rag.retrieve(DEFAULT, question, DocumentRagOptions(mode="hybrid", k=3)))
         assert [p.chunk for p in answer.passages] == [p.chunk for p in hybrid] and not answer.edges and not answer.seeds
         assert "The Vistula flows through Warsaw. [1]" in answer.answer  # from the passages
         with pytest.raises(EmptyGraph):
-            asyncio.run(plain.graph_rag.retrieve("default", question, GraphRagOptions(k=3), mode="graph"))
+            asyncio.run(plain.graph_rag.retrieve(DEFAULT, question, GraphRagOptions(k=3), mode="graph"))
     finally:
         plain.close()
         plain.store.close()
-    with_graph = asyncio.run(rag(services).retrieve("default", question, GraphRagOptions(k=3), mode="graph"))
+    with_graph = asyncio.run(rag(services).retrieve(DEFAULT, question, GraphRagOptions(k=3), mode="graph"))
     assert (
         with_graph.passages[0].title == "warsaw" and with_graph.passages[0].supports is not None
     )  # lifted by its fact
@@ -343,7 +342,7 @@ def test_llm_concepts_reasoning_and_streamed_synthesis(services: Services) -> No
 
     async def collect() -> list[tuple[str, dict]]:
         options = GraphRagOptions(reasoning=True, max_path_length=1, entity_limit=4)
-        return [event async for event in graph.stream("default", "Where was Marie Curie born?", options)]
+        return [event async for event in graph.stream(DEFAULT, "Where was Marie Curie born?", options)]
 
     replies = (
         Reply('Concepts: ```json\n["Marie Curie", "birthplace"]\n```', input_tokens=30, output_tokens=8),
@@ -382,7 +381,7 @@ def test_recognition_memory_chooses_the_facts_pagerank_starts_from(services: Ser
 
     def walk(reply: Reply) -> Walk:
         with stubbed_llm(graph, concepts, reply):
-            return asyncio.run(graph.retrieve("default", question, GraphRagOptions(k=3), mode="pagerank"))
+            return asyncio.run(graph.retrieve(DEFAULT, question, GraphRagOptions(k=3), mode="pagerank"))
 
     first = walk(Reply("[1]"))
     assert first.grounding is not None
@@ -391,7 +390,7 @@ def test_recognition_memory_chooses_the_facts_pagerank_starts_from(services: Ser
     assert {s.entity for s in first.ranking.seeds} <= {lexical(kept.subject), lexical(kept.object)}
     assert first.trace.steps.keys() >= {"recognition", "pagerank"}
     none = walk(Reply("[]"))
-    hybrid = asyncio.run(services.document_rag.retrieve("default", question, DocumentRagOptions(mode="hybrid", k=3)))
+    hybrid = asyncio.run(services.document_rag.retrieve(DEFAULT, question, DocumentRagOptions(mode="hybrid", k=3)))
     assert none.ranking is not None and none.ranking.seeds == []
     assert [p.chunk for p in none.passages] == [p.chunk for p in hybrid]
     unreadable = walk(Reply("I cannot tell."))
@@ -402,9 +401,7 @@ def test_recognition_memory_chooses_the_facts_pagerank_starts_from(services: Ser
 def test_the_text_scorer_walks_the_same_graph(services: Services) -> None:
     """Scoring each path's text now (a model run per candidate) instead of the fact index."""
     options = GraphRagOptions(entity_limit=1, fact_seeds=0, scorer="text")
-    walk = asyncio.run(
-        rag(services).retrieve("default", "In which country was Marie Curie born?", options, mode="graph")
-    )
+    walk = asyncio.run(rag(services).retrieve(DEFAULT, "In which country was Marie Curie born?", options, mode="graph"))
     facts = {(e.hop, lexical(e.fact.subject), e.labels[1], lexical(e.fact.object)) for e in walk.edges}
     assert (1, entity("Marie Curie"), "was born in", entity("Warsaw")) in facts
     assert (2, entity("Warsaw"), "is capital of", entity("Poland")) in facts

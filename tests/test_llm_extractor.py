@@ -71,7 +71,7 @@ def test_aliases_the_llm_reads_in_the_text_join_their_entity_where_they_pass_the
         services = Services.open(
             Settings(data_dir=tmp_path, base_iri="http://kb.example/", reranker_model=None), store, LLMExtractor(llm)
         )
-        asyncio.run(services.pipeline.ingest("default", "ibm", text.encode()))
+        asyncio.run(services.pipeline.ingest(services.collections.iris("default"), "ibm", text.encode()))
         services.close()
     finally:
         stop()

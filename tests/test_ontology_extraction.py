@@ -186,6 +186,7 @@ def test_offline_extraction_types_entities_by_class_labels(embedder: Embedder) -
 # -- through the pipeline: a collection created with an ontology ---------------------------------
 
 BASE = "http://kb.example/"
+DEFAULT = Iris(BASE)  # the default collection's IRIs
 
 
 def open_services(root: Path, **settings: object) -> tuple[Services, EmbeddedStore]:
@@ -213,7 +214,9 @@ def test_a_collection_with_an_ontology_gets_typed_knowledge_offline(tmp_path: Pa
         assert asyncio.run(services.collections.create("books", "schema"))
         asyncio.run(
             services.pipeline.ingest(
-                "books", "twain", b"Huckleberry Finn is a book by Mark Twain. Hartford is a city in Connecticut."
+                Iris(BASE, "books"),
+                "twain",
+                b"Huckleberry Finn is a book by Mark Twain. Hartford is a city in Connecticut.",
             )
         )
         typed = select(
@@ -237,7 +240,7 @@ def test_a_collection_with_an_ontology_gets_typed_knowledge_offline(tmp_path: Pa
         assert book.labels[SCHEMA + "Book"] == "Book"  # the class named as the ontology labels it
         assert activity(services, "books")["extractor"] == "offline+ontology"
         assert asyncio.run(services.collections.get("books")).ontology == "schema"  # type: ignore[union-attr]
-        asyncio.run(services.pipeline.ingest("default", "twain", b"Huckleberry Finn is a book by Mark Twain."))
+        asyncio.run(services.pipeline.ingest(DEFAULT, "twain", b"Huckleberry Finn is a book by Mark Twain."))
         assert activity(services, "default")["extractor"] == "offline"  # other collections extract as before
         with pytest.raises(OntologyConflict, match="'books' extracts with ontology 'schema'"):
             services.ontologies.remove_sync("schema")
@@ -264,7 +267,7 @@ def test_documents_ingested_together_are_selected_together(tmp_path: Path, monke
         notes = [
             Source(f"note-{n}", f"Hartford is a city in Connecticut. Note {n} says so.".encode()) for n in range(20)
         ]
-        results = asyncio.run(services.pipeline.ingest_many("notes", notes))
+        results = asyncio.run(services.pipeline.ingest_many(Iris(BASE, "notes"), notes))
         assert all(isinstance(r, IngestResult) and r.chunks_added == 1 for r in results)
         assert sum(batches) == 20  # each chunk selected once, ahead of its extraction
         assert len(batches) < 10  # one-chunk documents queue while a selection runs: typically 1, 16, 3
@@ -285,7 +288,7 @@ def test_guided_llm_extraction_through_the_pipeline(tmp_path: Path) -> None:
     try:
         services.ontologies.load_sync("org", (TEST_DATA / "ontologies/org.ttl").read_bytes(), filename="org.ttl")
         asyncio.run(services.collections.create("hr", "org"))
-        asyncio.run(services.pipeline.ingest("hr", "memo", b"Jane Smith is a member of ACME."))
+        asyncio.run(services.pipeline.ingest(Iris(BASE, "hr"), "memo", b"Jane Smith is a member of ACME."))
         facts = select(store, f"SELECT ?s ?o WHERE {{ GRAPH <{BASE}graph/hr> {{ ?s <{ORG}memberOf> ?o }} }}")
         assert facts == [{"s": f"{BASE}id/hr/org/Agent/jane-smith", "o": f"{BASE}id/hr/org/FormalOrganization/acme"}]
         assert activity(services, "hr") == {"extractor": "llm+ontology", "rejected": "1"}

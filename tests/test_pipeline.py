@@ -33,6 +33,7 @@ from sparqlrag.store.vector_index import KINDS, VectorIndex
 from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 
 BASE = "http://kb.example/"
+DEFAULT = Iris(BASE)  # the default collection's IRIs
 PARAGRAPHS = [
     "Marie Curie was born in Warsaw. She studied physics in Paris.",
     "The Sorbonne is a university in Paris. Pierre Curie taught at the Sorbonne.",
@@ -66,7 +67,7 @@ class PipelineParts:
 
     def ingest(self, document_id: str, text: str | bytes, **kwargs: object):
         data = text.encode() if isinstance(text, str) else text
-        return asyncio.run(self.pipeline.ingest("default", document_id, data, **kwargs))  # type: ignore[arg-type]
+        return asyncio.run(self.pipeline.ingest(DEFAULT, document_id, data, **kwargs))  # type: ignore[arg-type]
 
     def snapshot(self) -> list[bytes]:
         out = io.BytesIO()
@@ -170,7 +171,7 @@ def test_forgetting_keeps_facts_another_document_supports(parts: PipelineParts) 
     parts.ingest("a", "Marie Curie was born in Warsaw. The Vistula flows through Warsaw.")
     parts.ingest("b", "Marie Curie was born in Warsaw. She won the Nobel Prize.")
     vistula = parts.iris.entity("Vistula").value
-    assert asyncio.run(parts.pipeline.forget("default", "a")) is True
+    assert asyncio.run(parts.pipeline.forget(DEFAULT, "a")) is True
     facts = parts.facts()
     assert ("marie-curie", "was born in", "warsaw") in facts
     assert not any(s == "vistula" or o == "vistula" for s, _, o in facts)
@@ -190,11 +191,11 @@ def test_forgetting_keeps_facts_another_document_supports(parts: PipelineParts) 
     warsaw = parts.pipeline.embedder.embed_one("Warsaw")
     fact_points = {h.payload["text"] for h in parts.vectors.search("default", "facts", warsaw, 50)}
     assert "Marie Curie was born in Warsaw" in fact_points and not any("Vistula" in text for text in fact_points)
-    assert asyncio.run(parts.pipeline.forget("default", "b")) is True
+    assert asyncio.run(parts.pipeline.forget(DEFAULT, "b")) is True
     assert parts.facts() == set() and parts.snapshot() == []
     assert parts.vectors.count("default", "chunks") == 0 and parts.vectors.count("default", "entities") == 0
     assert parts.vectors.count("default", "facts") == 0 and parts.keywords.count("default") == 0
-    assert asyncio.run(parts.pipeline.forget("default", "b")) is False
+    assert asyncio.run(parts.pipeline.forget(DEFAULT, "b")) is False
 
 
 @pytest.mark.parametrize(
@@ -247,9 +248,9 @@ def test_reingest_extracts_every_chunk_again_with_the_current_extractor(parts: P
             return await super().extract(text.replace("Warsaw", "Varsovia"), document_id)
 
     parts.pipeline.extractor = Renaming()
-    source = asyncio.run(parts.pipeline.kept_source("default", "curie"))
+    source = asyncio.run(parts.pipeline.kept_source(DEFAULT, "curie"))
     assert (source.filename, source.data) == ("curie.txt", "\n\n".join(PARAGRAPHS).encode())
-    (result,) = asyncio.run(parts.pipeline.ingest_many("default", [source], force=True))
+    (result,) = asyncio.run(parts.pipeline.ingest_many(DEFAULT, [source], force=True))
     assert isinstance(result, IngestResult)
     assert (result.status, result.chunks_added, result.chunks_removed, result.chunks_kept) == ("ready", 3, 3, 0)
     assert len(parts.pipeline.extractor.seen) == 3
@@ -263,26 +264,26 @@ def test_reingest_extracts_every_chunk_again_with_the_current_extractor(parts: P
     (info,) = librarian.documents(parts.store, parts.iris)
     assert (info.status, info.chunks, info.title) == ("ready", 3, "curie.txt")
     with pytest.raises(LookupError, match="no copy of document 'nope'"):
-        asyncio.run(parts.pipeline.kept_source("default", "nope"))
+        asyncio.run(parts.pipeline.kept_source(DEFAULT, "nope"))
 
 
 def test_forgetting_a_document_drops_its_library_copy(parts: PipelineParts) -> None:
     parts.ingest("gone", "Marie Curie was born in Warsaw.")
-    assert asyncio.run(parts.pipeline.kept_source("default", "gone")).data
-    assert asyncio.run(parts.pipeline.forget("default", "gone"))
+    assert asyncio.run(parts.pipeline.kept_source(DEFAULT, "gone")).data
+    assert asyncio.run(parts.pipeline.forget(DEFAULT, "gone"))
     with pytest.raises(LookupError):
-        asyncio.run(parts.pipeline.kept_source("default", "gone"))
+        asyncio.run(parts.pipeline.kept_source(DEFAULT, "gone"))
 
 
 def test_submit_queues_then_ingests_in_the_background(parts: PipelineParts) -> None:
     async def run() -> tuple[list, list, list]:
         accepted = await parts.pipeline.submit(
-            "default",
+            DEFAULT,
             [Source("a", b"Marie Curie was born in Warsaw."), Source("b", b"Warsaw is the capital of Poland.")],
         )
         queued = [(i.id, i.status) for i in librarian.documents(parts.store, parts.iris)]
         await parts.pipeline.wait_background()
-        again = await parts.pipeline.submit("default", [Source("a", b"Marie Curie was born in Warsaw.")])
+        again = await parts.pipeline.submit(DEFAULT, [Source("a", b"Marie Curie was born in Warsaw.")])
         return accepted, queued, again
 
     accepted, queued, again = asyncio.run(run())
@@ -297,14 +298,14 @@ def test_submit_refuses_a_bad_document_before_writing_anything(parts: PipelinePa
     parts.ingest("keep", "Marie Curie was born in Warsaw.")
     before = parts.snapshot()
     with pytest.raises(DecodeError, match="empty"):
-        asyncio.run(parts.pipeline.submit("default", [Source("fine", b"Some text."), Source("bad", b"")]))
+        asyncio.run(parts.pipeline.submit(DEFAULT, [Source("fine", b"Some text."), Source("bad", b"")]))
     assert parts.snapshot() == before and not list(parts.services.library.pending_dir.glob("*.json"))
 
 
 def test_locks_are_dropped_when_done(parts: PipelineParts) -> None:
     for index in range(5):
         parts.ingest(f"doc-{index}", f"Person{index} was born in Warsaw.")
-    asyncio.run(parts.pipeline.forget("default", "doc-0"))
+    asyncio.run(parts.pipeline.forget(DEFAULT, "doc-0"))
     assert parts.services.locks._locks == {} and not parts.services.locks.active
 
 
@@ -313,11 +314,11 @@ def test_collections_isolate_and_delete_with_full_cascade(parts: PipelineParts) 
     other = Iris(BASE, "other")
     before = parts.snapshot()
     with pytest.raises(UnknownCollection, match="no collection 'other'"):
-        asyncio.run(parts.pipeline.ingest("other", "x", b"Marie Curie was born in Warsaw."))
+        asyncio.run(parts.pipeline.ingest(Iris(BASE, "other"), "x", b"Marie Curie was born in Warsaw."))
     assert parts.snapshot() == before and asyncio.run(collections.get("other")) is None
     assert asyncio.run(collections.create("other")) is True and asyncio.run(collections.create("other")) is False
     parts.ingest("same-id", "Marie Curie was born in Warsaw.")
-    asyncio.run(parts.pipeline.ingest("other", "same-id", b"The Vistula flows through Krakow."))
+    asyncio.run(parts.pipeline.ingest(Iris(BASE, "other"), "same-id", b"The Vistula flows through Krakow."))
     infos = {info.name: info for info in asyncio.run(collections.list())}
     assert sorted(infos) == ["default", "other"]
     assert (infos["other"].documents, infos["other"].chunks) == (1, 1) and infos["other"].facts > 0
@@ -389,7 +390,7 @@ def test_an_accepted_document_is_decoded_once(parts: PipelineParts, monkeypatch:
 
     async def run() -> None:
         sources = [Source("c", b"Ada Lovelace wrote the first program.", filename="c.txt")]
-        await parts.pipeline.submit("default", [*sources, Source("d", b"Alan Turing was born in London.")])
+        await parts.pipeline.submit(DEFAULT, [*sources, Source("d", b"Alan Turing was born in London.")])
         await parts.pipeline.wait_background()
 
     asyncio.run(run())

@@ -8,8 +8,13 @@ from pathlib import Path
 
 from pyoxigraph import Literal, NamedNode, Quad
 
+from sparqlrag.config import Settings
+from sparqlrag.extraction.offline import OfflineExtractor
 from sparqlrag.library import librarian
+from sparqlrag.models.embedder import Embedder
+from sparqlrag.models.reranker import CosineReranker
 from sparqlrag.ontology.registry import Ontologies
+from sparqlrag.services import Models, Services
 from sparqlrag.store import EmbeddedStore, vocab
 from sparqlrag.store.select import select
 from sparqlrag.store.sparql_text import insert_data
@@ -45,25 +50,28 @@ def _old_layout(store: EmbeddedStore, ontologies: Ontologies) -> None:
     store.update(insert_data(quads))
 
 
-def test_old_registrations_move_into_the_registry_once(tmp_path: Path) -> None:
+def test_old_registrations_move_into_the_registry_once(tmp_path: Path, embedder: Embedder) -> None:
     store = EmbeddedStore(tmp_path / "store")
+    settings = Settings(data_dir=tmp_path, base_iri=BASE, reranker_model=None)
+    services = Services.open(settings, store, OfflineExtractor(), Models(embedder, CosineReranker(embedder), None))
+    collections, ontologies = services.collections, services.ontologies
     try:
-        ontologies = Ontologies(store, BASE)
         _old_layout(store, ontologies)
-        assert [c.name for c in librarian.collections(store, BASE)] == ["default"]
+        assert [c.name for c in collections.list_sync()] == ["default"]
         assert ontologies.list_sync() == []
 
-        assert librarian.move_registrations(store, BASE) == 2
+        assert collections.move_registrations() == 2
         assert ontologies.move_registry() == 1
-        assert [c.name for c in librarian.collections(store, BASE)] == ["alpha", "default", "ontologies"]
+        assert [c.name for c in collections.list_sync()] == ["alpha", "default", "ontologies"]
         assert [o.name for o in ontologies.list_sync()] == ["people"]
         # the planted ones stayed where they were, and moved nothing
         alpha_source = Iris(BASE, "alpha").source_graph.value
         assert select(store, f"SELECT ?p WHERE {{ GRAPH <{alpha_source}> {{ <urn:fake> ?p ?o }} }}")
         assert not librarian.collection_exists(store, Iris(BASE, "gamma"))
         # a second start finds nothing left to move
-        assert librarian.move_registrations(store, BASE) == 0 and ontologies.move_registry() == 0
+        assert collections.move_registrations() == 0 and ontologies.move_registry() == 0
         ontologies.remove_sync("people")
         assert ontologies.list_sync() == []
     finally:
+        services.close()
         store.close()

@@ -21,10 +21,11 @@ from sparqlrag.services import Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import lexical, select
 from sparqlrag.store.vector_index import unit
-from sparqlrag.store.vocab import SPARQL_PREFIXES
+from sparqlrag.store.vocab import SPARQL_PREFIXES, Iris
 from tests.conftest import ROOT, TEST_DATA
 
 BASE = "http://kb.example/"
+DEFAULT = Iris(BASE)  # the default collection's IRIs
 ID = f"{BASE}id/default/"
 SCHEMA = "http://schema.org/"
 
@@ -35,11 +36,13 @@ class Kb:
     store: EmbeddedStore
 
     def ingest(self, document_id: str, text: str, collection: str = "default") -> None:
-        (result,) = asyncio.run(self.services.pipeline.ingest_many(collection, [Source(document_id, text.encode())]))
+        (result,) = asyncio.run(
+            self.services.pipeline.ingest_many(Iris(BASE, collection), [Source(document_id, text.encode())])
+        )
         assert isinstance(result, IngestResult), result
 
     def forget(self, document_id: str, collection: str = "default") -> None:
-        assert asyncio.run(self.services.pipeline.forget(collection, document_id))
+        assert asyncio.run(self.services.pipeline.forget(Iris(BASE, collection), document_id))
 
     def rows(self, query: str) -> list[dict[str, str]]:
         return select(self.store, SPARQL_PREFIXES + query)
@@ -168,7 +171,7 @@ def test_a_definition_in_the_same_batch_resolves_the_other_documents(kb: Kb) -> 
         Source("uses", b"The W3C published SPARQL in 2008."),
         Source("defines", b"The World Wide Web Consortium (W3C) is a standards body."),
     ]
-    asyncio.run(kb.services.pipeline.ingest_many("default", sources))
+    asyncio.run(kb.services.pipeline.ingest_many(DEFAULT, sources))
     assert (ID + "world-wide-web-consortium", "published", ID + "sparql") in kb.facts()
 
 
@@ -235,16 +238,16 @@ def test_a_curated_split_survives_reingest_and_a_curated_merge_moves_facts(kb: K
     curation = kb.services.curation
     kb.ingest("defines", "The World Wide Web Consortium (W3C) is a standards body. The W3C published SPARQL in 2008.")
     w3c = ID + "world-wide-web-consortium"
-    found = asyncio.run(curation.aliases("default", "W3C"))  # by a name: the alias finds its thing
+    found = asyncio.run(curation.aliases(DEFAULT, "W3C"))  # by a name: the alias finds its thing
     assert found.entity == w3c and [(m.alias, m.rule, m.documents) for m in found.merges] == [
         ("W3C", "acronym", ["defines"])
     ]
-    split = asyncio.run(curation.split("default", w3c, "W3C"))
+    split = asyncio.run(curation.split(DEFAULT, w3c, "W3C"))
     assert split.kept_apart == ["W3C"] and not split.aliases and not split.merges
     assert (ID + "w3c", "published", ID + "sparql") in kb.facts() and not kb.same_as()
     asyncio.run(
         kb.services.pipeline.ingest_many(
-            "default", [asyncio.run(kb.services.pipeline.kept_source("default", "defines"))], force=True
+            DEFAULT, [asyncio.run(kb.services.pipeline.kept_source(DEFAULT, "defines"))], force=True
         )
     )
     kb.ingest(
@@ -261,7 +264,7 @@ def test_a_curated_split_survives_reingest_and_a_curated_merge_moves_facts(kb: K
         }
     )
 
-    merged = asyncio.run(curation.merge("default", w3c, ID + "w3c"))  # the person changes their mind
+    merged = asyncio.run(curation.merge(DEFAULT, w3c, ID + "w3c"))  # the person changes their mind
     assert [(m.alias, m.rule, m.documents) for m in merged.merges] == [
         ("W3C", "acronym", ["again", "defines"]),
         ("W3C", "curated", []),
@@ -284,14 +287,14 @@ def test_a_curated_merge_keeps_its_first_entity_canonical_and_a_split_undoes_it(
     facts, named = kb.facts(), {(r["e"], r["l"]) for r in kb.rows(labels)}
     assert {(acme, "Acme Corp"), (globex, "Globex Inc")} <= named and any(f[0] == globex for f in facts)
 
-    merged = asyncio.run(curation.merge("default", "Acme Corp", "Globex Inc"))
+    merged = asyncio.run(curation.merge(DEFAULT, "Acme Corp", "Globex Inc"))
     assert (merged.entity, merged.label) == (acme, "Acme Corp")
     assert [(m.alias, m.iri, m.rule) for m in merged.merges] == [("Globex Inc", globex, "curated")]
     assert kb.same_as() == {(globex, acme)} and (acme, "Globex Inc") in kb.aliases()
     assert kb.facts() == {(acme if s == globex else s, p, o) for s, p, o in facts}  # every fact moved onto acme
     assert (acme, "Acme Corp") in {(r["e"], r["l"]) for r in kb.rows(labels)}
 
-    split = asyncio.run(curation.split("default", "Acme Corp", "Globex Inc"))
+    split = asyncio.run(curation.split(DEFAULT, "Acme Corp", "Globex Inc"))
     assert (split.entity, split.label, split.merges, split.kept_apart) == (acme, "Acme Corp", [], ["Globex Inc"])
     assert kb.facts() == facts and {(r["e"], r["l"]) for r in kb.rows(labels)} == named
     assert not kb.same_as() and not kb.aliases()
@@ -302,19 +305,19 @@ def test_curation_refuses_what_it_cannot_do_and_changes_nothing(kb: Kb) -> None:
     kb.ingest("a", "Marie Curie was born in Warsaw. Pierre Curie was born in Paris.")
     before = kb.rows(f"SELECT ?s ?p ?o WHERE {{ GRAPH <{BASE}graph/default> {{ ?s ?p ?o }} }}")
     with pytest.raises(UnknownEntity, match="no entity 'Einstein'"):
-        asyncio.run(curation.merge("default", "Marie Curie", "Einstein"))
+        asyncio.run(curation.merge(DEFAULT, "Marie Curie", "Einstein"))
     with pytest.raises(CurationRefused, match="one thing already"):
-        asyncio.run(curation.merge("default", "Warsaw", ID + "warsaw"))
+        asyncio.run(curation.merge(DEFAULT, "Warsaw", ID + "warsaw"))
     with pytest.raises(UnknownEntity, match="'Paris' is not an alias"):
-        asyncio.run(curation.split("default", "Warsaw", "Paris"))
+        asyncio.run(curation.split(DEFAULT, "Warsaw", "Paris"))
     with pytest.raises(UnknownCollection):
-        asyncio.run(curation.aliases("nowhere", "Warsaw"))
+        asyncio.run(curation.aliases(Iris(BASE, "nowhere"), "Warsaw"))
     assert kb.rows(f"SELECT ?s ?p ?o WHERE {{ GRAPH <{BASE}graph/default> {{ ?s ?p ?o }} }}") == before
 
 
 def test_a_question_naming_an_alias_grounds_on_the_thing_it_names(kb: Kb) -> None:
     kb.ingest("defines", "The World Wide Web Consortium (W3C) is a standards body. The W3C published SPARQL in 2008.")
-    walk = asyncio.run(kb.services.graph_rag.retrieve("default", "What did the W3C publish?", mode="graph"))
+    walk = asyncio.run(kb.services.graph_rag.retrieve(DEFAULT, "What did the W3C publish?", mode="graph"))
     seeds = {seed.entity: seed.concept for seed in walk.seeds}
     assert ID + "w3c" not in seeds and "W3C" in seeds[ID + "world-wide-web-consortium"]  # the alias's vector found it
     assert any(lexical(e.fact.object) == ID + "sparql" for e in walk.edges)
@@ -328,7 +331,7 @@ def test_an_edge_of_a_seed_named_by_an_alias_is_scored_as_the_question_words_it(
     )
     walk = asyncio.run(
         kb.services.graph_rag.retrieve(
-            "default", "Which member states does NATO have?", GraphRagOptions(scorer=scorer), mode="graph"
+            DEFAULT, "Which member states does NATO have?", GraphRagOptions(scorer=scorer), mode="graph"
         )
     )
     nato = ID + "north-atlantic-treaty-organization"
@@ -345,7 +348,7 @@ def test_documents_of_one_batch_and_of_later_batches_resolve_alike(kb: Kb, tmp_p
         "a": "The Academy Awards honoured Federico Fellini.",
         "b": "Federico Fellini won an Academy Award in 1957.",
     }
-    asyncio.run(kb.services.pipeline.ingest_many("default", [Source(d, t.encode()) for d, t in texts.items()]))
+    asyncio.run(kb.services.pipeline.ingest_many(DEFAULT, [Source(d, t.encode()) for d, t in texts.items()]))
     together = (kb.facts(), kb.same_as())
     for document_id in texts:
         kb.forget(document_id)

@@ -53,7 +53,7 @@ def ingested(data: Path) -> Settings:
     services = Services.open(settings, EmbeddedStore(settings.store_path))
     try:
         sources = [Source(p.name, p.read_bytes()) for p in sorted(CORPUS.glob("*.md"))]
-        asyncio.run(services.pipeline.ingest_many("default", sources))
+        asyncio.run(services.pipeline.ingest_many(services.collections.iris("default"), sources))
     finally:
         services.close()
         services.store.close()

@@ -66,11 +66,9 @@ class Curation:
     async def _update(self, *operations: str) -> None:
         await off_loop(self.store.update, vocab.SPARQL_PREFIXES + " ;\n".join(operations))
 
-    async def _iris(self, collection: str) -> Iris:
-        iris = Iris(self.pipeline.base_iri, collection)
+    async def _exists(self, iris: Iris) -> None:
         if not await off_loop(collection_exists, self.store, iris):
-            raise UnknownCollection(collection)
-        return iris
+            raise UnknownCollection(iris.collection)
 
     def _find(self, iris: Iris, entity: str) -> str:
         """The canonical IRI of an entity given by IRI or by name (a name two things share is refused)."""
@@ -140,10 +138,10 @@ class Curation:
             f"OPTIONAL {{ GRAPH {src} {{ ?st rdf:reifies <<( ?s {sparql_term(predicate)} ?o )>> ; ?x ?y }} }} }}"
         )
 
-    async def merge(self, collection: str, entity: str, other: str) -> EntityAliases:
+    async def merge(self, iris: Iris, entity: str, other: str) -> EntityAliases:
         """`other` is `entity`: its IRI becomes an alias of entity's (owl:sameAs), its names
         aliases, and the documents that said things about it now say them about `entity`."""
-        iris = await self._iris(collection)
+        await self._exists(iris)
         target, alias = (
             await off_loop(self._find, iris, entity),
             await off_loop(self._find, iris, other),
@@ -161,14 +159,14 @@ class Curation:
         retract = self._retract(iris, vocab.OWL_DIFFERENT_FROM, [alias, target], [alias, target])
         await self._update(retract, insert_data(quads))
         affected = await off_loop(resolver.documents_using, self.store, iris, {alias})
-        await self.pipeline.resolve_again(collection, affected)
+        await self.pipeline.resolve_again(iris, affected)
         return await off_loop(self._aliases, iris, target)
 
-    async def split(self, collection: str, entity: str, alias: str) -> EntityAliases:
+    async def split(self, iris: Iris, entity: str, alias: str) -> EntityAliases:
         """`alias` names something else than `entity`: its merges into entity are undone, a
         curated owl:differentFrom keeps them apart, and the documents that used the name are
         written again (the name becomes its own thing)."""
-        iris = await self._iris(collection)
+        await self._exists(iris)
         target = await off_loop(self._find, iris, entity)
         before = await off_loop(self._aliases, iris, target)
         key = name_key(alias)
@@ -180,7 +178,7 @@ class Curation:
         quads = self._decision(iris, Triple(NamedNode(own), vocab.OWL_DIFFERENT_FROM, NamedNode(target)), alias)
         await self._update(self._retract(iris, vocab.OWL_SAME_AS, merged + [own], members), insert_data(quads))
         affected = await off_loop(resolver.documents_naming, self.store, iris, {key}, set())
-        await self.pipeline.resolve_again(collection, affected)
+        await self.pipeline.resolve_again(iris, affected)
         return await off_loop(self._aliases, iris, target)
 
     def _cluster(self, iris: Iris, canonical: str) -> list[str]:
@@ -193,10 +191,10 @@ class Curation:
         )
         return [canonical, *(row["e"] for row in rows)]
 
-    async def aliases(self, collection: str, entity: str) -> EntityAliases:
+    async def aliases(self, iris: Iris, entity: str) -> EntityAliases:
         """The thing's names other than its own, the merges that joined IRIs to it (rule, score,
         the documents of the evidence), and the names a person split off it."""
-        iris = await self._iris(collection)
+        await self._exists(iris)
         canonical = await off_loop(self._find, iris, entity)
         return await off_loop(self._aliases, iris, canonical)
 

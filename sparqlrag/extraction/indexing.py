@@ -52,11 +52,10 @@ class Indexer:
         facts: FactIndex,
         embedder: Embedder,
         extractions: Extractions,
-        base_iri: str,
     ) -> None:
         self.store, self.vectors, self.keywords, self.embedder = store, vectors, keywords, embedder
         self.graph, self.facts = graph, facts
-        self.extractions, self.base_iri = extractions, base_iri
+        self.extractions = extractions
 
     async def index(self, iris: Iris, chunks: list[ChunkRecord], plans: list[Plan], indexed: Indexed) -> None:
         """Chunk vectors and keyword rows; vectors of the entities those chunks name that the
@@ -120,7 +119,7 @@ class Indexer:
         return len(texts)
 
     async def index_graph(
-        self, collection: str, *, batch: int = 5000, on_progress: Progress | None = None, minted_only: bool = False
+        self, iris: Iris, *, batch: int = 5000, on_progress: Progress | None = None, minted_only: bool = False
     ) -> tuple[int, int]:
         """Index what the collection's knowledge graph holds without vectors: its labelled
         entities (predicates, IRIs used as one, left out), then its walked facts. For a graph
@@ -128,9 +127,8 @@ class Indexer:
         questions on it and score its facts. `minted_only`: only the entities ingest mints (under
         the collection's id/ namespace), as ingest indexes them. Returns how many entity and fact
         vectors were written."""
-        iris = Iris(self.base_iri, collection)
         if not await off_loop(librarian.collection_exists, self.store, iris):
-            raise librarian.UnknownCollection(collection)
+            raise librarian.UnknownCollection(iris.collection)
         kg = sparql_term(iris.knowledge_graph)
         minted = f" FILTER(STRSTARTS(STR(?e), {sparql_term(Literal(iris.entity('').value))}))" if minted_only else ""
         rows = await off_loop(
@@ -159,11 +157,11 @@ class Indexer:
         total = len(named) + len(facts)
         for start in range(0, len(named), batch):
             part = {e: (labels[e], definitions.get(e)) for e in named[start : start + batch]}
-            entities += await self._entities(collection, part)
+            entities += await self._entities(iris.collection, part)
             if on_progress is not None:
                 on_progress(min(start + batch, len(named)), total)
         if not minted_only:  # ingest's own names are resolved, not read back (extraction/resolution.py)
-            entities += await self._other_names(collection, iris, labels, names)
+            entities += await self._other_names(iris, labels, names)
         for start in range(0, len(facts), batch):
             triples = [Triple(row["s"], row["p"], row["o"]) for row in facts[start : start + batch]]  # type: ignore[arg-type]
             fact_vectors += len(await off_loop(self.facts.add, iris, triples))
@@ -172,9 +170,7 @@ class Indexer:
         await off_loop(self.graph.rebuild, iris)
         return entities, fact_vectors
 
-    async def _other_names(
-        self, collection: str, iris: Iris, labels: dict[str, str], names: dict[str, set[str]]
-    ) -> int:
+    async def _other_names(self, iris: Iris, labels: dict[str, str], names: dict[str, set[str]]) -> int:
         """A point for each other name a loaded graph gives one of its named entities (IRI ->
         label): its `skos:altLabel`s and the `names` its other name predicates give, each with
         that name's facet: the graph's own words for the thing, so no name rule is applied to
@@ -193,7 +189,7 @@ class Indexer:
                 by_facet.setdefault(alias_facet(name), []).append((e, name))
         new: dict[str, list[tuple[str, str]]] = {}
         for facet, named in by_facet.items():
-            known = await off_loop(self.vectors.existing, collection, "entities", [e for e, _ in named], facet)
+            known = await off_loop(self.vectors.existing, iris.collection, "entities", [e for e, _ in named], facet)
             if unknown := [(e, name) for e, name in named if e not in known]:
                 new[facet] = unknown
         if not new:
@@ -204,20 +200,19 @@ class Indexer:
             payloads = [{"label": labels[e], "alias": name} for e, name in named]
             repeated = np.repeat(vector[None, :], len(named), axis=0)
             entities = [e for e, _ in named]
-            await off_loop(self.vectors.upsert, collection, "entities", entities, repeated, payloads, facet)
+            await off_loop(self.vectors.upsert, iris.collection, "entities", entities, repeated, payloads, facet)
         return sum(len(named) for named in new.values())
 
-    async def reindex(self, collection: str, *, batch: int = 256, on_progress: Progress | None = None) -> int:
+    async def reindex(self, iris: Iris, *, batch: int = 256, on_progress: Progress | None = None) -> int:
         """Rebuild the collection's derived indexes from the store alone, the system of record:
         what they held is dropped; the chunks of its ready documents get their vectors and keyword
         rows again, then its entities (labelled ones, and the alias IRIs its shared merges state,
         as ingest indexes them) and its walked facts (index_graph). Returns the vectors written."""
-        iris = Iris(self.base_iri, collection)
         if not await off_loop(librarian.collection_exists, self.store, iris):
-            raise librarian.UnknownCollection(collection)
-        await off_loop(self.vectors.drop, collection)
-        await off_loop(self.keywords.drop, collection)
-        await off_loop(self.graph.drop, collection)
+            raise librarian.UnknownCollection(iris.collection)
+        await off_loop(self.vectors.drop, iris.collection)
+        await off_loop(self.keywords.drop, iris.collection)
+        await off_loop(self.graph.drop, iris.collection)
         src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
         chunks = await off_loop(
             select,
@@ -238,41 +233,44 @@ class Indexer:
             rows = chunks[start : start + batch]
             vectors = await off_loop(self.embedder.embed, [row["text"] for row in rows])
             payloads = [{"document": row["document"], "text": row["text"]} for row in rows]
-            await off_loop(self.vectors.upsert, collection, "chunks", [row["chunk"] for row in rows], vectors, payloads)
-            await off_loop(self.keywords.add, collection, [(row["chunk"], row["text"]) for row in rows])
+            await off_loop(
+                self.vectors.upsert, iris.collection, "chunks", [row["chunk"] for row in rows], vectors, payloads
+            )
+            await off_loop(self.keywords.add, iris.collection, [(row["chunk"], row["text"]) for row in rows])
             if on_progress is not None:
                 on_progress(start + len(rows), len(chunks))
         written = len(chunks) + await self._entities(
-            collection, {row["alias"]: (row["label"], None) for row in aliases}
+            iris.collection, {row["alias"]: (row["label"], None) for row in aliases}
         )
-        entities, facts = await self.index_graph(collection, on_progress=on_progress, minted_only=True)
+        entities, facts = await self.index_graph(iris, on_progress=on_progress, minted_only=True)
         return written + entities + facts
 
-    async def build_missing_graphs(self, collections: list[str]) -> list[str]:
+    async def build_missing_graphs(self, collections: list[Iris]) -> list[str]:
         """Graph index rows for the collections an older version indexed without them (their
-        keyword rows exist, their graph rows do not): rebuilt from the store, once. Returns them."""
+        keyword rows exist, their graph rows do not): rebuilt from the store, once. Returns their names."""
         built = []
-        for collection in collections:
-            if await off_loop(self.keywords.count, collection) and not await off_loop(self.graph.chunks, collection):
-                await off_loop(self.graph.rebuild, Iris(self.base_iri, collection))
-                built.append(collection)
+        for iris in collections:
+            name = iris.collection
+            if await off_loop(self.keywords.count, name) and not await off_loop(self.graph.chunks, name):
+                await off_loop(self.graph.rebuild, iris)
+                built.append(name)
         return built
 
-    async def unindexed(self, collections: list[str]) -> dict[str, int]:
+    async def unindexed(self, collections: list[Iris]) -> dict[str, int]:
         """The collections whose store holds chunks (how many) that these indexes have no row of:
         another data directory indexed them (a second process on one remote store), or the
         indexes were lost. Only `reindex` makes them answer."""
         found = {}
-        for collection in collections:
-            if await off_loop(self.keywords.count, collection):
+        for iris in collections:
+            if await off_loop(self.keywords.count, iris.collection):
                 continue
-            src = sparql_term(Iris(self.base_iri, collection).source_graph)
+            src = sparql_term(iris.source_graph)
             rows = await off_loop(
                 select, self.store, vocab.SPARQL_PREFIXES + f"SELECT (COUNT(*) AS ?n) WHERE {{ {CHUNKS % src} }}"
             )
             held = int(rows[0]["n"]) if rows else 0
             if held:
-                found[collection] = held
+                found[iris.collection] = held
         return found
 
     async def take_back(self, iris: Iris, indexed: Indexed) -> int:
@@ -288,16 +286,15 @@ class Indexer:
         await self._drop(iris.collection, chunks, entities, facts)
         return len(chunks) + len(entities) + len(facts)
 
-    async def sweep(self, collection: str) -> int:
+    async def sweep(self, iris: Iris) -> int:
         """Remove every index row of the collection whose subject the store does not hold: what a
         process killed between indexing and its commit left. Run before anything else writes
         (server start, CLI ingest): a batch indexed but not yet committed would look the same.
         Returns how many IRIs lost their rows."""
-        iris = Iris(self.base_iri, collection)
         src, kg = sparql_term(iris.source_graph), sparql_term(iris.knowledge_graph)
-        indexed_chunks = await off_loop(self.vectors.iris, collection, "chunks")
-        indexed_chunks |= await off_loop(self.keywords.iris, collection)
-        indexed_chunks |= await off_loop(self.graph.chunks, collection)
+        indexed_chunks = await off_loop(self.vectors.iris, iris.collection, "chunks")
+        indexed_chunks |= await off_loop(self.keywords.iris, iris.collection)
+        indexed_chunks |= await off_loop(self.graph.chunks, iris.collection)
         chunks = await self._held("c", None, CHUNKS % src)
         named = await self._held("e", None, NAMED % kg)
         facts = await off_loop(
@@ -307,11 +304,14 @@ class Indexer:
         stated = {iris.statement(t).value for t in triples if walked(t)}
         gone = (
             indexed_chunks - chunks,
-            await off_loop(self.vectors.iris, collection, "entities") - named,
-            (await off_loop(self.vectors.iris, collection, "facts") | await off_loop(self.graph.statements, collection))
+            await off_loop(self.vectors.iris, iris.collection, "entities") - named,
+            (
+                await off_loop(self.vectors.iris, iris.collection, "facts")
+                | await off_loop(self.graph.statements, iris.collection)
+            )
             - stated,
         )
-        await self._drop(collection, *gone)
+        await self._drop(iris.collection, *gone)
         return sum(len(part) for part in gone)
 
     async def _drop(self, collection: str, chunks: set[str], entities: set[str], facts: set[str]) -> None:

@@ -78,7 +78,6 @@ class Pipeline:
         locks: Locks,
         embedder: Embedder,
         extractor: Extractor,
-        base_iri: str,
         chunk_size: int = 2000,
         chunk_overlap: int = 100,
         concurrency: int = 4,
@@ -89,7 +88,7 @@ class Pipeline:
         """The parts come built and shared (services.py builds them all): the indexes through
         `indexer`, the kept bytes and extraction cache through `library` and `extractions`."""
         self.store, self.indexer, self.library, self.extractions = store, indexer, library, extractions
-        self.locks, self.embedder, self.extractor, self.base_iri = locks, embedder, extractor, base_iri
+        self.locks, self.embedder, self.extractor = locks, embedder, extractor
         self.extractor_for = extractor_for  # a collection's own extractor (its ontology's), if it has one
         self.resolution = resolution  # off: every spelling is its own entity, as extracted
         self.chunk_size, self.chunk_overlap, self.concurrency = chunk_size, chunk_overlap, concurrency
@@ -105,7 +104,7 @@ class Pipeline:
 
     async def ingest(
         self,
-        collection: str,
+        iris: Iris,
         document_id: str,
         data: bytes,
         *,
@@ -116,14 +115,14 @@ class Pipeline:
     ) -> IngestResult:
         """Add or update one document. Raises DecodeError (nothing written) for what is not a document."""
         source = Source(document_id, data, media_type, filename, title)
-        (result,) = await self.ingest_many(collection, [source], on_progress=on_progress)
+        (result,) = await self.ingest_many(iris, [source], on_progress=on_progress)
         if isinstance(result, Exception):
             raise result
         return result
 
     async def ingest_many(
         self,
-        collection: str,
+        iris: Iris,
         sources: list[Source],
         *,
         on_progress: Progress | None = None,
@@ -137,17 +136,17 @@ class Pipeline:
         `force` re-extracts every chunk, changed or not. Other documents that a new or lost merge
         affects are then written again (`resolve_again`). Raises UnknownCollection (nothing written)
         for a collection never created."""
-        results, affected = await self._ingest_batch(collection, sources, on_progress, force, reuse=False)
-        await self.resolve_again(collection, affected)
+        results, affected = await self._ingest_batch(iris, sources, on_progress, force, reuse=False)
+        await self.resolve_again(iris, affected)
         return results
 
     async def _ingest_batch(
-        self, collection: str, sources: list[Source], on_progress: Progress | None, force: bool, reuse: bool
+        self, iris: Iris, sources: list[Source], on_progress: Progress | None, force: bool, reuse: bool
     ) -> tuple[list[IngestResult | Exception], set[str]]:
         """`ingest_many` without the repair; also returns the documents the batch's merges affect."""
-        iris, ids = await self._batch(collection, sources)
+        ids = await self._batch(iris, sources)
         extractor = (await self.extractor_for(iris) if self.extractor_for else None) or self.extractor
-        async with self.locks.documents(collection, ids):
+        async with self.locks.documents(iris.collection, ids):
             progress, slots = ChunkProgress(on_progress, self.stats), asyncio.Semaphore(self.concurrency)
             try:
                 results, plans = await self._ingest_all(iris, sources, slots, progress, force, extractor, reuse)
@@ -160,7 +159,7 @@ class Pipeline:
         affected |= await off_loop(resolver.documents_naming, self.store, iris, lost, unnamed)
         return results, affected
 
-    async def resolve_again(self, collection: str, documents: set[str]) -> None:
+    async def resolve_again(self, iris: Iris, documents: set[str]) -> None:
         """Write again, from their kept extractions, the documents whose names a new or lost
         merge resolves differently now. A document the library holds no copy of (imported in
         a knowledge core) keeps its names, with a warning."""
@@ -170,13 +169,13 @@ class Pipeline:
             sources = []
             for document_id in sorted(documents):
                 try:
-                    sources.append(await self.kept_source(collection, document_id))
+                    sources.append(await self.kept_source(iris, document_id))
                 except LookupError as error:
                     log.warning("not resolved again: %s", error)
             if not sources:
                 return
             try:
-                results, documents = await self._ingest_batch(collection, sources, None, force=True, reuse=True)
+                results, documents = await self._ingest_batch(iris, sources, None, force=True, reuse=True)
             except (CollectionBusy, librarian.UnknownCollection) as error:  # the collection is being deleted
                 log.warning("not resolved again: %s", error)
                 return
@@ -185,12 +184,15 @@ class Pipeline:
                     log.error(
                         "writing %r in %r again after a merge changed failed: %s",
                         source.document_id,
-                        collection,
+                        iris.collection,
                         result,
                     )
         if documents:
             log.warning(
-                "merges in %r still changing after %d rounds; left: %s", collection, REPAIR_ROUNDS, sorted(documents)
+                "merges in %r still changing after %d rounds; left: %s",
+                iris.collection,
+                REPAIR_ROUNDS,
+                sorted(documents),
             )
 
     async def _ingest_all(
@@ -248,17 +250,16 @@ class Pipeline:
         if removed:
             log.info("removed the index rows of %d IRIs that failed documents left in %r", removed, iris.collection)
 
-    async def _batch(self, collection: str, sources: list[Source]) -> tuple[Iris, list[str]]:
-        """The collection's IRIs and the documents' ids, once the batch is known to be valid."""
+    async def _batch(self, iris: Iris, sources: list[Source]) -> list[str]:
+        """The documents' ids, once the batch is known to be valid."""
         ids = [source.document_id for source in sources]
         if dotted := next((i for i in ids if i in (".", "..")), None):  # (in a URL it names a folder, not a document)
             raise ValueError(f"a document id may not be {dotted!r}")
         if len(set(ids)) != len(ids):
             raise ValueError("a batch names the same document twice")
-        iris = Iris(self.base_iri, collection)
         if not await off_loop(librarian.collection_exists, self.store, iris):
-            raise librarian.UnknownCollection(collection)
-        return iris, ids
+            raise librarian.UnknownCollection(iris.collection)
+        return ids
 
     @staticmethod
     def _unchanged(existing: librarian.DocumentInfo | None, sha256: str, force: bool) -> IngestResult | None:
@@ -266,15 +267,15 @@ class Pipeline:
             return IngestResult(existing.iri, "unchanged", chunks_kept=existing.chunks)
         return None
 
-    async def submit(self, collection: str, sources: list[Source], *, force: bool = False) -> list[IngestResult]:
+    async def submit(self, iris: Iris, sources: list[Source], *, force: bool = False) -> list[IngestResult]:
         """Accept documents to ingest in the background and return at once: each is decoded now
         (the first that is not a document raises DecodeError, nothing written), kept in the
         library, marked pending (a restart resumes it) and `queued`; unchanged ones come back
         `unchanged`. A background task ingests the rest; `wait_background()` awaits it."""
-        iris, ids = await self._batch(collection, sources)
+        ids = await self._batch(iris, sources)
         decoded = [await self._decode(source) for source in sources]  # all, before any write
         results, queued = [], []
-        async with self.locks.documents(collection, ids):
+        async with self.locks.documents(iris.collection, ids):
             for source, (text, sha256) in zip(sources, decoded):
                 accepted = await self._accept(iris, source, text, sha256, force, librarian.QUEUED)
                 if isinstance(accepted, IngestResult):
@@ -283,20 +284,20 @@ class Pipeline:
                 results.append(IngestResult(accepted[0].iri.value, librarian.QUEUED))
                 queued.append(replace(source, decoded=(text, sha256)))
         if queued:
-            task = asyncio.create_task(self._ingest_in_background(collection, queued, force))
+            task = asyncio.create_task(self._ingest_in_background(iris, queued, force))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
         return results
 
-    async def _ingest_in_background(self, collection: str, sources: list[Source], force: bool) -> None:
+    async def _ingest_in_background(self, iris: Iris, sources: list[Source], force: bool) -> None:
         try:
-            results = await self.ingest_many(collection, sources, force=force)
+            results = await self.ingest_many(iris, sources, force=force)
         except Exception as error:  # e.g. the collection was deleted meanwhile: pending markers stay for recover()
-            log.error("background ingest into %r failed: %s", collection, error)
+            log.error("background ingest into %r failed: %s", iris.collection, error)
             return
         for source, result in zip(sources, results):
             if isinstance(result, Exception):
-                log.error("ingesting %r into %r failed: %s", source.document_id, collection, result)
+                log.error("ingesting %r into %r failed: %s", source.document_id, iris.collection, result)
 
     async def wait_background(self) -> None:
         """Wait for the background ingests (tests, orderly shutdown)."""
@@ -459,33 +460,32 @@ class Pipeline:
 
     # -- delete ------------------------------------------------------------------------------
 
-    async def forget(self, collection: str, document_id: str) -> bool:
+    async def forget(self, iris: Iris, document_id: str) -> bool:
         """Delete a document: its chunks, the facts only it supported, their index rows; then
         write again the documents whose names a merge it alone supported resolved. False if unknown."""
-        iris = Iris(self.base_iri, collection)
         doc = iris.document(document_id)
-        async with self.locks.documents(collection, [document_id]):
+        async with self.locks.documents(iris.collection, [document_id]):
             if not await off_loop(librarian.documents, self.store, iris, doc):
                 return False
             chunks = sorted(await off_loop(librarian.chunks_of, self.store, iris, doc))
             statements, named = await off_loop(resolver.statements_of, self.store, iris, chunks)
             merges = await off_loop(resolver.shared_merges_of, self.store, iris, chunks)
             src = sparql_term(iris.source_graph)
-            mark = await off_loop(self.library.begin, "forget", collection)  # killed before the end: swept
+            mark = await off_loop(self.library.begin, "forget", iris.collection)  # killed before the end: swept
             await self._update(
                 removal(iris, chunks, statements),
                 f"DELETE WHERE {{ GRAPH {src} {{ {sparql_term(doc)} ?p ?o }} }}",
             )
             lost, unnamed = await self.indexer.forget(iris, chunks, named, statements, merges)
-            await off_loop(self.library.discard, collection, document_id)
+            await off_loop(self.library.discard, iris.collection, document_id)
             mark.unlink()
             affected = await off_loop(resolver.documents_naming, self.store, iris, lost, unnamed)
-        await self.resolve_again(collection, affected)
+        await self.resolve_again(iris, affected)
         return True
 
-    async def kept_source(self, collection: str, document_id: str) -> Source:
+    async def kept_source(self, iris: Iris, document_id: str) -> Source:
         """The document as the library kept it, to extract again (after changing the extractor,
         its model or its prompts) with `ingest_many(..., force=True)` or `submit(..., force=True)`.
         Raises LookupError for a document the library does not hold."""
-        upload, data = await off_loop(self.library.load, collection, document_id)
+        upload, data = await off_loop(self.library.load, iris.collection, document_id)
         return Source(document_id, data, upload.media_type, upload.filename, upload.title)

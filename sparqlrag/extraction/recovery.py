@@ -12,18 +12,19 @@ from sparqlrag.extraction.indexing import Indexer
 from sparqlrag.extraction.pipeline import Pipeline
 from sparqlrag.extraction.plans import IngestResult
 from sparqlrag.library import librarian
+from sparqlrag.library.collections import Collections
 from sparqlrag.library.files import Library
 from sparqlrag.store.base import StorageFull, StoreError, StoreUnavailable
-from sparqlrag.store.vocab import Iris
 from sparqlrag.threads import off_loop
 
 log = logging.getLogger("sparqlrag.ingest")
 
 
 class Recovery:
-    def __init__(self, pipeline: Pipeline, library: Library, indexer: Indexer) -> None:
-        """`pipeline` ingests again, and records what cannot be; the library keeps the markers."""
-        self.pipeline, self.library, self.indexer = pipeline, library, indexer
+    def __init__(self, pipeline: Pipeline, library: Library, indexer: Indexer, collections: Collections) -> None:
+        """`pipeline` ingests again, and records what cannot be; the library keeps the markers;
+        `collections` names the collections they are in."""
+        self.pipeline, self.library, self.indexer, self.collections = pipeline, library, indexer, collections
 
     async def sweep_crashed(self) -> None:
         """Index rows a killed process left, in each collection a pending marker or a forget's
@@ -38,10 +39,8 @@ class Recovery:
         forgets = await off_loop(self.library.begun, "forget")
         collections |= {details["collection"] for _, details in forgets}
         for collection in sorted(collections):
-            if await off_loop(
-                librarian.collection_exists, self.pipeline.store, Iris(self.pipeline.base_iri, collection)
-            ):
-                if removed := await self.indexer.sweep(collection):
+            if await self.collections.exists(collection):
+                if removed := await self.indexer.sweep(self.collections.iris(collection)):
                     log.warning("removed index rows of %d IRIs a stopped process left in %r", removed, collection)
         for mark, _ in forgets:
             mark.unlink(missing_ok=True)
@@ -64,7 +63,7 @@ class Recovery:
                 upload, data = await off_loop(self.library.load, pending.collection, pending.document_id)
                 results.append(
                     await self.pipeline.ingest(
-                        upload.collection,
+                        self.collections.iris(upload.collection),
                         upload.document_id,
                         data,
                         media_type=upload.media_type,
@@ -89,7 +88,7 @@ class Recovery:
     async def _given_up(self, collection: str, document_id: str) -> None:
         """A document whose ingest will not be resumed is `failed`, not `queued` for ever (a
         re-upload or `reingest` starts it again)."""
-        iris = Iris(self.pipeline.base_iri, collection)
+        iris = self.collections.iris(collection)
         document = iris.document(document_id)
         try:
             recorded = await off_loop(librarian.documents, self.pipeline.store, iris, document)

@@ -1,4 +1,5 @@
-"""Collections: create, list (with counts) and delete with the full cascade.
+"""Collections: create, list (with counts) and delete with the full cascade; and the one place
+a collection's name becomes its IRIs (`iris`), for everything the store or the library names.
 
 Everything of a collection lives under its name: its registration in the registry graph, three
 named graphs, its vector, keyword and graph index rows, a folder of the library. Deleting it
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import logging
 
+from pyoxigraph import NamedNode, Quad
+
 from sparqlrag.library import librarian
 from sparqlrag.library.files import Library
 from sparqlrag.library.librarian import CollectionInfo
@@ -18,7 +21,8 @@ from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.graph_index import GraphIndex
 from sparqlrag.store.keyword_index import KeywordIndex
-from sparqlrag.store.sparql_text import sparql_term
+from sparqlrag.store.select import select_terms
+from sparqlrag.store.sparql_text import move_data, sparql_term
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import Iris
 from sparqlrag.threads import off_loop
@@ -41,24 +45,58 @@ class Collections:
         self.store, self.base_iri, self.locks = store, base_iri, locks
         self.vectors, self.keywords, self.graph, self.library = vectors, keywords, graph, library
 
+    def iris(self, name: str, base: str | None = None) -> Iris:
+        """The IRIs of collection `name` here (or under another `base`: a knowledge core's).
+        Raises InvalidName."""
+        return Iris(base or self.base_iri, name)
+
     async def exists(self, name: str) -> bool:
-        return await off_loop(librarian.collection_exists, self.store, Iris(self.base_iri, name))
+        return await off_loop(librarian.collection_exists, self.store, self.iris(name))
 
     async def create(self, name: str, ontology: str | None = None) -> bool:
         """Register `name`, its extraction guided by the loaded `ontology` if given (the caller
         checks that it is loaded); False when it exists already."""
-        iris = Iris(self.base_iri, name)
+        iris = self.iris(name)
         async with self.locks.closed(name):  # not while it is being deleted
             if await self.exists(name):
                 return False
             await off_loop(self.store.update, vocab.SPARQL_PREFIXES + librarian.register_collection(iris, ontology))
             return True
 
+    def list_sync(self) -> list[CollectionInfo]:
+        names = librarian.collection_names(self.store, self.base_iri)
+        return [info for name in names if (info := librarian.collection_info(self.store, self.iris(name))) is not None]
+
     async def list(self) -> list[CollectionInfo]:
-        return await off_loop(librarian.collections, self.store, self.base_iri)
+        """Every registered collection (and `default`), by name, with its counts."""
+        return await off_loop(self.list_sync)
+
+    def move_registrations(self) -> int:
+        """Move registrations that data directories made before the registry graph keep in each
+        collection's source graph (`{base}collection/C` in `{base}graph/C/source`, nothing else)
+        into the registry; run at start. Returns how many collections moved."""
+        registry = vocab.registry_graph(self.base_iri)
+        rows = select_terms(
+            self.store,
+            f"""SELECT ?g ?c ?p ?o WHERE {{ GRAPH ?g {{ ?c a {sparql_term(vocab.SR_COLLECTION)} ; ?p ?o }}
+            FILTER(?g != {sparql_term(registry)}) }}""",
+        )
+        prefix, moved = f"{self.base_iri}collection/", set()
+        quads: list[Quad] = []
+        for row in rows:
+            graph, node, predicate, value = row["g"], row["c"], row["p"], row["o"]
+            name = node.value[len(prefix) :] if isinstance(node, NamedNode) and node.value.startswith(prefix) else ""
+            if not vocab.is_name(name) or graph != self.iris(name).source_graph or not isinstance(predicate, NamedNode):
+                continue
+            quads.append(Quad(node, predicate, value, graph))  # type: ignore[arg-type]
+            moved.add(name)
+        if quads:
+            self.store.update(move_data(quads, registry))
+            log.warning("moved the registrations of %d collections into %s", len(moved), registry.value)
+        return len(moved)
 
     async def get(self, name: str) -> CollectionInfo | None:
-        return await off_loop(librarian.collection_info, self.store, Iris(self.base_iri, name))
+        return await off_loop(librarian.collection_info, self.store, self.iris(name))
 
     async def delete(self, name: str) -> bool:
         """Drop the collection's graphs, vectors, keyword rows and library; False when unknown.
@@ -66,7 +104,7 @@ class Collections:
         async with self.locks.closed(name):
             if not await self.exists(name):
                 return False
-            await off_loop(self.drop_sync, Iris(self.base_iri, name))
+            await off_loop(self.drop_sync, self.iris(name))
             return True
 
     def drop_sync(self, iris: Iris) -> None:
@@ -86,5 +124,5 @@ class Collections:
         """Finish the deletes a killed process left part-way (its graphs gone but not its vectors,
         say); run at start, before anything writes."""
         for _, details in await off_loop(self.library.begun, "drop"):
-            await off_loop(self.drop_sync, Iris(self.base_iri, details["collection"]))
+            await off_loop(self.drop_sync, self.iris(details["collection"]))
             log.warning("finished deleting collection %r, which a stopped process left part-way", details["collection"])

@@ -108,7 +108,7 @@ class Cores:
         if info is None:
             raise librarian.UnknownCollection(name)
         async with self.collections.locks.closed(name):  # a consistent picture: no ingest meanwhile
-            return await off_loop(self._export, Iris(self.base_iri, name), info.ontology, target)
+            return await off_loop(self._export, self.collections.iris(name), info.ontology, target)
 
     def _export(self, iris: Iris, ontology: str | None, target: Path) -> dict[str, Any]:
         # Each graph's N-Triples inside a TriG graph block: valid TriG (1.2, triple terms
@@ -163,8 +163,8 @@ class Cores:
         CollectionBusy."""
         if into is not None:
             check_collection(into)
-        core = await off_loop(_read, source)
-        exported = Iris(core.manifest["base_iri"], core.manifest["collection"])
+        core = await off_loop(_read, source, self.collections.iris)
+        exported = core.exported
         name = exported.collection if into is None else into
         if (
             core.manifest["embedding_model"] != self.embedding_model
@@ -179,7 +179,7 @@ class Cores:
             raise CoreMismatch(
                 f"the core's collection extracts with ontology {ontology!r}, which is not loaded here; load it first"
             )
-        iris = Iris(self.base_iri, name)
+        iris = self.collections.iris(name)
         async with self.collections.locks.closed(name):
             existing = await self.collections.get(name)
             if existing is not None and (existing.documents or existing.chunks or existing.facts):
@@ -244,7 +244,7 @@ class Cores:
         for mark, details in await off_loop(self.collections.library.begun, "import"):
             name = details["collection"]
             await off_loop(
-                self._undo, Iris(self.base_iri, name), bool(details.get("registered")), details.get("ontology")
+                self._undo, self.collections.iris(name), bool(details.get("registered")), details.get("ontology")
             )
             mark.unlink(missing_ok=True)
             log.warning("undid the import of a core into %r that a stopped process left unfinished", name)
@@ -261,6 +261,7 @@ class Cores:
 @dataclass(frozen=True)
 class _Core:
     manifest: dict[str, Any]
+    exported: Iris  # the collection's IRIs where it was exported
     quads: list[Quad]
     vectors: dict[Kind, np.ndarray]
     payloads: dict[Kind, list[dict[str, Any]]]
@@ -297,8 +298,9 @@ def _check_manifest(manifest: object) -> dict[str, Any]:
     return manifest
 
 
-def _read(source: Path) -> _Core:
-    """The core at `source`, every member checked against the manifest. Raises CoreInvalid.
+def _read(source: Path, iris_of: Callable[[str, str], Iris]) -> _Core:
+    """The core at `source`, every member checked against the manifest (its collection's IRIs
+    made by `iris_of(name, base)`). Raises CoreInvalid.
 
     Nothing is inflated into memory before it is checked: checksums are computed over streams,
     and the members are then parsed from streams (a zip's member inflates to no more than its
@@ -350,7 +352,7 @@ def _read(source: Path) -> _Core:
         raise CoreInvalid(f"the knowledge core lacks {error.args[0]}") from None
     except (SyntaxError, ValueError) as error:  # not JSON, not TriG, not a .npy header
         raise CoreInvalid(f"the knowledge core is unreadable: {error}") from None
-    iris = Iris(manifest["base_iri"], manifest["collection"])
+    iris = iris_of(manifest["collection"], manifest["base_iri"])
     graphs = {iris.knowledge_graph, iris.source_graph, iris.trace_graph}
     if stray := next((q.graph_name for q in quads if q.graph_name not in graphs), None):
         raise CoreInvalid(f"the knowledge core holds graph {stray} outside collection {iris.collection!r}")
@@ -366,7 +368,7 @@ def _read(source: Path) -> _Core:
             )
     if manifest["counts"].get("quads") != len(quads):
         raise CoreInvalid("the knowledge core's graphs do not hold the number of quads its manifest says")
-    return _Core(manifest, quads, vectors, payloads)
+    return _Core(manifest, iris, quads, vectors, payloads)
 
 
 def _check_directory(source: Path) -> None:

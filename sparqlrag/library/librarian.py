@@ -19,8 +19,8 @@ from pyoxigraph import Literal, NamedNode, Quad
 
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
-from sparqlrag.store.select import count, number, select, select_terms
-from sparqlrag.store.sparql_text import insert_data, move_data, sparql_term
+from sparqlrag.store.select import count, number, select
+from sparqlrag.store.sparql_text import insert_data, sparql_term
 from sparqlrag.store.vocab import DEFAULT_COLLECTION, Iris  # the statuses, re-exported
 from sparqlrag.store.vocab import FAILED as FAILED
 from sparqlrag.store.vocab import PROCESSING as PROCESSING
@@ -108,8 +108,8 @@ def unregister_collection(iris: Iris) -> str:
     )
 
 
-def collections(store: QuadStore, base: str) -> list[CollectionInfo]:
-    """Every registered collection (and `default`), by name, with its counts."""
+def collection_names(store: QuadStore, base: str) -> list[str]:
+    """The name of every registered collection (and `default`), sorted."""
     rows = select(
         store,
         f"""SELECT DISTINCT ?c WHERE {{ GRAPH {sparql_term(vocab.registry_graph(base))} {{
@@ -117,33 +117,7 @@ def collections(store: QuadStore, base: str) -> list[CollectionInfo]:
     )
     prefix = f"{base}collection/"
     names = {row["c"][len(prefix) :] for row in rows if row["c"].startswith(prefix)}
-    valid = sorted({name for name in names if vocab.is_name(name)} | {DEFAULT_COLLECTION})
-    return [info for name in valid if (info := collection_info(store, Iris(base, name))) is not None]
-
-
-def move_registrations(store: QuadStore, base: str) -> int:
-    """Move registrations that data directories made before the registry graph keep in each
-    collection's source graph (`{base}collection/C` in `{base}graph/C/source`, nothing else)
-    into the registry; run at start. Returns how many collections moved."""
-    registry = vocab.registry_graph(base)
-    rows = select_terms(
-        store,
-        f"""SELECT ?g ?c ?p ?o WHERE {{ GRAPH ?g {{ ?c a {sparql_term(vocab.SR_COLLECTION)} ; ?p ?o }}
-        FILTER(?g != {sparql_term(registry)}) }}""",
-    )
-    prefix, moved = f"{base}collection/", set()
-    quads: list[Quad] = []
-    for row in rows:
-        graph, node, predicate, value = row["g"], row["c"], row["p"], row["o"]
-        name = node.value[len(prefix) :] if isinstance(node, NamedNode) and node.value.startswith(prefix) else ""
-        if not vocab.is_name(name) or graph != Iris(base, name).source_graph or not isinstance(predicate, NamedNode):
-            continue
-        quads.append(Quad(node, predicate, value, graph))  # type: ignore[arg-type]
-        moved.add(name)
-    if quads:
-        store.update(move_data(quads, registry))
-        log.warning("moved the registrations of %d collections into %s", len(moved), registry.value)
-    return len(moved)
+    return sorted({name for name in names if vocab.is_name(name)} | {DEFAULT_COLLECTION})
 
 
 def collection_info(store: QuadStore, iris: Iris) -> CollectionInfo | None:

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sparqlrag.config import Settings
+from sparqlrag.library.collections import Collections
 from sparqlrag.operations.failures import Refused
-from sparqlrag.store.base import QuadStore
 from sparqlrag.store.sandbox import mentions_remote_access
-from sparqlrag.store.vocab import InvalidName, Iris, check_collection, collection_of_graph
+from sparqlrag.store.vocab import InvalidName, check_collection, collection_of_graph
 
 Scope = Literal["read", "write"]
 VERBS: dict[Scope, str] = {"read": "read", "write": "change"}
@@ -85,13 +85,13 @@ def parse_grants(grants: list[str]) -> Access:
     return Access(frozenset(reads), frozenset(writes))
 
 
-def readable_graphs(store: QuadStore, base_iri: str, access: Access) -> list[str]:
+def readable_graphs(collections: Collections, access: Access) -> list[str]:
     """The dataset a limited token's query runs on: its collections' graphs that exist, and
     each one's knowledge graph whether or not it does, so the list is never empty (an empty
     protocol dataset would mean "the store's own" to a remote store)."""
     reads = access.collections("read") or frozenset()
-    named = [g for g in store.named_graphs() if access.may_graph("read", base_iri, g)]
-    return list(dict.fromkeys([*(Iris(base_iri, c).knowledge_graph.value for c in sorted(reads)), *named]))
+    named = [g for g in collections.store.named_graphs() if access.may_graph("read", collections.base_iri, g)]
+    return list(dict.fromkeys([*(collections.iris(c).knowledge_graph.value for c in sorted(reads)), *named]))
 
 
 def remote_refusal(sparql: str) -> str | None:

@@ -42,30 +42,30 @@ async def _answerable(collection: Collection, asked: GraphRagRequest) -> None:
 
 async def ask_graph(collection: Collection, asked: GraphRagRequest) -> GraphRagAnswer:
     await _answerable(collection, asked)
-    found = await collection.services.graph_rag.answer(collection.name, asked.question, asked.options, asked.mode)
+    found = await collection.services.graph_rag.answer(collection.iris, asked.question, asked.options, asked.mode)
     return found.view()
 
 
 async def stream_graph(collection: Collection, asked: GraphRagRequest) -> Events:
     """Checked before the first event, so a refusal is an answer's status, not a broken stream."""
     await _answerable(collection, asked)
-    return collection.services.graph_rag.stream(collection.name, asked.question, asked.options, asked.mode)
+    return collection.services.graph_rag.stream(collection.iris, asked.question, asked.options, asked.mode)
 
 
 async def ask_documents(collection: Collection, asked: DocumentRagRequest) -> DocumentRagAnswer:
-    found = await collection.services.document_rag.answer(collection.name, asked.question, asked.options)
+    found = await collection.services.document_rag.answer(collection.iris, asked.question, asked.options)
     return found.view()
 
 
 def stream_documents(collection: Collection, asked: DocumentRagRequest) -> Events:
-    return collection.services.document_rag.stream(collection.name, asked.question, asked.options)
+    return collection.services.document_rag.stream(collection.iris, asked.question, asked.options)
 
 
 async def search(collection: Collection, asked: SearchRequest) -> list[SearchHit]:
     """The passages Document RAG would answer from, each with its rank and cosine similarity."""
     rag, options = collection.services.document_rag, asked.options
-    passages = await rag.retrieve(collection.name, asked.query, options)
-    similar = await rag.similarities(collection.name, asked.query, [p.chunk for p in passages])
+    passages = await rag.retrieve(collection.iris, asked.query, options)
+    similar = await rag.similarities(collection.iris, asked.query, [p.chunk for p in passages])
     return [
         SearchHit(**PassageView.of(p).as_json(), rank=rank, similarity=similar.get(p.chunk))
         for rank, p in enumerate(passages, start=1)

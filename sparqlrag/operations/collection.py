@@ -44,4 +44,4 @@ async def open_collection(
     access.check(scope, checked)
     if not await services.collections.exists(checked):
         raise UnknownCollection(checked)
-    return Collection(services, checked, Iris(services.settings.base_iri, checked), access)
+    return Collection(services, checked, services.collections.iris(checked), access)

@@ -71,7 +71,7 @@ async def ingest(
     check_sources(sources)
     with _named_once():
         return await collection.services.pipeline.ingest_many(
-            collection.name, sources, on_progress=on_progress, force=force
+            collection.iris, sources, on_progress=on_progress, force=force
         )
 
 
@@ -79,7 +79,7 @@ async def submit(collection: Collection, sources: list[Source], *, force: bool =
     """Each document decoded and accepted now (`queued`, or `unchanged`), ingested in the background."""
     check_sources(sources)
     with _named_once():
-        return await collection.services.pipeline.submit(collection.name, sources, force=force)
+        return await collection.services.pipeline.submit(collection.iris, sources, force=force)
 
 
 @contextlib.contextmanager
@@ -102,7 +102,7 @@ async def recover(services: Services) -> list[Ingested]:
 async def kept_source(collection: Collection, document_id: str) -> Source:
     """The document as the library kept it, to ingest again; 404 when it keeps none."""
     try:
-        return await collection.services.pipeline.kept_source(collection.name, document_id)
+        return await collection.services.pipeline.kept_source(collection.iris, document_id)
     except LookupError as error:
         raise Refused(404, "document_not_found", f"{error} (upload it again to keep a copy)") from None
 
@@ -123,7 +123,7 @@ async def document(collection: Collection, document_id: str) -> DocumentInfo:
 
 async def forget(collection: Collection, document_id: str) -> None:
     """The document, its chunks and the facts only it supported, deleted; 404 for an unknown id."""
-    if not await collection.services.pipeline.forget(collection.name, document_id):
+    if not await collection.services.pipeline.forget(collection.iris, document_id):
         raise _missing(collection, document_id)
 
 

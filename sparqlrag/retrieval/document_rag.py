@@ -176,7 +176,6 @@ class DocumentRag:
         vectors: VectorIndex,
         keywords: KeywordIndex,
         embedder: Embedder,
-        base_iri: str,
         weights: tuple[float, float],
         traces: TraceLog,
         reranker: Reranker | None = None,
@@ -184,24 +183,23 @@ class DocumentRag:
         prompts_dir: Any = None,
     ) -> None:
         self.store, self.vectors, self.keywords, self.embedder, self.traces = store, vectors, keywords, embedder, traces
-        self.base_iri, self.reranker, self.llm, self.prompts_dir = base_iri, reranker, llm, prompts_dir
+        self.reranker, self.llm, self.prompts_dir = reranker, llm, prompts_dir
         self.weights = weights
         self.sentences = AnswerSentences(embedder)
 
     async def retrieve(
-        self, collection: str, question: str, options: DocumentRagOptions | None = None, *, candidates: int = 50
+        self, iris: Iris, question: str, options: DocumentRagOptions | None = None, *, candidates: int = 50
     ) -> list[Passage]:
         """The options' k best passages of the collection for the question; the hybrid fusion's
         weights default to the instance's."""
         options = options or DocumentRagOptions()
         mode, k = options.mode, options.k
-        iris = Iris(self.base_iri, collection)
         if mode == "hybrid":
-            ranked = await self.hybrid_ranking(collection, question, candidates=candidates, weights=options.fusion)
+            ranked = await self.hybrid_ranking(iris, question, candidates=candidates, weights=options.fusion)
         elif mode == "vector":
-            ranked = await self._dense(collection, question, candidates)
+            ranked = await self._dense(iris, question, candidates)
         else:
-            ranked = await self._keyword(collection, question, candidates)
+            ranked = await self._keyword(iris, question, candidates)
         order, scores = [iri for iri, _ in ranked], dict(ranked)
         passages = await off_loop(passages_of, self.store, iris, order[:candidates], scores)
         if options.rerank and self.reranker is not None and passages:
@@ -215,62 +213,62 @@ class DocumentRag:
         return distinct(passages, k)
 
     async def hybrid_ranking(
-        self, collection: str, question: str, *, candidates: int = 50, weights: tuple[float, float] | None = None
+        self, iris: Iris, question: str, *, candidates: int = 50, weights: tuple[float, float] | None = None
     ) -> list[tuple[str, float]]:
         """The dense and keyword rankings fused (chunk, score), best first: the passages the
         "hybrid" mode answers from, and Graph RAG's PageRank seeds its passages with."""
         dense, keyword = await asyncio.gather(
-            self._dense(collection, question, candidates), self._keyword(collection, question, candidates)
+            self._dense(iris, question, candidates), self._keyword(iris, question, candidates)
         )
         return rrf([[iri for iri, _ in dense], [iri for iri, _ in keyword]], list(weights or self.weights))
 
     async def fused_with_keywords(
-        self, collection: str, question: str, ranking: list[str], *, candidates: int = 50
+        self, iris: Iris, question: str, ranking: list[str], *, candidates: int = 50
     ) -> list[tuple[str, float]]:
         """`ranking` (chunk IRIs, best first) fused with the keyword ranking at the instance's
         weights, as "hybrid" fuses the dense one: Graph RAG's hybrid mode fuses its own."""
-        keyword = await self._keyword(collection, question, candidates)
+        keyword = await self._keyword(iris, question, candidates)
         return rrf([ranking, [iri for iri, _ in keyword]], list(self.weights))
 
-    async def similarities(self, collection: str, question: str, chunks: list[str]) -> dict[str, float]:
+    async def similarities(self, iris: Iris, question: str, chunks: list[str]) -> dict[str, float]:
         """Cosine similarity of the question's embedding and each chunk's stored one (chunks with
         no vector left out): a figure whose meaning does not depend on the ranking that found the
         chunk, unlike a fusion score."""
         query = await off_loop(self.embedder.embed_one, question)
-        stored = await off_loop(self.vectors.vectors_of, collection, "chunks", chunks)
+        stored = await off_loop(self.vectors.vectors_of, iris.collection, "chunks", chunks)
         norm = float(np.linalg.norm(query)) or 1.0
         return {
             iri: float(query @ vector) / (norm * (float(np.linalg.norm(vector)) or 1.0))
             for iri, vector in stored.items()
         }
 
-    async def _dense(self, collection: str, question: str, candidates: int) -> list[tuple[str, float]]:
+    async def _dense(self, iris: Iris, question: str, candidates: int) -> list[tuple[str, float]]:
         query = await off_loop(self.embedder.embed_one, question)
-        return await off_loop(self.vectors.ranking, collection, "chunks", query, candidates)
+        return await off_loop(self.vectors.ranking, iris.collection, "chunks", query, candidates)
 
-    async def _keyword(self, collection: str, question: str, candidates: int) -> list[tuple[str, float]]:
-        matches = await off_loop(self.keywords.search, collection, question, candidates)
+    async def _keyword(self, iris: Iris, question: str, candidates: int) -> list[tuple[str, float]]:
+        matches = await off_loop(self.keywords.search, iris.collection, question, candidates)
         return [(h.iri, h.score) for h in matches]
 
-    async def answer(self, collection: str, question: str, options: DocumentRagOptions | None = None) -> Answer:
+    async def answer(self, iris: Iris, question: str, options: DocumentRagOptions | None = None) -> Answer:
         """What `stream` yields, collected: the LLM answers in one (cached) call."""
-        trace, passages = await self._retrieve_traced(collection, question, options or DocumentRagOptions())
+        trace, passages = await self._retrieve_traced(iris, question, options or DocumentRagOptions())
         done: dict[str, Any] = {}
-        async for event, data in self._events(collection, trace, passages, live=False):
+        async for event, data in self._events(iris, trace, passages, live=False):
             done = data if event == "done" else done
         return Answer(trace.question, trace.answer, passages, done["trace"], trace.model, trace.usage)
 
     async def stream(
-        self, collection: str, question: str, options: DocumentRagOptions | None = None
+        self, iris: Iris, question: str, options: DocumentRagOptions | None = None
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """(event, data) pairs: "sources" first, then "token" pieces of the answer, then "done"
         with the whole answer and the trace IRI (written before "done" is sent)."""
-        trace, passages = await self._retrieve_traced(collection, question, options or DocumentRagOptions())
-        async for event in self._events(collection, trace, passages, live=True):
+        trace, passages = await self._retrieve_traced(iris, question, options or DocumentRagOptions())
+        async for event in self._events(iris, trace, passages, live=True):
             yield event
 
     async def _events(
-        self, collection: str, trace: Trace, passages: list[Passage], *, live: bool
+        self, iris: Iris, trace: Trace, passages: list[Passage], *, live: bool
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """Sources, the answer (streamed from the LLM when `live`; extractive without an LLM or
         passages), and the trace written."""
@@ -282,15 +280,15 @@ class DocumentRag:
             else:
                 trace.answer = await off_loop(self.extractive_answer, trace.question, passages)
                 yield "token", {"text": trace.answer}
-        iri = await self.traces.write(collection, trace)
+        iri = await self.traces.write(iris, trace)
         yield "done", {"answer": trace.answer, "trace": iri, "model": trace.model}
 
     async def _retrieve_traced(
-        self, collection: str, question: str, options: DocumentRagOptions
+        self, iris: Iris, question: str, options: DocumentRagOptions
     ) -> tuple[Trace, list[Passage]]:
         trace = Trace(check_question(question), f"document-rag/{options.mode}", scorer=self.scorer(options))
         with Stage(trace, "retrieval"):
-            passages = await self.retrieve(collection, trace.question, options)
+            passages = await self.retrieve(iris, trace.question, options)
         trace.sources = [TracedSource(p.chunk, rank, p.score) for rank, p in enumerate(passages, start=1)]
         return trace, passages
 

@@ -83,7 +83,6 @@ class GraphRag:
         documents: DocumentRag,
         embedder: Embedder,
         reranker: Reranker,
-        base_iri: str,
         traces: TraceLog,
         llm: ChatModel | None = None,
         prompts_dir: Any = None,
@@ -91,7 +90,7 @@ class GraphRag:
     ) -> None:
         self.store, self.vectors, self.facts, self.embedder, self.reranker = store, vectors, facts, embedder, reranker
         self.documents, self.traces, self.graph = documents, traces, graph
-        self.base_iri, self.llm, self.prompts_dir = base_iri, llm, prompts_dir
+        self.llm, self.prompts_dir = llm, prompts_dir
         self.phrases = phrases or (lambda question: [])
         self.scoring = EdgeScorer(embedder, reranker, facts)
         self.ranking = PassageRanking(store, vectors, graph, documents)
@@ -100,20 +99,20 @@ class GraphRag:
 
     async def retrieve(
         self,
-        collection: str,
+        iris: Iris,
         question: str,
         options: GraphRagOptions | None = None,
         mode: GraphMode = DEFAULT_GRAPH_MODE,
     ) -> Walk:
         """Every stage but synthesis (no trace written): for passage-recall benchmarks."""
         walk = Walk.start(question, mode, options)
-        async for _ in self._walk(Iris(self.base_iri, collection), walk):
+        async for _ in self._walk(iris, walk):
             pass
         return walk
 
     async def answer(
         self,
-        collection: str,
+        iris: Iris,
         question: str,
         options: GraphRagOptions | None = None,
         mode: GraphMode = DEFAULT_GRAPH_MODE,
@@ -121,16 +120,12 @@ class GraphRag:
         """What `stream` yields, collected: the LLM answers in one (cached) call. "graph" raises
         EmptyGraph when nothing can be grounded; the other modes then answer from passages alone."""
         walk = Walk.start(question, mode, options)
-        answered = [
-            data[ANSWERED]
-            async for event, data in self._events(Iris(self.base_iri, collection), walk, live=False)
-            if event == ANSWERED
-        ]
+        answered = [data[ANSWERED] async for event, data in self._events(iris, walk, live=False) if event == ANSWERED]
         return cast(GraphAnswer, answered[-1])
 
     async def stream(
         self,
-        collection: str,
+        iris: Iris,
         question: str,
         options: GraphRagOptions | None = None,
         mode: GraphMode = DEFAULT_GRAPH_MODE,
@@ -138,7 +133,7 @@ class GraphRag:
         """(event, data) pairs: the explanation as stages finish ("concepts", "seeds", "hop"...,
         "edges"), the answer as "token"s, then "sources", then "done" with the trace IRI."""
         walk = Walk.start(question, mode, options)
-        async for event in self._events(Iris(self.base_iri, collection), walk, live=True):
+        async for event in self._events(iris, walk, live=True):
             if event[0] != ANSWERED:
                 yield event
 
@@ -157,7 +152,7 @@ class GraphRag:
                 walk.trace.answer = await off_loop(self._offline_answer, walk)
                 yield "token", {"text": walk.trace.answer}
         trace = walk.trace
-        iri = await self.traces.write(iris.collection, trace)
+        iri = await self.traces.write(iris, trace)
         answer = GraphAnswer(
             trace.question,
             trace.answer,
@@ -212,7 +207,7 @@ class GraphRag:
         hybrid = None
         if walk.mode == "evidence":  # Document RAG's passages (the question's embedding is cached now), beside the hops
             asked = DocumentRagOptions(k=walk.options.k)
-            hybrid = asyncio.create_task(self.documents.retrieve(iris.collection, walk.trace.question, asked))
+            hybrid = asyncio.create_task(self.documents.retrieve(iris, walk.trace.question, asked))
             tasks.append(hybrid)
         if not walk.seeds and walk.mode == "graph":
             raise EmptyGraph(f"collection {iris.collection!r} has no entities to answer from: ingest documents first")

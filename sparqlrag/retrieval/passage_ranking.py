@@ -49,7 +49,7 @@ class PassageRanking:
         order = sorted(lifted, key=lambda chunk: -lifted[chunk])[:CANDIDATES]
         scores = lifted
         if walk.mode == "hybrid":
-            fused = await self.documents.fused_with_keywords(collection, question, order, candidates=CANDIDATES)
+            fused = await self.documents.fused_with_keywords(iris, question, order, candidates=CANDIDATES)
             order, scores = [chunk for chunk, _ in fused], dict(fused)
         passages = await off_loop(passages_of, self.store, iris, order, scores)
         return [
@@ -70,7 +70,7 @@ class PassageRanking:
         seeds = entity_seeds(view, near)
         # PageRank seeds every passage; with nothing to rank from, the answer is Document RAG's hybrid
         candidates = max(CANDIDATES, view.passages) if seeds and not view.empty else CANDIDATES
-        hybrid = await self.documents.hybrid_ranking(collection, walk.trace.question, candidates=candidates)
+        hybrid = await self.documents.hybrid_ranking(iris, walk.trace.question, candidates=candidates)
         wanted = k if shown is None else walk.options.bridges
         ranking = await off_loop(rank, view, seeds, hybrid, len(shown or ()) + wanted)
         if shown is None:

@@ -254,15 +254,14 @@ class TraceLog:
 
     AGE_CHECK_INTERVAL = timedelta(minutes=1)
 
-    def __init__(self, store: QuadStore, base_iri: str, retention: Retention) -> None:
-        self.store, self.base_iri, self.retention = store, base_iri, retention
+    def __init__(self, store: QuadStore, retention: Retention) -> None:
+        self.store, self.retention = store, retention
         self._counts: dict[str, int] = {}  # traces per collection, as far as this log knows
         self._age_checked: dict[str, datetime] = {}
         self._lock = threading.Lock()
 
-    async def write(self, collection: str, trace: Trace) -> str:
+    async def write(self, iris: Iris, trace: Trace) -> str:
         """Store the trace; returns its IRI."""
-        iris = Iris(self.base_iri, collection)
         await off_loop(self._write, iris, trace)
         return iris.trace(trace.id).value
 

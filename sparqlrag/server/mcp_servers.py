@@ -289,7 +289,7 @@ class McpServers:
         if access.limited:
             if refused := remote_refusal(query):
                 raise ToolError(f"forbidden: {refused}")
-            graphs = await off_loop(readable_graphs, services.store, self.base_iri, access)
+            graphs = await off_loop(readable_graphs, services.collections, access)
             dataset = {"default_graphs": graphs, "named_graphs": graphs}
         async with self.admitted(context):
             result = await off_loop(

@@ -243,7 +243,7 @@ async def _execute_limited(
             with counted:
                 await off_loop(state.store.update, rebuilt, base_iri=settings.base_iri)
         return Response(status_code=204)
-    readable = await off_loop(readable_graphs, state.store, settings.base_iri, access)
+    readable = await off_loop(readable_graphs, state.services.collections, access)
     asked = [*operation.graphs("default-graph-uri"), *operation.graphs("named-graph-uri")]
     if outside := [g for g in asked if not access.may_graph("read", settings.base_iri, g)]:
         raise Refused(403, "forbidden", f"the bearer token may not read the graph <{outside[0][:200]}>")

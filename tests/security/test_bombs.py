@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from sparqlrag.library import cores
+from sparqlrag.store.vocab import Iris
 from tests.conftest import SPARQLRAG, LiveServer
 from tests.security.conftest import WRITE, snapshot, still_serving
 
@@ -99,7 +100,7 @@ def test_oversized_core_members_are_refused_as_they_stream(tmp_path: Path, membe
 
     def read() -> None:
         with pytest.raises(cores.CoreInvalid, match="line over|do not match"):
-            cores._read(bomb)
+            cores._read(bomb, lambda name, base: Iris(base, name))
 
     assert peak_while(read) < 40 * MiB  # 64 MiB inflated would not be
 

@@ -76,16 +76,15 @@ def test_traces_are_kept_to_the_retention(limited: LiveServer) -> None:
 
 def test_traces_older_than_the_retention_go(tmp_path: Path) -> None:
     store = EmbeddedStore(tmp_path / "store")
-    log = TraceLog(store, "http://kb.example/", Retention(keep=0, max_age=timedelta(days=1)))
+    log, iris = TraceLog(store, Retention(keep=0, max_age=timedelta(days=1))), Iris("http://kb.example/", "default")
     try:
         old = Trace("an old question", "document-rag", started=datetime.now(UTC) - timedelta(days=3))
-        asyncio.run(log.write("default", old))  # pruned as it is written: older than a day
-        asyncio.run(log.write("default", Trace("a new question", "document-rag")))
+        asyncio.run(log.write(iris, old))  # pruned as it is written: older than a day
+        asyncio.run(log.write(iris, Trace("a new question", "document-rag")))
         assert log._age_checked  # the check ran
         rows = select(
             store,
-            SPARQL_PREFIXES + f"SELECT ?q {{ GRAPH {Iris('http://kb.example/', 'default').trace_graph} "
-            "{ ?t sr:question ?q } }",
+            SPARQL_PREFIXES + f"SELECT ?q {{ GRAPH {iris.trace_graph} {{ ?t sr:question ?q }} }}",
         )
         assert [row["q"] for row in rows] == ["a new question"]
     finally:

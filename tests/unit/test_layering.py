@@ -92,3 +92,37 @@ def test_no_module_is_over_the_line_limit() -> None:
         if (lines := len(path.read_text().splitlines())) > MAX_LINES
     ]
     assert long == []
+
+
+# where a collection's name becomes its IRIs: the registry (every collection the store or the library
+# names, and a knowledge core's), and the reader of IRIs back to their collections; everything else is
+# handed an Iris (operations/collection.py makes one per request through the registry)
+IRIS_MINTED_IN = {"library/collections.py", "queries/describe.py"}
+IRIS_DEFINED_IN = "store/vocab.py"
+
+
+def calls_named(path: Path, name: str) -> bool:
+    """Whether the module calls `name(...)` (or `something.name(...)`) anywhere."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call):
+            called = node.func
+            if (isinstance(called, ast.Name) and called.id == name) or (
+                isinstance(called, ast.Attribute) and called.attr == name
+            ):
+                return True
+    return False
+
+
+def test_a_collections_iris_are_built_in_few_modules() -> None:
+    building = {
+        path.relative_to(ROOT).as_posix()
+        for path in sorted(ROOT.rglob("*.py"))
+        if path.relative_to(ROOT).as_posix() != IRIS_DEFINED_IN and calls_named(path, "Iris")
+    }
+    assert building == IRIS_MINTED_IN and len(building) <= 3
+
+
+def test_the_iris_scan_sees_a_call(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("from sparqlrag.store import vocab\n\ndef f(base):\n    return vocab.Iris(base, 'c')\n")
+    assert calls_named(module, "Iris") and not calls_named(module, "Other")
