@@ -19,7 +19,7 @@ from sparqlrag.retrieval.options import DocumentRagOptions, GraphRagOptions
 from sparqlrag.retrieval.question import EmptyGraph
 from sparqlrag.retrieval.trace_json import read_trace
 from sparqlrag.retrieval.views import FactView
-from sparqlrag.retrieval.walk import Walk
+from sparqlrag.retrieval.walk import Retrieval
 from sparqlrag.services import Models, Services
 from sparqlrag.store import EmbeddedStore
 from sparqlrag.store.select import lexical, select
@@ -379,12 +379,11 @@ def test_recognition_memory_chooses_the_facts_pagerank_starts_from(services: Ser
     graph, question = rag(services), "Where was Marie Curie born?"
     concepts = Reply('["Marie Curie"]')
 
-    def walk(reply: Reply) -> Walk:
+    def walk(reply: Reply) -> Retrieval:
         with stubbed_llm(graph, concepts, reply):
             return asyncio.run(graph.retrieve(DEFAULT, question, GraphRagOptions(k=3), mode="pagerank"))
 
     first = walk(Reply("[1]"))
-    assert first.grounding is not None
     kept = first.grounding.near_facts[0].fact
     assert first.ranking is not None and first.ranking.seeds
     assert {s.entity for s in first.ranking.seeds} <= {lexical(kept.subject), lexical(kept.object)}

@@ -4,12 +4,15 @@ collection and against the batch's other documents (the rules are in resolution.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
 
 from sparqlrag.extraction import resolver
+from sparqlrag.extraction.knowledge import Knowledge
 from sparqlrag.extraction.names import name_key
 from sparqlrag.extraction.plans import Plan
 from sparqlrag.extraction.provenance import entity_iri
-from sparqlrag.extraction.resolution import Candidate, Known, Mention, completed, mentions_of, resolve
+from sparqlrag.extraction.resolution import Candidate, Known, Mention, Resolution, completed, mentions_of, resolve
 from sparqlrag.models.embedder import Embedder
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.vector_index import VectorIndex
@@ -19,14 +22,15 @@ from sparqlrag.threads import off_loop
 
 async def resolve_batch(
     store: QuadStore, vectors: VectorIndex, embedder: Embedder, iris: Iris, plans: list[Plan]
-) -> None:
-    """Each document's names resolved against the collection and the batch's other
-    documents, then again with the shared merges the batch found, so that a name one
+) -> list[Plan]:
+    """The plans with each document's names resolved against the collection and the batch's
+    other documents, then again with the shared merges the batch found, so that a name one
     document defines resolves in the others. The rules run off the event loop."""
 
     def mint(mention: Mention, ontology: str | None) -> str:
         return entity_iri(iris, mention, ontology).value
 
+    plans = [replace(plan, knowledge=_completed(plan)) for plan in plans]
     uses = await off_loop(_uses, plans, mint)
     known = await off_loop(resolver.known, store, iris, {name_key(m.name) for _, m, _, _ in uses})
     _batch_candidates(known, uses)
@@ -35,18 +39,23 @@ async def resolve_batch(
         if named.get(mention, ("", None))[1] is None:
             named[mention] = (iri, definition)
     known.similar = await off_loop(resolver.similar, store, vectors, embedder, iris, named)
-    await off_loop(_resolve_all, plans, known, mint)
+    resolutions = await off_loop(_resolve_all, plans, known, mint)
+    return [replace(plan, resolution=resolution) for plan, resolution in zip(plans, resolutions, strict=True)]
+
+
+def _completed(plan: Plan) -> list[tuple[Knowledge, datetime, datetime]]:
+    """Each chunk's knowledge with the expansions its text gives its acronyms, which the
+    extractor may have missed."""
+    return [
+        (completed(k, chunk.text), started, ended) for chunk, (k, started, ended) in zip(plan.added, plan.knowledge)
+    ]
 
 
 def _uses(plans: list[Plan], mint: Callable[[Mention, str | None], str]) -> list[tuple[int, Mention, str, str | None]]:
     """Each name each document of the batch uses, chunk by chunk: (the document's index, the
-    mention, its own IRI, the chunk's definition of it). First each chunk's knowledge gets
-    the expansions its text gives its acronyms, which the extractor may have missed."""
+    mention, its own IRI, the chunk's definition of it)."""
     uses = []
     for index, plan in enumerate(plans):
-        plan.knowledge = [
-            (completed(k, chunk.text), started, ended) for chunk, (k, started, ended) in zip(plan.added, plan.knowledge)
-        ]
         for _, _, knowledge in plan.chunks():
             definitions = {e.name: e.definition for e in knowledge.entities if e.definition}
             uses += [(index, m, mint(m, knowledge.ontology), definitions.get(m.name)) for m in mentions_of(knowledge)]
@@ -66,11 +75,10 @@ def _batch_candidates(known: Known, uses: list[tuple[int, Mention, str, str | No
             )
 
 
-def _resolve_all(plans: list[Plan], known: Known, mint: Callable[[Mention, str | None], str]) -> None:
-    """Resolve each document; then, when the batch found shared merges, again with them."""
-    for plan in plans:
-        plan.resolution = resolve(plan.chunks(), known, mint)
-    found = [(plan.resolution, m) for plan in plans for m in plan.resolution.merges if m.shared]
+def _resolve_all(plans: list[Plan], known: Known, mint: Callable[[Mention, str | None], str]) -> list[Resolution]:
+    """Each document's resolution; when the batch found shared merges, made again with them."""
+    resolutions = [resolve(plan.chunks(), known, mint) for plan in plans]
+    found = [(resolution, m) for resolution in resolutions for m in resolution.merges if m.shared]
     if len(plans) > 1 and found:
         for resolution, merge in found:
             canonical = resolution.roots[merge.alias_iri]
@@ -78,5 +86,5 @@ def _resolve_all(plans: list[Plan], known: Known, mint: Callable[[Mention, str |
                 merge.alias_iri, merge.alias, canonical, resolution.names[canonical], resolution.classes[canonical]
             )
             known.by_key.setdefault(name_key(merge.alias), []).append(candidate)
-        for plan in plans:
-            plan.resolution = resolve(plan.chunks(), known, mint)
+        resolutions = [resolve(plan.chunks(), known, mint) for plan in plans]
+    return resolutions

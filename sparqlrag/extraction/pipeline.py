@@ -18,8 +18,9 @@ ingests the document again, so a document is either in its old state, or fully i
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +37,7 @@ from sparqlrag.extraction.indexing import Indexed, Indexer
 from sparqlrag.extraction.knowledge import Extractor, Knowledge
 from sparqlrag.extraction.plans import (
     ChunkProgress,
+    Committed,
     IngestResult,
     IngestStats,
     Plan,
@@ -149,12 +151,12 @@ class Pipeline:
         async with self.locks.documents(iris.collection, ids):
             progress, slots = ChunkProgress(on_progress, self.stats), asyncio.Semaphore(self.concurrency)
             try:
-                results, plans = await self._ingest_all(iris, sources, slots, progress, force, extractor, reuse)
+                results, committed = await self._ingest_all(iris, sources, slots, progress, force, extractor, reuse)
             finally:
                 progress.close()
             self.stats.documents.update(r.status if isinstance(r, IngestResult) else "failed" for r in results)
-        aliases = {m.alias_iri for plan in plans for m in plan.resolution.merges if m.shared}
-        lost, unnamed = {k for plan in plans for k in plan.lost}, {e for plan in plans for e in plan.unnamed}
+        aliases = {m.alias_iri for done in committed for m in done.plan.resolution.merges if m.shared}
+        lost, unnamed = {k for done in committed for k in done.lost}, {e for done in committed for e in done.unnamed}
         affected = await off_loop(resolver.documents_using, self.store, iris, aliases)
         affected |= await off_loop(resolver.documents_naming, self.store, iris, lost, unnamed)
         return results, affected
@@ -204,8 +206,8 @@ class Pipeline:
         force: bool,
         extractor: Extractor,
         reuse: bool,
-    ) -> tuple[list[IngestResult | Exception], list[Plan]]:
-        """The results, and the plans that were committed."""
+    ) -> tuple[list[IngestResult | Exception], list[Committed]]:
+        """The results, and the documents that were committed."""
         results: list[IngestResult | Exception | None] = [None] * len(sources)
         prepared = await asyncio.gather(
             *(self._prepare(iris, s, slots, progress, force, extractor, reuse) for s in sources), return_exceptions=True
@@ -221,7 +223,10 @@ class Pipeline:
         indexed, lost = Indexed(), False
         try:
             if self.resolution:
-                await resolve_batch(self.store, self.indexer.vectors, self.embedder, iris, [plan for _, plan in plans])
+                resolved = await resolve_batch(
+                    self.store, self.indexer.vectors, self.embedder, iris, [plan for _, plan in plans]
+                )
+                plans = [(index, plan) for (index, _), plan in zip(plans, resolved, strict=True)]
             chunks = [c for _, plan in plans for c in plan.added]
             await self.indexer.index(iris, chunks, [plan for _, plan in plans], indexed)
         except Exception as error:
@@ -231,8 +236,9 @@ class Pipeline:
         committed = []
         for index, plan in plans:
             try:
-                results[index] = await self._commit(plan)
-                committed.append(plan)
+                done = await self._commit(plan)
+                results[index] = done.result
+                committed.append(done)
             except Exception as error:
                 results[index] = await self._failed(plan, error)
                 lost = True
@@ -324,22 +330,10 @@ class Pipeline:
         # (the kind it was read as: what /file serves it as, whatever a client writes in the store)
         upload = Upload(iris.collection, source.document_id, decoded.media_type, source.filename, source.title)
         marker = await off_loop(self.library.save, upload, source.data)
-        record = self._record(iris, source, decoded, sha256)
+        record = source.record(iris, decoded, sha256)
         created = datetime.fromisoformat(existing.created) if existing else datetime.now(UTC)
         await self._update(record_update(iris, record, status, created, existing))
         return record, created, marker
-
-    @staticmethod
-    def _record(iris: Iris, source: Source, decoded: Decoded, sha256: str) -> DocumentRecord:
-        title = source.title or decoded.title or source.filename or source.document_id
-        return DocumentRecord(
-            iris.document(source.document_id),
-            title,
-            source.filename or source.document_id,
-            decoded.media_type,
-            sha256,
-            decoded.pages,
-        )
 
     async def _prepare(
         self,
@@ -357,7 +351,7 @@ class Pipeline:
         if isinstance(accepted, IngestResult):
             return accepted
         doc = iris.document(source.document_id)
-        plan = Plan(iris, *accepted, extractor, reuse=reuse)
+        accepted_plan = Plan(iris, *accepted, extractor, reuse=reuse)
         try:
             chunks: dict[str, ChunkRecord] = {}
             for index, piece in enumerate(await off_loop(self._pieces, decoded)):
@@ -365,18 +359,24 @@ class Pipeline:
                 place = placed(decoded.spans, piece.offset, piece.offset + len(piece.text))
                 chunks.setdefault(iri.value, ChunkRecord(doc, iri, index, piece.offset, piece.text, place))
             old = await off_loop(librarian.chunks_of, self.store, iris, doc)
-            plan.added = [chunk for iri, chunk in chunks.items() if force or iri not in old]
-            plan.kept = [chunk for iri, chunk in chunks.items() if not force and iri in old]
-            plan.removed = sorted(old if force else old - chunks.keys())
+            plan = replace(
+                accepted_plan,
+                added=[chunk for iri, chunk in chunks.items() if force or iri not in old],
+                kept=[chunk for iri, chunk in chunks.items() if not force and iri in old],
+                removed=sorted(old if force else old - chunks.keys()),
+            )
             progress.expect(len(plan.added))
             prepare = getattr(plan.extractor, "prepare", None)  # batch work ahead of the chunks (ontology subsets)
             if prepare is not None and plan.added and not reuse:
                 await prepare([chunk.text for chunk in plan.added])
-            extractions = (self._extract(plan, chunk, source.document_id, slots, progress) for chunk in plan.added)
-            plan.knowledge = list(await asyncio.gather(*extractions))
+            extracted = itertools.count(1)  # the document's chunks extracted so far, for its sr:progress
+            extractions = (
+                self._extract(plan, chunk, source.document_id, slots, progress, extracted) for chunk in plan.added
+            )
+            knowledge = list(await asyncio.gather(*extractions))
         except Exception as error:
-            raise await self._failed(plan, error) from None
-        return plan
+            raise await self._failed(accepted_plan, error) from None
+        return replace(plan, knowledge=knowledge)
 
     async def _decode(self, source: Source) -> tuple[Decoded, str]:
         """The document decoded, and its bytes' hash (as decoded before, when it was)."""
@@ -391,7 +391,13 @@ class Pipeline:
         return split(decoded.text, self.chunk_size, self.chunk_overlap, sections=ranges)
 
     async def _extract(
-        self, plan: Plan, chunk: ChunkRecord, document_id: str, slots: asyncio.Semaphore, progress: ChunkProgress
+        self,
+        plan: Plan,
+        chunk: ChunkRecord,
+        document_id: str,
+        slots: asyncio.Semaphore,
+        progress: ChunkProgress,
+        extracted: Iterator[int],
     ) -> tuple[Knowledge, datetime, datetime]:
         async with slots:
             started = datetime.now(UTC)
@@ -407,20 +413,20 @@ class Pipeline:
                     self.extractions.save, collection, chunk.iri.value, extractor.name, extractor.llm_name, result
                 )
             progress.step()
-            plan.extracted += 1
+            done = next(extracted)
             # the document's sr:progress, every tenth of its chunks (extraction is ~90% of the work)
-            if plan.extracted * 10 // len(plan.added) > (plan.extracted - 1) * 10 // len(plan.added):
-                share = 0.9 * plan.extracted / len(plan.added)
+            if done * 10 // len(plan.added) > (done - 1) * 10 // len(plan.added):
+                share = 0.9 * done / len(plan.added)
                 await self._update(librarian.status_update(plan.iris, plan.record.iri, librarian.PROCESSING, share))
             return result, started, datetime.now(UTC)
 
-    async def _commit(self, plan: Plan) -> IngestResult:
+    async def _commit(self, plan: Plan) -> Committed:
         """The document's change in one transaction; then the index rows of what it no longer has."""
         iris = plan.iris
         quads = merge_quads(iris, plan.resolution.merges)
-        for chunk, (result, started, ended) in zip(plan.added, plan.knowledge):
+        for chunk, (knowledge, started, ended) in zip(plan.added, plan.knowledge):
             quads += chunk_quads(
-                iris, chunk, result, plan.extractor.name, plan.extractor.llm_name, started, ended, plan.resolution
+                iris, chunk, knowledge, plan.extractor.name, plan.extractor.llm_name, started, ended, plan.resolution
             )
         candidates, named = await off_loop(resolver.statements_of, self.store, iris, plan.removed)
         merges = await off_loop(resolver.shared_merges_of, self.store, iris, plan.removed)
@@ -433,12 +439,13 @@ class Pipeline:
         )
         readded = {chunk.iri.value for chunk in plan.added}  # (forced: same IRIs, rows just rewritten)
         dropped = [iri for iri in plan.removed if iri not in readded]
-        plan.lost, plan.unnamed = await self.indexer.forget(iris, dropped, named, candidates, merges)
+        lost, unnamed = await self.indexer.forget(iris, dropped, named, candidates, merges)
         plan.marker.unlink(missing_ok=True)  # (a killed ingest keeps its marker: recover() resumes it)
         # (what `documents` and the library show: the facts all its chunks support, counted in the update)
         facts = await off_loop(librarian.facts_of, self.store, iris, plan.record.iri) or 0
         added, removed, kept = len(plan.added), len(plan.removed), len(plan.kept)
-        return IngestResult(plan.record.iri.value, librarian.READY, added, removed, kept, facts)
+        done = IngestResult(plan.record.iri.value, librarian.READY, added, removed, kept, facts)
+        return Committed(plan, done, lost, unnamed)
 
     async def _failed(self, plan: Plan, error: Exception) -> Exception:
         """Mark the document failed; a reported failure is not retried at every start. When

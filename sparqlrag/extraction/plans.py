@@ -44,30 +44,51 @@ class Source:
     decoded: tuple[Decoded, str] | None = field(default=None, compare=False, repr=False)
     """The text and the bytes' hash, when a step before has decoded it (an accepted upload): never twice."""
 
+    def record(self, iris: Iris, decoded: Decoded, sha256: str) -> DocumentRecord:
+        """The document as the store records it, once decoded."""
+        title = self.title or decoded.title or self.filename or self.document_id
+        return DocumentRecord(
+            iris.document(self.document_id),
+            title,
+            self.filename or self.document_id,
+            decoded.media_type,
+            sha256,
+            decoded.pages,
+        )
 
-@dataclass
+
+@dataclass(frozen=True)
 class Plan:
-    """One document between the phases of ingest_many."""
+    """One document between the phases of ingest_many: each phase hands on a new one (prepare
+    makes it, batch resolution adds the resolution, commit reads it)."""
 
     iris: Iris
     record: DocumentRecord
     created: datetime
     marker: Path
     extractor: Extractor
+    reuse: bool = False  # resolve the kept extractions rather than extracting again
     added: list[ChunkRecord] = field(default_factory=list)
     kept: list[ChunkRecord] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     knowledge: list[tuple[Knowledge, datetime, datetime]] = field(default_factory=list)
-    extracted: int = 0
-    reuse: bool = False  # resolve the kept extractions rather than extracting again
     resolution: Resolution = field(default_factory=Resolution)
-    lost: set[str] = field(default_factory=set)  # keys of shared merges the commit removed
-    unnamed: set[str] = field(default_factory=set)  # entities the commit left without a name of their own
 
     def chunks(self) -> list[tuple[str, str, Knowledge]]:
         return [
             (chunk.iri.value, chunk.text, knowledge) for chunk, (knowledge, _, _) in zip(self.added, self.knowledge)
         ]
+
+
+@dataclass(frozen=True)
+class Committed:
+    """A document's plan once committed, and what its commit changed for the others: the keys
+    of shared merges it removed and the entities it left without a name of their own."""
+
+    plan: Plan
+    result: IngestResult
+    lost: set[str]
+    unnamed: set[str]
 
 
 def failure_reason(error: Exception) -> str:

@@ -50,7 +50,19 @@ from sparqlrag.retrieval.question import EmptyGraph, clauses
 from sparqlrag.retrieval.synthesis import synthesise
 from sparqlrag.retrieval.trace import Stage, TracedPageRankSeed, TracedSeed, TraceLog
 from sparqlrag.retrieval.views import SeedView
-from sparqlrag.retrieval.walk import Edge, GraphAnswer, Grounding, Walk, best_by_chunk, stated_over_cooccurring
+from sparqlrag.retrieval.walk import (
+    Edge,
+    EdgeSources,
+    GraphAnswer,
+    Grounding,
+    Retrieval,
+    Walk,
+    best_by_chunk,
+    edge_sources,
+    evidenced,
+    stated_over_cooccurring,
+    traced_sources,
+)
 from sparqlrag.store.aliases import canonicals, equivalents
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.fact_index import FactIndex
@@ -69,6 +81,8 @@ from sparqlrag.threads import off_loop
 # bench/RESULTS.md, "Figures moved from code comments").
 HUB_DAMPING = 0.6
 ANSWERED = "answered"  # the last event of `_events`: the whole answer, for `answer` (never streamed)
+WALKED = "walked"  # the last event of `_hops`: the edges the walk kept and scored (never streamed)
+RETRIEVED = "retrieved"  # the last event of `_walk`: what the walk found, for synthesis (never streamed)
 EDGE_QUERY_NODES = 8  # frontier entities per edge query (_edges_around)
 
 
@@ -103,12 +117,11 @@ class GraphRag:
         question: str,
         options: GraphRagOptions | None = None,
         mode: GraphMode = DEFAULT_GRAPH_MODE,
-    ) -> Walk:
+    ) -> Retrieval:
         """Every stage but synthesis (no trace written): for passage-recall benchmarks."""
         walk = Walk.start(question, mode, options)
-        async for _ in self._walk(iris, walk):
-            pass
-        return walk
+        found = [data[RETRIEVED] async for event, data in self._walk(iris, walk) if event == RETRIEVED]
+        return cast(Retrieval, found[-1])
 
     async def answer(
         self,
@@ -140,27 +153,32 @@ class GraphRag:
     async def _events(self, iris: Iris, walk: Walk, *, live: bool) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """The walk, synthesis (streamed from the LLM when `live`), and the trace written; the
         answer ends it, as the event ANSWERED (which `stream` leaves out)."""
-        async for event in self._walk(iris, walk):
-            yield event
+        found: Retrieval | None = None
+        async for event, data in self._walk(iris, walk):
+            if event == RETRIEVED:
+                found = data[RETRIEVED]
+            else:
+                yield event, data
+        assert found is not None, "a walk ends in what it found"
         with Stage(walk.trace, "synthesis"):
             question = walk.trace.question
             if self.llm is not None:
-                prompt = render("synthesis", self.prompts_dir, question=question, knowledge=knowledge(walk))
+                prompt = render("synthesis", self.prompts_dir, question=question, knowledge=knowledge(found))
                 async for piece in synthesise(self.llm, prompt, walk.trace, live=live):
                     yield "token", {"text": piece}
             else:
-                walk.trace.answer = await off_loop(self._offline_answer, walk)
+                walk.trace.answer = await off_loop(self._offline_answer, found)
                 yield "token", {"text": walk.trace.answer}
         trace = walk.trace
         iri = await self.traces.write(iris, trace)
         answer = GraphAnswer(
             trace.question,
             trace.answer,
-            walk.concepts,
-            walk.seeds,
-            walk.explored,
-            walk.edges,
-            walk.passages,
+            found.concepts,
+            found.seeds,
+            found.explored,
+            found.edges,
+            found.passages,
             iri,
             trace.model,
             trace.usage,
@@ -171,13 +189,13 @@ class GraphRag:
         yield "done", {"answer": answer.answer, "trace": answer.trace, "model": answer.model, "usage": answer.usage}
         yield ANSWERED, {ANSWERED: answer}
 
-    def _offline_answer(self, walk: Walk) -> str:
+    def _offline_answer(self, found: Retrieval) -> str:
         """The sentences of the passages, or the facts, that best answer the question
         (extractive.py). The bridges are left out: offline, the default answers from the
         passages Document RAG gives, and the graph adds what follows from them."""
         sentences = self.documents.sentences
-        shown = sentences.of_passages([p.text for p in walk.passages if not p.bridge])
-        return sentences.answer(walk.trace.question, shown, fact_candidates(walk))
+        shown = sentences.of_passages([p.text for p in found.passages if not p.bridge])
+        return sentences.answer(found.trace.question, shown, fact_candidates(found))
 
     # -- the walk -------------------------------------------------------------------------------
 
@@ -197,39 +215,90 @@ class GraphRag:
     async def _stages(
         self, iris: Iris, walk: Walk, tasks: list[asyncio.Task[Any]]
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-        walk.trace.scorer = self.scorer(walk.options)
-        with Stage(walk.trace, "concepts"):
-            walk.concepts = walk.trace.concepts = await self._concepts(walk)
-        yield "concepts", {"concepts": walk.concepts}
-        with Stage(walk.trace, "grounding"):
-            walk.grounding = grounding = await self._ground(iris, walk.trace.question, walk.concepts, walk.options)
-            walk.seeds = walk.trace.seeds = grounding.seeds
+        """Each stage takes the values the ones before it made and hands on its own; the last
+        event, RETRIEVED, carries them all."""
+        trace, options = walk.trace, walk.options
+        trace.scorer = self.scorer(options)
+        with Stage(trace, "concepts"):
+            concepts = trace.concepts = await self._concepts(walk)
+        yield "concepts", {"concepts": concepts}
+        with Stage(trace, "grounding"):
+            grounding = await self._ground(iris, trace.question, concepts, options)
+            trace.seeds = grounding.seeds
         hybrid = None
         if walk.mode == "evidence":  # Document RAG's passages (the question's embedding is cached now), beside the hops
-            asked = DocumentRagOptions(k=walk.options.k)
-            hybrid = asyncio.create_task(self.documents.retrieve(iris, walk.trace.question, asked))
+            asked = DocumentRagOptions(k=options.k)
+            hybrid = asyncio.create_task(self.documents.retrieve(iris, trace.question, asked))
             tasks.append(hybrid)
-        if not walk.seeds and walk.mode == "graph":
+        if not grounding.seeds and walk.mode == "graph":
             raise EmptyGraph(f"collection {iris.collection!r} has no entities to answer from: ingest documents first")
-        yield "seeds", {"seeds": [SeedView.traced(s).as_json() for s in walk.seeds]}
+        yield "seeds", {"seeds": [SeedView.traced(s).as_json() for s in grounding.seeds]}
+        hops = self._hops(iris, walk, concepts, grounding)
+        async for event in hops:
+            if event[0] != WALKED:
+                yield event
+            else:
+                kept, scored, explored = event[1][WALKED]
+        trace.explored = explored
+        with Stage(trace, "sources"):
+            reasoning = (
+                reasons(self.llm, self.prompts_dir, walk, kept) if options.reasoning and self.llm and kept else None
+            )
+            sources, said = await asyncio.gather(self._sources(iris, scored), reasoning or _nothing_said())
+            kept, scored = evidenced(kept, scored, sources, said)
+        carried: dict[str, tuple[str, ...]] = {}
+        ranking = None
+        if hybrid is not None:
+            with Stage(trace, "passages"):
+                best = best_by_chunk(scored)
+                passages = [replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in await hybrid]
+            if options.bridges and grounding.near_facts:
+                with Stage(trace, "bridges"):
+                    near = await self._near(walk, grounding)
+                    bridges, carried, ranking = await self.ranking.pagerank(
+                        iris, walk, near, scored, kept, shown=passages
+                    )
+                passages = passages + bridges
+        elif walk.mode == "pagerank":
+            with Stage(trace, "pagerank"):
+                near = await self._near(walk, grounding)
+                passages, carried, ranking = await self.ranking.pagerank(iris, walk, near, scored, kept)
+        else:
+            with Stage(trace, "passages"):
+                passages = await self.ranking.lifted(iris, walk, grounding, scored)
+        if ranking is not None:
+            trace.pagerank_seeds = [TracedPageRankSeed(s.entity, s.weight, s.facts) for s in ranking.seeds]
+        trace.edges = [e.traced() for e in kept]
+        trace.sources = traced_sources(passages, ranking, carried)
+        yield "edges", {"explored": explored, "edges": [e.view().as_json() for e in kept]}
+        yield RETRIEVED, {RETRIEVED: Retrieval(trace, concepts, grounding, explored, kept, passages, ranking)}
+
+    async def _hops(
+        self, iris: Iris, walk: Walk, concepts: list[str], grounding: Grounding
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """A "hop" event as each hop ends; the last, WALKED, carries the kept edges (best first,
+        one per fact), every edge scored (the best per fact: their chunks are the passages') and
+        how many were explored."""
+        options = walk.options
         # the frontier's nodes, each weighted by how it was reached: a seed by its grounding
         # score, a node further out by the score of the best kept edge that led to it. A node
         # (or edge) met again through a stronger path is walked (scored) again with that weight.
-        frontier: dict[str, float] = {s.entity: s.score for s in walk.seeds}
+        frontier: dict[str, float] = {s.entity: s.score for s in grounding.seeds}
         via: dict[str, Edge] = {}  # node -> the kept edge that gave it its weight
         visited: dict[str, float] = {}
         seen: dict[Triple, float] = {}
         kept_by_fact: dict[Triple, Edge] = {}
-        scored_by_fact: dict[Triple, Edge] = {}  # every edge scored, kept or not: their chunks are the passages
-        for hop in range(1, walk.options.max_path_length + 1):
+        scored_by_fact: dict[Triple, Edge] = {}  # every edge scored, kept or not
+        explored = 0
+        for hop in range(1, options.max_path_length + 1):
             frontier = {node: weight for node, weight in frontier.items() if weight > visited.get(node, -1.0)}
             if not frontier:
                 break
             with Stage(walk.trace, f"hop {hop}"):
-                scored = await self._hop(iris, walk, grounding, frontier, via, seen, hop)
-            kept = scored[: walk.options.edge_limit]
+                scored = await self._hop(iris, walk, concepts, grounding, frontier, via, seen, hop)
+            kept = scored[: options.edge_limit]
             visited.update(frontier)
-            walk.explored += len(scored)
+            explored += len(scored)
             for edges, by_fact in ((kept, kept_by_fact), (scored, scored_by_fact)):
                 for edge in edges:
                     if edge.fact not in by_fact or by_fact[edge.fact].score < edge.score:
@@ -250,44 +319,8 @@ class GraphRag:
                     if isinstance(term, NamedNode) and edge.score > max(visited.get(node, -1.0), ends.get(node, -1.0)):
                         ends[node], via[node] = edge.score, edge
             frontier = dict(sorted(ends.items(), key=lambda item: -item[1]))
-        walk.edges = stated_over_cooccurring(sorted(kept_by_fact.values(), key=lambda e: -e.score))
-        walk.trace.explored = walk.explored
-        with Stage(walk.trace, "sources"):
-            reasoning = (
-                reasons(self.llm, self.prompts_dir, walk)
-                if walk.options.reasoning and self.llm and walk.edges
-                else None
-            )
-            await asyncio.gather(
-                self._trace_sources(iris, walk, list(scored_by_fact.values())), *([reasoning] if reasoning else [])
-            )
-        carried: dict[str, tuple[str, ...]] = {}
-        scored = list(scored_by_fact.values())
-        if hybrid is not None:
-            with Stage(walk.trace, "passages"):
-                best = best_by_chunk(scored)
-                walk.passages = [
-                    replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in await hybrid
-                ]
-            if walk.options.bridges and grounding.near_facts:
-                with Stage(walk.trace, "bridges"):
-                    near = await self._near(walk, grounding)
-                    bridges, carried, walk.ranking = await self.ranking.pagerank(
-                        iris, walk, near, scored, shown=walk.passages
-                    )
-                walk.passages += bridges
-        elif walk.mode == "pagerank":
-            with Stage(walk.trace, "pagerank"):
-                near = await self._near(walk, grounding)
-                walk.passages, carried, walk.ranking = await self.ranking.pagerank(iris, walk, near, scored)
-        else:
-            with Stage(walk.trace, "passages"):
-                walk.passages = await self.ranking.lifted(iris, walk, grounding, scored)
-        if walk.ranking is not None:
-            walk.trace.pagerank_seeds = [TracedPageRankSeed(s.entity, s.weight, s.facts) for s in walk.ranking.seeds]
-        walk.trace.edges = [e.traced() for e in walk.edges]
-        walk.trace_sources(carried)
-        yield "edges", {"explored": walk.explored, "edges": [e.view().as_json() for e in walk.edges]}
+        best_kept = stated_over_cooccurring(sorted(kept_by_fact.values(), key=lambda e: -e.score))
+        yield WALKED, {WALKED: (best_kept, list(scored_by_fact.values()), explored)}
 
     async def _near(self, walk: Walk, grounding: Grounding) -> list[FactSeed]:
         """The question's nearest facts that PageRank starts from: those the LLM recognises as
@@ -359,6 +392,7 @@ class GraphRag:
         self,
         iris: Iris,
         walk: Walk,
+        concepts: list[str],
         grounding: Grounding,
         frontier: dict[str, float],
         via: dict[str, Edge],
@@ -382,22 +416,26 @@ class GraphRag:
         if not candidates:
             return []
         labels = await off_loop(labels_of, self.store, iris, candidates)
-        edges = [
+        found_edges = [
             Edge(t, fact_labels(t, labels), hop=hop, via=via.get(anchors[t]), anchor=anchors[t]) for t in candidates
         ]
         # a first hop is scored against the concepts; a longer path, which answers the question as
         # a whole rather than one concept of it, against the question, or one of its clauses when
         # it asks several things
         if hop == 1:
-            targets, vectors = walk.concepts, grounding.concept_vectors
+            targets, vectors = concepts, grounding.concept_vectors
         else:
             targets, vectors = grounding.path_targets, grounding.path_vectors
         named = {s.entity: s.alias for s in grounding.seeds if s.alias}
-        scores = await off_loop(self.scoring.relevance, iris, options.scorer, targets, vectors, edges, labels, named)
-        for edge, row in zip(edges, scores.T):
+        scores, scored_by = await off_loop(
+            self.scoring.relevance, iris, options.scorer, targets, vectors, found_edges, labels, named
+        )
+        edges = []
+        for edge, row, vector in zip(found_edges, scores.T, scored_by, strict=True):
             best = int(np.argmax(row))
-            edge.relevance, edge.concept = float(row[best]), targets[best]
-            edge.score = (edge.relevance + weight[anchors[edge.fact]]) / 2
+            relevance = float(row[best])
+            score = (relevance + weight[anchors[edge.fact]]) / 2
+            edges.append(replace(edge, relevance=relevance, concept=targets[best], score=score, vector=vector))
         edges.sort(key=lambda e: -e.score)
         return edges
 
@@ -434,21 +472,18 @@ class GraphRag:
 
     # -- sources and reasoning ------------------------------------------------------------------
 
-    async def _trace_sources(self, iris: Iris, walk: Walk, scored: list[Edge]) -> None:
-        """Each scored edge's reifier, evidence sentence and chunks (kept or not: any of them
-        may lift a passage)."""
+    async def _sources(self, iris: Iris, scored: list[Edge]) -> dict[Triple, EdgeSources]:
+        """Each scored fact's reifier, evidence sentence and chunks (kept or not: any of them may
+        lift a passage)."""
         if not scored:
-            return
+            return {}
         rows = await off_loop(fact_sources, self.store, iris, [e.fact for e in scored])
-        by_fact = {e.fact: e for e in scored} | {e.fact: e for e in walk.edges}
-        for row in rows:
-            edge = by_fact.get(Triple(row["s"], row["p"], row["o"]))  # type: ignore[arg-type]
-            if edge is None:
-                continue
-            edge.statement = lexical(row["st"])
-            edge.sentence = edge.sentence or (lexical(row["sentence"]) if "sentence" in row else None)
-            if lexical(row["chunk"]) not in edge.chunks:
-                edge.chunks.append(lexical(row["chunk"]))
+        return edge_sources(rows, {e.fact for e in scored})
+
+
+async def _nothing_said() -> dict[int, str | None]:
+    """No reasoning asked for: the edges keep none."""
+    return {}
 
 
 def _settle(task: asyncio.Task[Any]) -> None:

@@ -5,22 +5,22 @@ as candidates for the sentences that answer (retrieval/extractive.py)."""
 from __future__ import annotations
 
 from sparqlrag.retrieval.extractive import Candidate
-from sparqlrag.retrieval.walk import Edge, Walk, fact_texts
+from sparqlrag.retrieval.walk import Edge, Retrieval, fact_texts
 from sparqlrag.store import vocab
 
 
-def knowledge(walk: Walk) -> str:
+def knowledge(found: Retrieval) -> str:
     """The synthesis prompt's knowledge: the passages, numbered; the bridge passages, numbered on,
     each with the path that brought it; then each kept fact citing the passages that state it."""
-    numbers = {p.chunk: i for i, p in enumerate(walk.passages, start=1)}
-    passages = [f"[{i}] ({p.citation}) {p.text}" for i, p in enumerate(walk.passages, start=1) if not p.bridge]
-    said = fact_texts(walk.edges)
+    numbers = {p.chunk: i for i, p in enumerate(found.passages, start=1)}
+    passages = [f"[{i}] ({p.citation}) {p.text}" for i, p in enumerate(found.passages, start=1) if not p.bridge]
+    said = fact_texts(found.edges)
     bridges = [
         f"[{i}] ({p.citation}; reached through: {' -> '.join(said[f] for f in p.bridge)}) {p.text}"
-        for i, p in enumerate(walk.passages, start=1)
+        for i, p in enumerate(found.passages, start=1)
         if p.bridge
     ]
-    facts = [f"- {edge.text}{_citation(edge, numbers)}" for edge in walk.edges]
+    facts = [f"- {edge.text}{_citation(edge, numbers)}" for edge in found.edges]
     parts = ["Passages:\n" + "\n\n".join(passages)]
     if bridges:
         parts.append("Bridge passages (found through the knowledge graph's facts):\n" + "\n\n".join(bridges))
@@ -28,11 +28,11 @@ def knowledge(walk: Walk) -> str:
     return "\n\n".join(parts)
 
 
-def fact_candidates(walk: Walk) -> list[Candidate]:
+def fact_candidates(found: Retrieval) -> list[Candidate]:
     """Each kept fact that states a relation (a co-occurrence states none), best first, as a
     sentence that may answer: its evidence sentence, judged as the path it completes, cited by the
     passages shown that state it, else as the answer's fact of its place ("fact 2")."""
-    numbers = {p.chunk: i for i, p in enumerate(walk.passages, start=1)}
+    numbers = {p.chunk: i for i, p in enumerate(found.passages, start=1)}
     return [
         Candidate(
             edge.sentence_text,
@@ -41,7 +41,7 @@ def fact_candidates(walk: Walk) -> list[Candidate]:
             frozenset([edge.via.sentence_text]) if edge.via else frozenset(),
             unsourced=not edge.chunks,
         )
-        for place, edge in enumerate(walk.edges, start=1)
+        for place, edge in enumerate(found.edges, start=1)
         if edge.fact.predicate != vocab.SR_COOCCURS
     ]
 

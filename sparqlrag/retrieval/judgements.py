@@ -9,7 +9,7 @@ from sparqlrag.models.llm import ChatModel
 from sparqlrag.models.prompts import json_items, render
 from sparqlrag.retrieval.pagerank import FactSeed
 from sparqlrag.retrieval.trace import Stage
-from sparqlrag.retrieval.walk import Walk
+from sparqlrag.retrieval.walk import Edge, Walk
 
 
 async def recognised(
@@ -32,13 +32,16 @@ async def recognised(
     return [near_facts[i - 1] for i in dict.fromkeys(kept)]
 
 
-async def reasons(llm: ChatModel, prompts_dir: Path | None, walk: Walk) -> None:
-    """The LLM says, for each kept edge, why it matters to the question (edges it skips get none)."""
-    listing = "\n".join(f"{i}. {e.text}" for i, e in enumerate(walk.edges, start=1))
+async def reasons(llm: ChatModel, prompts_dir: Path | None, walk: Walk, edges: list[Edge]) -> dict[int, str | None]:
+    """What the LLM says, for each kept edge (by place, from 0), of why it matters to the
+    question (edges it skips are left out)."""
+    listing = "\n".join(f"{i}. {e.text}" for i, e in enumerate(edges, start=1))
     prompt = render("edge_reasoning", prompts_dir, question=walk.trace.question, edges=listing)
     completion = await llm.complete(prompt, max_tokens=2048)
     walk.trace.count(completion)
+    said: dict[int, str | None] = {}
     for item in json_items(completion.text):
         if isinstance(item, dict) and isinstance(item.get("id"), int) and isinstance(item.get("reasoning"), str):
-            if 1 <= item["id"] <= len(walk.edges):
-                walk.edges[item["id"] - 1].reasoning = item["reasoning"].strip() or None
+            if 1 <= item["id"] <= len(edges):
+                said[item["id"] - 1] = item["reasoning"].strip() or None
+    return said

@@ -57,14 +57,20 @@ class PassageRanking:
         ]
 
     async def pagerank(
-        self, iris: Iris, walk: Walk, near: list[FactSeed], scored: list[Edge], shown: list[Passage] | None = None
+        self,
+        iris: Iris,
+        walk: Walk,
+        near: list[FactSeed],
+        scored: list[Edge],
+        kept: list[Edge],
+        shown: list[Passage] | None = None,
     ) -> tuple[list[Passage], dict[str, tuple[str, ...]], Ranking]:
         """The k passages by personalized PageRank (retrieval/pagerank.py) from the entities of the
         question's `near` facts (those recognised as bearing on it), each with the fact of
         the walk it supports best; and per passage, the reifiers of its facts that name the
         entities that carried its score. Given the passages `shown`, the bridges instead: up to
         `bridges` of PageRank's best that are not shown (nor copies of those shown) and support a
-        fact the walk kept, each labelled with that fact's path."""
+        fact the walk `kept`, each labelled with that fact's path."""
         collection, k = iris.collection, walk.options.k
         view = await off_loop(self.graph.view, collection)
         seeds = entity_seeds(view, near)
@@ -79,11 +85,11 @@ class PassageRanking:
             passages = [replace(p, supports=best[p.chunk].fact if p.chunk in best else None) for p in passages]
             passages = distinct(passages, k)
         else:  # (only the chunks of kept facts are read: a bridge must state one)
-            kept = best_by_chunk(walk.edges) if ranking.seeds else {}
+            stating = best_by_chunk(kept) if ranking.seeds else {}
             chunks = {p.chunk for p in shown}
             order = [chunk for chunk in ranking.order if chunk not in chunks][:CANDIDATES]
-            found = await off_loop(passages_of, self.store, iris, [c for c in order if c in kept], ranking.scores)
-            reached = [replace(p, supports=kept[p.chunk].fact, bridge=path_to(kept[p.chunk])) for p in found]
+            found = await off_loop(passages_of, self.store, iris, [c for c in order if c in stating], ranking.scores)
+            reached = [replace(p, supports=stating[p.chunk].fact, bridge=path_to(stating[p.chunk])) for p in found]
             passages = distinct([*shown, *reached], len(shown) + wanted)[len(shown) :]
         mentions = await off_loop(self.graph.mentions_in, collection, [p.chunk for p in passages])
         carried = {

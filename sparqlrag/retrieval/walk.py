@@ -1,9 +1,10 @@
-"""One Graph RAG question's state as the stages build it (Walk), the edges it walks (Edge),
-and the answer it gives (GraphAnswer). The stages are in graph_rag.py."""
+"""One Graph RAG question as the stages pass it on: the question in hand (Walk), the edges it
+walks (Edge) and what the reifiers say of them (EdgeSources), what the walk found (Retrieval)
+and the answer it gives (GraphAnswer). Each is a value; the stages are in graph_rag.py."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from pyoxigraph import Triple
@@ -15,6 +16,7 @@ from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.trace import Trace, TracedEdge, TracedPageRankSeed, TracedSeed, TracedSource
 from sparqlrag.retrieval.views import EdgeView, GraphRagAnswer, PageRankSeedView, SeedView, SourceView
 from sparqlrag.store import vocab
+from sparqlrag.store.select import Term, lexical
 
 TRACED_MODES: dict[str, str] = {
     "evidence": "graph-rag/evidence",
@@ -24,7 +26,7 @@ TRACED_MODES: dict[str, str] = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class Edge:
     fact: Triple
     labels: tuple[str, str, str]
@@ -34,7 +36,7 @@ class Edge:
     hop: int = 0
     statement: str | None = None
     sentence: str | None = None
-    chunks: list[str] = field(default_factory=list)
+    chunks: tuple[str, ...] = ()
     reasoning: str | None = None
     via: Edge | None = None  # the kept edge that led the walk to this edge's anchor (None at hop 1)
     anchor: str = ""  # the frontier node the edge was fetched from
@@ -43,13 +45,6 @@ class Edge:
     @property
     def text(self) -> str:
         return " ".join(self.labels)
-
-    @property
-    def path_vector(self) -> np.ndarray:
-        """Its fact's vector plus the leading fact's (not unit length): what the facts scorer judges."""
-        assert self.vector is not None, "the facts scorer sets every edge's vector first"
-        lead = self.leading
-        return self.vector + lead.vector if lead is not None and lead.vector is not None else self.vector
 
     @property
     def leading(self) -> Edge | None:
@@ -90,8 +85,70 @@ class Edge:
             self.via.labels if self.via else None,
             self.relevance,
             self.sentence,
-            tuple(self.chunks),
+            self.chunks,
         )
+
+
+@dataclass(frozen=True)
+class EdgeSources:
+    """What the store says of a fact the walk scored: its reifier, its evidence sentence, and
+    the chunks it was extracted from."""
+
+    statement: str
+    sentence: str | None
+    chunks: tuple[str, ...]
+
+
+def edge_sources(rows: list[dict[str, Term]], facts: set[Triple]) -> dict[Triple, EdgeSources]:
+    """What the rows of store/fact_sources.py say of each of `facts`, rows in the store's
+    order: the last reifier, the first evidence sentence, every chunk once."""
+    found: dict[Triple, EdgeSources] = {}
+    for row in rows:
+        fact = Triple(row["s"], row["p"], row["o"])  # type: ignore[arg-type]
+        if fact not in facts:
+            continue
+        before = found.get(fact)
+        chunk, chunks = lexical(row["chunk"]), before.chunks if before is not None else ()
+        sentence = lexical(row["sentence"]) if "sentence" in row else None
+        found[fact] = EdgeSources(
+            lexical(row["st"]),
+            (before.sentence if before is not None else None) or sentence,
+            chunks if chunk in chunks else (*chunks, chunk),
+        )
+    return found
+
+
+def evidenced(
+    kept: list[Edge], scored: list[Edge], sources: dict[Triple, EdgeSources], reasoning: dict[int, str | None]
+) -> tuple[list[Edge], list[Edge]]:
+    """The kept and the scored edges with their sources (given to one edge per fact: the kept
+    one, else the scored one) and the kept edges with their `reasoning` (by place, from 0);
+    each path behind them leads through the edges so made."""
+    chosen = {e.fact: e for e in scored} | {e.fact: e for e in kept}
+    sourced = {id(e): sources[fact] for fact, e in chosen.items() if fact in sources}
+    reasoned = {id(kept[place]): said for place, said in reasoning.items()}
+    made: dict[int, Edge] = {}
+
+    def made_of(edge: Edge) -> Edge:
+        if id(edge) not in made:
+            via = made_of(edge.via) if edge.via is not None else None
+            changes: dict[str, object] = {"via": via} if via is not edge.via else {}
+            if (found := sourced.get(id(edge))) is not None:
+                changes |= {"statement": found.statement, "sentence": edge.sentence or found.sentence}
+                changes["chunks"] = found.chunks
+            if id(edge) in reasoned:
+                changes["reasoning"] = reasoned[id(edge)]
+            made[id(edge)] = replace(edge, **changes) if changes else edge  # type: ignore[arg-type]
+        return made[id(edge)]
+
+    return [made_of(e) for e in kept], [made_of(e) for e in scored]
+
+
+def path_vector(edge: Edge, vector: np.ndarray | None) -> np.ndarray:
+    """The edge's fact's `vector` plus the leading fact's (not unit length): what the facts scorer judges."""
+    assert vector is not None, "the facts scorer gives every edge its fact's vector"
+    lead = edge.leading
+    return vector + lead.vector if lead is not None and lead.vector is not None else vector
 
 
 def fact_texts(edges: list[Edge]) -> dict[Triple, str]:
@@ -161,20 +218,13 @@ class Grounding:
         return self.path_vectors[0]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Walk:
-    """What the stages build up for one question."""
+    """One question in hand: its trace (which records each stage as it runs), options and mode."""
 
     trace: Trace
     options: GraphRagOptions
     mode: GraphMode
-    concepts: list[str] = field(default_factory=list)
-    grounding: Grounding | None = None
-    seeds: list[TracedSeed] = field(default_factory=list)
-    edges: list[Edge] = field(default_factory=list)
-    passages: list[Passage] = field(default_factory=list)
-    ranking: Ranking | None = None  # pagerank mode, and evidence's bridges: what PageRank made of the seeds
-    explored: int = 0
 
     @classmethod
     def start(cls, question: str, mode: GraphMode, options: GraphRagOptions | None) -> Walk:
@@ -187,20 +237,41 @@ class Walk:
             mode,
         )
 
-    def trace_sources(self, carried_statements: dict[str, tuple[str, ...]] | None = None) -> None:
-        carriers = self.ranking.carriers if self.ranking else {}
-        self.trace.sources = [
-            TracedSource(
-                p.chunk,
-                rank,
-                p.score,
-                p.supports,
-                carriers.get(p.chunk, ()),
-                (carried_statements or {}).get(p.chunk, ()),
-                p.bridge,
-            )
-            for rank, p in enumerate(self.passages, start=1)
-        ]
+
+@dataclass(frozen=True)
+class Retrieval:
+    """What the walk found for one question, every stage but synthesis: what the answer is made from."""
+
+    trace: Trace
+    concepts: list[str]
+    grounding: Grounding
+    explored: int
+    edges: list[Edge]  # the kept edges, best first
+    passages: list[Passage]
+    ranking: Ranking | None = None  # pagerank mode, and evidence's bridges: what PageRank made of the seeds
+
+    @property
+    def seeds(self) -> list[TracedSeed]:
+        return self.grounding.seeds
+
+
+def traced_sources(
+    passages: list[Passage], ranking: Ranking | None, carried_statements: dict[str, tuple[str, ...]]
+) -> list[TracedSource]:
+    """The passages as the trace keeps them, in order: what each supports, carried and bridges."""
+    carriers = ranking.carriers if ranking else {}
+    return [
+        TracedSource(
+            p.chunk,
+            rank,
+            p.score,
+            p.supports,
+            carriers.get(p.chunk, ()),
+            carried_statements.get(p.chunk, ()),
+            p.bridge,
+        )
+        for rank, p in enumerate(passages, start=1)
+    ]
 
 
 def stated_over_cooccurring(edges: list[Edge]) -> list[Edge]:
