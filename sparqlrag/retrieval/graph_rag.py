@@ -233,12 +233,11 @@ class GraphRag:
         if not grounding.seeds and walk.mode == "graph":
             raise EmptyGraph(f"collection {iris.collection!r} has no entities to answer from: ingest documents first")
         yield "seeds", {"seeds": [SeedView.traced(s).as_json() for s in grounding.seeds]}
-        hops = self._hops(iris, walk, concepts, grounding)
-        async for event in hops:
-            if event[0] != WALKED:
-                yield event
+        async for event, data in self._hops(iris, walk, concepts, grounding):
+            if event == WALKED:
+                kept, scored, explored = data[WALKED]
             else:
-                kept, scored, explored = event[1][WALKED]
+                yield event, data
         trace.explored = explored
         with Stage(trace, "sources"):
             reasoning = (
