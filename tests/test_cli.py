@@ -150,6 +150,13 @@ def test_load_query_update_dump(tmp_path: Path) -> None:
     graph = cli(data, "dump", "--graph", "http://example.org/t", "--output", str(tmp_path / "t.ttl"))
     assert graph.returncode == 0 and "turtle" in (tmp_path / "t.ttl").read_text()
     assert json.loads((data / "sparqlrag.json").read_text())["base_iri"] == "http://localhost:7878/"
+    # the default graph states a triple graph t states too: the union describes it once
+    assert cli(data, "update", "INSERT DATA { <http://example.org/t> <http://example.org/q> 1 }").returncode == 0
+    described = cli(data, "query", "DESCRIBE <http://example.org/t>", "--format", "ntriples").stdout.splitlines()
+    assert (
+        len(described) == len(set(described))
+        and '<http://example.org/t> <http://example.org/p> "turtle" .' in described
+    )
 
 
 def test_large_load_uses_bulk_loader_with_progress(tmp_path: Path) -> None:

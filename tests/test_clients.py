@@ -88,6 +88,16 @@ def test_trig_dump_reloads_isomorphic_over_http(clean_server: LiveServer, tmp_pa
     assert len(reloaded) == 4 and original == reloaded
 
 
+def test_describe_over_http_gives_each_triple_once(clean_server: LiveServer) -> None:
+    with clean_server.client() as client:
+        update = "INSERT DATA { GRAPH <urn:g1> { <urn:s> <urn:p> <urn:o> } GRAPH <urn:g2> { <urn:s> <urn:p> <urn:o> } }"
+        assert client.post("/sparql", data={"update": update}).status_code == 204
+        described = client.get(
+            "/sparql", params={"query": "DESCRIBE <urn:s>"}, headers={"Accept": "application/n-triples"}
+        )
+    assert described.status_code == 200 and described.text.splitlines() == ["<urn:s> <urn:p> <urn:o> ."]
+
+
 def test_head_has_get_headers_without_body(clean_server: LiveServer) -> None:
     with clean_server.client() as client:
         client.put(

@@ -61,6 +61,17 @@ def seeded(small_server: LiveServer) -> Iterator[httpx.Client]:
 BAD_REQUESTS = [
     # (id, method, path, headers, body, status, error, words in detail)
     ("query-syntax", "GET", "/sparql?query=SELECT%20*%20WHERE%20%7B", {}, None, 400, "syntax_error", "1:"),
+    ("query-misspelt", "GET", "/sparql?query=SELEC%20*%20WHERE%20%7B%7D", {}, None, 400, "syntax_error", "not 'SELEC'"),
+    (
+        "update-sent-as-query",
+        "POST",
+        "/sparql",
+        {"Content-Type": "application/sparql-query"},
+        "DELETE WHERE { ?s ?p ?o }",
+        400,
+        "syntax_error",
+        "this is an update (DELETE), not a query",
+    ),
     (
         "update-syntax",
         "POST",

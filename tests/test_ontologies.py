@@ -244,6 +244,13 @@ def test_http_load_list_negotiate_and_remove(server: LiveServer) -> None:
         assert 'xmlns:foaf="http://xmlns.com/foaf/0.1/"' in client.get("/api/v1/ontologies/foaf").text
         refused = client.get("/api/v1/ontologies/org", headers={"Accept": "image/png"})
         assert refused.status_code == 406 and "application/rdf+xml" in refused.json()["detail"]
+        # OWL/XML is read, not written: asked for it alone, a 406; beside RDF/XML, RDF/XML under its own name
+        owl_only = client.get("/api/v1/ontologies/org", headers={"Accept": "application/owl+xml"})
+        assert owl_only.status_code == 406 and "application/rdf+xml" in owl_only.json()["detail"]
+        owl_first = client.get(
+            "/api/v1/ontologies/org", headers={"Accept": "application/owl+xml, application/rdf+xml;q=0.8"}
+        )
+        assert owl_first.status_code == 200 and owl_first.headers["content-type"].startswith("application/rdf+xml")
         assert client.delete("/api/v1/ontologies/org").status_code == 204
         assert client.get("/api/v1/ontologies/org").json()["error"] == "ontology_not_found"
         assert client.delete("/api/v1/ontologies/org").status_code == 404

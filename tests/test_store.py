@@ -171,6 +171,19 @@ def test_query_negotiates_per_result_kind(store: EmbeddedStore) -> None:
         store.query("SELECT * WHERE { ?s ?p }")
 
 
+def test_describe_gives_each_triple_once(store: EmbeddedStore) -> None:
+    """A triple two graphs state is one triple of the union's description (an RDF graph is a set)."""
+    store.update(
+        'INSERT DATA { GRAPH <http://g1> { <http://s> <http://p> "o" ; <http://q> 1 } '
+        'GRAPH <http://g2> { <http://s> <http://p> "o" } }'
+    )
+    described = store.query("DESCRIBE <http://s>", accept="application/n-triples", union_default_graph=True)
+    assert sorted(described.body.decode().splitlines()) == [
+        '<http://s> <http://p> "o" .',
+        '<http://s> <http://q> "1"^^<http://www.w3.org/2001/XMLSchema#integer> .',
+    ]
+
+
 def test_remote_access_is_refused_by_default(store: EmbeddedStore) -> None:
     with pytest.raises(RemoteAccessRefused, match="SERVICE"):
         store.query("SELECT * WHERE { SERVICE <http://example.org/sparql> { ?s ?p ?o } }")

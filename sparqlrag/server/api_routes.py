@@ -29,6 +29,7 @@ from sparqlrag.server.api_schemas import (
     ONTOLOGY,
     ONTOLOGY_NAME,
     RDF_BODY,
+    RDF_SERVED,
     REACH,
     SSE,
     STRING,
@@ -334,7 +335,7 @@ API: list[Endpoint] = [
         doc=operation(
             "The ontology as RDF/XML (default), Turtle, N-Triples or JSON-LD by Accept",
             parameters=[ONTOLOGY_IN_PATH],
-            responses={"200": {"description": "RDF", "content": RDF_BODY}},
+            responses={"200": {"description": "RDF", "content": RDF_SERVED}},
         ),
     ),
     Endpoint(

@@ -45,6 +45,7 @@ from sparqlrag.operations.requests import (
     validated,
 )
 from sparqlrag.services import Services
+from sparqlrag.store.sparql_text import UPDATE_OPERATIONS, leading_keyword
 from sparqlrag.store.vocab import DEFAULT_COLLECTION, CollectionName
 from sparqlrag.threads import off_loop
 
@@ -285,6 +286,8 @@ class McpServers:
             raise ToolError(
                 f"query_too_large: the query is larger than {settings.max_sparql_bytes} bytes (max_sparql_bytes)"
             )
+        if (keyword := leading_keyword(query)) in UPDATE_OPERATIONS:
+            raise ToolError(f"update_not_allowed: updates are not allowed here ({keyword}); sparql_query only reads")
         dataset: dict[str, Any] = {"union_default_graph": settings.union_default_graph}
         if access.limited:
             if refused := remote_refusal(query):

@@ -20,13 +20,13 @@ from sparqlrag.server.errors import described_error_handler, http_exception_hand
 from sparqlrag.server.state import state_of
 from sparqlrag.store.formats import media_type_of, negotiate, with_charset
 
-# what an ontology is served as; the first is the default (what Protégé and the OWL API ask for)
+# what an ontology is served as; the first is the default (what Protégé and the OWL API ask for). Not
+# OWL/XML: it is read, not written, and RDF/XML under its name would be mislabelled
 ONTOLOGY_FORMATS: list[tuple[str, RdfFormat]] = [
     ("application/rdf+xml", RdfFormat.RDF_XML),
     ("text/turtle", RdfFormat.TURTLE),
     ("application/n-triples", RdfFormat.N_TRIPLES),
     ("application/ld+json", RdfFormat.JSON_LD),
-    ("application/owl+xml", RdfFormat.RDF_XML),  # asked for by OWL tools; RDF/XML is OWL too
     ("application/xml", RdfFormat.RDF_XML),
     ("text/plain", RdfFormat.N_TRIPLES),
     ("application/json", RdfFormat.JSON_LD),

@@ -27,7 +27,7 @@ from sparqlrag.server.api_schemas import (
     NAME,
     NUMBER,
     QUERY_TIMEOUT,
-    RDF_BODY,
+    RDF_SERVED,
     STRING,
     TEXT,
     TRACE_ID,
@@ -200,7 +200,7 @@ PROTOCOL: list[Endpoint] = [  # the protocol routes first: the router tries each
                     "path", "id/..., rel/..., doc/..., stmt/... or trace/..., then .ttl, .rdf, .jsonld or .nt"
                 )
             ],
-            responses={"200": {"description": "RDF", "content": RDF_BODY}},
+            responses={"200": {"description": "RDF", "content": RDF_SERVED}},
         ),
     ),
     Endpoint(

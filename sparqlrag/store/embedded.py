@@ -13,6 +13,9 @@ from typing import IO, Any, BinaryIO, Literal, TypeVar, Unpack, cast
 from pyoxigraph import (
     DefaultGraph,
     NamedNode,
+    QueryBoolean,
+    QuerySolutions,
+    QueryTriples,
     RdfFormat,
     Store,
     parse,
@@ -41,8 +44,8 @@ from sparqlrag.store.base import (
     disk_full,
     graph_whole,
 )
-from sparqlrag.store.results import CappedWriter, Emit, serialize_result
-from sparqlrag.store.sparql_text import apply_update_dataset, iri_ref
+from sparqlrag.store.results import CappedWriter, DistinctTriples, Emit, Triples, serialize_result
+from sparqlrag.store.sparql_text import apply_update_dataset, iri_ref, misread_query, query_form
 from sparqlrag.store.xml_entities import check_entity_expansion
 
 Source = Path | BinaryIO
@@ -192,18 +195,21 @@ class EmbeddedStore:
         try:
             result = self._store.query(sparql, **kwargs)
         except SyntaxError as error:
-            raise QuerySyntaxError(f"query syntax error: {error}") from error
+            raise QuerySyntaxError(f"query syntax error: {misread_query(sparql) or error}") from error
         except (OSError, ValueError, RuntimeError) as error:
             raise self._evaluation_error(error, sparql, "query") from error
         # Results stream: evaluation goes on while they are written. pyoxigraph's results must
         # be dropped on this thread, so no error leaves with a frame that still holds them.
+        answer: QueryBoolean | QuerySolutions | Triples = result
+        if isinstance(result, QueryTriples) and query_form(sparql) == "DESCRIBE":
+            answer = DistinctTriples(result)
         try:
-            return serialize_result(result, accept, max_bytes, emit)
+            return serialize_result(answer, accept, max_bytes, emit)
         except Exception as error:
             error.__traceback__ = None
             failure = error if isinstance(error, StoreError) else self._evaluation_error(error, sparql, "query")
         finally:
-            del result
+            del result, answer
         raise failure
 
     @_exclusive

@@ -3,11 +3,11 @@ one negotiation for every store."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import IO, Literal, Protocol, TypeVar, cast
 
-from pyoxigraph import QueryBoolean, QuerySolutions, RdfFormat
+from pyoxigraph import QueryBoolean, QuerySolutions, RdfFormat, Triple, serialize
 
 from sparqlrag.store.base import NotAcceptable, QueryResult, ResultTooLarge
 from sparqlrag.store.formats import GRAPH_FORMATS, RESULTS_FORMATS, negotiate, with_charset
@@ -19,6 +19,28 @@ class Triples(Protocol):
     """A CONSTRUCT or DESCRIBE answer: pyoxigraph's QueryTriples, or triples read back from a remote store."""
 
     def serialize(self, output: IO[bytes] | None = None, format: RdfFormat | None = None) -> bytes | None: ...
+
+
+class DistinctTriples:
+    """A graph answer with each triple once. pyoxigraph's DESCRIBE over a union default graph
+    gives a triple once per graph that states it, and an RDF graph is a set. (A CONSTRUCT is
+    already one: its pattern is matched against the union, and its duplicates are left to the
+    store, where remembering every triple would cost half again the time and a set as big as
+    the answer.)"""
+
+    def __init__(self, triples: Iterable[Triple]) -> None:
+        self.triples = triples
+
+    def serialize(self, output: IO[bytes] | None = None, format: RdfFormat | None = None) -> bytes | None:
+        return serialize(_once(self.triples), output, format=format or RdfFormat.N_TRIPLES)
+
+
+def _once(triples: Iterable[Triple]) -> Iterator[Triple]:
+    seen: set[Triple] = set()
+    for triple in triples:
+        if triple not in seen:
+            seen.add(triple)
+            yield triple
 
 
 def result_too_large(limit: int) -> str:

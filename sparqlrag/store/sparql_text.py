@@ -81,14 +81,39 @@ def _keyword(token: Token) -> str:
     return token.text.upper() if token.kind == "word" and token.depth == 0 else ""
 
 
+QUERY_FORMS = ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE")
+UPDATE_OPERATIONS = ("INSERT", "DELETE", "WITH", "LOAD", "CLEAR", "CREATE", "DROP", "COPY", "MOVE", "ADD")
+_PROLOGUE = ("PREFIX", "BASE", "VERSION")
+
+
+def leading_keyword(text: str) -> str:
+    """The first keyword of a query or update past its prologue (PREFIX, BASE and VERSION
+    declarations), upper-cased; "" when there is none. Reads only as far as that keyword."""
+    for token in _scan(text):
+        if (word := _keyword(token)) and word not in _PROLOGUE:
+            return word
+    return ""
+
+
 def query_form(query: str) -> str | None:
     """SELECT, ASK, CONSTRUCT or DESCRIBE: the query's first keyword past its prologue (None if
-    there is none), so a store can be asked for results or for triples, not both. Reads only as
-    far as that keyword: every query sent to a remote store passes here."""
-    for token in _scan(query):
-        if _keyword(token) in ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE"):
-            return _keyword(token)
-    return None
+    it is none of them), so a store can be asked for results or for triples, not both. Every
+    query sent to a remote store passes here."""
+    word = leading_keyword(query)
+    return word if word in QUERY_FORMS else None
+
+
+def misread_query(query: str) -> str | None:
+    """What is wrong with text sent as a query that does not start as one, in words a person
+    can act on (a parser would say "expected CONSTRUCT"): an update, or a word that is no query
+    form. None when it starts as a query does."""
+    word = leading_keyword(query)
+    if not word or word in QUERY_FORMS:
+        return None
+    if word in UPDATE_OPERATIONS:
+        return f"this is an update ({word}), not a query: send it as one (`update=`, or `sparqlrag update`)"
+    forms = ", ".join(QUERY_FORMS[:-1]) + f" or {QUERY_FORMS[-1]}"
+    return f"a query starts with {forms} after its PREFIX and BASE declarations, not {word[:40]!r}"
 
 
 def _matching_close(found: list[Token], open_index: int) -> int:
