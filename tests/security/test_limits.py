@@ -254,7 +254,7 @@ def test_mcp_on_stdio_takes_hostile_input_in_its_stride(tmp_path: Path) -> None:
     _, errors = process.communicate(timeout=120)  # stdin closed: it stops
     assert process.returncode == 0 and "Traceback" not in errors
     assert set(answers) == {1, 2, 3, 4, 5, 6}
-    for n, says in ((2, "remote_access_refused"), (3, "syntax_error"), (4, "not_found")):
+    for n, says in ((2, "remote_access_refused"), (3, "update_not_allowed"), (4, "not_found")):
         assert answers[n]["result"]["isError"] and says in answers[n]["result"]["content"][0]["text"]
     assert answers[5]["result"]["structuredContent"]["collections"][0]["name"] == "default"
     dumped = subprocess.run(
