@@ -65,6 +65,17 @@ def test_it_answers_as_the_embedded_store_does(remote: RemoteStore, tmp_path: Pa
             == "4"
         )
         assert remote.named_graphs() == embedded.named_graphs() == ["http://example.org/g", "http://example.org/h"]
+        for store in (remote, embedded):  # a triple two graphs state is described once over their union
+            store.update(
+                'INSERT DATA { GRAPH <http://example.org/g> { <http://example.org/a> <http://example.org/b> "c" } }'
+            )
+            described = store.query(
+                "DESCRIBE <http://example.org/a>", accept="application/n-triples", union_default_graph=True
+            )
+            assert described.body.decode().splitlines() == ['<http://example.org/a> <http://example.org/b> "c" .']
+            store.update(
+                'DELETE DATA { GRAPH <http://example.org/g> { <http://example.org/a> <http://example.org/b> "c" } }'
+            )
         assert remote.count() == embedded.count() == 4
         assert remote.graph_exists("http://example.org/g") and not remote.graph_exists("http://example.org/none")
         assert remote.serialize_graph("http://example.org/h", RdfFormat.N_TRIPLES) == embedded.serialize_graph(

@@ -22,9 +22,12 @@ class Collection:
     hold it, and the caller's grants (for what a use case may reach beyond it)."""
 
     services: Services
-    name: str
     iris: Iris
     access: Access
+
+    @property
+    def name(self) -> str:
+        return self.iris.collection
 
 
 def checked_name(name: str) -> str:
@@ -44,4 +47,4 @@ async def open_collection(
     access.check(scope, checked)
     if not await services.collections.exists(checked):
         raise UnknownCollection(checked)
-    return Collection(services, checked, services.collections.iris(checked), access)
+    return Collection(services, services.collections.iris(checked), access)

@@ -240,10 +240,13 @@ class GraphRag:
                 yield event, data
         trace.explored = explored
         with Stage(trace, "sources"):
-            reasoning = (
-                reasons(self.llm, self.prompts_dir, walk, kept) if options.reasoning and self.llm and kept else None
-            )
-            sources, said = await asyncio.gather(self._sources(iris, scored), reasoning or _nothing_said())
+            said: dict[int, str | None] = {}
+            if options.reasoning and self.llm and kept:
+                sources, said = await asyncio.gather(
+                    self._sources(iris, scored), reasons(self.llm, self.prompts_dir, walk, kept)
+                )
+            else:
+                sources = await self._sources(iris, scored)
             kept, scored = evidenced(kept, scored, sources, said)
         carried: dict[str, tuple[str, ...]] = {}
         ranking = None
@@ -478,11 +481,6 @@ class GraphRag:
             return {}
         rows = await off_loop(fact_sources, self.store, iris, [e.fact for e in scored])
         return edge_sources(rows, {e.fact for e in scored})
-
-
-async def _nothing_said() -> dict[int, str | None]:
-    """No reasoning asked for: the edges keep none."""
-    return {}
 
 
 def _settle(task: asyncio.Task[Any]) -> None:

@@ -134,8 +134,7 @@ def evidenced(
             via = made_of(edge.via) if edge.via is not None else None
             changes: dict[str, object] = {"via": via} if via is not edge.via else {}
             if (found := sourced.get(id(edge))) is not None:
-                changes |= {"statement": found.statement, "sentence": edge.sentence or found.sentence}
-                changes["chunks"] = found.chunks
+                changes |= {"statement": found.statement, "sentence": found.sentence, "chunks": found.chunks}
             if id(edge) in reasoned:
                 changes["reasoning"] = reasoned[id(edge)]
             made[id(edge)] = replace(edge, **changes) if changes else edge  # type: ignore[arg-type]

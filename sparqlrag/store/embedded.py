@@ -44,7 +44,7 @@ from sparqlrag.store.base import (
     disk_full,
     graph_whole,
 )
-from sparqlrag.store.results import CappedWriter, DistinctTriples, Emit, Triples, serialize_result
+from sparqlrag.store.results import CappedWriter, Emit, ReadTriples, Triples, serialize_result
 from sparqlrag.store.sparql_text import apply_update_dataset, iri_ref, misread_query, query_form
 from sparqlrag.store.xml_entities import check_entity_expansion
 
@@ -202,7 +202,7 @@ class EmbeddedStore:
         # be dropped on this thread, so no error leaves with a frame that still holds them.
         answer: QueryBoolean | QuerySolutions | Triples = result
         if isinstance(result, QueryTriples) and query_form(sparql) == "DESCRIBE":
-            answer = DistinctTriples(result)
+            answer = ReadTriples(result, distinct=True)
         try:
             return serialize_result(answer, accept, max_bytes, emit)
         except Exception as error:

@@ -183,15 +183,17 @@ class RemoteStore:
         if union_default_graph and default_graphs is None and named_graphs is None and self.union_parameter:
             form[self.union_parameter] = "true"
         kind = query_form(sparql)  # ask for one kind: Virtuoso answers a CONSTRUCT as solutions if it may
-        graph_kind = kind in ("CONSTRUCT", "DESCRIBE")
+        graph_kind, distinct = kind in ("CONSTRUCT", "DESCRIBE"), kind == "DESCRIBE"
         accepted = NTRIPLES if graph_kind else RESULTS_JSON if kind else f"{RESULTS_JSON}, {NTRIPLES};q=0.9"
         if emit is not None:
-            written = functools.partial(streamed_answer, store=self.name, accept=accept, max_bytes=max_bytes, emit=emit)
+            written = functools.partial(
+                streamed_answer, store=self.name, accept=accept, max_bytes=max_bytes, emit=emit, distinct=distinct
+            )
             return self._send_streamed(form, accepted, timeout, max_bytes, written)
         response = self._send(
             "query", self.query_url, data=form, headers={"Accept": accepted}, timeout=timeout, max_bytes=max_bytes
         )
-        return whole_answer(response, store=self.name, accept=accept, max_bytes=max_bytes)
+        return whole_answer(response, store=self.name, accept=accept, max_bytes=max_bytes, distinct=distinct)
 
     def update(
         self,

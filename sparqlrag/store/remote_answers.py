@@ -4,17 +4,15 @@ asked for: whole, or (for a client's query) as it arrives, never whole in memory
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable
-from typing import IO
 
 import httpx
-from pyoxigraph import QueryBoolean, QueryResultsFormat, QuerySolutions, RdfFormat, Triple, parse, serialize
+from pyoxigraph import QueryBoolean, QueryResultsFormat, QuerySolutions, RdfFormat, parse
 
 from sparqlrag.store.base import QueryResult, RemoteStoreFailed
 from sparqlrag.store.deadlines import CappedBody
 from sparqlrag.store.formats import media_type_of
 from sparqlrag.store.remote_data import boolean_if_ask, solutions, streamed_solutions
-from sparqlrag.store.results import Emit, serialize_result
+from sparqlrag.store.results import Emit, ReadTriples, serialize_result
 
 RESULTS_JSON = "application/sparql-results+json"
 NTRIPLES, NQUADS = "application/n-triples", "application/n-quads"
@@ -26,16 +24,6 @@ READERS: dict[str, QueryResultsFormat | RdfFormat] = {
     "text/turtle": RdfFormat.TURTLE,
     "application/rdf+xml": RdfFormat.RDF_XML,
 }
-
-
-class ReadTriples:
-    """A CONSTRUCT or DESCRIBE answer read back, to be written as the client asks."""
-
-    def __init__(self, triples: Iterable[Triple]) -> None:
-        self.triples = triples
-
-    def serialize(self, output: IO[bytes] | None = None, format: RdfFormat | None = None) -> bytes | None:
-        return serialize(self.triples, output, format=format or RdfFormat.N_TRIPLES)
 
 
 def _format_of(response: httpx.Response, store: str) -> tuple[str, QueryResultsFormat | RdfFormat]:
@@ -50,8 +38,11 @@ def _unparsable(store: str, media_type: str) -> RemoteStoreFailed:
     return RemoteStoreFailed(f"the store at {store} sent a {media_type} answer that does not parse")
 
 
-def whole_answer(response: httpx.Response, *, store: str, accept: str | None, max_bytes: int | None) -> QueryResult:
-    """The store's answer, read whole, in the format `accept` prefers."""
+def whole_answer(
+    response: httpx.Response, *, store: str, accept: str | None, max_bytes: int | None, distinct: bool = False
+) -> QueryResult:
+    """The store's answer, read whole, in the format `accept` prefers; `distinct`: a graph
+    answer's triples each once (a DESCRIBE's)."""
     media_type, reader = _format_of(response, store)
     try:
         if isinstance(reader, QueryResultsFormat):
@@ -59,14 +50,21 @@ def whole_answer(response: httpx.Response, *, store: str, accept: str | None, ma
         triples = [quad.triple for quad in parse(response.content, format=reader)]
     except SyntaxError as error:
         raise _unparsable(store, media_type) from error
-    return serialize_result(ReadTriples(triples), accept, max_bytes)
+    return serialize_result(ReadTriples(triples, distinct=distinct), accept, max_bytes)
 
 
 def streamed_answer(
-    response: httpx.Response, cap: int, *, store: str, accept: str | None, max_bytes: int | None, emit: Emit
+    response: httpx.Response,
+    cap: int,
+    *,
+    store: str,
+    accept: str | None,
+    max_bytes: int | None,
+    emit: Emit,
+    distinct: bool = False,
 ) -> QueryResult:
     """The store's answer, parsed as it arrives (at most `cap` bytes) and written again in
-    pieces to `emit`; what is returned holds the last piece."""
+    pieces to `emit`; what is returned holds the last piece. `distinct` as in whole_answer."""
     media_type, reader = _format_of(response, store)
     body = io.BufferedReader(CappedBody(response, cap))
     read: QueryBoolean | QuerySolutions | ReadTriples | None = None
@@ -74,7 +72,7 @@ def streamed_answer(
         if isinstance(reader, QueryResultsFormat):
             read = boolean_if_ask(streamed_solutions(body, reader))
         else:
-            read = ReadTriples(quad.triple for quad in parse(body, format=reader))
+            read = ReadTriples((quad.triple for quad in parse(body, format=reader)), distinct=distinct)
         return serialize_result(read, accept, max_bytes, emit)
     except Exception as error:  # pyoxigraph's readers must be dropped on this thread: no frame may keep them
         error.__traceback__ = None

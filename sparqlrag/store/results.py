@@ -21,18 +21,20 @@ class Triples(Protocol):
     def serialize(self, output: IO[bytes] | None = None, format: RdfFormat | None = None) -> bytes | None: ...
 
 
-class DistinctTriples:
-    """A graph answer with each triple once. pyoxigraph's DESCRIBE over a union default graph
-    gives a triple once per graph that states it, and an RDF graph is a set. (A CONSTRUCT is
-    already one: its pattern is matched against the union, and its duplicates are left to the
-    store, where remembering every triple would cost half again the time and a set as big as
-    the answer.)"""
+class ReadTriples:
+    """A CONSTRUCT or DESCRIBE answer as triples (read back from a remote store, or a query's),
+    to be written as the client asks; `distinct`: each triple once. A DESCRIBE over a union
+    default graph gives a triple once per graph that states it (pyoxigraph, and stores built
+    like it), and an RDF graph is a set. A CONSTRUCT is one already, its pattern matched
+    against the union; remembering every triple of it would cost half again the time and a set
+    as big as the answer."""
 
-    def __init__(self, triples: Iterable[Triple]) -> None:
-        self.triples = triples
+    def __init__(self, triples: Iterable[Triple], *, distinct: bool = False) -> None:
+        self.triples, self.distinct = triples, distinct
 
     def serialize(self, output: IO[bytes] | None = None, format: RdfFormat | None = None) -> bytes | None:
-        return serialize(_once(self.triples), output, format=format or RdfFormat.N_TRIPLES)
+        triples = _once(self.triples) if self.distinct else self.triples
+        return serialize(triples, output, format=format or RdfFormat.N_TRIPLES)
 
 
 def _once(triples: Iterable[Triple]) -> Iterator[Triple]:
