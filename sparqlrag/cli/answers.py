@@ -19,7 +19,8 @@ from sparqlrag.store.vocab import local_name
 
 
 def ask(session: Session, args: argparse.Namespace) -> None:
-    given = {name: value for name in ("k", "bridges") if (value := getattr(args, name)) is not None}
+    named = ("k", "bridges", "documents", "scope")
+    given = {name: value for name in named if (value := getattr(args, name)) is not None}
     answer(session.services, args.question, args.collection, args.mode, given, explain=args.explain)
 
 

@@ -143,6 +143,19 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument(
         "--explain", action="store_true", help="also print concepts, seeds and the facts used, with scores"
     )
+    ask.add_argument(
+        "--document",
+        dest="documents",
+        action="append",
+        metavar="ID",
+        help="answer from this document alone (repeat for several)",
+    )
+    ask.add_argument(
+        "--scope",
+        metavar="PATTERN",
+        help="answer from the documents this SPARQL group pattern binds to ?document, "
+        "e.g. '?document dcterms:title \"Annual report\"'",
+    )
 
     nl = commands.add_parser(
         "nl-query", help="a question written as SPARQL over an ontology by the LLM, checked, then run"

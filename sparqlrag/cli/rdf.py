@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 import tempfile
 from pathlib import Path
@@ -13,6 +14,9 @@ from tqdm import tqdm
 
 from sparqlrag.cli.session import CliError, Session
 from sparqlrag.cli.table import TABLE, readable
+from sparqlrag.operations.access import EVERYTHING
+from sparqlrag.operations.scopes import Dataset
+from sparqlrag.operations.sparql_services import Deadline, calls_in, with_services
 from sparqlrag.store.formats import FORMAT_NAMES, rdf_format_for_path
 from sparqlrag.store.reification import rewrite_as_rdf11
 
@@ -23,11 +27,18 @@ def query(session: Session, args: argparse.Namespace) -> None:
     settings = session.settings
     table = args.format == TABLE or (args.format is None and sys.stdout.isatty())
     fmt = None if args.format in (None, TABLE) else FORMAT_NAMES[args.format]
+    text, union = _text_argument(args.sparql), settings.union_default_graph and not args.no_union
+    deadline = Deadline(settings.query_timeout)
+    calls = calls_in(text)
+    if calls:  # sr:documentRag, sr:graphRag: evaluated here, with the models (README, "Retrieval inside SPARQL")
+        dataset = Dataset(union_default_graph=union)
+        text = asyncio.run(with_services(session.services, text, calls, EVERYTHING, dataset=dataset, deadline=deadline))
     result = session.store.query(
-        _text_argument(args.sparql),
+        text,
         accept=fmt.media_type.split(";")[0] if fmt else None,
         base_iri=settings.base_iri,
-        union_default_graph=settings.union_default_graph and not args.no_union,
+        union_default_graph=union,
+        timeout=deadline.left() if calls else None,
     )
     if table and result.kind != "graph":
         print(readable(result.body))

@@ -11,9 +11,17 @@ from typing import Any
 
 from sparqlrag.operations.collection import Collection
 from sparqlrag.operations.failures import Refused
-from sparqlrag.operations.requests import DocumentRagRequest, GraphRagRequest, SearchRequest, TracesQuery
+from sparqlrag.operations.requests import (
+    DocumentRagRequest,
+    GraphRagRequest,
+    ScopeFields,
+    SearchRequest,
+    TracesQuery,
+)
+from sparqlrag.operations.scopes import scope_of
 from sparqlrag.retrieval import trace as traces
 from sparqlrag.retrieval.question import EmptyGraph
+from sparqlrag.retrieval.scope import Scope
 from sparqlrag.retrieval.trace_json import read_trace
 from sparqlrag.retrieval.views import (
     DocumentRagAnswer,
@@ -40,31 +48,42 @@ async def _answerable(collection: Collection, asked: GraphRagRequest) -> None:
         raise EmptyGraph(f"collection {collection.name!r} has no entities to answer from: ingest documents first")
 
 
-async def ask_graph(collection: Collection, asked: GraphRagRequest) -> GraphRagAnswer:
+async def ask_graph(collection: Collection, asked: GraphRagRequest, scope: Scope | None = None) -> GraphRagAnswer:
+    """`scope`: one made already (a SPARQL service's), else the one the request names."""
     await _answerable(collection, asked)
-    found = await collection.services.graph_rag.answer(collection.iris, asked.question, asked.options, asked.mode)
+    scope = scope or await _scope(collection, asked)
+    rag = collection.services.graph_rag
+    found = await rag.answer(collection.iris, asked.question, asked.options, asked.mode, scope)
     return found.view()
 
 
 async def stream_graph(collection: Collection, asked: GraphRagRequest) -> Events:
     """Checked before the first event, so a refusal is an answer's status, not a broken stream."""
     await _answerable(collection, asked)
-    return collection.services.graph_rag.stream(collection.iris, asked.question, asked.options, asked.mode)
+    scope = await _scope(collection, asked)
+    return collection.services.graph_rag.stream(collection.iris, asked.question, asked.options, asked.mode, scope)
+
+
+async def _scope(collection: Collection, asked: ScopeFields) -> Scope | None:
+    return await scope_of(collection, documents=asked.documents, pattern=asked.scope)
 
 
 async def ask_documents(collection: Collection, asked: DocumentRagRequest) -> DocumentRagAnswer:
-    found = await collection.services.document_rag.answer(collection.iris, asked.question, asked.options)
+    scope = await _scope(collection, asked)
+    found = await collection.services.document_rag.answer(collection.iris, asked.question, asked.options, scope)
     return found.view()
 
 
-def stream_documents(collection: Collection, asked: DocumentRagRequest) -> Events:
-    return collection.services.document_rag.stream(collection.iris, asked.question, asked.options)
+async def stream_documents(collection: Collection, asked: DocumentRagRequest) -> Events:
+    """The scope is made before the first event, so a refusal is an answer's status."""
+    scope = await _scope(collection, asked)
+    return collection.services.document_rag.stream(collection.iris, asked.question, asked.options, scope)
 
 
 async def search(collection: Collection, asked: SearchRequest) -> list[SearchHit]:
     """The passages Document RAG would answer from, each with its rank and cosine similarity."""
     rag, options = collection.services.document_rag, asked.options
-    passages = await rag.retrieve(collection.iris, asked.query, options)
+    passages = await rag.retrieve(collection.iris, asked.query, options, scope=await _scope(collection, asked))
     similar = await rag.similarities(collection.iris, asked.query, [p.chunk for p in passages])
     return [
         SearchHit(**PassageView.of(p).as_json(), rank=rank, similarity=similar.get(p.chunk))

@@ -49,7 +49,30 @@ NameOrIri = Annotated[
 ]
 
 
-class GraphRagRequest(GraphRagOptions):
+MAX_SCOPE_DOCUMENTS = 1000
+MAX_SCOPE_CHARS = 10_000
+DocumentId = Annotated[str, Strict(), Field(min_length=1, max_length=1000)]
+
+
+class ScopeFields(BaseModel):
+    """What a question may be limited to: named documents, or those a SPARQL pattern picks."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    documents: list[DocumentId] | None = Field(
+        None, min_length=1, max_length=MAX_SCOPE_DOCUMENTS, description="answer from these documents alone (their ids)"
+    )
+    scope: Annotated[str, Strict()] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_SCOPE_CHARS,
+        description="answer from the documents this SPARQL group pattern binds to ?document alone, evaluated as your "
+        'query at /sparql would be, e.g. `?document dcterms:title "Annual report"` (the prefixes sr, prov, '
+        "dcterms, rdf, rdfs, skos, owl, xsd and bibo are declared); with documents, from those both pick",
+    )
+
+
+class GraphRagRequest(GraphRagOptions, ScopeFields):
     """`POST /api/v1/graph-rag`: the question and, for this answer, any of the walk's options."""
 
     question: Question
@@ -67,7 +90,7 @@ class GraphRagRequest(GraphRagOptions):
         return _options(self, GraphRagOptions)
 
 
-class DocumentRagRequest(DocumentRagOptions):
+class DocumentRagRequest(DocumentRagOptions, ScopeFields):
     """`POST /api/v1/document-rag`: the question and how to find its passages."""
 
     question: Question
@@ -79,7 +102,7 @@ class DocumentRagRequest(DocumentRagOptions):
         return _options(self, DocumentRagOptions)
 
 
-class SearchRequest(DocumentRagOptions):
+class SearchRequest(DocumentRagOptions, ScopeFields):
     """MCP `search_documents`: the passages a query finds, with no answer and no trace."""
 
     query: Question

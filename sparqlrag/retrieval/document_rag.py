@@ -27,6 +27,7 @@ from sparqlrag.models.reranker import Reranker
 from sparqlrag.retrieval.extractive import AnswerSentences
 from sparqlrag.retrieval.options import DocumentRagOptions
 from sparqlrag.retrieval.question import check_question
+from sparqlrag.retrieval.scope import Scope
 from sparqlrag.retrieval.synthesis import synthesise
 from sparqlrag.retrieval.trace import Stage, Trace, TracedSource, TraceLog
 from sparqlrag.retrieval.views import DocumentRagAnswer, PassageView
@@ -188,18 +189,27 @@ class DocumentRag:
         self.sentences = AnswerSentences(embedder)
 
     async def retrieve(
-        self, iris: Iris, question: str, options: DocumentRagOptions | None = None, *, candidates: int = 50
+        self,
+        iris: Iris,
+        question: str,
+        options: DocumentRagOptions | None = None,
+        *,
+        candidates: int = 50,
+        scope: Scope | None = None,
     ) -> list[Passage]:
-        """The options' k best passages of the collection for the question; the hybrid fusion's
-        weights default to the instance's."""
+        """The options' k best passages of the collection (of the scope, when one is given) for
+        the question; the hybrid fusion's weights default to the instance's."""
         options = options or DocumentRagOptions()
         mode, k = options.mode, options.k
+        within = None if scope is None else scope.chunks
         if mode == "hybrid":
-            ranked = await self.hybrid_ranking(iris, question, candidates=candidates, weights=options.fusion)
+            ranked = await self.hybrid_ranking(
+                iris, question, candidates=candidates, weights=options.fusion, within=within
+            )
         elif mode == "vector":
-            ranked = await self._dense(iris, question, candidates)
+            ranked = await self._dense(iris, question, candidates, within)
         else:
-            ranked = await self._keyword(iris, question, candidates)
+            ranked = await self._keyword(iris, question, candidates, within)
         order, scores = [iri for iri, _ in ranked], dict(ranked)
         passages = await off_loop(passages_of, self.store, iris, order[:candidates], scores)
         if options.rerank and self.reranker is not None and passages:
@@ -213,21 +223,33 @@ class DocumentRag:
         return distinct(passages, k)
 
     async def hybrid_ranking(
-        self, iris: Iris, question: str, *, candidates: int = 50, weights: tuple[float, float] | None = None
+        self,
+        iris: Iris,
+        question: str,
+        *,
+        candidates: int = 50,
+        weights: tuple[float, float] | None = None,
+        within: frozenset[str] | None = None,
     ) -> list[tuple[str, float]]:
         """The dense and keyword rankings fused (chunk, score), best first: the passages the
         "hybrid" mode answers from, and Graph RAG's PageRank seeds its passages with."""
         dense, keyword = await asyncio.gather(
-            self._dense(iris, question, candidates), self._keyword(iris, question, candidates)
+            self._dense(iris, question, candidates, within), self._keyword(iris, question, candidates, within)
         )
         return rrf([[iri for iri, _ in dense], [iri for iri, _ in keyword]], list(weights or self.weights))
 
     async def fused_with_keywords(
-        self, iris: Iris, question: str, ranking: list[str], *, candidates: int = 50
+        self,
+        iris: Iris,
+        question: str,
+        ranking: list[str],
+        *,
+        candidates: int = 50,
+        within: frozenset[str] | None = None,
     ) -> list[tuple[str, float]]:
         """`ranking` (chunk IRIs, best first) fused with the keyword ranking at the instance's
         weights, as "hybrid" fuses the dense one: Graph RAG's hybrid mode fuses its own."""
-        keyword = await self._keyword(iris, question, candidates)
+        keyword = await self._keyword(iris, question, candidates, within)
         return rrf([ranking, [iri for iri, _ in keyword]], list(self.weights))
 
     async def similarities(self, iris: Iris, question: str, chunks: list[str]) -> dict[str, float]:
@@ -242,28 +264,34 @@ class DocumentRag:
             for iri, vector in stored.items()
         }
 
-    async def _dense(self, iris: Iris, question: str, candidates: int) -> list[tuple[str, float]]:
+    async def _dense(
+        self, iris: Iris, question: str, candidates: int, within: frozenset[str] | None = None
+    ) -> list[tuple[str, float]]:
         query = await off_loop(self.embedder.embed_one, question)
-        return await off_loop(self.vectors.ranking, iris.collection, "chunks", query, candidates)
+        return await off_loop(self.vectors.ranking, iris.collection, "chunks", query, candidates, within)
 
-    async def _keyword(self, iris: Iris, question: str, candidates: int) -> list[tuple[str, float]]:
-        matches = await off_loop(self.keywords.search, iris.collection, question, candidates)
+    async def _keyword(
+        self, iris: Iris, question: str, candidates: int, within: frozenset[str] | None = None
+    ) -> list[tuple[str, float]]:
+        matches = await off_loop(self.keywords.search, iris.collection, question, candidates, within)
         return [(h.iri, h.score) for h in matches]
 
-    async def answer(self, iris: Iris, question: str, options: DocumentRagOptions | None = None) -> Answer:
+    async def answer(
+        self, iris: Iris, question: str, options: DocumentRagOptions | None = None, scope: Scope | None = None
+    ) -> Answer:
         """What `stream` yields, collected: the LLM answers in one (cached) call."""
-        trace, passages = await self._retrieve_traced(iris, question, options or DocumentRagOptions())
+        trace, passages = await self._retrieve_traced(iris, question, options or DocumentRagOptions(), scope)
         done: dict[str, Any] = {}
         async for event, data in self._events(iris, trace, passages, live=False):
             done = data if event == "done" else done
         return Answer(trace.question, trace.answer, passages, done["trace"], trace.model, trace.usage)
 
     async def stream(
-        self, iris: Iris, question: str, options: DocumentRagOptions | None = None
+        self, iris: Iris, question: str, options: DocumentRagOptions | None = None, scope: Scope | None = None
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """(event, data) pairs: "sources" first, then "token" pieces of the answer, then "done"
         with the whole answer and the trace IRI (written before "done" is sent)."""
-        trace, passages = await self._retrieve_traced(iris, question, options or DocumentRagOptions())
+        trace, passages = await self._retrieve_traced(iris, question, options or DocumentRagOptions(), scope)
         async for event in self._events(iris, trace, passages, live=True):
             yield event
 
@@ -284,11 +312,12 @@ class DocumentRag:
         yield "done", {"answer": trace.answer, "trace": iri, "model": trace.model}
 
     async def _retrieve_traced(
-        self, iris: Iris, question: str, options: DocumentRagOptions
+        self, iris: Iris, question: str, options: DocumentRagOptions, scope: Scope | None
     ) -> tuple[Trace, list[Passage]]:
-        trace = Trace(check_question(question), f"document-rag/{options.mode}", scorer=self.scorer(options))
+        mode, scorer = f"document-rag/{options.mode}", self.scorer(options)
+        trace = Trace(check_question(question), mode, scorer=scorer, scope=scope)
         with Stage(trace, "retrieval"):
-            passages = await self.retrieve(iris, trace.question, options)
+            passages = await self.retrieve(iris, trace.question, options, scope=scope)
         trace.sources = [TracedSource(p.chunk, rank, p.score) for rank, p in enumerate(passages, start=1)]
         return trace, passages
 

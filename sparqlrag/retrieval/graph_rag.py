@@ -27,12 +27,10 @@ the answer cites, and each passage names the best of them it is evidence for (`s
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import Any, cast
 
-import numpy as np
 from pyoxigraph import NamedNode, Triple
 
 from sparqlrag.models.embedder import Embedder
@@ -42,11 +40,13 @@ from sparqlrag.models.reranker import Reranker
 from sparqlrag.retrieval.document_rag import DocumentRag
 from sparqlrag.retrieval.edge_scoring import EdgeScorer
 from sparqlrag.retrieval.graph_synthesis import fact_candidates, knowledge
+from sparqlrag.retrieval.hops import WALKED, Hops
 from sparqlrag.retrieval.judgements import reasons, recognised
 from sparqlrag.retrieval.options import DEFAULT_GRAPH_MODE, DocumentRagOptions, GraphMode, GraphRagOptions
 from sparqlrag.retrieval.pagerank import FactSeed, linked_facts
 from sparqlrag.retrieval.passage_ranking import PassageRanking
 from sparqlrag.retrieval.question import EmptyGraph, clauses
+from sparqlrag.retrieval.scope import GraphScope, Scope
 from sparqlrag.retrieval.synthesis import synthesise
 from sparqlrag.retrieval.trace import Stage, TracedPageRankSeed, TracedSeed, TraceLog
 from sparqlrag.retrieval.views import SeedView
@@ -60,30 +60,22 @@ from sparqlrag.retrieval.walk import (
     best_by_chunk,
     edge_sources,
     evidenced,
-    stated_over_cooccurring,
     traced_sources,
 )
 from sparqlrag.store.aliases import canonicals, equivalents
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.fact_index import FactIndex
-from sparqlrag.store.fact_sources import fact_sources
-from sparqlrag.store.facts import fact_labels, labels_of, node_labels, parse_fact, walked, walked_filter
+from sparqlrag.store.fact_sources import fact_sources, facts_stated_in
+from sparqlrag.store.facts import node_labels, parse_fact
 from sparqlrag.store.graph_index import GraphIndex
-from sparqlrag.store.select import lexical, select_terms
-from sparqlrag.store.sparql_text import sparql_term
+from sparqlrag.store.select import lexical
 from sparqlrag.store.vector_index import VectorIndex
 from sparqlrag.store.vocab import Iris
 from sparqlrag.threads import off_loop
 
-# A node reached through an edge whose edges in one direction fill triple_limit (a year, a
-# genre, a country) is a hub: what is fetched from it is an arbitrary sample, and a path through
-# it says little about the question, so its weight is damped (the value's measurement is in
-# bench/RESULTS.md, "Figures moved from code comments").
-HUB_DAMPING = 0.6
+SCOPED_FETCH = 10  # a scoped grounding asks the indexes for this many times the seeds, then keeps the scope's
 ANSWERED = "answered"  # the last event of `_events`: the whole answer, for `answer` (never streamed)
-WALKED = "walked"  # the last event of `_hops`: the edges the walk kept and scored (never streamed)
 RETRIEVED = "retrieved"  # the last event of `_walk`: what the walk found, for synthesis (never streamed)
-EDGE_QUERY_NODES = 8  # frontier entities per edge query (_edges_around)
 
 
 class GraphRag:
@@ -106,7 +98,7 @@ class GraphRag:
         self.documents, self.traces, self.graph = documents, traces, graph
         self.llm, self.prompts_dir = llm, prompts_dir
         self.phrases = phrases or (lambda question: [])
-        self.scoring = EdgeScorer(embedder, reranker, facts)
+        self.hops = Hops(store, EdgeScorer(embedder, reranker, facts))
         self.ranking = PassageRanking(store, vectors, graph, documents)
 
     # -- the public calls -----------------------------------------------------------------------
@@ -117,9 +109,10 @@ class GraphRag:
         question: str,
         options: GraphRagOptions | None = None,
         mode: GraphMode = DEFAULT_GRAPH_MODE,
+        scope: Scope | None = None,
     ) -> Retrieval:
         """Every stage but synthesis (no trace written): for passage-recall benchmarks."""
-        walk = Walk.start(question, mode, options)
+        walk = Walk.start(question, mode, options, await self._within(iris, scope))
         found = [data[RETRIEVED] async for event, data in self._walk(iris, walk) if event == RETRIEVED]
         return cast(Retrieval, found[-1])
 
@@ -129,10 +122,11 @@ class GraphRag:
         question: str,
         options: GraphRagOptions | None = None,
         mode: GraphMode = DEFAULT_GRAPH_MODE,
+        scope: Scope | None = None,
     ) -> GraphAnswer:
         """What `stream` yields, collected: the LLM answers in one (cached) call. "graph" raises
         EmptyGraph when nothing can be grounded; the other modes then answer from passages alone."""
-        walk = Walk.start(question, mode, options)
+        walk = Walk.start(question, mode, options, await self._within(iris, scope))
         answered = [data[ANSWERED] async for event, data in self._events(iris, walk, live=False) if event == ANSWERED]
         return cast(GraphAnswer, answered[-1])
 
@@ -142,10 +136,11 @@ class GraphRag:
         question: str,
         options: GraphRagOptions | None = None,
         mode: GraphMode = DEFAULT_GRAPH_MODE,
+        scope: Scope | None = None,
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """(event, data) pairs: the explanation as stages finish ("concepts", "seeds", "hop"...,
         "edges"), the answer as "token"s, then "sources", then "done" with the trace IRI."""
-        walk = Walk.start(question, mode, options)
+        walk = Walk.start(question, mode, options, await self._within(iris, scope))
         async for event in self._events(iris, walk, live=True):
             if event[0] != ANSWERED:
                 yield event
@@ -199,6 +194,17 @@ class GraphRag:
 
     # -- the walk -------------------------------------------------------------------------------
 
+    async def _within(self, iris: Iris, scope: Scope | None) -> GraphScope | None:
+        """The scope as the walk keeps within it: the facts its chunks state, and their entities."""
+        if scope is None:
+            return None
+        rows = await off_loop(facts_stated_in, self.store, iris, scope.chunks)
+        facts = frozenset(Triple(row["s"], row["p"], row["o"]) for row in rows)  # type: ignore[arg-type]
+        entities = frozenset(
+            end.value for fact in facts for end in (fact.subject, fact.object) if isinstance(end, NamedNode)
+        )
+        return GraphScope(scope, facts, frozenset(lexical(row["st"]) for row in rows), entities)
+
     def scorer(self, options: GraphRagOptions) -> str:
         """What ranks the edges: the fact index's cosine ("facts"), or the reranker ("text")."""
         return f"facts:cosine:{self.embedder.model_name}" if options.scorer == "facts" else self.reranker.name
@@ -223,17 +229,18 @@ class GraphRag:
             concepts = trace.concepts = await self._concepts(walk)
         yield "concepts", {"concepts": concepts}
         with Stage(trace, "grounding"):
-            grounding = await self._ground(iris, trace.question, concepts, options)
+            grounding = await self._ground(iris, trace.question, concepts, options, walk.scope)
             trace.seeds = grounding.seeds
         hybrid = None
         if walk.mode == "evidence":  # Document RAG's passages (the question's embedding is cached now), beside the hops
             asked = DocumentRagOptions(k=options.k)
-            hybrid = asyncio.create_task(self.documents.retrieve(iris, trace.question, asked))
+            within = None if walk.scope is None else walk.scope.scope
+            hybrid = asyncio.create_task(self.documents.retrieve(iris, trace.question, asked, scope=within))
             tasks.append(hybrid)
         if not grounding.seeds and walk.mode == "graph":
             raise EmptyGraph(f"collection {iris.collection!r} has no entities to answer from: ingest documents first")
         yield "seeds", {"seeds": [SeedView.traced(s).as_json() for s in grounding.seeds]}
-        async for event, data in self._hops(iris, walk, concepts, grounding):
+        async for event, data in self.hops.walk(iris, walk, concepts, grounding):
             if event == WALKED:
                 kept, scored, explored = data[WALKED]
             else:
@@ -243,10 +250,10 @@ class GraphRag:
             said: dict[int, str | None] = {}
             if options.reasoning and self.llm and kept:
                 sources, said = await asyncio.gather(
-                    self._sources(iris, scored), reasons(self.llm, self.prompts_dir, walk, kept)
+                    self._sources(iris, walk, scored), reasons(self.llm, self.prompts_dir, walk, kept)
                 )
             else:
-                sources = await self._sources(iris, scored)
+                sources = await self._sources(iris, walk, scored)
             kept, scored = evidenced(kept, scored, sources, said)
         carried: dict[str, tuple[str, ...]] = {}
         ranking = None
@@ -275,55 +282,6 @@ class GraphRag:
         yield "edges", {"explored": explored, "edges": [e.view().as_json() for e in kept]}
         yield RETRIEVED, {RETRIEVED: Retrieval(trace, concepts, grounding, explored, kept, passages, ranking)}
 
-    async def _hops(
-        self, iris: Iris, walk: Walk, concepts: list[str], grounding: Grounding
-    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-        """A "hop" event as each hop ends; the last, WALKED, carries the kept edges (best first,
-        one per fact), every edge scored (the best per fact: their chunks are the passages') and
-        how many were explored."""
-        options = walk.options
-        # the frontier's nodes, each weighted by how it was reached: a seed by its grounding
-        # score, a node further out by the score of the best kept edge that led to it. A node
-        # (or edge) met again through a stronger path is walked (scored) again with that weight.
-        frontier: dict[str, float] = {s.entity: s.score for s in grounding.seeds}
-        via: dict[str, Edge] = {}  # node -> the kept edge that gave it its weight
-        visited: dict[str, float] = {}
-        seen: dict[Triple, float] = {}
-        kept_by_fact: dict[Triple, Edge] = {}
-        scored_by_fact: dict[Triple, Edge] = {}  # every edge scored, kept or not
-        explored = 0
-        for hop in range(1, options.max_path_length + 1):
-            frontier = {node: weight for node, weight in frontier.items() if weight > visited.get(node, -1.0)}
-            if not frontier:
-                break
-            with Stage(walk.trace, f"hop {hop}"):
-                scored = await self._hop(iris, walk, concepts, grounding, frontier, via, seen, hop)
-            kept = scored[: options.edge_limit]
-            visited.update(frontier)
-            explored += len(scored)
-            for edges, by_fact in ((kept, kept_by_fact), (scored, scored_by_fact)):
-                for edge in edges:
-                    if edge.fact not in by_fact or by_fact[edge.fact].score < edge.score:
-                        by_fact[edge.fact] = edge
-            yield (
-                "hop",
-                {
-                    "hop": hop,
-                    "frontier": len(frontier),
-                    "explored": len(scored),
-                    "kept": [e.view().as_json() for e in kept],
-                },
-            )
-            ends: dict[str, float] = {}
-            for edge in kept:
-                for term in (edge.fact.subject, edge.fact.object):
-                    node = lexical(term)
-                    if isinstance(term, NamedNode) and edge.score > max(visited.get(node, -1.0), ends.get(node, -1.0)):
-                        ends[node], via[node] = edge.score, edge
-            frontier = dict(sorted(ends.items(), key=lambda item: -item[1]))
-        best_kept = stated_over_cooccurring(sorted(kept_by_fact.values(), key=lambda e: -e.score))
-        yield WALKED, {WALKED: (best_kept, list(scored_by_fact.values()), explored)}
-
     async def _near(self, walk: Walk, grounding: Grounding) -> list[FactSeed]:
         """The question's nearest facts that PageRank starts from: those the LLM recognises as
         bearing on it (HippoRAG 2's recognition memory), else those naming an entity the
@@ -343,19 +301,29 @@ class GraphRag:
         walk.trace.count(completion)
         return list(dict.fromkeys(parse_concepts(completion.text).items)) or [question]
 
-    async def _ground(self, iris: Iris, question: str, concepts: list[str], options: GraphRagOptions) -> Grounding:
+    async def _ground(
+        self, iris: Iris, question: str, concepts: list[str], options: GraphRagOptions, scope: GraphScope | None
+    ) -> Grounding:
         """The entities nearest each concept (the limit shared among them), and the ends of the
-        facts nearest the question (each seeded at its fact's score); best score kept."""
+        facts nearest the question (each seeded at its fact's score); best score kept. In a
+        scope, of the entities and facts its chunks state (SCOPED_FETCH times as many asked)."""
         path_targets = [question, *clauses(question)]
         vectors = await off_loop(self.embedder.embed, [*concepts, *path_targets])
         concept_vectors, path_vectors = vectors[: len(concepts)], vectors[len(concepts) :]
         per_concept = max(1, options.entity_limit // len(concepts))
-        entities = off_loop(self.vectors.search_many, iris.collection, "entities", concept_vectors, per_concept)
-        facts = off_loop(self.vectors.search, iris.collection, "facts", path_vectors[0], options.fact_seeds)
+        fetched = 1 if scope is None else SCOPED_FETCH
+        entities = off_loop(
+            self.vectors.search_many, iris.collection, "entities", concept_vectors, per_concept * fetched
+        )
+        facts = off_loop(self.vectors.search, iris.collection, "facts", path_vectors[0], options.fact_seeds * fetched)
         by_concept, nearest_facts = await asyncio.gather(entities, facts)
+        if scope is not None:
+            nearest_facts = [hit for hit in nearest_facts if hit.iri in scope.statements][: options.fact_seeds]
         best: dict[str, TracedSeed] = {}
 
         def offer(seed: TracedSeed) -> None:
+            if scope is not None and seed.entity not in scope.entities:
+                return
             if seed.entity not in best or best[seed.entity].score < seed.score:
                 best[seed.entity] = seed
 
@@ -367,6 +335,11 @@ class GraphRag:
             off_loop(equivalents, self.store, iris, grounded, options.entity_limit),
             off_loop(node_labels, self.store, iris, [*grounded, *ends]),  # as the trace names them
         )
+        if scope is not None:  # (a hit on an alias stands for the entity it names)
+            by_concept = [
+                [hit for hit in hits if aliases.get(hit.iri, hit.iri) in scope.entities][:per_concept]
+                for hits in by_concept
+            ]
         linked = frozenset(  # the entity each name in the question links to (its nearest)
             aliases.get(hits[0].iri, hits[0].iri)
             for concept, hits in zip(concepts, by_concept)
@@ -390,96 +363,16 @@ class GraphRag:
         seeds = [replace(s, label=names[s.entity]) for s in seeds]
         return Grounding(seeds, concept_vectors, path_targets, path_vectors, near_facts, linked)
 
-    async def _hop(
-        self,
-        iris: Iris,
-        walk: Walk,
-        concepts: list[str],
-        grounding: Grounding,
-        frontier: dict[str, float],
-        via: dict[str, Edge],
-        seen: dict[Triple, float],
-        hop: int,
-    ) -> list[Edge]:
-        """Score the frontier's unseen edges, best first. An edge's score is the mean of its
-        relevance (its path against the best-matching concept) and the weight of the frontier
-        node it hangs from, so a fact reached through a strong seed or fact outranks an equally
-        worded one hanging from a weak lookalike or a hub."""
-        options = walk.options
-        found = await off_loop(self._edges_around, iris, list(frontier), options.triple_limit)
-        weight = self._weights(frontier, via, found, options.triple_limit)
-        found.sort(key=lambda pair: -weight[pair[1]])  # stable; the cut below drops the least trusted
-        anchors: dict[Triple, str] = {}
-        for triple, anchor in found:  # an edge scored before counts again only through a stronger node
-            if weight[anchor] > seen.get(triple, -1.0):
-                anchors.setdefault(triple, anchor)
-        candidates = list(anchors)[: options.max_reranker_input]
-        seen.update({t: weight[anchors[t]] for t in candidates})
-        if not candidates:
-            return []
-        labels = await off_loop(labels_of, self.store, iris, candidates)
-        found_edges = [
-            Edge(t, fact_labels(t, labels), hop=hop, via=via.get(anchors[t]), anchor=anchors[t]) for t in candidates
-        ]
-        # a first hop is scored against the concepts; a longer path, which answers the question as
-        # a whole rather than one concept of it, against the question, or one of its clauses when
-        # it asks several things
-        if hop == 1:
-            targets, vectors = concepts, grounding.concept_vectors
-        else:
-            targets, vectors = grounding.path_targets, grounding.path_vectors
-        named = {s.entity: s.alias for s in grounding.seeds if s.alias}
-        scores, scored_by = await off_loop(
-            self.scoring.relevance, iris, options.scorer, targets, vectors, found_edges, labels, named
-        )
-        edges = []
-        for edge, row, vector in zip(found_edges, scores.T, scored_by, strict=True):
-            best = int(np.argmax(row))
-            relevance = float(row[best])
-            score = (relevance + weight[anchors[edge.fact]]) / 2
-            edges.append(replace(edge, relevance=relevance, concept=targets[best], score=score, vector=vector))
-        edges.sort(key=lambda e: -e.score)
-        return edges
-
-    @staticmethod
-    def _weights(
-        frontier: dict[str, float], via: dict[str, Edge], found: list[tuple[Triple, str]], limit: int
-    ) -> dict[str, float]:
-        """Each frontier node's weight, damped for a hub reached through an edge (a seed is what
-        the question names, so it is never damped)."""
-        fetched = Counter((anchor, lexical(triple.subject) == anchor) for triple, anchor in found)
-        hubs = {anchor for (anchor, _), count in fetched.items() if count >= limit}
-        return {node: w * (HUB_DAMPING if node in hubs and node in via else 1.0) for node, w in frontier.items()}
-
-    def _edges_around(self, iris: Iris, frontier: list[str], limit: int) -> list[tuple[Triple, str]]:
-        """Each frontier entity's edges, as subject and as object, `limit` of each, schema
-        predicates left out: a UNION of limited subqueries per EDGE_QUERY_NODES entities (a
-        UNION's cost grows faster than its branches). Each edge comes with the frontier entity it was found from."""
-        kg, keep = sparql_term(iris.knowledge_graph), walked_filter()
-        per_entity: list[list[Triple]] = [[] for _ in frontier]
-        for start in range(0, len(frontier), EDGE_QUERY_NODES):
-            branches = []
-            for index, entity in enumerate(frontier[start : start + EDGE_QUERY_NODES], start=start):
-                node = sparql_term(NamedNode(entity))
-                for pattern in (f"{node} ?p ?o BIND({node} AS ?s)", f"?s ?p {node} BIND({node} AS ?o)"):
-                    branches.append(
-                        f"{{ SELECT ?s ?p ?o ({index} AS ?rank) WHERE {{ GRAPH {kg} {{ {pattern} }} FILTER({keep}) }} "
-                        f"LIMIT {limit} }}"
-                    )
-            for row in select_terms(self.store, f"SELECT ?s ?p ?o ?rank WHERE {{ {' UNION '.join(branches)} }}"):
-                fact = Triple(row["s"], row["p"], row["o"])  # type: ignore[arg-type]
-                if walked(fact):  # (the filter cannot say "no triple term" to an RDF 1.1 store)
-                    per_entity[int(lexical(row["rank"]))].append(fact)
-        return [(t, entity) for entity, edges in zip(frontier, per_entity) for t in edges]
-
     # -- sources and reasoning ------------------------------------------------------------------
 
-    async def _sources(self, iris: Iris, scored: list[Edge]) -> dict[Triple, EdgeSources]:
+    async def _sources(self, iris: Iris, walk: Walk, scored: list[Edge]) -> dict[Triple, EdgeSources]:
         """Each scored fact's reifier, evidence sentence and chunks (kept or not: any of them may
-        lift a passage)."""
+        lift a passage); in a scope, its chunks there alone."""
         if not scored:
             return {}
         rows = await off_loop(fact_sources, self.store, iris, [e.fact for e in scored])
+        if (chunks := walk.chunks) is not None:
+            rows = [row for row in rows if lexical(row["chunk"]) in chunks]
         return edge_sources(rows, {e.fact for e in scored})
 
 

@@ -100,10 +100,17 @@ def entity_seeds(view: GraphView, facts: list[FactSeed]) -> list[EntitySeed]:
     return sorted(seeds, key=lambda s: -s.weight)[:LINKED_ENTITIES]
 
 
-def rank(view: GraphView, seeds: list[EntitySeed], hybrid: list[tuple[str, float]], explain: int = 0) -> Ranking:
+def rank(
+    view: GraphView,
+    seeds: list[EntitySeed],
+    hybrid: list[tuple[str, float]],
+    explain: int = 0,
+    within: frozenset[str] | None = None,
+) -> Ranking:
     """Personalized PageRank from the seeds and every passage's hybrid score (`hybrid`: the
     hybrid ranking over all passages, best first); with no seed (or no edge), the hybrid ranking
-    as it is. `explain`: how many of the best passages get carriers."""
+    as it is. `explain`: how many of the best passages get carriers. `within`: the passages a
+    scope allows (rank spreads over the whole graph; only these are ranked)."""
     if not seeds or view.empty:
         return Ranking([chunk for chunk, _ in hybrid], dict(hybrid), [], {})
     passages = view.names[: view.passages]
@@ -126,6 +133,8 @@ def rank(view: GraphView, seeds: list[EntitySeed], hybrid: list[tuple[str, float
     )
     # ties (passages nothing reached) keep the hybrid ranking's order, then the graph's
     order = sorted(range(view.passages), key=lambda i: (-ranks[i], hybrid_rank.get(passages[i], len(hybrid)), i))
+    if within is not None:
+        order = [i for i in order if passages[i] in within]
     outside = [chunk for chunk, _ in hybrid if chunk not in view.vertex]  # (an index written before the graph's)
     return Ranking(
         [passages[i] for i in order] + outside,

@@ -31,10 +31,12 @@ class PassageRanking:
         """The k passages: dense candidates and the chunks of scored edges, each scored by its
         cosine plus its best fact's excess over the walk's median fact score (module docstring);
         in hybrid mode fused with the keyword ranking."""
-        collection, question = iris.collection, walk.trace.question
+        collection, question, within = iris.collection, walk.trace.question, walk.chunks
         best = best_by_chunk(scored)
-        dense = await off_loop(self.vectors.search, collection, "chunks", grounding.question_vector, CANDIDATES)
-        cosine = {hit.iri: hit.score for hit in dense}
+        dense = await off_loop(
+            self.vectors.ranking, collection, "chunks", grounding.question_vector, CANDIDATES, within
+        )
+        cosine = dict(dense)
         outside = [chunk for chunk in best if chunk not in cosine]
         stored = await off_loop(self.vectors.vectors_of, collection, "chunks", outside) if outside else {}
         cosine |= {
@@ -49,7 +51,9 @@ class PassageRanking:
         order = sorted(lifted, key=lambda chunk: -lifted[chunk])[:CANDIDATES]
         scores = lifted
         if walk.mode == "hybrid":
-            fused = await self.documents.fused_with_keywords(iris, question, order, candidates=CANDIDATES)
+            fused = await self.documents.fused_with_keywords(
+                iris, question, order, candidates=CANDIDATES, within=within
+            )
             order, scores = [chunk for chunk, _ in fused], dict(fused)
         passages = await off_loop(passages_of, self.store, iris, order, scores)
         return [
@@ -76,9 +80,10 @@ class PassageRanking:
         seeds = entity_seeds(view, near)
         # PageRank seeds every passage; with nothing to rank from, the answer is Document RAG's hybrid
         candidates = max(CANDIDATES, view.passages) if seeds and not view.empty else CANDIDATES
-        hybrid = await self.documents.hybrid_ranking(iris, walk.trace.question, candidates=candidates)
+        within = walk.chunks
+        hybrid = await self.documents.hybrid_ranking(iris, walk.trace.question, candidates=candidates, within=within)
         wanted = k if shown is None else walk.options.bridges
-        ranking = await off_loop(rank, view, seeds, hybrid, len(shown or ()) + wanted)
+        ranking = await off_loop(rank, view, seeds, hybrid, len(shown or ()) + wanted, within)
         if shown is None:
             best = best_by_chunk(scored)
             passages = await off_loop(passages_of, self.store, iris, ranking.order[:CANDIDATES], ranking.scores)

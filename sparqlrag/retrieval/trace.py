@@ -18,6 +18,7 @@ from typing import Any
 from pyoxigraph import BlankNode, Literal, NamedNode, Quad, RdfFormat, Triple, serialize
 
 from sparqlrag.models.llm import Completion
+from sparqlrag.retrieval.scope import Scope
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.select import number, select
@@ -120,6 +121,7 @@ class Trace:
     pagerank_seeds: list[TracedPageRankSeed] = field(default_factory=list)
     steps: dict[str, float] = field(default_factory=dict)  # stage -> milliseconds, in order
     scorer: str | None = None  # what ranked the facts or passages, e.g. "flashrank:ms-marco-TinyBERT-L-2-v2"
+    scope: Scope | None = None  # the chunks the question was limited to, and what picked them
 
     def count(self, completion: Completion) -> None:
         """Adds an LLM call's tokens: every call a question costs is counted on its trace."""
@@ -148,6 +150,11 @@ class Trace:
             quads.append(Quad(node, vocab.SR_MODEL, Literal(self.model), graph))
         if self.scorer:
             quads.append(Quad(node, vocab.SR_SCORER, Literal(self.scorer), graph))
+        if self.scope is not None:
+            quads.append(Quad(node, vocab.SR_SCOPE_CHUNKS, Literal(len(self.scope.chunks)), graph))
+            quads += [Quad(node, vocab.SR_SCOPE_DOCUMENT, NamedNode(d), graph) for d in self.scope.documents]
+            if self.scope.pattern is not None:
+                quads.append(Quad(node, vocab.SR_SCOPE_PATTERN, Literal(self.scope.pattern), graph))
         for source in self.sources:
             item = BlankNode()
             chunk = NamedNode(source.chunk)

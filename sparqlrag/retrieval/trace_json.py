@@ -12,11 +12,19 @@ from pyoxigraph import NamedNode, Triple
 
 from sparqlrag.retrieval.document_rag import passages_of
 from sparqlrag.retrieval.trace import TracedEdge, TracedPageRankSeed, TracedSeed, TracedSource
-from sparqlrag.retrieval.views import EdgeView, PageRankSeedView, SeedView, SourceView, Step, TraceRecord
+from sparqlrag.retrieval.views import (
+    EdgeView,
+    PageRankSeedView,
+    ScopeView,
+    SeedView,
+    SourceView,
+    Step,
+    TraceRecord,
+)
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.facts import fact_labels, fact_text, labels_of, node_labels
-from sparqlrag.store.select import lexical, number, select, select_terms
+from sparqlrag.store.select import count, lexical, number, select, select_terms
 from sparqlrag.store.sparql_text import sparql_term
 from sparqlrag.store.vocab import Iris
 
@@ -102,7 +110,18 @@ def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> TraceRecord | Non
             for s in sorted(steps, key=lambda s: number(s["index"], 0) or 0)
         ],
         labels=labels,
+        scope=_scope(store, node, graph, fields),
     )
+
+
+def _scope(store: QuadStore, node: NamedNode, graph: str, fields: dict[str, str]) -> ScopeView | None:
+    """The trace's scope, if the question had one (its chunk count is written whenever it had)."""
+    chunks = count(fields.get("scopeChunks"))
+    if chunks is None:
+        return None
+    link = f"{sparql_term(node)} {sparql_term(vocab.SR_SCOPE_DOCUMENT)} ?d"
+    documents = select(store, f"SELECT ?d WHERE {{ GRAPH {graph} {{ {link} }} }}")
+    return ScopeView(chunks=chunks, documents=sorted(row["d"] for row in documents), pattern=fields.get("scopePattern"))
 
 
 def _fact(row: dict[str, Any], name: str) -> Triple | None:

@@ -233,6 +233,14 @@ class Step(View):
     ms: float | None
 
 
+class ScopeView(View):
+    """What a scoped question was limited to."""
+
+    chunks: int = Field(description="how many chunks the question could be answered from")
+    documents: list[str] = Field(description="the documents asked for by id (their IRIs)")
+    pattern: str | None = Field(description="the SPARQL group pattern that picked documents")
+
+
 class TraceRecord(View):
     """`GET /api/v1/traces/{id}`: one answer's trace, read back from its graph."""
 
@@ -256,6 +264,7 @@ class TraceRecord(View):
     sources: list[SourceView]
     steps: list[Step]
     labels: dict[str, str] = Field(description="each IRI the trace names, by its label")
+    scope: ScopeView | None = Field(None, description="what the question was limited to; null: the whole collection")
 
 
 class SearchHit(PassageView):

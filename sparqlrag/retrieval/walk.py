@@ -13,6 +13,7 @@ from sparqlrag.retrieval.document_rag import Passage
 from sparqlrag.retrieval.options import GRAPH_MODES, GraphMode, GraphRagOptions
 from sparqlrag.retrieval.pagerank import FactSeed, Ranking
 from sparqlrag.retrieval.question import check_question
+from sparqlrag.retrieval.scope import GraphScope
 from sparqlrag.retrieval.trace import Trace, TracedEdge, TracedPageRankSeed, TracedSeed, TracedSource
 from sparqlrag.retrieval.views import EdgeView, GraphRagAnswer, PageRankSeedView, SeedView, SourceView
 from sparqlrag.store import vocab
@@ -219,22 +220,28 @@ class Grounding:
 
 @dataclass(frozen=True)
 class Walk:
-    """One question in hand: its trace (which records each stage as it runs), options and mode."""
+    """One question in hand: its trace (which records each stage as it runs), options, mode and
+    the scope every stage keeps within (None: the whole collection)."""
 
     trace: Trace
     options: GraphRagOptions
     mode: GraphMode
+    scope: GraphScope | None = None
 
     @classmethod
-    def start(cls, question: str, mode: GraphMode, options: GraphRagOptions | None) -> Walk:
+    def start(
+        cls, question: str, mode: GraphMode, options: GraphRagOptions | None, scope: GraphScope | None = None
+    ) -> Walk:
         """A walk for a checked question (ValueError says what is wrong with it, or the mode)."""
         if mode not in GRAPH_MODES:
             raise ValueError(f"mode must be one of {', '.join(GRAPH_MODES)}, not {mode!r}")
-        return cls(
-            Trace(check_question(question), TRACED_MODES[mode]),
-            options or GraphRagOptions(),
-            mode,
-        )
+        traced = Trace(check_question(question), TRACED_MODES[mode], scope=None if scope is None else scope.scope)
+        return cls(traced, options or GraphRagOptions(), mode, scope)
+
+    @property
+    def chunks(self) -> frozenset[str] | None:
+        """The chunks the scope allows; None: any."""
+        return None if self.scope is None else self.scope.chunks
 
 
 @dataclass(frozen=True)

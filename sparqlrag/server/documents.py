@@ -134,5 +134,5 @@ async def document_rag(request: Request) -> Response:
     asked = await parsed(request, DocumentRagRequest)
     collection = await opened(request, asked.collection)
     if wants_stream(asked.stream, request.headers.get("accept", "")):
-        return sse(answers.stream_documents(collection, asked))
+        return sse(await answers.stream_documents(collection, asked))
     return JSONResponse((await answers.ask_documents(collection, asked)).as_json())

@@ -144,6 +144,8 @@ class McpServers:
         collection: CollectionParam = DEFAULT_COLLECTION,
         mode: Annotated[str, ASK_MODE] = DEFAULT_GRAPH_MODE,
         options: Annotated[Any, ASK_OPTIONS] = None,  # (checked by the options' model, not the SDK: see `shown`)
+        documents: Annotated[Any, shown(DocumentRagRequest, "documents")] = None,
+        scope: Annotated[Any, shown(DocumentRagRequest, "scope")] = None,
     ) -> dict[str, Any]:
         """Answer a question from a collection, citing the passages used and the knowledge
         graph's facts. The mode ranks the passages: "evidence" (the default) as Document RAG's
@@ -153,13 +155,16 @@ class McpServers:
         "document" answers from passages alone. ("default" means the default mode; it meant
         "pagerank" before.) `options` are the HTTP API's: those of /api/v1/graph-rag (k, bridges,
         the walk's limits...) for a graph mode, of /api/v1/document-rag (k, mode, rerank, mmr,
-        weights) for "document". The answer's `trace` IRI opens the explanation."""
+        weights) for "document". `documents` (ids) and `scope` (a SPARQL group pattern binding
+        ?document) limit the answer to those documents. The answer's `trace` IRI opens the
+        explanation."""
         if mode not in ASK_MODES:
             raise ToolError(f"bad_request: mode must be one of {', '.join(ASK_MODES)}")
         chosen = validated(
             DocumentRagOptions if mode == "document" else GraphRagOptions, {} if options is None else options
         )
         given = {"question": question, **chosen.model_dump(exclude_unset=True)}  # (options, and no other field)
+        given |= {name: value for name, value in (("documents", documents), ("scope", scope)) if value is not None}
         if mode == "document":
             documents = validated(DocumentRagRequest, given)
             opened = await self._opened(context, collection)
@@ -186,6 +191,8 @@ class McpServers:
         collection: CollectionParam = DEFAULT_COLLECTION,
         k: Annotated[int, shown(SearchRequest, "k")] = SearchRequest.model_fields["k"].default,
         mode: Annotated[str, shown(SearchRequest, "mode")] = SearchRequest.model_fields["mode"].default,
+        documents: Annotated[Any, shown(SearchRequest, "documents")] = None,
+        scope: Annotated[Any, shown(SearchRequest, "scope")] = None,
     ) -> dict[str, Any]:
         """The k passages of a collection that best match the query, with their
         documents; nothing is answered or traced. Each passage has `rank` (1 is the best
@@ -193,8 +200,11 @@ class McpServers:
         and the passage's embeddings, from -1 to 1 (1: the same meaning, near 0: unrelated),
         comparable across queries and modes. `score` is the ranking's own figure (hybrid:
         reciprocal-rank fusion of the vector and keyword rankings; vector: the similarity;
-        keyword: BM25): only its order means something."""
-        asked = validated(SearchRequest, {"query": query, "k": k, "mode": mode})
+        keyword: BM25): only its order means something. `documents` (ids) and `scope` (a
+        SPARQL group pattern binding ?document) limit the search to those documents: the k best
+        of theirs."""
+        given = {"query": query, "k": k, "mode": mode, "documents": documents, "scope": scope}
+        asked = validated(SearchRequest, {name: value for name, value in given.items() if value is not None})
         hits = await answers.search(await self._opened(context, collection), asked)
         return {"passages": [_hit(hit) for hit in hits]}
 

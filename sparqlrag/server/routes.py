@@ -17,6 +17,7 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
+from sparqlrag.operations.sparql_services import SERVICE_PATHS
 from sparqlrag.server import answers, health, linked_data, originals, pages
 from sparqlrag.server.api_routes import API
 from sparqlrag.server.api_schemas import (
@@ -42,7 +43,7 @@ from sparqlrag.server.endpoints import Endpoint, route
 from sparqlrag.server.graph_store import graph_store
 from sparqlrag.server.metrics import metrics_endpoint
 from sparqlrag.server.openapi import document
-from sparqlrag.server.sparql import MIN_TIMEOUT, sparql_endpoint
+from sparqlrag.server.sparql import MIN_TIMEOUT, service_endpoint, sparql_endpoint
 from sparqlrag.server.state import state_of
 
 
@@ -134,6 +135,27 @@ PROTOCOL: list[Endpoint] = [  # the protocol routes first: the router tries each
                 "503": QUERY_TIMEOUT,
             },
         ),
+    ),
+    *(
+        Endpoint(
+            f"/sparql/{path}",
+            method,
+            service_endpoint(service),
+            doc=operation(
+                f"sr:{service} as a SPARQL Protocol endpoint, for another engine's SERVICE <.../sparql/{path}>: "
+                "the query's pattern is the service's block (README, \"Retrieval inside SPARQL\")",
+                parameters=[{"name": "query", "in": "query", "schema": TEXT}] if method == "GET" else None,
+                body=None
+                if method == "GET"
+                else {
+                    "application/x-www-form-urlencoded": {"schema": json_object(["query"], query=TEXT)},
+                    "application/sparql-query": {"schema": TEXT},
+                },
+                responses={"200": {"description": "query results"}, "503": QUERY_TIMEOUT},
+            ),
+        )
+        for service, path in SERVICE_PATHS.items()
+        for method in ("GET", "POST")
     ),
     *_gsp("/store", "(?default, ?graph=IRI, or the whole dataset)", dataset=True),
     *_gsp("/store/{path:path}", "of a directly named graph", dataset=False),

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import parse_qs
 
 from pyoxigraph import NamedNode
@@ -12,11 +13,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from sparqlrag.config import Settings
+from sparqlrag.operations import sparql_services
 from sparqlrag.operations.access import Access, readable_graphs, remote_refusal
 from sparqlrag.operations.failures import Refused
+from sparqlrag.operations.scopes import Dataset
+from sparqlrag.operations.sparql_services import SERVICE_PATHS, Deadline, calls_in, endpoint_query, without
 from sparqlrag.server.auth import authorize, client_key, granted
 from sparqlrag.server.bodies import decode_utf8, read_body
 from sparqlrag.server.hang_ups import ended_by_hang_up
+from sparqlrag.server.rate_limit import limit_answers
 from sparqlrag.server.service_description import service_description
 from sparqlrag.server.state import ServerState, state_of
 from sparqlrag.server.streams import answer_response
@@ -38,6 +43,8 @@ class Operation:
     kind: str  # "query" | "update"
     text: str
     params: dict[str, list[str]]
+    skeleton: str | None = None  # the text without our services' blocks, once they are evaluated
+    time_left: float | None = None  # seconds, once our services have used some of the query's time
 
     def graphs(self, name: str) -> list[str]:
         """The graphs a dataset parameter names, each an absolute IRI (else 400)."""
@@ -90,8 +97,33 @@ def _check_utf8_charset(content_type: str) -> None:
 
 
 async def sparql_endpoint(request: Request) -> Response:
-    settings: Settings = state_of(request).settings
     reading = granted(request)  # ("read", judged by the route table before the text is read; updates need "write")
+    operation = await _read_operation(request)
+    if operation is None:
+        return service_description(request, state_of(request).settings)
+    return await _execute(request, operation, reading)
+
+
+def service_endpoint(service: str) -> Callable[[Request], Awaitable[Response]]:
+    """`/sparql/document-rag` or `/sparql/graph-rag`: the SPARQL Protocol for queries whose
+    pattern is the service's block, as another engine's `SERVICE <.../sparql/document-rag> { ... }`
+    sends it (rdflib and Jena send `SELECT * WHERE { block }`)."""
+
+    async def endpoint(request: Request) -> Response:
+        reading = granted(request)
+        operation = await _read_operation(request)
+        if operation is None or operation.kind != "query":
+            told = f"this endpoint evaluates sr:{service} in a query: send query= (updates go to /sparql)"
+            raise Refused(400, "bad_request", told)
+        operation.text = endpoint_query(operation.text, service)
+        return await _execute(request, operation, reading)
+
+    return endpoint
+
+
+async def _read_operation(request: Request) -> Operation | None:
+    """The query or update a protocol request carries; None for a GET with neither."""
+    settings: Settings = state_of(request).settings
     params = _url_params(request)
     if request.method in ("GET", "HEAD"):
         if "update" in params:
@@ -101,8 +133,7 @@ async def sparql_endpoint(request: Request) -> Response:
             if given := [name for name in ("default-graph-uri", "named-graph-uri", "timeout") if name in params]:
                 verb = "go" if len(given) > 1 else "goes"
                 raise Refused(400, "bad_request", f"{' and '.join(given)} {verb} with a query")
-            return service_description(request, settings)
-        return await _execute(request, operation, reading)
+        return operation
 
     content_type = request.headers.get("content-type", "")
     media_type = media_type_of(content_type)
@@ -127,11 +158,12 @@ async def sparql_endpoint(request: Request) -> Response:
             raise Refused(400, "bad_request", "the form has neither a query= nor an update= field")
     else:
         operation = _operation(params, ("query" if media_type == QUERY_MEDIA_TYPE else "update", body))
-    assert operation is not None
-    return await _execute(request, operation, reading)
+    return operation
 
 
 def _timeout(operation: Operation, settings: Settings) -> float:
+    if operation.time_left is not None:
+        return max(operation.time_left, MIN_TIMEOUT)
     requested = _single(operation.params, "timeout")
     if requested is None:
         return settings.query_timeout
@@ -156,6 +188,8 @@ async def _execute(request: Request, operation: Operation, reading: Access) -> R
     async with contextlib.AsyncExitStack() as held:
         await held.enter_async_context(state.queries.admitted(client_key(request)))
         await held.enter_async_context(ended_by_hang_up(request, state.store))
+        if operation.kind == "query":
+            operation = await _with_services(request, operation, access)
         if access.limited:
             answer = await _execute_limited(request, state, operation, access, counted, held)
         else:
@@ -216,7 +250,7 @@ async def _execute_limited(
     DATA / DELETE DATA into them, and runs as rebuilt from the quads checked.
     """
     settings = state.settings
-    if refused := remote_refusal(operation.text):
+    if refused := remote_refusal(operation.skeleton or operation.text):
         raise Refused(403, "forbidden", refused)
     if operation.kind == "update":
         try:
@@ -259,3 +293,46 @@ async def _execute_limited(
         timeout=_timeout(operation, settings),
         max_bytes=settings.max_result_bytes,
     )
+
+
+def _own_endpoints(request: Request, settings: Settings) -> dict[str, str]:
+    """The URLs of our service endpoints, as our base IRI and as this request reached us: a
+    SERVICE naming one is evaluated here, never fetched."""
+    bases = (settings.base_iri, str(request.base_url))
+    return {f"{base}sparql/{path}": service for base in bases for service, path in SERVICE_PATHS.items()}
+
+
+async def _with_services(request: Request, operation: Operation, access: Access) -> Operation:
+    """The query with our SPARQL services evaluated (operations/sparql_services.py), each one
+    counted as an answer; unchanged when it calls none."""
+    state = state_of(request)
+    settings = state.settings
+    calls = calls_in(operation.text, _own_endpoints(request, settings))
+    if not calls:
+        return operation
+    skeleton = without(operation.text, calls)
+    if access.limited and (refused := remote_refusal(skeleton)):
+        raise Refused(403, "forbidden", refused)
+    deadline = Deadline(_timeout(operation, settings))
+    dataset = await _dataset(state, operation, access)
+    text = await sparql_services.with_services(
+        state.services,
+        operation.text,
+        calls,
+        access,
+        dataset=dataset,
+        deadline=deadline,
+        before_answer=lambda: limit_answers(request),
+    )
+    return replace(operation, text=text, skeleton=skeleton, time_left=deadline.left())
+
+
+async def _dataset(state: ServerState, operation: Operation, access: Access) -> Dataset:
+    """The dataset the query runs on, which a service's scope is read from too."""
+    defaults, named = operation.graphs("default-graph-uri"), operation.graphs("named-graph-uri")
+    if access.limited:
+        readable = await off_loop(readable_graphs, state.services.collections, access)
+        return Dataset(list(defaults or readable), named or readable)
+    if "default-graph-uri" in operation.params or "named-graph-uri" in operation.params:
+        return Dataset(list(defaults), named)
+    return Dataset(union_default_graph=state.settings.union_default_graph)

@@ -6,10 +6,11 @@ each word is quoted, then OR-ed, so `bm25()` ranks by how many and how rare the 
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,16 +73,20 @@ class KeywordIndex:
         with self._lock:
             return {row[0] for row in self._db.execute(f"SELECT iri FROM {self._ensure(collection)}")}
 
-    def search(self, collection: str, query: str, limit: int) -> list[KeywordHit]:
+    def search(
+        self, collection: str, query: str, limit: int, within: Collection[str] | None = None
+    ) -> list[KeywordHit]:
+        """The `limit` best rows by BM25; `within`: of those IRIs alone (one JSON parameter)."""
         words = [w for w in _WORDS.findall(query.lower()) if w not in STOPWORDS] or _WORDS.findall(query.lower())
         if not words:
             return []
         match = " OR ".join('"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words))
         with self._lock:
             table = self._ensure(collection)
+            scoped = "" if within is None else "AND iri IN (SELECT value FROM json_each(?))"
             rows = self._db.execute(
-                f"SELECT iri, bm25({table}) FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table}) LIMIT ?",
-                (match, limit),
+                f"SELECT iri, bm25({table}) FROM {table} WHERE {table} MATCH ? {scoped} ORDER BY bm25({table}) LIMIT ?",
+                (match, limit) if within is None else (match, json.dumps(list(within)), limit),
             ).fetchall()
         return [KeywordHit(iri, -score) for iri, score in rows]
 

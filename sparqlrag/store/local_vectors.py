@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +58,7 @@ CREATE INDEX IF NOT EXISTS points_of_iri ON points (name, iri);
 WRITE = """INSERT INTO points (name, id, iri, payload, vector) VALUES (?, ?, ?, ?, ?)
   ON CONFLICT (name, id) DO UPDATE SET iri = excluded.iri, payload = excluded.payload, vector = excluded.vector
   RETURNING seq"""
+WITHIN = "SELECT seq, iri FROM points WHERE name = ? AND iri IN (SELECT value FROM json_each(?))"
 PARAMETERS = 500  # ids in one `IN (...)`
 PAGE = 10_000  # rows read at a time when loading a matrix
 GROWTH = 1.25  # a full matrix grows by a quarter: appends copy it rarely, and it wastes little
@@ -233,8 +234,12 @@ class LocalVectors(VectorIndex):
         found = [[(score, payloads[s]) for score, row in hits if (s := int(seqs[row])) in payloads] for hits in ranked]
         return best_per_iri(found, limit)
 
-    def ranking(self, collection: str, kind: Kind, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
+    def ranking(
+        self, collection: str, kind: Kind, vector: np.ndarray, limit: int, within: Collection[str] | None = None
+    ) -> list[tuple[str, float]]:
         """search's IRIs and scores, reading no payload: a long ranking costs its IRIs alone."""
+        if within is not None:
+            return self._ranking_within(self.name(collection, kind), vector, limit, within)
         (hits,), seqs = self._nearest_rows(collection, kind, vector[None, :], self.fetched(kind, limit), -np.inf)
         wanted = sorted({int(seqs[row]) for _, row in hits})
         iris: dict[int, str] = {}
@@ -248,6 +253,27 @@ class LocalVectors(VectorIndex):
             if (seq := int(seqs[row])) in iris:
                 best.setdefault(iris[seq], score)
         return list(best.items())[:limit]
+
+    def _ranking_within(
+        self, name: str, vector: np.ndarray, limit: int, within: Collection[str]
+    ) -> list[tuple[str, float]]:
+        """The nearest of `within`'s points, each scored exactly: their rows found through the
+        file's (name, iri) index (the IRIs passed as one JSON parameter, however many)."""
+        with self._lock:
+            matrix = self._loaded(name)
+            found = self._db.execute(WITHIN, (name, json.dumps(list(within)))).fetchall()
+            seqs = np.array([seq for seq, _ in found], dtype=np.int64)
+            rows = np.minimum(matrix.rows_of(seqs), max(matrix.size - 1, 0))
+            held = (matrix.seqs[rows] == seqs) & ~matrix.dead[rows] if matrix.size else np.zeros(len(seqs), bool)
+            table = matrix.vectors[rows[held]]  # (a copy: the rows of this moment)
+        iris = [iri for (_, iri), kept in zip(found, held) if kept]
+        scores = table @ unit(vector)
+        best: dict[str, float] = {}
+        for row in np.argsort(-scores):  # best first: an IRI's first point is its best facet
+            best.setdefault(iris[row], float(scores[row]))
+            if len(best) == limit:
+                break
+        return list(best.items())
 
     def _nearest_rows(
         self, collection: str, kind: Kind, vectors: np.ndarray, fetch: int, threshold: float

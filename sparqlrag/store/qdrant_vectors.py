@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 from qdrant_client import QdrantClient, models
@@ -93,6 +93,23 @@ class QdrantVectors(VectorIndex):
             ]
             found = [response.points for response in self._client.query_batch_points(name, requests)]
         return best_per_iri([[(float(p.score), p.payload or {}) for p in points] for points in found], limit)
+
+    def ranking(
+        self, collection: str, kind: Kind, vector: np.ndarray, limit: int, within: Collection[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """A scoped ranking is Qdrant's filtered search: the IRI payload is indexed."""
+        if within is None:
+            return super().ranking(collection, kind, vector, limit)
+        name = self.name(collection, kind)
+        with self._lock:
+            if not within or not self._exists(name):
+                return []
+            only = models.Filter(must=[models.FieldCondition(key="iri", match=models.MatchAny(any=list(within)))])
+            found = self._client.query_points(
+                name, query=vector.tolist(), query_filter=only, limit=self.fetched(kind, limit), with_payload=["iri"]
+            ).points
+        (hits,) = best_per_iri([[(float(p.score), p.payload or {}) for p in found]], limit)
+        return [(hit.iri, hit.score) for hit in hits]
 
     def existing(self, collection: str, kind: Kind, iris: Sequence[str], facet: Facet = "") -> set[str]:
         name = self.name(collection, kind)

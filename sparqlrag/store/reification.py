@@ -173,7 +173,7 @@ def _term(text: str, found: list[Token], index: int) -> tuple[str, int] | None:
     first = found[index]
     if first.kind in ("var", "iri", "pname", "word"):
         return first.text, index + 1
-    if first.kind not in ("string", "other") or (first.kind == "other" and first.text not in "+-.0123456789"):
+    if first.kind not in ("string", "number", "other") or (first.kind == "other" and first.text not in "+-."):
         return None
     # a literal: a string with its language or datatype, or a number; its tokens touch
     last = index

@@ -28,6 +28,7 @@ _TOKEN = re.compile(
     | (?P<var>[?$][\w\u00b7\u00c0-\uffff]+)
     | (?P<pname>(?:[A-Za-z_\u00c0-\uffff][\w.\-\u00c0-\uffff]*)?:(?:[\w.\-:%\u00c0-\uffff]|\\[_~.\-!$&'()*+,;=/?\#@%])*)
     | (?P<word>[A-Za-z_]\w*)
+    | (?P<number>\d+\.\d*[eE][+-]?\d+|\.\d+(?:[eE][+-]?\d+)?|\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)
     | (?P<open>\{)
     | (?P<close>\})
     | (?P<semicolon>;)
@@ -116,12 +117,13 @@ def misread_query(query: str) -> str | None:
     return f"a query starts with {forms} after its PREFIX and BASE declarations, not {word[:40]!r}"
 
 
-def _matching_close(found: list[Token], open_index: int) -> int:
+def matching_close(found: list[Token], open_index: int) -> int:
+    """The index of the `}` that closes the `{` at `open_index`."""
     depth = found[open_index].depth
     for index in range(open_index + 1, len(found)):
         if found[index].kind == "close" and found[index].depth == depth:
             return index
-    raise QuerySyntaxError("unbalanced braces in update")
+    raise QuerySyntaxError("the braces do not balance: a { has no matching }")
 
 
 def apply_update_dataset(update: str, using_graphs: Sequence[str], using_named_graphs: Sequence[str]) -> str:
@@ -149,7 +151,7 @@ def apply_update_dataset(update: str, using_graphs: Sequence[str], using_named_g
         previous = _keyword(found[index - 1]) if index else ""
         if previous == "DELETE" and index + 1 < len(found) and found[index + 1].kind == "open":
             # DELETE WHERE { P } takes no USING; the equivalent DELETE { P } USING ... WHERE { P } does.
-            close = _matching_close(found, index + 1)
+            close = matching_close(found, index + 1)
             pattern = update[found[index + 1].start : found[close].start + 1]
             edits.append((token.start, token.start + len("WHERE"), f"{pattern} {clause} WHERE"))
         else:
@@ -224,7 +226,7 @@ def data_operations(update: str, base_iri: str | None) -> list[tuple[str, list[Q
         elif keyword in ("INSERT", "DELETE") and index + 2 < len(found) and _keyword(found[index + 1]) == "DATA":
             if found[index + 2].kind != "open":
                 raise QuerySyntaxError(f"{keyword} DATA needs a block in braces")
-            close = _matching_close(found, index + 2)
+            close = matching_close(found, index + 2)
             block = update[found[index + 2].end : found[close].start]
             operations.append((keyword, _trig_quads("\n".join(prologue) + "\n" + block, base_iri)))
             index = close + 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -99,10 +99,20 @@ class VectorIndex(ABC):
     def search(self, collection: str, kind: Kind, vector: np.ndarray, limit: int) -> list[Hit]:
         return self.search_many(collection, kind, vector[None, :], limit)[0]
 
-    def ranking(self, collection: str, kind: Kind, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
+    def ranking(
+        self, collection: str, kind: Kind, vector: np.ndarray, limit: int, within: Collection[str] | None = None
+    ) -> list[tuple[str, float]]:
         """The `limit` nearest IRIs (IRI, score), best first, as `search` finds them; a backend
-        may find them without reading their payloads."""
-        return [(hit.iri, hit.score) for hit in self.search(collection, kind, vector, limit)]
+        may find them without reading their payloads. `within`: only those IRIs are ranked, so a
+        scoped search returns `limit` of its own however far the scope lies from the top."""
+        if within is None:
+            return [(hit.iri, hit.score) for hit in self.search(collection, kind, vector, limit)]
+        stored = self.vectors_of(collection, kind, list(within))
+        if not stored:
+            return []
+        iris = list(stored)
+        scores = unit(np.stack([stored[iri] for iri in iris])) @ unit(vector)
+        return [(iris[i], float(scores[i])) for i in np.argsort(-scores)[:limit]]
 
     @abstractmethod
     def search_many(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pyoxigraph import Literal, NamedNode, Triple
 
-from sparqlrag.retrieval.graph_rag import HUB_DAMPING, GraphRag
+from sparqlrag.retrieval.hops import HUB_DAMPING, Hops
 from sparqlrag.retrieval.question import clauses
 from sparqlrag.retrieval.walk import Edge, EdgeSources, edge_sources, evidenced
 from sparqlrag.store.select import Term
@@ -34,9 +34,9 @@ def test_a_hub_reached_through_an_edge_is_damped_and_a_seed_is_not() -> None:
     via = {
         node.value: Edge(Triple(seed, p, node), ("seed", "p", node.value)) for node in (hub, rare)
     }  # reached through an edge
-    weights = GraphRag._weights({seed.value: 0.9, hub.value: 0.8, rare.value: 0.7}, via, found, limit=3)
+    weights = Hops._weights({seed.value: 0.9, hub.value: 0.8, rare.value: 0.7}, via, found, limit=3)
     assert weights == {seed.value: 0.9, hub.value: pytest.approx(0.8 * HUB_DAMPING), rare.value: 0.7}
-    assert GraphRag._weights({hub.value: 0.8}, via, found, limit=4) == {hub.value: 0.8}  # under the limit: no hub
+    assert Hops._weights({hub.value: 0.8}, via, found, limit=4) == {hub.value: 0.8}  # under the limit: no hub
 
 
 def test_a_path_through_a_co_occurrence_is_judged_by_its_last_fact() -> None:
