@@ -564,6 +564,27 @@ def test_no_transaction_upload_loads_with_the_bulk_loader(seeded: httpx.Client) 
     assert bad.status_code == 400 and bad.json()["error"] == "invalid_rdf"
 
 
+def test_a_large_graph_put_goes_in_bulk_and_bad_data_still_writes_nothing(seeded: httpx.Client) -> None:
+    """Past bulk_load_bytes a graph's PUT is checked, cleared and bulk-loaded (not a scratch
+    graph MOVEd in): the graph is replaced, others stay, and a syntax error at its end changes nothing."""
+    triples = "".join(f"<http://ex/big{i}> <http://ex/p> <http://ex/o> .\n" for i in range(10))  # > 300 bytes
+    before = snapshot(seeded)
+    bad = seeded.put(
+        "/store?graph=http%3A%2F%2Fex%2Fg", content=triples + "<http://ex/x> <http://ex/p> .\n", headers=TURTLE
+    )
+    assert bad.status_code == 400 and bad.json()["error"] == "invalid_rdf"
+    assert snapshot(seeded) == before
+    response = seeded.put("/store?graph=http%3A%2F%2Fex%2Fg", content=triples, headers=TURTLE)
+    assert response.status_code == 204
+    after = snapshot(seeded)
+    assert sorted(line for line in after if "<http://ex/g>" in line) == sorted(
+        f"<http://ex/big{i}> <http://ex/p> <http://ex/o> <http://ex/g> ." for i in range(10)
+    )
+    assert [line for line in after if "<http://ex/g>" not in line] == [
+        line for line in before if "<http://ex/g>" not in line
+    ]
+
+
 def test_direct_graph_path_that_is_no_iri_is_refused(seeded: httpx.Client, small_server: LiveServer) -> None:
     """Clients that do not percent-encode can send characters an IRI cannot hold."""
     before = snapshot(seeded)

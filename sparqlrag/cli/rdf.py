@@ -15,8 +15,9 @@ from tqdm import tqdm
 from sparqlrag.cli.session import CliError, Session
 from sparqlrag.cli.table import TABLE, readable
 from sparqlrag.operations.access import EVERYTHING
+from sparqlrag.operations.deadline import Deadline
 from sparqlrag.operations.scopes import Dataset
-from sparqlrag.operations.sparql_services import Deadline, calls_in, with_services
+from sparqlrag.operations.sparql_services import calls_in, with_services
 from sparqlrag.store.formats import FORMAT_NAMES, rdf_format_for_path
 from sparqlrag.store.reification import rewrite_as_rdf11
 

@@ -10,7 +10,6 @@ written before the query runs, so the rest of the query can read it.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -20,6 +19,7 @@ from pyoxigraph import Literal, NamedNode
 from sparqlrag.operations import answers
 from sparqlrag.operations.access import Access
 from sparqlrag.operations.collection import Collection, open_collection
+from sparqlrag.operations.deadline import Deadline
 from sparqlrag.operations.failures import Refused
 from sparqlrag.operations.requests import GraphRagRequest, SearchRequest, said
 from sparqlrag.operations.scopes import Dataset, scope_of
@@ -37,7 +37,6 @@ from sparqlrag.queries.service_calls import (
 )
 from sparqlrag.retrieval.scope import Scope
 from sparqlrag.services import Services
-from sparqlrag.store.base import QueryTimeout
 from sparqlrag.store.sparql_text import sparql_term, tokens
 
 Row = dict[str, NamedNode | Literal]
@@ -63,20 +62,6 @@ def endpoint_query(query: str, service: str) -> str:
         return as_service_block(query, service)
     except ServiceCallError as error:
         raise Refused(400, "bad_service_call", str(error)) from None
-
-
-class Deadline:
-    """The query's time limit, shared by the services it calls and the query itself."""
-
-    def __init__(self, seconds: float) -> None:
-        self.ends = time.monotonic() + seconds
-
-    def left(self) -> float:
-        """Seconds left; QueryTimeout when none are."""
-        left = self.ends - time.monotonic()
-        if left <= 0:
-            raise QueryTimeout("the query ran out of time while its SPARQL services were evaluated")
-        return left
 
 
 async def with_services(
@@ -186,7 +171,7 @@ async def _scope(
         chunks=binds_chunks,
         prologue=declared,
         dataset=dataset,
-        timeout=deadline.left(),
+        deadline=deadline,
     )
 
 

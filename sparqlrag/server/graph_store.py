@@ -174,8 +174,9 @@ async def _write_graph(request: Request, graph: Graph, *, replace: bool) -> Resp
                 await off_loop(check_syntax, path, fmt, base_iri)
         existed = await off_loop(store.graph_exists, graph)
         for index, (path, fmt) in enumerate(parts):
-            if replace and index == 0:
-                await off_loop(store.replace_graph, graph, path, fmt, base_iri)
+            if replace and index == 0:  # a large graph goes in bulk, as a large dataset does (README, "HTTP")
+                bulk = len(parts) == 1 and path.stat().st_size > settings.bulk_load_bytes
+                await off_loop(store.replace_graph, graph, path, fmt, base_iri, bulk)
             else:
                 await off_loop(store.add_to_graph, graph, path, fmt, base_iri)
     finally:

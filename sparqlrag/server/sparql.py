@@ -15,9 +15,10 @@ from starlette.responses import Response
 from sparqlrag.config import Settings
 from sparqlrag.operations import sparql_services
 from sparqlrag.operations.access import Access, readable_graphs, remote_refusal
+from sparqlrag.operations.deadline import Deadline
 from sparqlrag.operations.failures import Refused
 from sparqlrag.operations.scopes import Dataset
-from sparqlrag.operations.sparql_services import SERVICE_PATHS, Deadline, calls_in, endpoint_query, without
+from sparqlrag.operations.sparql_services import SERVICE_PATHS, calls_in, endpoint_query, without
 from sparqlrag.server.auth import authorize, client_key, granted
 from sparqlrag.server.bodies import decode_utf8, read_body
 from sparqlrag.server.hang_ups import ended_by_hang_up

@@ -212,7 +212,12 @@ class QuadStore(Protocol):
 
     def serialize_graph(self, graph: Graph, format: RdfFormat, prefixes: dict[str, str] | None = None) -> bytes: ...
 
-    def replace_graph(self, graph: Graph, source: Path, format: RdfFormat, base_iri: str | None) -> bool: ...
+    def replace_graph(
+        self, graph: Graph, source: Path, format: RdfFormat, base_iri: str | None, bulk: bool = False
+    ) -> bool:
+        """Replace a graph's content (True if it existed): atomically, or with `bulk` faster and
+        in bounded memory where the store can (not atomic: see the embedded store's)."""
+        ...
 
     def add_to_graph(self, graph: Graph, source: Path, format: RdfFormat, base_iri: str | None) -> bool: ...
 

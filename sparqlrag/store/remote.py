@@ -241,8 +241,11 @@ class RemoteStore:
         except OSError as error:
             raise NotAcceptable(f"cannot write this graph as {format.name}: {error}") from error
 
-    def replace_graph(self, graph: Graph, source: Path | BinaryIO, format: RdfFormat, base_iri: str | None) -> bool:
-        """Replace a graph's content (see `_write` for how many requests); True if it existed before."""
+    def replace_graph(
+        self, graph: Graph, source: Path | BinaryIO, format: RdfFormat, base_iri: str | None, bulk: bool = False
+    ) -> bool:
+        """Replace a graph's content (see `_write` for how many requests; `bulk` changes nothing:
+        the data streams in batches either way); True if it existed before."""
         existed = self.graph_exists(graph)
         self._write(in_graph(parsed(source, format, base_iri), graph), graph, replace=True)
         return existed

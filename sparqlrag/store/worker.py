@@ -356,8 +356,10 @@ class WorkerStore(StoreSupervisor):
     def serialize_graph(self, graph: str | None, format: RdfFormat, prefixes: dict[str, str] | None = None) -> bytes:
         return cast(bytes, self._call("serialize_graph", graph, format, prefixes))
 
-    def replace_graph(self, graph: str | None, source: Path, format: RdfFormat, base_iri: str | None) -> bool:
-        return cast(bool, self._call("replace_graph", graph, source, format, base_iri))
+    def replace_graph(
+        self, graph: str | None, source: Path, format: RdfFormat, base_iri: str | None, bulk: bool = False
+    ) -> bool:
+        return cast(bool, self._call("replace_graph", graph, source, format, base_iri, bulk))
 
     def add_to_graph(self, graph: str | None, source: Path, format: RdfFormat, base_iri: str | None) -> bool:
         return cast(bool, self._call("add_to_graph", graph, source, format, base_iri))

@@ -9,9 +9,30 @@
   let edges = [];
   let seeds = [];
 
+  const asked = new URLSearchParams(window.location.search); // ?collection=C&document=ID...: from the library
+
   async function loadCollections() {
     const { collections } = await (await api("api/v1/collections")).json();
     $("collection").replaceChildren(...collections.map((c) => element("option", { value: c.name }, `${c.name} (${c.documents} documents)`)));
+    if (collections.some((c) => c.name === asked.get("collection"))) $("collection").value = asked.get("collection");
+    await loadDocuments(asked.getAll("document"));
+  }
+
+  // The collection's ready documents, to limit a question to (sent as "documents": their ids).
+  async function loadDocuments(chosen = []) {
+    const collection = encodeURIComponent($("collection").value);
+    const { documents } = await (await api(`api/v1/documents?collection=${collection}`)).json();
+    $("documents").replaceChildren(...documents.filter((d) => d.status === "ready").map((d) =>
+      element("option", { value: d.id, ...(chosen.includes(d.id) ? { selected: "" } : {}) }, `${d.title} (${d.id})`)));
+    if (chosen.length) $("scope").open = true;
+    countChosen();
+  }
+
+  const chosenDocuments = () => [...$("documents").selectedOptions].map((option) => option.value);
+
+  function countChosen() {
+    const count = chosenDocuments().length;
+    $("scope-count").textContent = count ? `(${count} chosen)` : "";
   }
 
   // Server-sent events from a POST (EventSource only GETs): "event: name\ndata: json\n\n" blocks.
@@ -152,7 +173,13 @@ ORDER BY ?hop DESC(?score)`;
       const response = await api(graph ? "api/v1/graph-rag" : "api/v1/document-rag", {
         method: "POST",
         headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-        body: JSON.stringify({ question: $("question").value, collection, stream: true, ...(graph ? { mode } : {}) }),
+        body: JSON.stringify({
+          question: $("question").value,
+          collection,
+          stream: true,
+          ...(graph ? { mode } : {}),
+          ...(chosenDocuments().length ? { documents: chosenDocuments() } : {}),
+        }),
       });
       for await (const [name, data] of events(response)) {
         if (name === "seeds") seeds = data.seeds;
@@ -177,6 +204,14 @@ ORDER BY ?hop DESC(?score)`;
   }
 
   $("ask").addEventListener("submit", ask);
+  $("documents").addEventListener("change", countChosen);
+  $("clear-documents").addEventListener("click", () => {
+    for (const option of $("documents").options) option.selected = false;
+    countChosen();
+  });
+  $("collection").addEventListener("change", () => loadDocuments().catch((error) => {
+    $("status").textContent = `Cannot list the documents: ${error.message}`;
+  }));
   loadCollections().catch((error) => {
     $("status").textContent = `Cannot list collections: ${error.message}`;
   });

@@ -40,6 +40,8 @@
   function row(doc) {
     const actions = element("td", { class: "actions" });
     actions.append(element("a", { href: doc.file, class: "original" }, "file"));
+    const only = `ask?collection=${encodeURIComponent(collection())}&document=${encodeURIComponent(doc.id)}`;
+    actions.append(" ", element("a", { href: only, class: "ask-document" }, "ask"));
     const reingest = element("button", { type: "button", class: "reingest" }, "re-ingest");
     reingest.addEventListener("click", () => act(doc, "Re-ingesting", "Re-ingest started:", () =>
       api(documentsUrl(doc.id, "/reingest"), { method: "POST", headers: { Prefer: "respond-async" } })));
