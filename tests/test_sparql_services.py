@@ -141,6 +141,8 @@ def test_graph_rag_in_a_query_gives_a_row_per_source_and_a_trace(client: httpx.C
         ('?hit sr:question "wind" ; sr:mode "psychic" ; sr:chunk ?c', "mode must be one of vector, keyword, hybrid"),
         ("?hit sr:question ?q ; sr:chunk ?c", "sr:question takes a string literal"),
         ('?hit sr:question "wind" ; sr:chunk "x"', "sr:chunk takes a variable"),
+        ('?hit sr:question "wind" ; sr:chunk ?c ; sr:rank ?c', "binds ?c twice"),
+        ('?hit sr:question "wind" ; sr:chunk ?c . ?doc sr:question "again"', "asks 2 questions"),
         ('?hit sr:question "wind" ; sr:chunk ?c . ?other ?p ?o', "must use the variable of sr:chunk or sr:document"),
     ],
 )

@@ -59,7 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     query = commands.add_parser("query", help="run a SPARQL query on the data directory")
     _common(query)
-    query.add_argument("sparql", help="the query text, @FILE to read it from a file, or - for stdin")
+    query.add_argument(
+        "sparql",
+        help="the query text, @FILE to read it from a file, or - for stdin; SERVICE sr:documentRag and "
+        'sr:graphRag blocks search and answer inside it (README, "Retrieval inside SPARQL")',
+    )
     query.add_argument(
         "--format",
         choices=[*FORMAT_NAMES, TABLE],

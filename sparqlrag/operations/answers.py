@@ -18,7 +18,7 @@ from sparqlrag.operations.requests import (
     SearchRequest,
     TracesQuery,
 )
-from sparqlrag.operations.scopes import scope_of
+from sparqlrag.operations.scopes import beside_embedding, scope_of
 from sparqlrag.retrieval import trace as traces
 from sparqlrag.retrieval.question import EmptyGraph
 from sparqlrag.retrieval.scope import Scope
@@ -51,7 +51,7 @@ async def _answerable(collection: Collection, asked: GraphRagRequest) -> None:
 async def ask_graph(collection: Collection, asked: GraphRagRequest, scope: Scope | None = None) -> GraphRagAnswer:
     """`scope`: one made already (a SPARQL service's), else the one the request names."""
     await _answerable(collection, asked)
-    scope = scope or await _scope(collection, asked)
+    scope = scope or await _scope(collection, asked, asked.question)
     rag = collection.services.graph_rag
     found = await rag.answer(collection.iris, asked.question, asked.options, asked.mode, scope)
     return found.view()
@@ -60,30 +60,36 @@ async def ask_graph(collection: Collection, asked: GraphRagRequest, scope: Scope
 async def stream_graph(collection: Collection, asked: GraphRagRequest) -> Events:
     """Checked before the first event, so a refusal is an answer's status, not a broken stream."""
     await _answerable(collection, asked)
-    scope = await _scope(collection, asked)
+    scope = await _scope(collection, asked, asked.question)
     return collection.services.graph_rag.stream(collection.iris, asked.question, asked.options, asked.mode, scope)
 
 
-async def _scope(collection: Collection, asked: ScopeFields) -> Scope | None:
-    return await scope_of(collection, documents=asked.documents, pattern=asked.scope)
+async def _scope(collection: Collection, asked: ScopeFields, question: str) -> Scope | None:
+    if asked.documents is None and asked.scope is None:
+        return None
+    return await beside_embedding(
+        collection, question, scope_of(collection, documents=asked.documents, pattern=asked.scope)
+    )
 
 
 async def ask_documents(collection: Collection, asked: DocumentRagRequest) -> DocumentRagAnswer:
-    scope = await _scope(collection, asked)
+    scope = await _scope(collection, asked, asked.question)
     found = await collection.services.document_rag.answer(collection.iris, asked.question, asked.options, scope)
     return found.view()
 
 
 async def stream_documents(collection: Collection, asked: DocumentRagRequest) -> Events:
     """The scope is made before the first event, so a refusal is an answer's status."""
-    scope = await _scope(collection, asked)
+    scope = await _scope(collection, asked, asked.question)
     return collection.services.document_rag.stream(collection.iris, asked.question, asked.options, scope)
 
 
 async def search(collection: Collection, asked: SearchRequest) -> list[SearchHit]:
     """The passages Document RAG would answer from, each with its rank and cosine similarity."""
     rag, options = collection.services.document_rag, asked.options
-    passages = await rag.retrieve(collection.iris, asked.query, options, scope=await _scope(collection, asked))
+    passages = await rag.retrieve(
+        collection.iris, asked.query, options, scope=await _scope(collection, asked, asked.query)
+    )
     similar = await rag.similarities(collection.iris, asked.query, [p.chunk for p in passages])
     return [
         SearchHit(**PassageView.of(p).as_json(), rank=rank, similarity=similar.get(p.chunk))

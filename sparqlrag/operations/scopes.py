@@ -9,8 +9,10 @@ the ready chunks of the collection asked are kept from what it picks.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from pyoxigraph import NamedNode
@@ -57,6 +59,18 @@ def check_pattern(pattern: str, variables: Iterable[str]) -> None:
     if not named & set(variables):
         wanted = " or ".join(f"?{v}" for v in variables)
         raise Refused(400, "bad_scope", f"the scope pattern must bind {wanted}: that is what it picks")
+
+
+async def beside_embedding(collection: Collection, question: str, making: Awaitable[Scope | None]) -> Scope | None:
+    """The scope `making` makes, made while the question is embedded for the search that
+    follows (the store and the model each work on a thread of their own), so that a scope's
+    query adds less to the answer's time."""
+    embedding = asyncio.ensure_future(off_loop(collection.services.embedder.embed_one, question))
+    try:
+        return await making
+    finally:
+        with contextlib.suppress(Exception):  # (the search embeds again, and says what failed)
+            await embedding
 
 
 async def scope_of(

@@ -22,7 +22,7 @@ from sparqlrag.operations.collection import Collection, open_collection
 from sparqlrag.operations.deadline import Deadline
 from sparqlrag.operations.failures import Refused
 from sparqlrag.operations.requests import GraphRagRequest, SearchRequest, said
-from sparqlrag.operations.scopes import Dataset, scope_of
+from sparqlrag.operations.scopes import Dataset, beside_embedding, scope_of
 from sparqlrag.queries.service_calls import (
     OUTPUTS,
     SERVICE_PATHS,
@@ -72,18 +72,17 @@ async def with_services(
     *,
     dataset: Dataset,
     deadline: Deadline,
-    collection: str | None = None,
     before_answer: Callable[[], None] = lambda: None,
 ) -> str:
-    """The query with each call evaluated and its block replaced by its rows. `collection`:
-    the request's (a call without sr:collection asks it; None: the default collection);
-    `before_answer` is called before each call runs (the answer rate)."""
+    """The query with each call evaluated and its block replaced by its rows (a call without
+    sr:collection asks the default collection); `before_answer` is called before each call
+    runs (the answer rate)."""
     declared = prologue(query)
     blocks = []
     for call in calls:
         deadline.left()
         before_answer()
-        blocks.append(await _block(services, call, access, declared, dataset, deadline, collection))
+        blocks.append(await _block(services, call, access, declared, dataset, deadline))
     for call, block in reversed(list(zip(calls, blocks))):
         query = query[: call.start] + block + query[call.end :]
     return query
@@ -96,12 +95,13 @@ async def _block(
     declared: str,
     dataset: Dataset,
     deadline: Deadline,
-    default_collection: str | None,
 ) -> str:
+    """The call's rows as a group pattern: VALUES of its outputs, joined with its scope."""
     outputs = _outputs(call)
     inputs = _inputs(call)
-    opened = await open_collection(services, inputs.pop("collection", default_collection), access)
-    scope = await _scope(opened, call, outputs, declared, dataset, deadline)
+    opened = await open_collection(services, inputs.pop("collection", None), access)
+    question = _question(call, inputs)
+    scope = await beside_embedding(opened, question, _scope(opened, call, outputs, declared, dataset, deadline))
     if call.service == "documentRag":
         rows = await _passages(opened, call, inputs, scope)
     else:
@@ -115,12 +115,14 @@ async def _block(
 
 def _outputs(call: ServiceCall) -> dict[str, str]:
     """Output property -> the variable it binds, for those the block names."""
-    found = {}
+    found: dict[str, str] = {}
     for name in OUTPUTS[call.service]:
         if name in call.parameters:
             bound = variable(call.parameters[name])
             if bound is None:
                 raise Refused(400, "bad_service_call", f"{call.name}'s sr:{name} takes a variable, not a value")
+            if bound in found.values():
+                raise Refused(400, "bad_service_call", f"{call.name} binds ?{bound} twice: give each output its own")
             found[name] = bound
     return found
 
