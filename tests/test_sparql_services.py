@@ -158,6 +158,17 @@ def test_a_bad_service_block_is_a_400_naming_it(
     assert server.dataset() == before
 
 
+def test_the_services_only_read_an_update_cannot_call_them(client: httpx.Client, server: LiveServer) -> None:
+    before = server.dataset()
+    update = (
+        PREFIXES + "INSERT { GRAPH <urn:copied> { ?c a sr:Hit } } WHERE { SERVICE sr:documentRag { "
+        '?h sr:question "wind farm funding" ; sr:chunk ?c } }'
+    )
+    response = client.post("/sparql", data={"update": update})
+    assert response.status_code == 403 and response.json()["error"] == "remote_access_refused"
+    assert server.dataset() == before
+
+
 def test_our_own_endpoint_named_in_a_service_is_evaluated_here(client: httpx.Client, server: LiveServer) -> None:
     """Remote SERVICE stays refused (remote access is off), but our own endpoint is not remote."""
     rows = _select(
@@ -212,6 +223,8 @@ def test_routes_mcp_and_traces_take_a_scope(client: httpx.Client, server: LiveSe
     servers = McpServers(server.settings.base_iri, lambda: app_state(server.app).services, lambda context: EVERYTHING)
     found = asyncio.run(servers.search_documents("wind farm funding", None, documents=["harbour"]))  # type: ignore[arg-type]
     assert [p["document"] for p in found["passages"]] == [_doc(server, "harbour")]
+    told = asyncio.run(servers.ask("wind farm funding", None, mode="document", documents=["bakery"]))  # type: ignore[arg-type]
+    assert [source["document"] for source in told["sources"]] == [_doc(server, "bakery")]
 
 
 @pytest.mark.parametrize("mode", ["evidence", "pagerank", "graph", "hybrid"])
