@@ -7,9 +7,9 @@ and what it must be, never the value sent.
 from __future__ import annotations
 
 from functools import cache
-from typing import Annotated, Any, ClassVar, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
 from sparqlrag.extraction.decoders import kinds as document_kinds
 from sparqlrag.ontology.formats import FORMAT_NAMES as ONTOLOGY_FORMAT_NAMES
@@ -118,6 +118,62 @@ def _options(request: BaseModel, kind: type[M]) -> M:
     return kind(**{name: getattr(request, name) for name in kind.model_fields})
 
 
+MAX_TURNS = 64
+MAX_CONVERSATION_CHARS = 32_000
+
+
+class ChatPart(BaseModel):
+    """A part of a message's content: text alone is read (an image, audio or file part is not)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    type: Literal["text"] = Field(description="text: the only part a question is read from")
+    text: Annotated[str, Strict()]
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")  # (name, and what else a client adds)
+
+    role: Literal["system", "developer", "user", "assistant"]
+    content: Annotated[str, Strict()] | list[ChatPart] | None = None
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, list):
+            return "\n".join(part.text for part in self.content)
+        return self.content or ""
+
+
+class ChatRequest(BaseModel):
+    """`POST /v1/chat/completions`, the OpenAI wire format: the model is a collection. Fields a
+    chat front end sends that do not apply here (temperature, top_p, max_tokens, stop, user,
+    seed...) are accepted and ignored; n above 1 and a tool the client requires are refused."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    model: Annotated[str, Strict()] = Field(description="a collection's name (GET /v1/models)")
+    messages: list[ChatMessage] = Field(min_length=1, description="the conversation; the last is the user's question")
+    stream: Flag = False
+    n: Annotated[int, Strict()] = Field(1, ge=1, le=1, description="one answer (more are refused)")
+    tool_choice: Any = Field(None, description='"none" or "auto": a tool the client requires is refused')
+
+    @model_validator(mode="after")
+    def _answerable(self) -> ChatRequest:
+        if self.messages[-1].role != "user":
+            raise ValueError("the last message must be the user's question")
+        if len(self.messages) > MAX_TURNS:
+            raise ConversationTooLong(f"the conversation has {len(self.messages)} messages; the limit is {MAX_TURNS}")
+        if (size := sum(len(m.text) for m in self.messages)) > MAX_CONVERSATION_CHARS:
+            raise ConversationTooLong(f"the conversation is {size} characters; the limit is {MAX_CONVERSATION_CHARS}")
+        if self.tool_choice not in (None, "none", "auto"):
+            raise ValueError("tools are not supported: no tool can be required (tool_choice)")
+        return self
+
+
+class ConversationTooLong(ValueError):
+    """A conversation past MAX_TURNS messages or MAX_CONVERSATION_CHARS characters (413)."""
+
+
 class Body(BaseModel):
     """A request body: unknown fields are refused, not ignored (a misspelt option is a mistake)."""
 
@@ -198,6 +254,8 @@ def refusal(error: ValidationError, model: type[BaseModel]) -> Refused:
     for problem in problems:
         if isinstance(cause := problem.get("ctx", {}).get("error"), QuestionTooLong):
             return Refused(400, "question_too_long", str(cause))
+        if isinstance(cause, ConversationTooLong):
+            return Refused(413, "conversation_too_long", str(cause))
     fields = {p["loc"][0] for p in problems if p["loc"] and p["type"] != "missing"}
     codes = FIELD_CODES | getattr(model, "FIELD_CODES", {})
     code = next((codes[name] for name in codes if name in fields), "bad_request")

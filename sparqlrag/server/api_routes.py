@@ -6,6 +6,7 @@ from __future__ import annotations
 from sparqlrag.operations.answers import DocumentRagAnswer, GraphRagAnswer, TraceRecord
 from sparqlrag.operations.requests import (
     AliasesQuery,
+    ChatRequest,
     DocumentRagRequest,
     EntityMerge,
     EntitySplit,
@@ -15,7 +16,7 @@ from sparqlrag.operations.requests import (
     TextDocument,
     TracesQuery,
 )
-from sparqlrag.server import answers, collections, documents, entities, nl_query, ontologies, token_info
+from sparqlrag.server import answers, chat, collections, documents, entities, nl_query, ontologies, token_info
 from sparqlrag.server.api_schemas import (
     ANY_OBJECT,
     BOOLEAN,
@@ -28,6 +29,7 @@ from sparqlrag.server.api_schemas import (
     NAME,
     ONTOLOGY,
     ONTOLOGY_NAME,
+    OPENAI_ERROR,
     RDF_BODY,
     RDF_SERVED,
     REACH,
@@ -134,6 +136,46 @@ API: list[Endpoint] = [
             body=json_body(GraphRagRequest),
             responses={"200": {"description": ANSWER, "content": {JSON: {"schema": reference(GraphRagAnswer)}, **SSE}}},
         ),
+    ),
+    Endpoint(
+        "/v1/models",
+        "GET",
+        chat.list_models,
+        doc=operation(
+            "OpenAI-compatible: the models, one per collection the key may read",
+            responses={"200": json_response(ANY_OBJECT)},
+            refused=OPENAI_ERROR,
+        ),
+        judges_token=True,
+    ),
+    Endpoint(
+        "/v1/models/{model}",
+        "GET",
+        chat.get_model,
+        doc=operation(
+            "OpenAI-compatible: one model (a collection)",
+            parameters=[path_parameter("model", "a collection's name")],
+            responses={"200": json_response(ANY_OBJECT)},
+            refused=OPENAI_ERROR,
+        ),
+        judges_token=True,
+    ),
+    Endpoint(
+        "/v1/chat/completions",
+        "POST",
+        chat.chat_completions,
+        doc=operation(
+            "OpenAI-compatible chat: the collection (model) answers the conversation's last question, cited",
+            body=json_body(ChatRequest),
+            responses={
+                "200": {
+                    "description": "a chat.completion, or chat.completion.chunk events",
+                    "content": {JSON: {"schema": ANY_OBJECT}, **SSE},
+                }
+            },
+            refused=OPENAI_ERROR,
+        ),
+        judges_token=True,
     ),
     Endpoint(
         "/api/v1/traces",

@@ -69,6 +69,14 @@ def json_object(required: list[str], **properties: dict[str, Any]) -> dict[str, 
 
 STRING, INTEGER, NUMBER, BOOLEAN = {"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"}
 ANY_OBJECT = {"type": "object"}
+OPENAI_ERROR = json_response(
+    {
+        "type": "object",
+        "required": ["error"],
+        "properties": {"error": {"type": "object", "required": ["message", "type", "code"]}},
+    },
+    'refused, in OpenAI\'s shape: {"error": {"message", "type", "code"}}',
+)
 REACH = {"oneOf": [{"const": "all"}, {"type": "array", "items": STRING}]}  # a token's collections
 NAME = TypeAdapter(CollectionName).json_schema()
 ONTOLOGY_NAME = TypeAdapter(OntologyName).json_schema()

@@ -34,6 +34,7 @@ class Endpoint:
     doc: dict[str, Any] | None = None
     per_collection: bool = True
     asgi: bool = False  # the handler is an ASGI app (it judges its token itself, with the same scope)
+    judges_token: bool = False  # the handler judges its token itself, with the same scope (to refuse in its own shape)
 
 
 def _guarded(endpoint: Endpoint) -> Handler:
@@ -50,4 +51,5 @@ def _guarded(endpoint: Endpoint) -> Handler:
 
 
 def route(endpoint: Endpoint) -> Route:
-    return Route(endpoint.path, endpoint.handler if endpoint.asgi else _guarded(endpoint), methods=[endpoint.method])
+    judged = endpoint.asgi or endpoint.judges_token
+    return Route(endpoint.path, endpoint.handler if judged else _guarded(endpoint), methods=[endpoint.method])

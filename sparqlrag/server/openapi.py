@@ -14,6 +14,7 @@ from sparqlrag import __version__
 from sparqlrag.operations.access import Scope
 from sparqlrag.operations.answers import DocumentRagAnswer, GraphRagAnswer, TraceRecord
 from sparqlrag.operations.requests import (
+    ChatRequest,
     DocumentRagRequest,
     EntityMerge,
     EntitySplit,
@@ -55,6 +56,7 @@ def document(endpoints: list[tuple[str, str, Scope | None, dict[str, Any]]]) -> 
                     EntitySplit,
                     TextDocument,
                     NlQuestion,
+                    ChatRequest,
                 ),
                 "Error": json_object(
                     ["error", "detail"],

@@ -1,0 +1,116 @@
+"""The OpenAI-compatible chat API with the official `openai` client against a real server: models
+per token, a cited answer whole and streamed, refusals in OpenAI's shape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import openai
+import pytest
+
+from tests.conftest import LiveServer, start_server
+
+ADMIN, ALPHA = "admin-key", "alpha-key"
+DOCS = {
+    "kvitoy": "The Kvitoy Wind Farm stands on the island of Kvitoy. Nordic Turbines built its turbines in 2019.",
+    "bakery": "Quay Bakery sells bread on the quay. Ole Hansen owns Quay Bakery.",
+}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    live, stop = start_server(
+        tmp_path_factory.mktemp("chat"),
+        own_base_iri=True,
+        write_tokens=[ADMIN],
+        collection_tokens={ALPHA: ["read:alpha"]},
+        answer_rate=0,
+    )
+    with live.client(ADMIN) as client:
+        assert client.post("/api/v1/collections", json={"name": "alpha"}).status_code == 201
+        for document_id, text in DOCS.items():
+            body = {"id": document_id, "text": text, "title": document_id.capitalize()}
+            assert client.post("/api/v1/documents", json=body).status_code == 201
+        alpha = {"id": "alpha-notes", "text": "Alpha notes: the alpha team meets on Mondays.", "title": "Alpha notes"}
+        assert client.post("/api/v1/documents?collection=alpha", json=alpha).status_code == 201
+    yield live
+    stop()
+
+
+def _client(server: LiveServer, key: str = ADMIN) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.url + "/v1", api_key=key, max_retries=0)
+
+
+def test_models_are_the_collections_a_key_may_read(server: LiveServer) -> None:
+    assert sorted(m.id for m in _client(server).models.list()) == ["alpha", "default"]
+    assert [m.id for m in _client(server, ALPHA).models.list()] == ["alpha"]
+    assert _client(server).models.retrieve("default").id == "default"
+    with pytest.raises(openai.NotFoundError):
+        _client(server, ALPHA).models.retrieve("default")
+
+
+def test_a_cited_answer_whole_and_streamed_say_the_same(server: LiveServer) -> None:
+    client = _client(server)
+    asked = [{"role": "user", "content": "Who built the turbines of the Kvitoy Wind Farm?"}]
+    whole = client.chat.completions.create(model="default", messages=asked, temperature=0.2, max_tokens=300)  # type: ignore[arg-type]
+    text = whole.choices[0].message.content or ""
+    assert "Nordic Turbines" in text and "[1]" in text
+    assert "**Sources**" in text and f"]({server.settings.base_iri}file/doc/default/kvitoy)" in text
+    assert f"[How this answer was found]({server.settings.base_iri}trace/default/" in text
+    assert whole.usage is not None and whole.usage.total_tokens > 0 and whole.choices[0].finish_reason == "stop"
+    chunks = list(client.chat.completions.create(model="default", messages=asked, stream=True))  # type: ignore[arg-type]
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert streamed.split("[How this answer was found]")[0] == text.split("[How this answer was found]")[0]
+    assert chunks[0].choices[0].delta.role == "assistant" and chunks[-1].choices[0].finish_reason == "stop"
+    assert len({c.id for c in chunks}) == 1 and len(chunks) > 3
+
+
+def test_a_collection_key_answers_from_its_collection_alone(server: LiveServer) -> None:
+    client = _client(server, ALPHA)
+    answer = client.chat.completions.create(
+        model="alpha", messages=[{"role": "user", "content": "When does the team meet?"}]
+    )
+    assert "Mondays" in (answer.choices[0].message.content or "")
+    with pytest.raises(openai.NotFoundError) as refused:
+        client.chat.completions.create(model="default", messages=[{"role": "user", "content": "Who owns Quay Bakery?"}])
+    assert refused.value.body["code"] == "model_not_found"  # type: ignore[index]
+
+
+def test_a_wrong_key_is_a_401(server: LiveServer) -> None:
+    with pytest.raises(openai.AuthenticationError) as refused:
+        _client(server, "wrong").models.list()
+    assert refused.value.body["type"] == "authentication_error"  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "words"),
+    [
+        ({"messages": [{"role": "user", "content": "hi"}], "n": 2}, 400, "n must be"),
+        ({"messages": [{"role": "assistant", "content": "hi"}]}, 400, "the last message must be the user's"),
+        ({"messages": [{"role": "wizard", "content": "hi"}]}, 400, "messages.0.role"),
+        ({"messages": []}, 400, "messages"),
+        (
+            {
+                "messages": [
+                    {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}
+                ]
+            },
+            400,
+            "text",
+        ),
+        ({"messages": [{"role": "user", "content": "hi"}], "tool_choice": "required"}, 400, "tools are not supported"),
+        ({"messages": [{"role": "user", "content": "why " * 9000}]}, 413, "the limit is 32000"),
+        ({"messages": [{"role": "user", "content": "hi"}] * 65}, 413, "the limit is 64"),
+    ],
+)
+def test_bad_input_is_refused_in_openais_shape(
+    server: LiveServer, body: dict[str, object], status: int, words: str
+) -> None:
+    before = server.dataset(ADMIN)
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=60) as client:
+        response = client.post("/v1/chat/completions", json={"model": "default", **body})
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert words in error["message"] and error["type"] == "invalid_request_error" and error["code"]
+    assert server.dataset(ADMIN) == before
