@@ -3,6 +3,8 @@ collections, entities, ontologies."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from sparqlrag.operations.answers import DocumentRagAnswer, GraphRagAnswer, TraceRecord
 from sparqlrag.operations.requests import (
     AliasesQuery,
@@ -45,7 +47,7 @@ from sparqlrag.server.api_schemas import (
     query_parameters,
     reference,
 )
-from sparqlrag.server.endpoints import Endpoint
+from sparqlrag.server.endpoints import Endpoint, Handler
 
 INGESTED = {
     "200": json_response(ANY_OBJECT, "nothing changed: every document was there already as sent"),
@@ -56,6 +58,42 @@ DOCUMENT_ID = path_parameter("id", "the document id")
 COLLECTION_NAME = path_parameter("name", "the collection", NAME)
 ONTOLOGY_IN_PATH = path_parameter("name", "the ontology's name", ONTOLOGY_NAME)
 ANSWER = "the answer"
+
+OPENAI_ROUTES: list[tuple[str, str, Handler, str, dict[str, Any]]] = [  # refusals in OpenAI's shape (server/chat.py)
+    (
+        "/v1/models",
+        "GET",
+        chat.list_models,
+        "OpenAI-compatible: the models, one per collection the key may read",
+        {"responses": {"200": json_response(ANY_OBJECT)}},
+    ),
+    (
+        "/v1/models/{model}",
+        "GET",
+        chat.get_model,
+        "OpenAI-compatible: one model (a collection)",
+        {
+            "parameters": [path_parameter("model", "a collection's name")],
+            "responses": {"200": json_response(ANY_OBJECT)},
+        },
+    ),
+    (
+        "/v1/chat/completions",
+        "POST",
+        chat.chat_completions,
+        "OpenAI-compatible chat: the collection (model) answers the conversation's last question, cited",
+        {
+            "body": json_body(ChatRequest),
+            "responses": {
+                "200": {
+                    "description": "a chat.completion, or chat.completion.chunk events",
+                    "content": {JSON: {"schema": ANY_OBJECT}, **SSE},
+                }
+            },
+        },
+    ),
+]
+
 
 API: list[Endpoint] = [
     Endpoint(
@@ -137,45 +175,9 @@ API: list[Endpoint] = [
             responses={"200": {"description": ANSWER, "content": {JSON: {"schema": reference(GraphRagAnswer)}, **SSE}}},
         ),
     ),
-    Endpoint(
-        "/v1/models",
-        "GET",
-        chat.list_models,
-        doc=operation(
-            "OpenAI-compatible: the models, one per collection the key may read",
-            responses={"200": json_response(ANY_OBJECT)},
-            refused=OPENAI_ERROR,
-        ),
-        judges_token=True,
-    ),
-    Endpoint(
-        "/v1/models/{model}",
-        "GET",
-        chat.get_model,
-        doc=operation(
-            "OpenAI-compatible: one model (a collection)",
-            parameters=[path_parameter("model", "a collection's name")],
-            responses={"200": json_response(ANY_OBJECT)},
-            refused=OPENAI_ERROR,
-        ),
-        judges_token=True,
-    ),
-    Endpoint(
-        "/v1/chat/completions",
-        "POST",
-        chat.chat_completions,
-        doc=operation(
-            "OpenAI-compatible chat: the collection (model) answers the conversation's last question, cited",
-            body=json_body(ChatRequest),
-            responses={
-                "200": {
-                    "description": "a chat.completion, or chat.completion.chunk events",
-                    "content": {JSON: {"schema": ANY_OBJECT}, **SSE},
-                }
-            },
-            refused=OPENAI_ERROR,
-        ),
-        judges_token=True,
+    *(
+        Endpoint(path, method, handler, doc=operation(summary, refused=OPENAI_ERROR, **doc), judges_token=True)
+        for path, method, handler, summary, doc in OPENAI_ROUTES
     ),
     Endpoint(
         "/api/v1/traces",

@@ -10,7 +10,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.requests import Request
@@ -22,11 +22,11 @@ from sparqlrag.operations.failures import described, unexpected
 from sparqlrag.operations.requests import ChatRequest
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.contracts import parsed
+from sparqlrag.server.endpoints import Handler
 from sparqlrag.server.rate_limit import limit_answers
 from sparqlrag.server.state import state_of
 
 log = logging.getLogger("sparqlrag.server")
-Handler = Callable[[Request], Awaitable[Response]]
 STARTED = int(time.time())  # a model's "created": a collection's creation is not kept
 TYPES = {401: "authentication_error", 403: "permission_error", 404: "invalid_request_error", 429: "rate_limit_exceeded"}
 
