@@ -8,14 +8,18 @@ from collections.abc import Iterator
 import httpx
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessageParam
 
 from tests.conftest import LiveServer, start_server
+from tests.llm_stub import MessagesStub, Reply, serve_stub
 
 ADMIN, ALPHA = "admin-key", "alpha-key"
 DOCS = {
-    "kvitoy": "The Kvitoy Wind Farm stands on the island of Kvitoy. Nordic Turbines built its turbines in 2019.",
+    "kvitoy": "The Kvitøy wind farm stands on the island of Kvitøy. Nordic Turbines built its turbines in 2019.",
+    "harbour-park": "Who built its turbines? Baltic Works built its turbines, the Harbour wind park's turbines.",
     "bakery": "Quay Bakery sells bread on the quay. Ole Hansen owns Quay Bakery.",
 }
+BAKERY = "Who owns Quay Bakery?"
 
 
 @pytest.fixture(scope="module")
@@ -52,14 +56,14 @@ def test_models_are_the_collections_a_key_may_read(server: LiveServer) -> None:
 
 def test_a_cited_answer_whole_and_streamed_say_the_same(server: LiveServer) -> None:
     client = _client(server)
-    asked = [{"role": "user", "content": "Who built the turbines of the Kvitoy Wind Farm?"}]
-    whole = client.chat.completions.create(model="default", messages=asked, temperature=0.2, max_tokens=300)  # type: ignore[arg-type]
+    asked: list[ChatCompletionMessageParam] = [{"role": "user", "content": BAKERY}]
+    whole = client.chat.completions.create(model="default", messages=asked, temperature=0.2, max_tokens=300)
     text = whole.choices[0].message.content or ""
-    assert "Nordic Turbines" in text and "[1]" in text
-    assert "**Sources**" in text and f"]({server.settings.base_iri}file/doc/default/kvitoy)" in text
+    assert "Ole Hansen" in text and "[1]" in text
+    assert "**Sources**" in text and f"]({server.settings.base_iri}file/doc/default/bakery)" in text
     assert f"[How this answer was found]({server.settings.base_iri}trace/default/" in text
     assert whole.usage is not None and whole.usage.total_tokens > 0 and whole.choices[0].finish_reason == "stop"
-    chunks = list(client.chat.completions.create(model="default", messages=asked, stream=True))  # type: ignore[arg-type]
+    chunks = list(client.chat.completions.create(model="default", messages=asked, stream=True))
     streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert streamed.split("[How this answer was found]")[0] == text.split("[How this answer was found]")[0]
     assert chunks[0].choices[0].delta.role == "assistant" and chunks[-1].choices[0].finish_reason == "stop"
@@ -114,3 +118,72 @@ def test_bad_input_is_refused_in_openais_shape(
     error = response.json()["error"]
     assert words in error["message"] and error["type"] == "invalid_request_error" and error["code"]
     assert server.dataset(ADMIN) == before
+
+
+def test_a_follow_up_is_answered_from_the_conversation(server: LiveServer) -> None:
+    """Offline, the names of the earlier turns carry into grounding and search: "its" is the
+    Kvitøy wind farm's, not the harbour park's; the trace records the turn and what was carried."""
+    conversation: list[ChatCompletionMessageParam] = [
+        {"role": "user", "content": "Tell me about the Kvitøy wind farm"},
+        {"role": "assistant", "content": "The Kvitøy wind farm stands on the island of Kvitøy."},
+        {"role": "user", "content": "Who built its turbines?"},
+    ]
+    answer = _client(server).chat.completions.create(model="default", messages=conversation)
+    text = answer.choices[0].message.content or ""
+    first = text.split("**Sources**")[1].split("](", 1)[1].split(")", 1)[0]
+    assert "Nordic Turbines" in text and first.endswith("/file/doc/default/kvitoy"), text
+    trace_iri = text.rsplit("[How this answer was found](", 1)[1].split(")", 1)[0]
+    with server.client(ADMIN) as client:
+        trace = client.get(f"/api/v1/traces/{trace_iri.rsplit('/', 1)[1]}").json()
+    assert trace["asked_as"] == "Who built its turbines?" and trace["turn"] == 2 and trace["carried"] == ["Kvitøy"]
+    assert trace["question"] == "Who built its turbines? (Kvitøy)"
+    alone = _client(server).chat.completions.create(model="default", messages=conversation[-1:])
+    said = alone.choices[0].message.content or ""
+    assert not said.split("**Sources**")[1].split(")", 1)[0].endswith("/kvitoy"), said  # alone, "its" is anyone's
+
+
+@pytest.fixture(scope="module")
+def with_llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, MessagesStub]]:
+    stub, stop_stub = serve_stub()
+    live, stop = start_server(
+        tmp_path_factory.mktemp("chat-llm"),
+        own_base_iri=True,
+        llm="anthropic",
+        llm_base_url=stub.url,
+        llm_api_key="sk-test",
+        extractor="offline",
+        answer_rate=0,
+    )
+    with live.client() as client:
+        for document_id, text in DOCS.items():
+            assert client.post("/api/v1/documents", json={"id": document_id, "text": text}).status_code == 201
+    yield live, stub
+    stop()
+    stop_stub()
+
+
+def test_with_an_llm_the_follow_up_is_rewritten_and_its_tokens_stream_through(
+    with_llm: tuple[LiveServer, MessagesStub],
+) -> None:
+    server, stub = with_llm
+    stub.reset()
+    rewritten = "Who built the turbines of the Kvitøy wind farm?"
+    stub.script(Reply(rewritten, input_tokens=40, output_tokens=12))
+    stub.default = Reply("Nordic Turbines built them in 2019 [1].")
+    conversation: list[ChatCompletionMessageParam] = [
+        {"role": "user", "content": "Tell me about the Kvitøy wind farm"},
+        {"role": "assistant", "content": "It stands on the island of Kvitøy."},
+        {"role": "user", "content": "Who built its turbines?"},
+    ]
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+    chunks = list(client.chat.completions.create(model="default", messages=conversation, stream=True))
+    first = stub.requests[0]["messages"][0]["content"]
+    assert "Tell me about the Kvitøy wind farm" in first and "Who built its turbines?" in first  # the rewrite, sent
+    pieces = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+    assert "".join(pieces).startswith("Nordic Turbines built them in 2019 [1].")
+    assert len(pieces) > 8  # the model's pieces, passed through as they came (the stub sends 5 characters at a time)
+    trace_iri = "".join(pieces).rsplit("[How this answer was found](", 1)[1].split(")", 1)[0]
+    with server.client() as http:
+        trace = http.get(f"/api/v1/traces/{trace_iri.rsplit('/', 1)[1]}").json()
+    assert trace["question"] == rewritten and trace["asked_as"] == "Who built its turbines?" and trace["turn"] == 2
+    assert trace["input_tokens"] >= 40 and trace["carried"] == []  # the rewrite's tokens are the answer's too

@@ -28,6 +28,7 @@ PROMPT_NAMES = (
     "fact_filter",
     "extract_with_ontology",
     "nl_query",
+    "standalone",
 )
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)(?:```|$)", re.DOTALL)
 

@@ -22,6 +22,7 @@ from sparqlrag.operations.scopes import beside_embedding, scope_of
 from sparqlrag.retrieval import trace as traces
 from sparqlrag.retrieval.question import EmptyGraph
 from sparqlrag.retrieval.scope import Scope
+from sparqlrag.retrieval.trace import FollowUp
 from sparqlrag.retrieval.trace_json import read_trace
 from sparqlrag.retrieval.views import (
     DocumentRagAnswer,
@@ -57,11 +58,13 @@ async def ask_graph(collection: Collection, asked: GraphRagRequest, scope: Scope
     return found.view()
 
 
-async def stream_graph(collection: Collection, asked: GraphRagRequest) -> Events:
-    """Checked before the first event, so a refusal is an answer's status, not a broken stream."""
+async def stream_graph(collection: Collection, asked: GraphRagRequest, follow_up: FollowUp | None = None) -> Events:
+    """Checked before the first event, so a refusal is an answer's status, not a broken stream.
+    `follow_up`: a conversation's question, made to stand alone (operations/chat.py)."""
     await _answerable(collection, asked)
     scope = await _scope(collection, asked, asked.question)
-    return collection.services.graph_rag.stream(collection.iris, asked.question, asked.options, asked.mode, scope)
+    rag = collection.services.graph_rag
+    return rag.stream(collection.iris, asked.question, asked.options, asked.mode, scope, follow_up)
 
 
 async def _scope(collection: Collection, asked: ScopeFields, question: str) -> Scope | None:

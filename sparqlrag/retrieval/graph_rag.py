@@ -48,7 +48,7 @@ from sparqlrag.retrieval.passage_ranking import PassageRanking
 from sparqlrag.retrieval.question import EmptyGraph, clauses
 from sparqlrag.retrieval.scope import GraphScope, Scope
 from sparqlrag.retrieval.synthesis import synthesise
-from sparqlrag.retrieval.trace import Stage, TracedPageRankSeed, TracedSeed, TraceLog
+from sparqlrag.retrieval.trace import FollowUp, Stage, TracedPageRankSeed, TracedSeed, TraceLog
 from sparqlrag.retrieval.views import SeedView
 from sparqlrag.retrieval.walk import (
     Edge,
@@ -137,10 +137,12 @@ class GraphRag:
         options: GraphRagOptions | None = None,
         mode: GraphMode = DEFAULT_GRAPH_MODE,
         scope: Scope | None = None,
+        follow_up: FollowUp | None = None,
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """(event, data) pairs: the explanation as stages finish ("concepts", "seeds", "hop"...,
-        "edges"), the answer as "token"s, then "sources", then "done" with the trace IRI."""
-        walk = Walk.start(question, mode, options, await self._within(iris, scope))
+        "edges"), the answer as "token"s, then "sources", then "done" with the trace IRI.
+        `follow_up`: how a conversation's question was made to stand alone (for the trace)."""
+        walk = Walk.start(question, mode, options, await self._within(iris, scope), follow_up)
         async for event in self._events(iris, walk, live=True):
             if event[0] != ANSWERED:
                 yield event

@@ -103,6 +103,19 @@ class Stage:
         self.trace.steps[self.name] = 1000 * (time.perf_counter() - self.started)
 
 
+@dataclass(frozen=True)
+class FollowUp:
+    """A question asked after others in a conversation, as it was made to stand alone: the
+    turn's own words, its place, and the terms carried from earlier turns (offline) or the
+    model that rewrote it (with its tokens)."""
+
+    asked: str
+    turn: int
+    carried: tuple[str, ...] = ()
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
 @dataclass
 class Trace:
     question: str
@@ -122,6 +135,12 @@ class Trace:
     steps: dict[str, float] = field(default_factory=dict)  # stage -> milliseconds, in order
     scorer: str | None = None  # what ranked the facts or passages, e.g. "flashrank:ms-marco-TinyBERT-L-2-v2"
     scope: Scope | None = None  # the chunks the question was limited to, and what picked them
+    follow_up: FollowUp | None = None  # a conversation's question made to stand alone: how
+
+    def __post_init__(self) -> None:
+        if self.follow_up is not None:  # (rewriting the question is part of what it cost)
+            self.input_tokens += self.follow_up.input_tokens
+            self.output_tokens += self.follow_up.output_tokens
 
     def count(self, completion: Completion) -> None:
         """Adds an LLM call's tokens: every call a question costs is counted on its trace."""
@@ -150,6 +169,10 @@ class Trace:
             quads.append(Quad(node, vocab.SR_MODEL, Literal(self.model), graph))
         if self.scorer:
             quads.append(Quad(node, vocab.SR_SCORER, Literal(self.scorer), graph))
+        if self.follow_up is not None:
+            quads.append(Quad(node, vocab.SR_ASKED_AS, Literal(self.follow_up.asked), graph))
+            quads.append(Quad(node, vocab.SR_TURN, Literal(self.follow_up.turn), graph))
+            quads += [Quad(node, vocab.SR_CARRIED_TERM, Literal(term), graph) for term in self.follow_up.carried]
         if self.scope is not None:
             quads.append(Quad(node, vocab.SR_SCOPE_CHUNKS, Literal(len(self.scope.chunks)), graph))
             quads += [Quad(node, vocab.SR_SCOPE_DOCUMENT, NamedNode(d), graph) for d in self.scope.documents]

@@ -46,7 +46,7 @@ def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> TraceRecord | Non
     fields = {
         row["p"].removeprefix(vocab.SR).removeprefix(vocab.PROV): row["o"]
         for row in head
-        if row["p"] != vocab.SR_CONCEPT.value
+        if row["p"] not in (vocab.SR_CONCEPT.value, vocab.SR_CARRIED_TERM.value)
     }
 
     def items(prop: str, body: str, names: str) -> list[dict[str, Any]]:
@@ -111,6 +111,9 @@ def read_trace(store: QuadStore, iris: Iris, trace_id: str) -> TraceRecord | Non
         ],
         labels=labels,
         scope=_scope(store, node, graph, fields),
+        asked_as=fields.get("askedAs"),
+        turn=count(fields.get("turn")),
+        carried=sorted(row["o"] for row in head if row["p"] == vocab.SR_CARRIED_TERM.value),
     )
 
 

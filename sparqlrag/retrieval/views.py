@@ -265,6 +265,11 @@ class TraceRecord(View):
     steps: list[Step]
     labels: dict[str, str] = Field(description="each IRI the trace names, by its label")
     scope: ScopeView | None = Field(None, description="what the question was limited to; null: the whole collection")
+    asked_as: str | None = Field(
+        None, description="a conversation's follow-up in the user's own words (question: as asked)"
+    )
+    turn: int | None = Field(None, description="the follow-up's place in its conversation (0: the first message)")
+    carried: list[str] = Field([], description="terms of earlier turns carried into a follow-up's search (offline)")
 
 
 class SearchHit(PassageView):

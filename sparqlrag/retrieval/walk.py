@@ -14,7 +14,7 @@ from sparqlrag.retrieval.options import GRAPH_MODES, GraphMode, GraphRagOptions
 from sparqlrag.retrieval.pagerank import FactSeed, Ranking
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.scope import GraphScope
-from sparqlrag.retrieval.trace import Trace, TracedEdge, TracedPageRankSeed, TracedSeed, TracedSource
+from sparqlrag.retrieval.trace import FollowUp, Trace, TracedEdge, TracedPageRankSeed, TracedSeed, TracedSource
 from sparqlrag.retrieval.views import EdgeView, GraphRagAnswer, PageRankSeedView, SeedView, SourceView
 from sparqlrag.store import vocab
 from sparqlrag.store.select import Term, lexical
@@ -230,12 +230,18 @@ class Walk:
 
     @classmethod
     def start(
-        cls, question: str, mode: GraphMode, options: GraphRagOptions | None, scope: GraphScope | None = None
+        cls,
+        question: str,
+        mode: GraphMode,
+        options: GraphRagOptions | None,
+        scope: GraphScope | None = None,
+        follow_up: FollowUp | None = None,
     ) -> Walk:
         """A walk for a checked question (ValueError says what is wrong with it, or the mode)."""
         if mode not in GRAPH_MODES:
             raise ValueError(f"mode must be one of {', '.join(GRAPH_MODES)}, not {mode!r}")
-        traced = Trace(check_question(question), TRACED_MODES[mode], scope=None if scope is None else scope.scope)
+        within = None if scope is None else scope.scope
+        traced = Trace(check_question(question), TRACED_MODES[mode], scope=within, follow_up=follow_up)
         return cls(traced, options or GraphRagOptions(), mode, scope)
 
     @property
