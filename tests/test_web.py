@@ -315,16 +315,16 @@ def test_the_ask_page_shows_an_answer_its_sources_and_the_trace(browser: WebDriv
     wait_for(driver, "#collection option")
     driver.find_element(By.ID, "question").send_keys(DEMO_QUESTION)
     driver.find_element(By.CSS_SELECTOR, "form.ask button").click()
-    sources = wait_for(driver, "#sources li.source")
-    wait_for(driver, "#trace-query:not([hidden])")
-    assert "CERN" in driver.find_element(By.ID, "answer").text
+    sources = wait_for(driver, ".turn .sources li.source")
+    wait_for(driver, ".turn .trace-query:not([hidden])")
+    assert "CERN" in driver.find_element(By.CSS_SELECTOR, ".turn .answer").text
     assert sources[0].find_elements(By.TAG_NAME, "a")[0].text  # a document title, linked to the chunk's page
-    assert driver.find_elements(By.CSS_SELECTOR, "#sources mark")  # the supporting sentence
-    assert len(driver.find_elements(By.CSS_SELECTOR, "svg#trace circle.seed")) >= 1
-    assert len(driver.find_elements(By.CSS_SELECTOR, "svg#trace path.edge")) >= 2
-    assert len(driver.find_elements(By.CSS_SELECTOR, "#facts li")) >= 2
+    assert driver.find_elements(By.CSS_SELECTOR, ".turn .sources mark")  # the supporting sentence
+    assert len(driver.find_elements(By.CSS_SELECTOR, ".turn svg.trace circle.seed")) >= 1
+    assert len(driver.find_elements(By.CSS_SELECTOR, ".turn svg.trace path.edge")) >= 2
+    assert len(driver.find_elements(By.CSS_SELECTOR, ".turn .facts li")) >= 2
     driver.save_screenshot(str(SCREENSHOTS / "ask-answer.png"))
-    link = driver.find_element(By.ID, "trace-query").get_attribute("href")
+    link = driver.find_element(By.CSS_SELECTOR, ".turn .trace-query").get_attribute("href")
     assert link is not None
     driver.get(link)  # the trace in YASGUI
     driver.execute_script("window.yasgui.getTab().getYasqe().query();")
@@ -333,6 +333,39 @@ def test_the_ask_page_shows_an_answer_its_sources_and_the_trace(browser: WebDriv
         text.split()[1] for text in rows
     )  # after the row number: the hop, in order
     driver.save_screenshot(str(SCREENSHOTS / "ask-trace-in-yasgui.png"))
+
+
+def test_the_ask_page_is_a_conversation_whose_follow_ups_keep_their_context(
+    browser: WebDriver, server: LiveServer
+) -> None:
+    """A follow-up ("it") is answered from the conversation; each turn keeps its answer, sources
+    and trace; "New conversation" starts afresh."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    driver = browser
+    fresh(driver, server.url + "/ask")
+    wait_for(driver, "#collection option")
+    Select(driver.find_element(By.ID, "mode")).select_by_value("document")
+    for number, question in enumerate(["Where is CERN located?", "What does it operate?"], start=1):
+        driver.find_element(By.ID, "question").send_keys(question)
+        driver.find_element(By.CSS_SELECTOR, "form.ask button[type=submit]").click()
+        wait_for(driver, f".turn:nth-child({number}) .sources li.source")
+        WebDriverWait(driver, 60).until(lambda d: not d.find_element(By.ID, "question").get_attribute("value"))
+    turns = driver.find_elements(By.CSS_SELECTOR, ".turn")
+    assert [t.find_element(By.CSS_SELECTOR, ".asked").text for t in turns] == [
+        "Where is CERN located?",
+        "What does it operate?",
+    ]
+    assert "Geneva" in turns[0].find_element(By.CSS_SELECTOR, ".answer").text  # the first answer stays
+    assert "Large Hadron Collider" in turns[1].find_element(By.CSS_SELECTOR, ".answer").text  # "it" is CERN
+    driver.save_screenshot(str(SCREENSHOTS / "ask-conversation.png"))
+    with server.client() as client:
+        latest = client.get("/api/v1/traces", params={"limit": 1}).json()["traces"][0]
+        trace = client.get(f"/api/v1/traces/{latest['id']}").json()
+    assert trace["asked_as"] == "What does it operate?" and trace["carried"] == ["CERN"]
+    driver.find_element(By.ID, "new-conversation").click()
+    assert driver.find_elements(By.CSS_SELECTOR, ".turn") == []
 
 
 def test_the_ask_page_asks_the_documents_picked_in_the_library(browser: WebDriver, server: LiveServer) -> None:
@@ -354,7 +387,7 @@ def test_the_ask_page_asks_the_documents_picked_in_the_library(browser: WebDrive
     Select(driver.find_element(By.ID, "mode")).select_by_value("document")
     driver.find_element(By.ID, "question").send_keys("Who invented the World Wide Web?")
     driver.find_element(By.CSS_SELECTOR, "form.ask button[type=submit]").click()
-    sources = wait_for(driver, "#sources li.source")
+    sources = wait_for(driver, ".turn .sources li.source")
     cited = {s.find_elements(By.TAG_NAME, "a")[0].get_attribute("href") for s in sources}
     assert all(f"/doc/default/{chosen}/" in href for href in cited), cited
     driver.save_screenshot(str(SCREENSHOTS / "ask-chosen-documents.png"))
@@ -402,7 +435,7 @@ def test_the_library_page_uploads_lists_reingests_and_deletes(
     Select(driver.find_element(By.ID, "mode")).select_by_value("document")
     driver.find_element(By.ID, "question").send_keys("Where does the fund plan a hydrogen plant?")
     driver.find_element(By.CSS_SELECTOR, "form.ask button").click()
-    first = wait_for(driver, "#sources li.source")[0]
+    first = wait_for(driver, ".turn .sources li.source")[0]
     assert first.find_elements(By.TAG_NAME, "a")[0].text == "Annual report 2024, p. 3"
     at_page = first.find_element(By.CSS_SELECTOR, "a.original").get_attribute("href")
     assert at_page is not None and at_page.endswith("/file/doc/shelf/report.pdf#page=3")

@@ -11,7 +11,10 @@ from typing import Any
 
 from sparqlrag.operations.collection import Collection
 from sparqlrag.operations.failures import Refused
+from sparqlrag.operations.follow_ups import standalone
 from sparqlrag.operations.requests import (
+    ChatMessage,
+    ConversationFields,
     DocumentRagRequest,
     GraphRagRequest,
     ScopeFields,
@@ -52,19 +55,20 @@ async def _answerable(collection: Collection, asked: GraphRagRequest) -> None:
 async def ask_graph(collection: Collection, asked: GraphRagRequest, scope: Scope | None = None) -> GraphRagAnswer:
     """`scope`: one made already (a SPARQL service's), else the one the request names."""
     await _answerable(collection, asked)
-    scope = scope or await _scope(collection, asked, asked.question)
+    question, follow_up = await _standalone(collection, asked.question, asked)
+    scope = scope or await _scope(collection, asked, question)
     rag = collection.services.graph_rag
-    found = await rag.answer(collection.iris, asked.question, asked.options, asked.mode, scope)
+    found = await rag.answer(collection.iris, question, asked.options, asked.mode, scope, follow_up)
     return found.view()
 
 
-async def stream_graph(collection: Collection, asked: GraphRagRequest, follow_up: FollowUp | None = None) -> Events:
-    """Checked before the first event, so a refusal is an answer's status, not a broken stream.
-    `follow_up`: a conversation's question, made to stand alone (operations/chat.py)."""
+async def stream_graph(collection: Collection, asked: GraphRagRequest) -> Events:
+    """Checked before the first event, so a refusal is an answer's status, not a broken stream."""
     await _answerable(collection, asked)
-    scope = await _scope(collection, asked, asked.question)
+    question, follow_up = await _standalone(collection, asked.question, asked)
+    scope = await _scope(collection, asked, question)
     rag = collection.services.graph_rag
-    return rag.stream(collection.iris, asked.question, asked.options, asked.mode, scope, follow_up)
+    return rag.stream(collection.iris, question, asked.options, asked.mode, scope, follow_up)
 
 
 async def _scope(collection: Collection, asked: ScopeFields, question: str) -> Scope | None:
@@ -76,15 +80,24 @@ async def _scope(collection: Collection, asked: ScopeFields, question: str) -> S
 
 
 async def ask_documents(collection: Collection, asked: DocumentRagRequest) -> DocumentRagAnswer:
-    scope = await _scope(collection, asked, asked.question)
-    found = await collection.services.document_rag.answer(collection.iris, asked.question, asked.options, scope)
-    return found.view()
+    question, follow_up = await _standalone(collection, asked.question, asked)
+    scope = await _scope(collection, asked, question)
+    rag = collection.services.document_rag
+    return (await rag.answer(collection.iris, question, asked.options, scope, follow_up)).view()
 
 
 async def stream_documents(collection: Collection, asked: DocumentRagRequest) -> Events:
     """The scope is made before the first event, so a refusal is an answer's status."""
-    scope = await _scope(collection, asked, asked.question)
-    return collection.services.document_rag.stream(collection.iris, asked.question, asked.options, scope)
+    question, follow_up = await _standalone(collection, asked.question, asked)
+    scope = await _scope(collection, asked, question)
+    return collection.services.document_rag.stream(collection.iris, question, asked.options, scope, follow_up)
+
+
+async def _standalone(collection: Collection, question: str, asked: ConversationFields) -> tuple[str, FollowUp | None]:
+    """The question, made to stand alone when it follows a conversation (operations/follow_ups.py)."""
+    if not asked.conversation:
+        return question, None
+    return await standalone(collection, [*asked.conversation, ChatMessage(role="user", content=question)])
 
 
 async def search(collection: Collection, asked: SearchRequest) -> list[SearchHit]:

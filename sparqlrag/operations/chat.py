@@ -9,20 +9,17 @@ A reply whole and a reply streamed are made of the same pieces (`pieces`), so th
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparqlrag.models.prompts import render
 from sparqlrag.operations import answers, collections
 from sparqlrag.operations.access import Access
 from sparqlrag.operations.collection import Collection
 from sparqlrag.operations.failures import Refused
 from sparqlrag.operations.requests import ChatRequest, GraphRagRequest, validated
-from sparqlrag.retrieval.trace import FollowUp
 from sparqlrag.services import Services
 
-MAX_CARRIED = 5  # names carried into a follow-up from earlier turns, the latest turns' first
 MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]()<>#|])")
 
 
@@ -53,44 +50,13 @@ def question(asked: ChatRequest) -> str:
     return asked.messages[-1].text
 
 
-async def standalone(collection: Collection, asked: ChatRequest) -> tuple[str, FollowUp | None]:
-    """The last question made to stand alone, and how (None: it was the first). With an LLM,
-    rewritten by it (the prompt `standalone`); offline, followed by the names of the earlier
-    user turns it does not say itself, so that grounding and search find what "it" was."""
-    last, turn = question(asked), len(asked.messages) - 1
-    earlier = [m.text for m in asked.messages[:-1] if m.role == "user"]
-    if not earlier:
-        return last, None
-    services = collection.services
-    if services.llm is not None:
-        conversation = "\n".join(f"{m.role}: {m.text}" for m in asked.messages[:-1] if m.role in ("user", "assistant"))
-        prompt = render("standalone", services.settings.prompts_dir, conversation=conversation, question=last)
-        completion = await services.llm.complete(prompt, max_tokens=200)
-        rewritten = next((line.strip() for line in completion.text.splitlines() if line.strip()), "") or last
-        return rewritten, FollowUp(last, turn, (), completion.input_tokens, completion.output_tokens)
-    carried = carried_names(services.graph_rag.phrases, earlier, last)
-    return (f"{last} ({'; '.join(carried)})" if carried else last), FollowUp(last, turn, tuple(carried))
-
-
-def carried_names(phrases: Callable[[str], list[str]], earlier: list[str], last: str) -> list[str]:
-    """The names the earlier turns say (latest first) that the last does not: a one-word name
-    that only opens its turn ("Tell me...") is a capital, not a name."""
-    said, found = last.casefold(), []
-    for turn in reversed(earlier):
-        for name in phrases(turn):
-            opening = turn.lstrip().startswith(name) and " " not in name and turn.count(name) == 1
-            if not opening and name.casefold() not in said and name not in found:
-                found.append(name)
-    return found[:MAX_CARRIED]
-
-
 async def pieces(collection: Collection, asked: ChatRequest, reply: Reply) -> AsyncIterator[str]:
     """The reply's Markdown as it is made: the answer's pieces, then its sources; `reply`
     gathers the whole text, the trace and the usage."""
-    alone, follow_up = await standalone(collection, asked)
-    graph = validated(GraphRagRequest, {"question": alone})
+    earlier = [message.model_dump() for message in asked.messages[:-1]]
+    graph = validated(GraphRagRequest, {"question": question(asked), "conversation": earlier or None})
     sources: list[dict[str, Any]] = []
-    async for event, data in await answers.stream_graph(collection, graph, follow_up):
+    async for event, data in await answers.stream_graph(collection, graph):
         text = ""
         if event == "token":
             text = data["text"]

@@ -49,75 +49,6 @@ NameOrIri = Annotated[
 ]
 
 
-MAX_SCOPE_DOCUMENTS = 1000
-MAX_SCOPE_CHARS = 10_000
-DocumentId = Annotated[str, Strict(), Field(min_length=1, max_length=1000)]
-
-
-class ScopeFields(BaseModel):
-    """What a question may be limited to: named documents, or those a SPARQL pattern picks."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    documents: list[DocumentId] | None = Field(
-        None, min_length=1, max_length=MAX_SCOPE_DOCUMENTS, description="answer from these documents alone (their ids)"
-    )
-    scope: Annotated[str, Strict()] | None = Field(
-        None,
-        min_length=1,
-        max_length=MAX_SCOPE_CHARS,
-        description="answer from the documents this SPARQL group pattern binds to ?document alone, evaluated as your "
-        'query at /sparql would be, e.g. `?document dcterms:title "Annual report"` (the prefixes sr, prov, '
-        "dcterms, rdf, rdfs, skos, owl, xsd and bibo are declared); with documents, from those both pick",
-    )
-
-
-class GraphRagRequest(GraphRagOptions, ScopeFields):
-    """`POST /api/v1/graph-rag`: the question and, for this answer, any of the walk's options."""
-
-    question: Question
-    collection: CollectionField = None
-    mode: GraphMode = Field(
-        DEFAULT_GRAPH_MODE,
-        description="evidence: Document RAG's hybrid passages, then bridge passages the graph reached; pagerank: "
-        "passages by personalized PageRank over the graph index; hybrid: the walk's ranking with the keyword "
-        "ranking fused in; graph: the walk's",
-    )
-    stream: Stream = False
-
-    @property
-    def options(self) -> GraphRagOptions:
-        return _options(self, GraphRagOptions)
-
-
-class DocumentRagRequest(DocumentRagOptions, ScopeFields):
-    """`POST /api/v1/document-rag`: the question and how to find its passages."""
-
-    question: Question
-    collection: CollectionField = None
-    stream: Stream = False
-
-    @property
-    def options(self) -> DocumentRagOptions:
-        return _options(self, DocumentRagOptions)
-
-
-class SearchRequest(DocumentRagOptions, ScopeFields):
-    """MCP `search_documents`: the passages a query finds, with no answer and no trace."""
-
-    query: Question
-    collection: CollectionField = None
-
-    @property
-    def options(self) -> DocumentRagOptions:
-        return _options(self, DocumentRagOptions)
-
-
-def _options(request: BaseModel, kind: type[M]) -> M:
-    """The options a request holds, without what only the request has (question, collection...)."""
-    return kind(**{name: getattr(request, name) for name in kind.model_fields})
-
-
 MAX_TURNS = 64
 MAX_CONVERSATION_CHARS = 32_000
 
@@ -161,10 +92,7 @@ class ChatRequest(BaseModel):
     def _answerable(self) -> ChatRequest:
         if self.messages[-1].role != "user":
             raise ValueError("the last message must be the user's question")
-        if len(self.messages) > MAX_TURNS:
-            raise ConversationTooLong(f"the conversation has {len(self.messages)} messages; the limit is {MAX_TURNS}")
-        if (size := sum(len(m.text) for m in self.messages)) > MAX_CONVERSATION_CHARS:
-            raise ConversationTooLong(f"the conversation is {size} characters; the limit is {MAX_CONVERSATION_CHARS}")
+        check_conversation(self.messages)
         if self.tool_choice not in (None, "none", "auto"):
             raise ValueError("tools are not supported: no tool can be required (tool_choice)")
         return self
@@ -172,6 +100,100 @@ class ChatRequest(BaseModel):
 
 class ConversationTooLong(ValueError):
     """A conversation past MAX_TURNS messages or MAX_CONVERSATION_CHARS characters (413)."""
+
+
+def check_conversation(messages: list[ChatMessage]) -> None:
+    """ConversationTooLong past the bounds every surface keeps."""
+    if len(messages) > MAX_TURNS:
+        raise ConversationTooLong(f"the conversation has {len(messages)} messages; the limit is {MAX_TURNS}")
+    if (size := sum(len(m.text) for m in messages)) > MAX_CONVERSATION_CHARS:
+        raise ConversationTooLong(f"the conversation is {size} characters; the limit is {MAX_CONVERSATION_CHARS}")
+
+
+class ConversationFields(BaseModel):
+    """A question asked after others: the earlier turns make it stand alone (operations/follow_ups.py)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    conversation: list[ChatMessage] | None = Field(
+        None,
+        description="the earlier turns, oldest first ({role: user or assistant, content}); the question follows them",
+    )
+
+    @model_validator(mode="after")
+    def _bounded(self) -> ConversationFields:
+        if self.conversation:
+            check_conversation([*self.conversation, ChatMessage(role="user", content="")])
+        return self
+
+
+MAX_SCOPE_DOCUMENTS = 1000
+MAX_SCOPE_CHARS = 10_000
+DocumentId = Annotated[str, Strict(), Field(min_length=1, max_length=1000)]
+
+
+class ScopeFields(BaseModel):
+    """What a question may be limited to: named documents, or those a SPARQL pattern picks."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    documents: list[DocumentId] | None = Field(
+        None, min_length=1, max_length=MAX_SCOPE_DOCUMENTS, description="answer from these documents alone (their ids)"
+    )
+    scope: Annotated[str, Strict()] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_SCOPE_CHARS,
+        description="answer from the documents this SPARQL group pattern binds to ?document alone, evaluated as your "
+        'query at /sparql would be, e.g. `?document dcterms:title "Annual report"` (the prefixes sr, prov, '
+        "dcterms, rdf, rdfs, skos, owl, xsd and bibo are declared); with documents, from those both pick",
+    )
+
+
+class GraphRagRequest(GraphRagOptions, ScopeFields, ConversationFields):
+    """`POST /api/v1/graph-rag`: the question and, for this answer, any of the walk's options."""
+
+    question: Question
+    collection: CollectionField = None
+    mode: GraphMode = Field(
+        DEFAULT_GRAPH_MODE,
+        description="evidence: Document RAG's hybrid passages, then bridge passages the graph reached; pagerank: "
+        "passages by personalized PageRank over the graph index; hybrid: the walk's ranking with the keyword "
+        "ranking fused in; graph: the walk's",
+    )
+    stream: Stream = False
+
+    @property
+    def options(self) -> GraphRagOptions:
+        return _options(self, GraphRagOptions)
+
+
+class DocumentRagRequest(DocumentRagOptions, ScopeFields, ConversationFields):
+    """`POST /api/v1/document-rag`: the question and how to find its passages."""
+
+    question: Question
+    collection: CollectionField = None
+    stream: Stream = False
+
+    @property
+    def options(self) -> DocumentRagOptions:
+        return _options(self, DocumentRagOptions)
+
+
+class SearchRequest(DocumentRagOptions, ScopeFields):
+    """MCP `search_documents`: the passages a query finds, with no answer and no trace."""
+
+    query: Question
+    collection: CollectionField = None
+
+    @property
+    def options(self) -> DocumentRagOptions:
+        return _options(self, DocumentRagOptions)
+
+
+def _options(request: BaseModel, kind: type[M]) -> M:
+    """The options a request holds, without what only the request has (question, collection...)."""
+    return kind(**{name: getattr(request, name) for name in kind.model_fields})
 
 
 class Body(BaseModel):

@@ -123,10 +123,11 @@ class GraphRag:
         options: GraphRagOptions | None = None,
         mode: GraphMode = DEFAULT_GRAPH_MODE,
         scope: Scope | None = None,
+        follow_up: FollowUp | None = None,
     ) -> GraphAnswer:
         """What `stream` yields, collected: the LLM answers in one (cached) call. "graph" raises
         EmptyGraph when nothing can be grounded; the other modes then answer from passages alone."""
-        walk = Walk.start(question, mode, options, await self._within(iris, scope))
+        walk = Walk.start(question, mode, options, await self._within(iris, scope), follow_up)
         answered = [data[ANSWERED] async for event, data in self._events(iris, walk, live=False) if event == ANSWERED]
         return cast(GraphAnswer, answered[-1])
 

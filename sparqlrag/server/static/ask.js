@@ -1,13 +1,13 @@
 "use strict";
-// The ask page: a question to /api/v1/graph-rag or /api/v1/document-rag as a stream of
-// server-sent events; the answer as it comes, then its numbered sources (each chunk with the
+// The ask page: a conversation. Each question goes to /api/v1/graph-rag or /api/v1/document-rag
+// with the earlier turns (a follow-up is made to stand alone there), as a stream of server-sent
+// events; each turn keeps its answer as it came, its numbered sources (each chunk with the
 // sentence of the fact it supports marked), the facts used, and the explored subgraph drawn.
 (() => {
   const { config, api, element, withPrefixes } = sparqlrag;
   const $ = (id) => document.getElementById(id);
   const SVG = "http://www.w3.org/2000/svg";
-  let edges = [];
-  let seeds = [];
+  let conversation = []; // the earlier turns: {role: "user" | "assistant", content}
 
   const asked = new URLSearchParams(window.location.search); // ?collection=C&document=ID...: from the library
 
@@ -57,8 +57,8 @@
   const localName = (iri) => decodeURIComponent(iri.replace(/\/$/, "").split(/[/#]/).pop()).replace(/[-_]/g, " ");
   const sameFact = (a, b) => a.subject === b.subject && a.predicate === b.predicate && a.object === b.object;
 
-  function showSources(sources) {
-    $("sources").replaceChildren(...sources.map((source) => {
+  function showSources(turn, sources, edges) {
+    turn.querySelector(".sources").replaceChildren(...sources.map((source) => {
       const edge = source.supports && edges.find((e) => sameFact(e, source.supports));
       const text = element("blockquote", {});
       // the fact's evidence sentence; failing that (facts imported without one), its subject's name
@@ -73,7 +73,7 @@
       const item = element("li", { class: "source" }, title);
       if (source.pages) item.append(" ", element("a", { href: source.file, class: "original" }, "open the file at this page"));
       item.append(text);
-      if (source.copies) item.append(element("p", { class: "copies" }, `also in: ${source.copies.map((c) => c.title).join("; ")}`));
+      if (source.copies && source.copies.length) item.append(element("p", { class: "copies" }, `also in: ${source.copies.map((c) => c.title).join("; ")}`));
       const bridge = (source.bridged_by || []).map((fact) => (edges.find((e) => sameFact(e, fact)) || { text: fact.predicate }).text);
       if (bridge.length) item.append(element("p", { class: "bridge" }, `bridge, reached through: ${bridge.join("; ")}`));
       else if (edge) item.append(element("p", { class: "supports" }, `supports: ${edge.text}`));
@@ -81,8 +81,8 @@
     }));
   }
 
-  function showFacts() {
-    $("facts").replaceChildren(...edges.map((edge) => element("li", {},
+  function showFacts(turn, edges) {
+    turn.querySelector(".facts").replaceChildren(...edges.map((edge) => element("li", {},
       element("span", { class: "fact" }, edge.text),
       element("span", { class: "score" }, ` hop ${edge.hop}, score ${edge.score.toFixed(3)}`),
       ...(edge.via ? [element("span", { class: "via" }, ` (via: ${edge.via.text})`)] : []))));
@@ -94,8 +94,8 @@
   const SEEDS_SHOWN = 5;
   const short = (text) => (text.length > 32 ? `${text.slice(0, 31)}…` : text);
 
-  function drawTrace() {
-    const svg = $("trace");
+  function drawTrace(turn, seeds, edges) {
+    const svg = turn.querySelector("svg.trace");
     svg.replaceChildren();
     const column = new Map();
     const label = new Map();
@@ -161,39 +161,45 @@ ORDER BY ?hop DESC(?score)`;
     event.preventDefault();
     const collection = $("collection").value;
     const mode = $("mode").value;
+    const question = $("question").value;
     const graph = mode !== "document"; // evidence, pagerank, hybrid and graph walk the graph
-    edges = [];
-    seeds = [];
-    $("result").hidden = false;
-    $("explanation").hidden = !graph;
-    $("trace-query").hidden = true;
-    for (const id of ["answer", "sources", "facts", "trace"]) $(id).replaceChildren();
+    const turn = $("turn").content.firstElementChild.cloneNode(true);
+    turn.querySelector(".asked").textContent = question;
+    turn.querySelector(".explanation").hidden = !graph;
+    $("conversation").append(turn);
+    $("new-conversation").hidden = false;
+    const answer = turn.querySelector(".answer");
+    let edges = [];
+    let seeds = [];
     $("status").textContent = "Thinking…";
     try {
       const response = await api(graph ? "api/v1/graph-rag" : "api/v1/document-rag", {
         method: "POST",
         headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
         body: JSON.stringify({
-          question: $("question").value,
+          question,
           collection,
           stream: true,
           ...(graph ? { mode } : {}),
           ...(chosenDocuments().length ? { documents: chosenDocuments() } : {}),
+          ...(conversation.length ? { conversation } : {}),
         }),
       });
       for await (const [name, data] of events(response)) {
         if (name === "seeds") seeds = data.seeds;
         else if (name === "edges") {
           edges = data.edges;
-          showFacts();
-          drawTrace();
-        } else if (name === "token") $("answer").append(data.text);
-        else if (name === "sources") showSources(data.sources);
+          showFacts(turn, edges);
+          drawTrace(turn, seeds, edges);
+        } else if (name === "token") answer.append(data.text);
+        else if (name === "sources") showSources(turn, data.sources, edges);
         else if (name === "done") {
           $("status").textContent = "";
+          conversation = [...conversation, { role: "user", content: question }, { role: "assistant", content: data.answer }];
+          $("question").value = "";
           if (graph) {
-            $("trace-query").href = traceQuery(data.trace, collection);
-            $("trace-query").hidden = false;
+            turn.querySelector(".trace-query").href = traceQuery(data.trace, collection);
+            turn.querySelector(".trace-query").hidden = false;
           }
         } else if (name === "error") throw new Error(data.detail);
         else if (name === "concepts" || name === "hop") $("status").textContent = name === "hop" ? `Walking: hop ${data.hop}…` : "Grounding…";
@@ -203,7 +209,16 @@ ORDER BY ?hop DESC(?score)`;
     }
   }
 
+  function newConversation() {
+    conversation = [];
+    $("conversation").replaceChildren();
+    $("new-conversation").hidden = true;
+    $("status").textContent = "";
+    $("question").focus();
+  }
+
   $("ask").addEventListener("submit", ask);
+  $("new-conversation").addEventListener("click", newConversation);
   $("documents").addEventListener("change", countChosen);
   $("clear-documents").addEventListener("click", () => {
     for (const option of $("documents").options) option.selected = false;
