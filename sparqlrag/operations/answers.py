@@ -58,7 +58,7 @@ async def ask_graph(collection: Collection, asked: GraphRagRequest, scope: Scope
     question, follow_up = await _standalone(collection, asked.question, asked)
     scope = scope or await _scope(collection, asked, question)
     rag = collection.services.graph_rag
-    found = await rag.answer(collection.iris, question, asked.options, asked.mode, scope, follow_up)
+    found = await rag.answer(collection.iris, question, asked.options, asked.mode, scope=scope, follow_up=follow_up)
     return found.view()
 
 
@@ -68,7 +68,7 @@ async def stream_graph(collection: Collection, asked: GraphRagRequest) -> Events
     question, follow_up = await _standalone(collection, asked.question, asked)
     scope = await _scope(collection, asked, question)
     rag = collection.services.graph_rag
-    return rag.stream(collection.iris, question, asked.options, asked.mode, scope, follow_up)
+    return rag.stream(collection.iris, question, asked.options, asked.mode, scope=scope, follow_up=follow_up)
 
 
 async def _scope(collection: Collection, asked: ScopeFields, question: str) -> Scope | None:
@@ -83,14 +83,15 @@ async def ask_documents(collection: Collection, asked: DocumentRagRequest) -> Do
     question, follow_up = await _standalone(collection, asked.question, asked)
     scope = await _scope(collection, asked, question)
     rag = collection.services.document_rag
-    return (await rag.answer(collection.iris, question, asked.options, scope, follow_up)).view()
+    return (await rag.answer(collection.iris, question, asked.options, scope=scope, follow_up=follow_up)).view()
 
 
 async def stream_documents(collection: Collection, asked: DocumentRagRequest) -> Events:
     """The scope is made before the first event, so a refusal is an answer's status."""
     question, follow_up = await _standalone(collection, asked.question, asked)
     scope = await _scope(collection, asked, question)
-    return collection.services.document_rag.stream(collection.iris, question, asked.options, scope, follow_up)
+    rag = collection.services.document_rag
+    return rag.stream(collection.iris, question, asked.options, scope=scope, follow_up=follow_up)
 
 
 async def _standalone(collection: Collection, question: str, asked: ConversationFields) -> tuple[str, FollowUp | None]:

@@ -15,7 +15,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 from pyoxigraph import NamedNode, Triple
@@ -29,7 +29,7 @@ from sparqlrag.retrieval.options import DocumentRagOptions
 from sparqlrag.retrieval.question import check_question
 from sparqlrag.retrieval.scope import Scope
 from sparqlrag.retrieval.synthesis import synthesise
-from sparqlrag.retrieval.trace import FollowUp, Stage, Trace, TracedSource, TraceLog
+from sparqlrag.retrieval.trace import Framing, Stage, Trace, TracedSource, TraceLog
 from sparqlrag.retrieval.views import DocumentRagAnswer, PassageView
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
@@ -277,33 +277,21 @@ class DocumentRag:
         return [(h.iri, h.score) for h in matches]
 
     async def answer(
-        self,
-        iris: Iris,
-        question: str,
-        options: DocumentRagOptions | None = None,
-        scope: Scope | None = None,
-        follow_up: FollowUp | None = None,
+        self, iris: Iris, question: str, options: DocumentRagOptions | None = None, **framing: Unpack[Framing]
     ) -> Answer:
         """What `stream` yields, collected: the LLM answers in one (cached) call."""
-        asked = options or DocumentRagOptions()
-        trace, passages = await self._retrieve_traced(iris, question, asked, scope, follow_up)
+        trace, passages = await self._retrieve_traced(iris, question, options or DocumentRagOptions(), framing)
         done: dict[str, Any] = {}
         async for event, data in self._events(iris, trace, passages, live=False):
             done = data if event == "done" else done
         return Answer(trace.question, trace.answer, passages, done["trace"], trace.model, trace.usage)
 
     async def stream(
-        self,
-        iris: Iris,
-        question: str,
-        options: DocumentRagOptions | None = None,
-        scope: Scope | None = None,
-        follow_up: FollowUp | None = None,
+        self, iris: Iris, question: str, options: DocumentRagOptions | None = None, **framing: Unpack[Framing]
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """(event, data) pairs: "sources" first, then "token" pieces of the answer, then "done"
         with the whole answer and the trace IRI (written before "done" is sent)."""
-        asked = options or DocumentRagOptions()
-        trace, passages = await self._retrieve_traced(iris, question, asked, scope, follow_up)
+        trace, passages = await self._retrieve_traced(iris, question, options or DocumentRagOptions(), framing)
         async for event in self._events(iris, trace, passages, live=True):
             yield event
 
@@ -324,10 +312,10 @@ class DocumentRag:
         yield "done", {"answer": trace.answer, "trace": iri, "model": trace.model}
 
     async def _retrieve_traced(
-        self, iris: Iris, question: str, options: DocumentRagOptions, scope: Scope | None, follow_up: FollowUp | None
+        self, iris: Iris, question: str, options: DocumentRagOptions, framing: Framing
     ) -> tuple[Trace, list[Passage]]:
-        mode, scorer = f"document-rag/{options.mode}", self.scorer(options)
-        trace = Trace(check_question(question), mode, scorer=scorer, scope=scope, follow_up=follow_up)
+        mode, scorer, scope = f"document-rag/{options.mode}", self.scorer(options), framing.get("scope")
+        trace = Trace(check_question(question), mode, scorer=scorer, scope=scope, follow_up=framing.get("follow_up"))
         with Stage(trace, "retrieval"):
             passages = await self.retrieve(iris, trace.question, options, scope=scope)
         trace.sources = [TracedSource(p.chunk, rank, p.score) for rank, p in enumerate(passages, start=1)]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any, Unpack, cast
 
 from pyoxigraph import NamedNode, Triple
 
@@ -48,7 +48,7 @@ from sparqlrag.retrieval.passage_ranking import PassageRanking
 from sparqlrag.retrieval.question import EmptyGraph, clauses
 from sparqlrag.retrieval.scope import GraphScope, Scope
 from sparqlrag.retrieval.synthesis import synthesise
-from sparqlrag.retrieval.trace import FollowUp, Stage, TracedPageRankSeed, TracedSeed, TraceLog
+from sparqlrag.retrieval.trace import Framing, Stage, TracedPageRankSeed, TracedSeed, TraceLog
 from sparqlrag.retrieval.views import SeedView
 from sparqlrag.retrieval.walk import (
     Edge,
@@ -109,10 +109,10 @@ class GraphRag:
         question: str,
         options: GraphRagOptions | None = None,
         mode: GraphMode = DEFAULT_GRAPH_MODE,
-        scope: Scope | None = None,
+        **framing: Unpack[Framing],
     ) -> Retrieval:
         """Every stage but synthesis (no trace written): for passage-recall benchmarks."""
-        walk = Walk.start(question, mode, options, await self._within(iris, scope))
+        walk = await self._start(iris, question, options, mode, framing)
         found = [data[RETRIEVED] async for event, data in self._walk(iris, walk) if event == RETRIEVED]
         return cast(Retrieval, found[-1])
 
@@ -122,12 +122,11 @@ class GraphRag:
         question: str,
         options: GraphRagOptions | None = None,
         mode: GraphMode = DEFAULT_GRAPH_MODE,
-        scope: Scope | None = None,
-        follow_up: FollowUp | None = None,
+        **framing: Unpack[Framing],
     ) -> GraphAnswer:
         """What `stream` yields, collected: the LLM answers in one (cached) call. "graph" raises
         EmptyGraph when nothing can be grounded; the other modes then answer from passages alone."""
-        walk = Walk.start(question, mode, options, await self._within(iris, scope), follow_up)
+        walk = await self._start(iris, question, options, mode, framing)
         answered = [data[ANSWERED] async for event, data in self._events(iris, walk, live=False) if event == ANSWERED]
         return cast(GraphAnswer, answered[-1])
 
@@ -137,13 +136,11 @@ class GraphRag:
         question: str,
         options: GraphRagOptions | None = None,
         mode: GraphMode = DEFAULT_GRAPH_MODE,
-        scope: Scope | None = None,
-        follow_up: FollowUp | None = None,
+        **framing: Unpack[Framing],
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """(event, data) pairs: the explanation as stages finish ("concepts", "seeds", "hop"...,
-        "edges"), the answer as "token"s, then "sources", then "done" with the trace IRI.
-        `follow_up`: how a conversation's question was made to stand alone (for the trace)."""
-        walk = Walk.start(question, mode, options, await self._within(iris, scope), follow_up)
+        "edges"), the answer as "token"s, then "sources", then "done" with the trace IRI."""
+        walk = await self._start(iris, question, options, mode, framing)
         async for event in self._events(iris, walk, live=True):
             if event[0] != ANSWERED:
                 yield event
@@ -196,6 +193,12 @@ class GraphRag:
         return sentences.answer(found.trace.question, shown, fact_candidates(found))
 
     # -- the walk -------------------------------------------------------------------------------
+
+    async def _start(
+        self, iris: Iris, question: str, options: GraphRagOptions | None, mode: GraphMode, framing: Framing
+    ) -> Walk:
+        scope = await self._within(iris, framing.get("scope"))
+        return Walk.start(question, mode, options, scope, framing.get("follow_up"))
 
     async def _within(self, iris: Iris, scope: Scope | None) -> GraphScope | None:
         """The scope as the walk keeps within it: the facts its chunks state, and their entities."""

@@ -13,7 +13,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from pyoxigraph import BlankNode, Literal, NamedNode, Quad, RdfFormat, Triple, serialize
 
@@ -114,6 +114,13 @@ class FollowUp:
     carried: tuple[str, ...] = ()
     input_tokens: int = 0
     output_tokens: int = 0
+
+
+class Framing(TypedDict, total=False):
+    """What frames a question beside its words, as the RAGs' public calls take it."""
+
+    scope: Scope | None  # the chunks it may be answered from
+    follow_up: FollowUp | None  # how a conversation's question was made to stand alone
 
 
 @dataclass
