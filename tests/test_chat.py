@@ -3,6 +3,7 @@ per token, a cited answer whole and streamed, refusals in OpenAI's shape."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import httpx
@@ -187,3 +188,26 @@ def test_with_an_llm_the_follow_up_is_rewritten_and_its_tokens_stream_through(
         trace = http.get(f"/api/v1/traces/{trace_iri.rsplit('/', 1)[1]}").json()
     assert trace["question"] == rewritten and trace["asked_as"] == "Who built its turbines?" and trace["turn"] == 2
     assert trace["input_tokens"] >= 40 and trace["carried"] == []  # the rewrite's tokens are the answer's too
+
+
+def test_the_ollama_pair_lists_the_models_and_answers_whole_and_streamed(server: LiveServer) -> None:
+    headers = {"Authorization": f"Bearer {ALPHA}"}
+    with httpx.Client(base_url=server.url, headers=headers, timeout=60) as client:
+        assert [m["name"] for m in client.get("/api/tags").json()["models"]] == ["alpha"]
+        asked = {"model": "alpha", "messages": [{"role": "user", "content": "When does the team meet?"}]}
+        whole = client.post("/api/chat", json=asked | {"stream": False}).json()
+        assert (
+            whole["done"] and "Mondays" in whole["message"]["content"] and "**Sources**" in whole["message"]["content"]
+        )
+        with client.stream("POST", "/api/chat", json=asked) as response:  # (Ollama streams unless told not to)
+            assert response.headers["content-type"].startswith("application/x-ndjson")
+            lines = [json.loads(line) for line in response.iter_lines() if line]
+        assert lines[-1]["done"] and not any(line["done"] for line in lines[:-1])
+        streamed = "".join(line["message"]["content"] for line in lines)
+        assert streamed.split("[How this answer was found]")[0] == whole["message"]["content"].split("[How this")[0]
+        refused = client.post("/api/chat", json={"model": "default", "messages": asked["messages"]})
+        assert refused.status_code == 404 and "error" in refused.json() and isinstance(refused.json()["error"], str)
+        image = {"role": "user", "content": "What is this?", "images": ["aGVsbG8="]}
+        unread = client.post("/api/chat", json={"model": "alpha", "messages": [image]})
+        assert unread.status_code == 400 and "images are not read" in unread.json()["error"]
+    assert httpx.get(server.url + "/api/tags").status_code == 401

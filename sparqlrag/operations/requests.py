@@ -98,6 +98,27 @@ class ChatRequest(BaseModel):
         return self
 
 
+class OllamaMessage(ChatMessage):
+    images: list[Any] | None = Field(None, description="images are not read: a message that has some is refused")
+
+    @model_validator(mode="after")
+    def _text_alone(self) -> OllamaMessage:
+        if self.images:
+            raise ValueError("images are not read: send the question as text")
+        return self
+
+
+class OllamaChat(BaseModel):
+    """Ollama's `POST /api/chat`: a chat completion's fields in Ollama's names (it streams unless
+    told not to); options and the like are accepted and ignored."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    model: Annotated[str, Strict()]
+    messages: list[OllamaMessage] = Field(min_length=1)
+    stream: Flag = True
+
+
 class ConversationTooLong(ValueError):
     """A conversation past MAX_TURNS messages or MAX_CONVERSATION_CHARS characters (413)."""
 

@@ -15,6 +15,7 @@ from sparqlrag.operations.requests import (
     GraphRagRequest,
     NewCollection,
     NlQuestion,
+    OllamaChat,
     TextDocument,
     TracesQuery,
 )
@@ -29,6 +30,7 @@ from sparqlrag.server.api_schemas import (
     INTEGER,
     JSON,
     NAME,
+    OLLAMA_ERROR,
     ONTOLOGY,
     ONTOLOGY_NAME,
     OPENAI_ERROR,
@@ -59,13 +61,13 @@ COLLECTION_NAME = path_parameter("name", "the collection", NAME)
 ONTOLOGY_IN_PATH = path_parameter("name", "the ontology's name", ONTOLOGY_NAME)
 ANSWER = "the answer"
 
-OPENAI_ROUTES: list[tuple[str, str, Handler, str, dict[str, Any]]] = [  # refusals in OpenAI's shape (server/chat.py)
+CHAT_ROUTES: list[tuple[str, str, Handler, str, dict[str, Any]]] = [  # refusals in OpenAI's or Ollama's shape
     (
         "/v1/models",
         "GET",
         chat.list_models,
         "OpenAI-compatible: the models, one per collection the key may read",
-        {"responses": {"200": json_response(ANY_OBJECT)}},
+        {"responses": {"200": json_response(ANY_OBJECT)}, "refused": OPENAI_ERROR},
     ),
     (
         "/v1/models/{model}",
@@ -75,7 +77,22 @@ OPENAI_ROUTES: list[tuple[str, str, Handler, str, dict[str, Any]]] = [  # refusa
         {
             "parameters": [path_parameter("model", "a collection's name")],
             "responses": {"200": json_response(ANY_OBJECT)},
+            "refused": OPENAI_ERROR,
         },
+    ),
+    (
+        "/api/tags",
+        "GET",
+        chat.ollama_tags,
+        "Ollama-compatible: the models, one per collection the key may read",
+        {"responses": {"200": json_response(ANY_OBJECT)}, "refused": OLLAMA_ERROR},
+    ),
+    (
+        "/api/chat",
+        "POST",
+        chat.ollama_chat,
+        "Ollama-compatible chat, streamed as newline-delimited JSON unless stream is false",
+        {"body": json_body(OllamaChat), "responses": {"200": json_response(ANY_OBJECT)}, "refused": OLLAMA_ERROR},
     ),
     (
         "/v1/chat/completions",
@@ -90,6 +107,7 @@ OPENAI_ROUTES: list[tuple[str, str, Handler, str, dict[str, Any]]] = [  # refusa
                     "content": {JSON: {"schema": ANY_OBJECT}, **SSE},
                 }
             },
+            "refused": OPENAI_ERROR,
         },
     ),
 ]
@@ -176,8 +194,8 @@ API: list[Endpoint] = [
         ),
     ),
     *(
-        Endpoint(path, method, handler, doc=operation(summary, refused=OPENAI_ERROR, **doc), judges_token=True)
-        for path, method, handler, summary, doc in OPENAI_ROUTES
+        Endpoint(path, method, handler, doc=operation(summary, **doc), judges_token=True)
+        for path, method, handler, summary, doc in CHAT_ROUTES
     ),
     Endpoint(
         "/api/v1/traces",

@@ -77,6 +77,7 @@ OPENAI_ERROR = json_response(
     },
     'refused, in OpenAI\'s shape: {"error": {"message", "type", "code"}}',
 )
+OLLAMA_ERROR = json_response(json_object(["error"], error=STRING), 'refused, in Ollama\'s shape: {"error": message}')
 REACH = {"oneOf": [{"const": "all"}, {"type": "array", "items": STRING}]}  # a token's collections
 NAME = TypeAdapter(CollectionName).json_schema()
 ONTOLOGY_NAME = TypeAdapter(OntologyName).json_schema()

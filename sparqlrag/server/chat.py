@@ -1,6 +1,8 @@
 """`/v1/models` and `/v1/chat/completions`: the OpenAI wire format, so the official client and
 chat front ends (Open WebUI, LibreChat...) need only a base URL and a key. The key is a bearer
 token of this server; every error is in OpenAI's shape, `{"error": {"message", "type", "code"}}`.
+Ollama's pair, `/api/tags` and `/api/chat`, answers the same way in Ollama's shapes (newline-
+delimited JSON when streamed, the default there; errors as `{"error": message}`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 from starlette.requests import Request
@@ -19,7 +22,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from sparqlrag.operations import chat
 from sparqlrag.operations.collection import open_collection
 from sparqlrag.operations.failures import described, unexpected
-from sparqlrag.operations.requests import ChatRequest
+from sparqlrag.operations.requests import ChatRequest, OllamaChat, validated
 from sparqlrag.server.auth import authorize
 from sparqlrag.server.contracts import parsed
 from sparqlrag.server.endpoints import Handler
@@ -124,3 +127,64 @@ async def _chunks(pieces: AsyncIterator[str], reply: chat.Reply, head: dict[str,
         status, code, message = described(error)
         yield f"data: {json.dumps(error_body(status, code, message))}\n\n".encode()
     yield b"data: [DONE]\n\n"
+
+
+def ollama_errors(handler: Handler) -> Handler:
+    """The handler, its failures answered in Ollama's shape."""
+
+    @functools.wraps(handler)
+    async def answered(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except Exception as error:
+            status, _, message = described(error)
+            if unexpected(error, status):
+                log.error("%s %s failed", request.method, request.url.path, exc_info=error)
+            return JSONResponse({"error": message}, status_code=status, headers=getattr(error, "headers", None))
+
+    return answered
+
+
+@ollama_errors
+async def ollama_tags(request: Request) -> Response:
+    access = authorize(request, "read", per_collection=True)
+    names = await chat.models(state_of(request).services, access)
+    made = datetime.fromtimestamp(STARTED, UTC).isoformat()
+    listed = [
+        {"name": name, "model": name, "modified_at": made, "size": 0, "digest": "", "details": {}} for name in names
+    ]
+    return JSONResponse({"models": listed})
+
+
+@ollama_errors
+async def ollama_chat(request: Request) -> Response:
+    """Ollama's `/api/chat`: its body read as a chat completion's (`stream` is true unless it
+    says otherwise, as in Ollama; a message's `images` are not read: 400)."""
+    access = authorize(request, "read", per_collection=True)
+    limit_answers(request)
+    body = await parsed(request, OllamaChat)
+    asked = validated(ChatRequest, {"model": body.model, "messages": body.messages, "stream": body.stream})
+    services = state_of(request).services
+    name = await chat.model_of(services, access, asked.model)
+    collection = await open_collection(services, name, access)
+    reply = chat.Reply()
+
+    def line(content: str, done: bool) -> dict[str, Any]:
+        made = datetime.now(UTC).isoformat()
+        return {"model": name, "created_at": made, "message": {"role": "assistant", "content": content}, "done": done}
+
+    if asked.stream:
+
+        async def lines() -> AsyncIterator[bytes]:
+            try:
+                async for piece in chat.pieces(collection, asked, reply):
+                    yield (json.dumps(line(piece, False)) + "\n").encode()
+                yield (json.dumps(line("", True) | {"done_reason": "stop"}) + "\n").encode()
+            except Exception as error:
+                log.exception("chat stream failed")
+                yield (json.dumps({"error": described(error)[2]}) + "\n").encode()
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
+    async for _ in chat.pieces(collection, asked, reply):
+        pass
+    return JSONResponse(line(reply.text, True) | {"done_reason": "stop"})

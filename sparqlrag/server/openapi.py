@@ -21,6 +21,7 @@ from sparqlrag.operations.requests import (
     GraphRagRequest,
     NewCollection,
     NlQuestion,
+    OllamaChat,
     TextDocument,
 )
 from sparqlrag.server.api_schemas import STRING, components, json_object
@@ -57,6 +58,7 @@ def document(endpoints: list[tuple[str, str, Scope | None, dict[str, Any]]]) -> 
                     TextDocument,
                     NlQuestion,
                     ChatRequest,
+                    OllamaChat,
                 ),
                 "Error": json_object(
                     ["error", "detail"],
