@@ -12,7 +12,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,22 +39,29 @@ def error_body(status: int, code: str, message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
-def openai_errors(handler: Handler) -> Handler:
-    """The handler, its failures answered in OpenAI's shape (the status and message every
-    surface gives them, operations/failures.py)."""
+def refusing_as(shape: Callable[[int, str, str], dict[str, Any]]) -> Callable[[Handler], Handler]:
+    """A decorator: the handler's failures answered as `shape(status, code, message)` makes
+    them (with the status and message every surface gives them, operations/failures.py)."""
 
-    @functools.wraps(handler)
-    async def answered(request: Request) -> Response:
-        try:
-            return await handler(request)
-        except Exception as error:
-            status, code, message = described(error)
-            if unexpected(error, status):
-                log.error("%s %s failed", request.method, request.url.path, exc_info=error)
-            headers = getattr(error, "headers", None)
-            return JSONResponse(error_body(status, code, message), status_code=status, headers=headers)
+    def decorate(handler: Handler) -> Handler:
+        @functools.wraps(handler)
+        async def answered(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except Exception as error:
+                status, code, message = described(error)
+                if unexpected(error, status):
+                    log.error("%s %s failed", request.method, request.url.path, exc_info=error)
+                headers = getattr(error, "headers", None)
+                return JSONResponse(shape(status, code, message), status_code=status, headers=headers)
 
-    return answered
+        return answered
+
+    return decorate
+
+
+openai_errors = refusing_as(error_body)
+ollama_errors = refusing_as(lambda status, code, message: {"error": message})
 
 
 def _model(name: str) -> dict[str, Any]:
@@ -127,22 +134,6 @@ async def _chunks(pieces: AsyncIterator[str], reply: chat.Reply, head: dict[str,
         status, code, message = described(error)
         yield f"data: {json.dumps(error_body(status, code, message))}\n\n".encode()
     yield b"data: [DONE]\n\n"
-
-
-def ollama_errors(handler: Handler) -> Handler:
-    """The handler, its failures answered in Ollama's shape."""
-
-    @functools.wraps(handler)
-    async def answered(request: Request) -> Response:
-        try:
-            return await handler(request)
-        except Exception as error:
-            status, _, message = described(error)
-            if unexpected(error, status):
-                log.error("%s %s failed", request.method, request.url.path, exc_info=error)
-            return JSONResponse({"error": message}, status_code=status, headers=getattr(error, "headers", None))
-
-    return answered
 
 
 @ollama_errors
