@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import openai
@@ -211,3 +212,16 @@ def test_the_ollama_pair_lists_the_models_and_answers_whole_and_streamed(server:
         unread = client.post("/api/chat", json={"model": "alpha", "messages": [image]})
         assert unread.status_code == 400 and "images are not read" in unread.json()["error"]
     assert httpx.get(server.url + "/api/tags").status_code == 401
+
+
+def test_a_chat_question_counts_against_the_answer_rate(tmp_path: Path) -> None:
+    live, stop = start_server(tmp_path, answer_rate=1)
+    try:
+        client = _client(live, "unused")
+        asked: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Anything?"}]
+        client.chat.completions.create(model="default", messages=asked)
+        with pytest.raises(openai.RateLimitError) as refused:
+            client.chat.completions.create(model="default", messages=asked)
+        assert refused.value.body["type"] == "rate_limit_exceeded"  # type: ignore[index]
+    finally:
+        stop()
