@@ -19,7 +19,7 @@ from tests.conftest import SPARQLRAG, LiveServer, start_server
 READ, WRITE = "reader-token", "writer-token"
 TOKENS = (None, "wrong-token", READ, WRITE)
 PAGES = {"/", "/ask", "/library"}  # HTML without data; their scripts send the token
-SAMPLE = {"path": "default/nothing", "id": "d", "collection": "default", "name": "default"}
+SAMPLE = {"path": "default/nothing", "id": "d", "collection": "default", "name": "default", "model": "default"}
 SAMPLE_PATHS = {"/data/{path:path}": "/data/id/default/nothing.ttl"}  # a data URL names its format
 NT = {"Content-Type": "application/n-triples"}
 TRIPLE = "<http://ex/a> <http://ex/b> <http://ex/c> .\n"

@@ -202,6 +202,8 @@ NARROWED = {
     ("GET", "/api/v1/collections"),
     ("GET", "/api/v1/ontologies"),
     ("GET", "/api/v1/access"),  # (the token's own reach: its collections' names)
+    ("GET", "/v1/models"),  # (the chat models: its collections alone)
+    ("GET", "/api/tags"),
 }
 
 
@@ -210,7 +212,7 @@ def test_every_route_refuses_another_collection(server: LiveServer) -> None:
     (or its trace, entity, document, graph): a limited token gets no 2xx but where the route is
     narrowed or holds no data, and leaves the store as it was. A route added without its check fails here."""
     trace = _trace_id(server, "hr")
-    samples = {"collection": "hr", "name": "hr", "id": trace, "path": "id/hr/mary-smith"}
+    samples = {"collection": "hr", "name": "hr", "id": trace, "path": "id/hr/mary-smith", "model": "hr"}
     before = server.dataset(ADMIN)
     leaked: list[str] = []
     with server.client(FIN_WRITE) as writer:
