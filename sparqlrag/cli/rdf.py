@@ -14,10 +14,6 @@ from tqdm import tqdm
 
 from sparqlrag.cli.session import CliError, Session
 from sparqlrag.cli.table import TABLE, readable
-from sparqlrag.operations.access import EVERYTHING
-from sparqlrag.operations.deadline import Deadline
-from sparqlrag.operations.scopes import Dataset
-from sparqlrag.operations.sparql_services import calls_in, with_services
 from sparqlrag.store.formats import FORMAT_NAMES, rdf_format_for_path
 from sparqlrag.store.reification import rewrite_as_rdf11
 
@@ -29,17 +25,15 @@ def query(session: Session, args: argparse.Namespace) -> None:
     table = args.format == TABLE or (args.format is None and sys.stdout.isatty())
     fmt = None if args.format in (None, TABLE) else FORMAT_NAMES[args.format]
     text, union = _text_argument(args.sparql), settings.union_default_graph and not args.no_union
-    deadline = Deadline(settings.query_timeout)
-    calls = calls_in(text)
-    if calls:  # sr:documentRag, sr:graphRag: evaluated here, with the models (README, "Retrieval inside SPARQL")
-        dataset = Dataset(union_default_graph=union)
-        text = asyncio.run(with_services(session.services, text, calls, EVERYTHING, dataset=dataset, deadline=deadline))
+    timeout = None
+    if "service" in text.lower():  # (what evaluates our services takes seconds to import: only when one may be called)
+        text, timeout = _with_services(session, text, union)
     result = session.store.query(
         text,
         accept=fmt.media_type.split(";")[0] if fmt else None,
         base_iri=settings.base_iri,
         union_default_graph=union,
-        timeout=deadline.left() if calls else None,
+        timeout=timeout,
     )
     if table and result.kind != "graph":
         print(readable(result.body))
@@ -47,6 +41,22 @@ def query(session: Session, args: argparse.Namespace) -> None:
         sys.stdout.buffer.write(result.body)
         if not result.body.endswith(b"\n"):
             sys.stdout.buffer.write(b"\n")
+
+
+def _with_services(session: Session, text: str, union: bool) -> tuple[str, float | None]:
+    """The query with sr:documentRag and sr:graphRag evaluated here, with the models (README,
+    "Retrieval inside SPARQL"), and the time its deadline leaves the query; as it was if it calls none."""
+    from sparqlrag.operations.access import EVERYTHING
+    from sparqlrag.operations.deadline import Deadline
+    from sparqlrag.operations.scopes import Dataset
+    from sparqlrag.operations.sparql_services import calls_in, with_services
+
+    calls = calls_in(text)
+    if not calls:
+        return text, None
+    deadline, dataset = Deadline(session.settings.query_timeout), Dataset(union_default_graph=union)
+    text = asyncio.run(with_services(session.services, text, calls, EVERYTHING, dataset=dataset, deadline=deadline))
+    return text, deadline.left()
 
 
 def update(session: Session, args: argparse.Namespace) -> None:
