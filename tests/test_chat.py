@@ -206,11 +206,13 @@ def test_the_ollama_pair_lists_the_models_and_answers_whole_and_streamed(server:
         assert lines[-1]["done"] and not any(line["done"] for line in lines[:-1])
         streamed = "".join(line["message"]["content"] for line in lines)
         assert streamed.split("[How this answer was found]")[0] == whole["message"]["content"].split("[How this")[0]
+        before = server.dataset(ADMIN)
         refused = client.post("/api/chat", json={"model": "default", "messages": asked["messages"]})
         assert refused.status_code == 404 and "error" in refused.json() and isinstance(refused.json()["error"], str)
         image = {"role": "user", "content": "What is this?", "images": ["aGVsbG8="]}
         unread = client.post("/api/chat", json={"model": "alpha", "messages": [image]})
         assert unread.status_code == 400 and "images are not read" in unread.json()["error"]
+        assert server.dataset(ADMIN) == before
     assert httpx.get(server.url + "/api/tags").status_code == 401
 
 

@@ -14,7 +14,7 @@ import rdflib
 from sparqlrag.operations.access import EVERYTHING
 from sparqlrag.server.mcp_servers import McpServers
 from sparqlrag.server.state import app_state
-from tests.conftest import LiveServer, start_server
+from tests.conftest import LiveServer, listening_socket, start_server
 
 DOCS = {  # the unscoped top 2 for "wind farm funding" are the wind documents: never harbour or bakery
     "wind-a": "Wind farm funding: the Kvitoy Wind Farm received funding from the Nordic Energy Fund.",
@@ -307,3 +307,25 @@ def test_a_scope_that_takes_too_long_ends_at_the_query_deadline(client: httpx.Cl
     )
     response = client.post("/sparql", data={"query": PREFIXES + _search(slow), "timeout": "0.5"})
     assert response.status_code == 503 and response.json()["error"] == "query_timeout"
+
+
+def test_a_scope_that_reaches_out_is_refused_and_contacts_nothing(client: httpx.Client, server: LiveServer) -> None:
+    """A scope is evaluated as the caller's query: a SERVICE to elsewhere in it is refused (remote
+    access is off) on the route and in a block, nothing is fetched, and the store is unchanged."""
+    with listening_socket() as listener:
+        listener.listen()
+        listener.settimeout(0.5)
+        remote = f"http://127.0.0.1:{listener.getsockname()[1]}/sparql"
+        before = server.dataset()
+        scope = f"SERVICE <{remote}> {{ ?document ?p ?o }}"
+        routed = client.post("/api/v1/document-rag", json={"question": "wind farm funding", "scope": scope})
+        queried = client.post("/sparql", data={"query": PREFIXES + _search(f"SERVICE <{remote}> {{ ?doc ?p ?o }}")})
+        nested = client.post(
+            "/sparql", data={"query": PREFIXES + _search("SERVICE sr:documentRag { ?h sr:question 'x' }")}
+        )
+        with pytest.raises(TimeoutError):
+            listener.accept()  # no connection was ever made
+    assert routed.status_code == 403 and routed.json()["error"] == "remote_access_refused"
+    assert queried.status_code == 403 and queried.json()["error"] == "remote_access_refused"
+    assert nested.status_code == 400 and "holds another" in nested.json()["detail"]
+    assert server.dataset() == before
