@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 from pyoxigraph import NamedNode
 
-from sparqlrag.operations.access import readable_graphs, remote_refusal
+from sparqlrag.operations.access import Access, readable_graphs, remote_refusal
 from sparqlrag.operations.collection import Collection
 from sparqlrag.operations.deadline import Deadline
 from sparqlrag.operations.failures import Refused
 from sparqlrag.retrieval.scope import Scope
+from sparqlrag.services import Services
 from sparqlrag.store import vocab
 from sparqlrag.store.base import Graph
 from sparqlrag.store.select import select
@@ -40,9 +41,8 @@ class Dataset:
     union_default_graph: bool = False
 
 
-async def caller_dataset(collection: Collection) -> Dataset:
+async def caller_dataset(services: Services, access: Access) -> Dataset:
     """The dataset the caller's queries run on at /sparql when they name none."""
-    services, access = collection.services, collection.access
     if not access.limited:
         return Dataset(union_default_graph=services.settings.union_default_graph)
     readable = await off_loop(readable_graphs, services.collections, access)
@@ -90,17 +90,18 @@ async def scope_of(
     if documents is None and pattern is None:
         return None
     deadline = deadline or Deadline(collection.services.settings.query_timeout)
-    named = [collection.iris.document(d).value for d in dict.fromkeys(documents or [])]
+    ids = list(dict.fromkeys(documents or []))
+    named = [collection.iris.document(d).value for d in ids]
     if documents is not None:
         found = await off_loop(_existing, collection, named, deadline)
-        if missing := [d for d, iri in zip(dict.fromkeys(documents), named) if iri not in found]:
+        if missing := [d for d, iri in zip(ids, named) if iri not in found]:
             raise Refused(404, "document_not_found", f"no document {missing[0]!r} in collection {collection.name!r}")
     if pattern is None:
         return Scope(frozenset(await off_loop(_ready_chunks, collection, "doc", named, deadline)), tuple(named))
     check_pattern(pattern, [binds])
     if collection.access.limited and (refused := remote_refusal(pattern)):
         raise Refused(403, "forbidden", refused)
-    dataset = dataset or await caller_dataset(collection)
+    dataset = dataset or await caller_dataset(collection.services, collection.access)
     source = collection.iris.source_graph
     if dataset.named_graphs is None or source.value in dataset.named_graphs:  # one query picks the chunks
         picks = "?sr_chunk" if chunks else "?sr_doc"

@@ -17,7 +17,7 @@ from sparqlrag.operations import sparql_services
 from sparqlrag.operations.access import Access, readable_graphs, remote_refusal
 from sparqlrag.operations.deadline import Deadline
 from sparqlrag.operations.failures import Refused
-from sparqlrag.operations.scopes import Dataset
+from sparqlrag.operations.scopes import Dataset, caller_dataset
 from sparqlrag.operations.sparql_services import SERVICE_PATHS, calls_in, endpoint_query, without
 from sparqlrag.server.auth import authorize, client_key, granted
 from sparqlrag.server.bodies import decode_utf8, read_body
@@ -331,9 +331,9 @@ async def _with_services(request: Request, operation: Operation, access: Access)
 async def _dataset(state: ServerState, operation: Operation, access: Access) -> Dataset:
     """The dataset the query runs on, which a service's scope is read from too."""
     defaults, named = operation.graphs("default-graph-uri"), operation.graphs("named-graph-uri")
+    own = await caller_dataset(state.services, access)  # (a half the request leaves out: the caller's own)
     if access.limited:
-        readable = await off_loop(readable_graphs, state.services.collections, access)
-        return Dataset(list(defaults or readable), named or readable)
+        return Dataset(list(defaults) or own.default_graphs, named or own.named_graphs)
     if "default-graph-uri" in operation.params or "named-graph-uri" in operation.params:
         return Dataset(list(defaults), named)
-    return Dataset(union_default_graph=state.settings.union_default_graph)
+    return own
