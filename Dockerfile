@@ -4,17 +4,22 @@
 #   docker run -p 7878:7878 -v sparqlrag-data:/data -e SPARQLRAG_WRITE_TOKENS=... sparqlrag
 #   docker run --rm sparqlrag sparqlrag demo --no-serve
 
-# YASGUI's built files, from npm at build time (third-party code is fetched, never committed)
+# YASGUI's built files and d3 (the explorer's drawing), from npm at build time (third-party code is
+# fetched, never committed)
 FROM node:22-slim AS yasgui
 ARG YASGUI_VERSION=4.6.2
+ARG D3_VERSION=7.9.0
 WORKDIR /yasgui
 RUN npm pack --silent @zazuko/yasgui@${YASGUI_VERSION} && tar xzf zazuko-yasgui-${YASGUI_VERSION}.tgz
+WORKDIR /d3
+RUN npm pack --silent d3@${D3_VERSION} && tar xzf d3-${D3_VERSION}.tgz
 
 FROM python:3.11-slim AS wheel
 WORKDIR /src
 COPY pyproject.toml README.md LICENSE ./
 COPY sparqlrag ./sparqlrag
 COPY --from=yasgui /yasgui/package/build/yasgui.min.js /yasgui/package/build/yasgui.min.css ./sparqlrag/server/static/vendor/yasgui/
+COPY --from=yasgui /d3/package/dist/d3.min.js ./sparqlrag/server/static/vendor/d3/
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM python:3.11-slim

@@ -28,6 +28,14 @@ $(YASGUI):
 	  tmp=$$(mktemp -d) && (cd $$tmp && npm pack --silent @zazuko/yasgui@$(YASGUI_VERSION) >/dev/null && tar xzf zazuko-yasgui-$(YASGUI_VERSION).tgz) && \
 	  mkdir -p $(@D) && cp $$tmp/package/build/yasgui.min.js $$tmp/package/build/yasgui.min.css $(@D)/ && rm -rf $$tmp; fi
 
+# d3, which the graph explorer (/explore) and the ask page draw with (the pages say so without it)
+D3 := sparqlrag/server/static/vendor/d3/d3.min.js
+D3_VERSION := 7.9.0
+$(D3):
+	-if command -v npm >/dev/null; then \
+	  tmp=$$(mktemp -d) && (cd $$tmp && npm pack --silent d3@$(D3_VERSION) >/dev/null && tar xzf d3-$(D3_VERSION).tgz) && \
+	  mkdir -p $(@D) && cp $$tmp/package/dist/d3.min.js $(@D)/ && rm -rf $$tmp; fi
+
 # test clients: Comunica's SPARQL client (npm), and headless Chromium with its driver for the browser tests
 COMUNICA := .cache/node/node_modules/.bin/fetch-sparql-endpoint
 $(COMUNICA):
@@ -45,18 +53,19 @@ $(VIRTUOSO):
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get install -y -q virtuoso-opensource >/dev/null || (apt-get update -q >/dev/null && apt-get install -y -q virtuoso-opensource >/dev/null); fi
 
-install: $(BIN)/sparqlrag $(OWLAPI) $(YASGUI) $(COMUNICA) $(CHROMEDRIVER) $(VIRTUOSO)
+install: $(BIN)/sparqlrag $(OWLAPI) $(YASGUI) $(D3) $(COMUNICA) $(CHROMEDRIVER) $(VIRTUOSO)
 
 demo: install
 	$(BIN)/sparqlrag demo
 
-# lint, format and types first: a violation fails in seconds, before the ~5 minutes of tests
-# (mypy reads its files and its stricter store/ and models/ from pyproject.toml)
+# lint, format and types first: a violation fails in seconds, before the ~10 minutes of tests
+# (mypy reads its files and its stricter store/ and models/ from pyproject.toml). The tests run on
+# two workers (pytest-xdist), each taking whole files: a file's servers and stores are its own.
 test: install
 	$(BIN)/ruff check sparqlrag tests bench
 	$(BIN)/ruff format --check sparqlrag tests bench
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 # the seconds-long tier: pure functions (tests/unit), no models, stores or servers
 test-fast: install

@@ -191,3 +191,21 @@ def client(server: LiveServer) -> Iterator[httpx.Client]:
     """A client of the module's `server` fixture (each HTTP test module starts its own)."""
     with server.client() as c:
         yield c
+
+
+ADMIN = "admin-token"  # the write token of the modules whose server has tokens and takes the `admin` fixture
+
+
+@pytest.fixture
+def admin(server: LiveServer) -> Iterator[httpx.Client]:
+    """A client of the module's `server` with the ADMIN token."""
+    with server.client(ADMIN) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium (a selenium WebDriver: tests/browser.py), one per test module."""
+    from tests.browser import chromium
+
+    yield from chromium()

@@ -18,7 +18,7 @@ from tests.conftest import SPARQLRAG, LiveServer, start_server
 
 READ, WRITE = "reader-token", "writer-token"
 TOKENS = (None, "wrong-token", READ, WRITE)
-PAGES = {"/", "/ask", "/library"}  # HTML without data; their scripts send the token
+PAGES = {"/", "/ask", "/library", "/explore"}  # HTML without data; their scripts send the token
 SAMPLE = {"path": "default/nothing", "id": "d", "collection": "default", "name": "default", "model": "default"}
 SAMPLE_PATHS = {"/data/{path:path}": "/data/id/default/nothing.ttl"}  # a data URL names its format
 NT = {"Content-Type": "application/n-triples"}
@@ -184,7 +184,7 @@ def test_the_token_is_judged_before_the_request(secured: LiveServer) -> None:
 
 def test_health_and_the_pages_need_no_token(secured: LiveServer) -> None:
     assert _send(secured, None, "GET", "/healthz", {}, None).json()["status"] == "ok"
-    for page in ("/", "/ask", "/library", "/openapi.json", "/static/ask.js"):  # no data; their scripts send the token
+    for page in ("/", "/ask", "/library", "/explore", "/openapi.json", "/static/ask.js"):  # scripts send tokens
         assert _send(secured, None, "GET", page, {}, None).status_code == 200, page
 
 

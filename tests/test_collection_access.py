@@ -8,7 +8,7 @@ import json
 import re
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import httpx
 import pytest
@@ -58,16 +58,26 @@ def _reads(server: LiveServer, c: str) -> list[tuple[str, str, dict[str, Any]]]:
     """(method, path, request keywords) reading collection `c`."""
     trace = _trace_id(server, c)
     entity = "acme-bank" if c == "finance" else "mary-smith"
+    base = server.settings.base_iri
     with server.client(ADMIN) as admin:  # a reifier of one of its facts
         (statement,) = _select(
             admin,
             f"SELECT ?st WHERE {{ GRAPH <{_graph(server, c, '/source')}> {{ ?st "
             "<http://www.w3.org/1999/02/22-rdf-syntax-ns#reifies> ?t } } LIMIT 1",
         )
+        subject, predicate, obj = _select(  # a fact between two things, as the explorer draws it
+            admin,
+            f"SELECT ?s ?p ?o WHERE {{ GRAPH <{_graph(server, c)}> {{ ?s ?p ?o }} "
+            f'FILTER(isIRI(?o) && STRSTARTS(STR(?p), "{server.settings.base_iri}rel/")) }} LIMIT 1',
+        )
+    fact = urlencode({"subject": subject, "predicate": predicate, "object": obj})
     return [
         ("GET", f"/api/v1/collections/{c}", {}),
         ("GET", f"/api/v1/collections/{c}/core", {}),
         ("GET", f"/api/v1/collections/{c}/entities/aliases?entity=x", {}),
+        ("GET", f"/api/v1/collections/{c}/entities?search=who", {}),
+        ("GET", f"/api/v1/collections/{c}/graph?" + urlencode({"entity": f"{base}id/{c}/{entity}"}), {}),
+        ("GET", f"/api/v1/collections/{c}/graph/fact?{fact}", {}),
         ("GET", f"/api/v1/documents?collection={c}", {}),
         ("GET", f"/api/v1/documents/d1?collection={c}", {}),
         ("POST", "/api/v1/document-rag", {"json": {"question": "Who?", "collection": c}}),
@@ -195,6 +205,7 @@ NARROWED = {
     ("GET", "/"),
     ("GET", "/ask"),
     ("GET", "/library"),
+    ("GET", "/explore"),
     ("GET", "/static"),
     ("GET", "/healthz"),
     ("GET", "/openapi.json"),

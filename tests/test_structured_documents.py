@@ -18,10 +18,10 @@ import rdflib
 from sparqlrag.extraction.chunker import split
 from sparqlrag.extraction.decoders import DOCX, HTML, PDF, DecodeError, DecodeLimits, decode
 from sparqlrag.extraction.structure import Block, assemble, placed, sections
-from tests.conftest import LiveServer, start_server
+from tests.conftest import ADMIN, LiveServer, start_server
 from tests.documents_made import DIV_PAGE, NEWS_PAGE, REPORT, RUNNING_HEADER, memo_docx, report_pdf
 
-ADMIN, OTHER_READER = "admin-token", "other-reader"
+OTHER_READER = "other-reader"
 REPORT_PDF, MEMO_DOCX = report_pdf(), memo_docx()  # (each made once: fpdf2 stamps the time of making)
 PREFIXES = """PREFIX sr: <https://w3id.org/sparqlrag/ns#> PREFIX prov: <http://www.w3.org/ns/prov#>
 PREFIX dcterms: <http://purl.org/dc/terms/> PREFIX bibo: <http://purl.org/ontology/bibo/>
@@ -195,12 +195,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         assert uploaded.status_code == 201, uploaded.text
     yield live
     stop()
-
-
-@pytest.fixture
-def admin(server: LiveServer) -> Iterator[httpx.Client]:
-    with server.client(ADMIN) as client:
-        yield client
 
 
 def _select(client: httpx.Client, query: str) -> list[dict[str, str]]:

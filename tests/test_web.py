@@ -1,18 +1,18 @@
 """The web face with real clients: headless Chromium on the SPARQL editor and the ask page,
 rdflib dereferencing an entity IRI, Comunica's SPARQL client querying and updating.
 
-Screenshots go to build/screenshots (the test artifacts)."""
+Screenshots go to build/screenshots (the test artifacts); the explorer's are in test_explore.py."""
 
 from __future__ import annotations
 
 import re
-import shutil
 import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -20,16 +20,14 @@ import rdflib
 
 from sparqlrag.cli.parser import DEMO_QUESTION
 from sparqlrag.server.auth import token_cookie
-from sparqlrag.server.pages import YASGUI_LOCAL
+from tests.browser import SCREENSHOTS, fresh, wait_for
 from tests.conftest import ROOT, LiveServer, start_server
 from tests.documents_made import report_pdf
 
 if TYPE_CHECKING:  # selenium is imported where a browser test runs
     from selenium.webdriver.remote.webdriver import WebDriver
 
-SCREENSHOTS = ROOT / "build" / "screenshots"
 COMUNICA = ROOT / ".cache" / "node" / "node_modules" / ".bin" / "fetch-sparql-endpoint"
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 
 
 @pytest.fixture(scope="module")
@@ -181,48 +179,6 @@ def test_comunicas_sparql_client_queries_and_updates(server: LiveServer, client:
     assert [b["o"]["value"] for b in got["results"]["bindings"]] == ["hello from Comunica"]
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[WebDriver]:
-    if not (CHROMIUM and CHROMEDRIVER):
-        pytest.skip(
-            "headless Chromium is not installed (`make install` installs chromium and chromium-driver as root on "
-            "Debian)"
-        )
-    assert (YASGUI_LOCAL / "yasgui.min.js").is_file(), (
-        "YASGUI's files are missing: run `make install` (the tests have no CDN)"
-    )
-    from selenium import webdriver
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--window-size=1300,1000",
-    ]:
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console, to see what the CSP blocks
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
-    driver.set_page_load_timeout(60)
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    yield driver
-    driver.quit()
-
-
-def wait_for(driver: WebDriver, css: str, count: int = 1, timeout: float = 60) -> list:
-    """The elements matching `css` once there are at least `count` of them."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    def enough(d: object) -> list | None:
-        found = d.find_elements(By.CSS_SELECTOR, css)  # type: ignore[attr-defined]
-        return found if len(found) >= count else None
-
-    return WebDriverWait(driver, timeout).until(enough)  # type: ignore[arg-type]
-
-
 def wait_for_rows(driver: WebDriver, expected: Callable[[list[str]], bool], timeout: float = 60) -> list[str]:
     """The texts of YASR's result rows once they are what the test expects: a table left from an
     earlier query, or one being redrawn, is waited out rather than read."""
@@ -236,14 +192,6 @@ def wait_for_rows(driver: WebDriver, expected: Callable[[list[str]], bool], time
         return texts if texts and expected(texts) else None
 
     return WebDriverWait(driver, timeout, ignored_exceptions=[StaleElementReferenceException]).until(rows)  # type: ignore[arg-type]
-
-
-def fresh(driver: WebDriver, url: str) -> None:
-    """Opens `url` with no state left by an earlier test: YASGUI keeps its tabs, and their
-    queries and results, in the origin's localStorage."""
-    driver.get(url)
-    driver.execute_script("window.localStorage.clear(); window.sessionStorage.clear();")
-    driver.get(url)
 
 
 def labels_are(*labels: str) -> Callable[[list[str]], bool]:
@@ -320,8 +268,8 @@ def test_the_ask_page_shows_an_answer_its_sources_and_the_trace(browser: WebDriv
     assert "CERN" in driver.find_element(By.CSS_SELECTOR, ".turn .answer").text
     assert sources[0].find_elements(By.TAG_NAME, "a")[0].text  # a document title, linked to the chunk's page
     assert driver.find_elements(By.CSS_SELECTOR, ".turn .sources mark")  # the supporting sentence
-    assert len(driver.find_elements(By.CSS_SELECTOR, ".turn svg.trace circle.seed")) >= 1
-    assert len(driver.find_elements(By.CSS_SELECTOR, ".turn svg.trace path.edge")) >= 2
+    assert len(driver.find_elements(By.CSS_SELECTOR, ".turn svg.trace g.node.seed circle")) >= 1
+    assert len(driver.find_elements(By.CSS_SELECTOR, ".turn svg.trace g.edge")) >= 2
     assert len(driver.find_elements(By.CSS_SELECTOR, ".turn .facts li")) >= 2
     driver.save_screenshot(str(SCREENSHOTS / "ask-answer.png"))
     link = driver.find_element(By.CSS_SELECTOR, ".turn .trace-query").get_attribute("href")
@@ -479,6 +427,9 @@ def test_the_pages_run_under_their_content_security_policy(browser: WebDriver, s
     wait_for(driver, "#collection option")
     driver.get(server.url + "/library")
     wait_for(driver, "#documents tr td.state")
+    cern = f"{server.settings.base_iri}id/default/cern"
+    driver.get(server.url + "/explore?" + urlencode({"collection": "default", "entity": cern}))
+    wait_for(driver, "svg.graph g.node", 3)  # d3 draws under the policy too
     driver.get(server.settings.base_iri + "id/default/cern")
     wait_for(driver, "table.facts")
     console = [entry["message"] for entry in driver.get_log("browser")]  # type: ignore[attr-defined]

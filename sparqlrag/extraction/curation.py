@@ -244,4 +244,4 @@ class Curation:
     @staticmethod
     def _documents(iris: Iris, joined: str) -> list[str]:
         prefix = iris.document("").value
-        return sorted({resolver.document_id(iris, doc) for doc in joined.split() if doc.startswith(prefix)})
+        return sorted({iris.document_id(doc) for doc in joined.split() if doc.startswith(prefix)})

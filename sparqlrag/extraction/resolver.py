@@ -8,8 +8,6 @@ that used it are then written again from their kept extractions (pipeline `resol
 
 from __future__ import annotations
 
-from urllib.parse import unquote
-
 import numpy as np
 from pyoxigraph import Literal, NamedNode
 
@@ -205,7 +203,7 @@ def documents_naming(store: QuadStore, iris: Iris, keys: set[str], entities: set
         GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies <<( ?e skos:altLabel ?name )>> ;
           prov:wasDerivedFrom ?chunk . ?chunk prov:wasDerivedFrom ?doc }} }}""",
     )
-    return {document_id(iris, row["doc"]) for row in rows}
+    return {iris.document_id(row["doc"]) for row in rows}
 
 
 def documents_using(store: QuadStore, iris: Iris, aliases: set[str]) -> set[str]:
@@ -226,8 +224,4 @@ def documents_using(store: QuadStore, iris: Iris, aliases: set[str]) -> set[str]
           ?doc }} }}"""
         ),
     )
-    return {document_id(iris, row["doc"]) for row in rows}
-
-
-def document_id(iris: Iris, document: str) -> str:
-    return unquote(document.removeprefix(iris.document("").value))
+    return {iris.document_id(row["doc"]) for row in rows}

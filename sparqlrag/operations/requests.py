@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, mode
 from sparqlrag.extraction.decoders import kinds as document_kinds
 from sparqlrag.ontology.formats import FORMAT_NAMES as ONTOLOGY_FORMAT_NAMES
 from sparqlrag.operations.refused import Refused
+from sparqlrag.queries.neighbourhood import DEFAULT_LIMIT, MAX_DEPTH, MAX_LIMIT
 from sparqlrag.retrieval.options import (
     DEFAULT_GRAPH_MODE,
     GRAPH_MODES,
@@ -269,6 +270,40 @@ class AliasesQuery(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     entity: NameOrIri
+
+
+Iri = Annotated[str, Strict(), Field(min_length=1, max_length=4000, pattern=r"^[a-zA-Z][a-zA-Z0-9+.-]*:\S+$")]
+
+
+class GraphQuery(BaseModel):
+    """`GET .../graph`'s query parameters: an entity's neighbourhood, bounded."""
+
+    model_config = ConfigDict(frozen=True)
+
+    entity: Iri = Field(description="the entity's IRI (an alias's stands for the entity it names)")
+    depth: int = Field(1, ge=0, le=MAX_DEPTH, description="hops from the entity (0: the entity alone)")
+    limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="the most nodes drawn")
+    relation: Iri | None = Field(None, description="only facts with this predicate")
+    document: DocumentId | None = Field(None, description="only facts this document states (its id)")
+
+
+class EntitySearch(BaseModel):
+    """`GET .../entities`'s query parameters: entities by name, as a question's grounding finds them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    search: str = Field(min_length=1, max_length=500, pattern=r"\S", description="a name or alias, or words near one")
+    limit: int = Field(10, ge=1, le=50, description="the most entities found")
+
+
+class FactQuery(BaseModel):
+    """`GET .../graph/fact`'s query parameters: one fact of the knowledge graph, by its three IRIs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    subject: Iri
+    predicate: Iri
+    object: Iri
 
 
 class TracesQuery(BaseModel):

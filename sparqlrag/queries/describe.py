@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pyoxigraph import Literal, NamedNode, Triple
 
 from sparqlrag.library.librarian import DocumentInfo, collection_exists, documents
-from sparqlrag.retrieval.document_rag import passages_of
+from sparqlrag.retrieval.document_rag import Passage, passages_of
 from sparqlrag.store import vocab
 from sparqlrag.store.aliases import canonicals
 from sparqlrag.store.base import QuadStore
@@ -43,11 +43,27 @@ DESCRIPTIVE = {
 
 @dataclass(frozen=True)
 class Evidence:
-    chunk: str
-    document: str
-    title: str
-    text: str
+    """A chunk a fact was extracted from, through the fact's reifier, with its evidence sentence."""
+
+    passage: Passage
     sentence: str | None
+    reifier: str
+
+    @property
+    def chunk(self) -> str:
+        return self.passage.chunk
+
+    @property
+    def document(self) -> str:
+        return self.passage.document
+
+    @property
+    def title(self) -> str:
+        return self.passage.title
+
+    @property
+    def text(self) -> str:
+        return self.passage.text
 
 
 @dataclass
@@ -197,6 +213,11 @@ def describe(store: QuadStore, base_iri: str, iri: str) -> Description | None:
     )
 
 
+def fact_evidence(store: QuadStore, iris: Iris, fact: Triple) -> list[Evidence]:
+    """The chunks of ready documents a fact was extracted from (none for a fact loaded without provenance)."""
+    return _evidence(store, iris, [fact]).get(fact, [])
+
+
 def _evidence(store: QuadStore, iris: Iris, facts: list[Triple]) -> dict[Triple, list[Evidence]]:
     rows = fact_sources(store, iris, facts)
     passages = {
@@ -207,9 +228,7 @@ def _evidence(store: QuadStore, iris: Iris, facts: list[Triple]) -> dict[Triple,
         if (passage := passages.get(lexical(row["chunk"]))) is not None:
             sentence = lexical(row["sentence"]) if "sentence" in row else None
             fact = Triple(row["s"], row["p"], row["o"])  # type: ignore[arg-type]
-            found.setdefault(fact, []).append(
-                Evidence(passage.chunk, passage.document, passage.title, passage.text, sentence)
-            )
+            found.setdefault(fact, []).append(Evidence(passage, sentence, lexical(row["st"])))
     return found
 
 

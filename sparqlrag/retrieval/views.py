@@ -153,7 +153,6 @@ class PassageView(View):
 
     @classmethod
     def of(cls, passage: Passage) -> PassageView:
-        file = vocab.original_file(passage.document)
         return cls(
             chunk=passage.chunk,
             document=passage.document,
@@ -161,7 +160,7 @@ class PassageView(View):
             citation=passage.citation,
             score=passage.score,
             text=passage.text,
-            file=file + f"#page={passage.pages[0]}" if passage.pages else file,
+            file=vocab.original_file(passage.document, passage.pages[0] if passage.pages else None),
             pages=list(passage.pages) if passage.pages else None,
             headings=passage.headings,
             copies=[Copy(document=document, title=title) for document, title in passage.copies],

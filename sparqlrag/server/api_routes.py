@@ -6,12 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from sparqlrag.operations.answers import DocumentRagAnswer, GraphRagAnswer, TraceRecord
+from sparqlrag.operations.entities import EntityAliases
+from sparqlrag.operations.explore import EntityMatches, FactEvidence, Neighbourhood
 from sparqlrag.operations.requests import (
     AliasesQuery,
     ChatRequest,
     DocumentRagRequest,
     EntityMerge,
+    EntitySearch,
     EntitySplit,
+    FactQuery,
+    GraphQuery,
     GraphRagRequest,
     NewCollection,
     NlQuestion,
@@ -19,13 +24,22 @@ from sparqlrag.operations.requests import (
     TextDocument,
     TracesQuery,
 )
-from sparqlrag.server import answers, chat, collections, documents, entities, nl_query, ontologies, token_info
+from sparqlrag.server import (
+    answers,
+    chat,
+    collections,
+    documents,
+    entities,
+    explore,
+    nl_query,
+    ontologies,
+    token_info,
+)
 from sparqlrag.server.api_schemas import (
     ANY_OBJECT,
     BOOLEAN,
     COLLECTION,
     COLLECTION_QUERY,
-    ENTITY_ALIASES,
     ERROR,
     INTEGER,
     JSON,
@@ -311,13 +325,46 @@ API: list[Endpoint] = [
         ),
     ),
     Endpoint(
+        "/api/v1/collections/{name}/graph",
+        "GET",
+        explore.graph,
+        doc=operation(
+            "An entity's neighbourhood in the knowledge graph, as the explorer draws it: nodes (label, types, "
+            "degree, hub) and edges (the fact's reifier, its evidence count), bounded by depth and limit, within "
+            "the query deadline; the entity's documents",
+            parameters=[COLLECTION_NAME, *query_parameters(GraphQuery)],
+            responses={"200": json_response(reference(Neighbourhood))},
+        ),
+    ),
+    Endpoint(
+        "/api/v1/collections/{name}/graph/fact",
+        "GET",
+        explore.fact,
+        doc=operation(
+            "One fact of the knowledge graph, named, with each chunk it was extracted from: the evidence "
+            "sentence, the document, the page and the original file at that page",
+            parameters=[COLLECTION_NAME, *query_parameters(FactQuery)],
+            responses={"200": json_response(reference(FactEvidence))},
+        ),
+    ),
+    Endpoint(
+        "/api/v1/collections/{name}/entities",
+        "GET",
+        explore.entities,
+        doc=operation(
+            "Entities by name or alias, nearest first, as a question's grounding finds them",
+            parameters=[COLLECTION_NAME, *query_parameters(EntitySearch)],
+            responses={"200": json_response(reference(EntityMatches))},
+        ),
+    ),
+    Endpoint(
         "/api/v1/collections/{name}/entities/aliases",
         "GET",
         entities.aliases,
         doc=operation(
             "An entity's aliases, the merges that joined them (rule, score, evidence documents), the names kept apart",
             parameters=[COLLECTION_NAME, *query_parameters(AliasesQuery)],
-            responses={"200": json_response(ENTITY_ALIASES)},
+            responses={"200": json_response(reference(EntityAliases))},
         ),
     ),
     Endpoint(
@@ -329,7 +376,7 @@ API: list[Endpoint] = [
             "A person's merge: `other` is `entity` (its IRI becomes an alias, its facts move)",
             parameters=[COLLECTION_NAME],
             body=json_body(EntityMerge),
-            responses={"200": json_response(ENTITY_ALIASES)},
+            responses={"200": json_response(reference(EntityAliases))},
         ),
     ),
     Endpoint(
@@ -341,7 +388,7 @@ API: list[Endpoint] = [
             "A person's split: `alias` names something else than `entity`, from now on",
             parameters=[COLLECTION_NAME],
             body=json_body(EntitySplit),
-            responses={"200": json_response(ENTITY_ALIASES)},
+            responses={"200": json_response(reference(EntityAliases))},
         ),
     ),
     Endpoint(

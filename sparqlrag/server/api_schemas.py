@@ -23,12 +23,13 @@ class _Schema(GenerateJsonSchema):
         return False
 
 
-def components(*models: type[BaseModel], schema: JsonSchemaMode = "validation") -> dict[str, Any]:
-    """Each model's JSON Schema as an OpenAPI component, with the models it refers to: as a
-    request takes it ("validation"), or as a response gives it ("serialization": every field)."""
+def components(*models: type[Any], schema: JsonSchemaMode = "validation") -> dict[str, Any]:
+    """Each model's (a pydantic model's or a dataclass's) JSON Schema as an OpenAPI component,
+    with the models it refers to: as a request takes it ("validation"), or as a response gives
+    it ("serialization": every field)."""
     found: dict[str, Any] = {}
     for model in models:
-        written = model.model_json_schema(ref_template=COMPONENT, schema_generator=_Schema, mode=schema)
+        written = TypeAdapter(model).json_schema(ref_template=COMPONENT, schema_generator=_Schema, mode=schema)
         found |= written.pop("$defs", {})
         found[model.__name__] = written
     return found
@@ -54,7 +55,7 @@ def json_body(model: type[BaseModel]) -> dict[str, Any]:
     return {JSON: {"schema": {"$ref": COMPONENT.format(model=model.__name__)}}}
 
 
-def reference(model: type[BaseModel]) -> dict[str, str]:
+def reference(model: type[Any]) -> dict[str, str]:
     """A schema that is a model's component (`components`)."""
     return {"$ref": COMPONENT.format(model=model.__name__)}
 
@@ -161,25 +162,6 @@ def graph_store_doc(what: str, *, dataset: bool) -> dict[str, Any]:
     }
 
 
-DOCUMENT_IDS = {"type": "array", "items": STRING}
-ENTITY_ALIASES = json_object(
-    ["entity", "label", "aliases", "merges", "kept_apart"],
-    entity=STRING,
-    label={"type": ["string", "null"]},
-    aliases={"type": "array", "items": json_object(["name", "documents"], name=STRING, documents=DOCUMENT_IDS)},
-    merges={
-        "type": "array",
-        "items": json_object(
-            ["alias", "iri", "rule", "score", "documents"],
-            alias=STRING,
-            iri=STRING,
-            rule=STRING,
-            score=NUMBER,
-            documents=DOCUMENT_IDS,
-        ),
-    },
-    kept_apart={"type": "array", "items": STRING},
-)
 COLLECTION = json_object(
     ["name", "iri", "documents", "chunks", "facts"],
     name=STRING,

@@ -13,6 +13,8 @@ from typing import Any
 from sparqlrag import __version__
 from sparqlrag.operations.access import Scope
 from sparqlrag.operations.answers import DocumentRagAnswer, GraphRagAnswer, TraceRecord
+from sparqlrag.operations.entities import EntityAliases
+from sparqlrag.operations.explore import EntityMatches, FactEvidence, Neighbourhood
 from sparqlrag.operations.requests import (
     ChatRequest,
     DocumentRagRequest,
@@ -65,7 +67,16 @@ def document(endpoints: list[tuple[str, str, Scope | None, dict[str, Any]]]) -> 
                     error={**STRING, "description": "a stable code"},
                     detail={**STRING, "description": "what went wrong"},
                 ),
-                **components(GraphRagAnswer, DocumentRagAnswer, TraceRecord, schema="serialization"),
+                **components(
+                    GraphRagAnswer,
+                    DocumentRagAnswer,
+                    TraceRecord,
+                    Neighbourhood,
+                    EntityMatches,
+                    FactEvidence,
+                    EntityAliases,
+                    schema="serialization",
+                ),
             },
         },
     }

@@ -1,10 +1,13 @@
-"""The pages people open in a browser: the SPARQL editor at `/`, the ask page at `/ask`, and
-the templates other modules render (an entity's page).
+"""The pages people open in a browser: the SPARQL editor at `/`, the ask page at `/ask`, the
+library at `/library`, the graph explorer at `/explore`, and the templates other modules render
+(an entity's page).
 
 The pages hold no data: their scripts call the JSON and SPARQL routes with the bearer token
 the user typed (kept in the browser's localStorage), so they are served without one. YASGUI
 is the npm package's built files, fetched by `make install` into static/vendor/yasgui (not
-committed); without them the page loads the same version from the public CDN.
+committed); without them the page loads the same version from the public CDN. d3, which the
+explorer and the ask page draw with, comes the same way (static/vendor/d3); without it those
+pages say so and keep their lists.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ STATIC = HERE / "static"
 YASGUI_VERSION = "4.6.2"
 YASGUI_CDN = f"https://cdn.jsdelivr.net/npm/@zazuko/yasgui@{YASGUI_VERSION}/build/"
 YASGUI_LOCAL = STATIC / "vendor" / "yasgui"
+D3_LOCAL = STATIC / "vendor" / "d3" / "d3.min.js"  # the explorer's drawing; without it the pages say so
 
 
 def highlight(text: str, sentence: str | None) -> Markup:
@@ -85,8 +89,16 @@ async def sparql_editor(request: Request) -> Response:
     )
 
 
+def _d3_url(root: str) -> str | None:
+    return f"{root}static/vendor/d3/d3.min.js" if D3_LOCAL.is_file() else None
+
+
 async def ask_page(request: Request) -> Response:
-    return render("ask.html", "", config=_page_config(request))
+    return render("ask.html", "", config=_page_config(request), d3_js=_d3_url(""))
+
+
+async def explore_page(request: Request) -> Response:
+    return render("explore.html", "", config=_page_config(request), d3_js=_d3_url(""))
 
 
 async def library_page(request: Request) -> Response:

@@ -162,6 +162,7 @@ PROTOCOL: list[Endpoint] = [  # the protocol routes first: the router tries each
     Endpoint("/", "GET", pages.sparql_editor, scope=None),
     Endpoint("/ask", "GET", pages.ask_page, scope=None),
     Endpoint("/library", "GET", pages.library_page, scope=None),
+    Endpoint("/explore", "GET", pages.explore_page, scope=None),
     *(
         _linked(kind, what)
         for kind, what in (("id", "an entity"), ("rel", "a relation"), ("doc", "a document or chunk"))

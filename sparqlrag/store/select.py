@@ -20,16 +20,17 @@ def lexical(term: Term) -> str:
     return str(term) if isinstance(term, Triple) else term.value
 
 
-def _bindings(store: QuadStore, sparql: str) -> list[dict[str, dict[str, Any]]]:
+def _bindings(store: QuadStore, sparql: str, timeout: float | None) -> list[dict[str, dict[str, Any]]]:
     """SELECT over the real dataset (no union default graph: our queries name graphs)."""
-    result = store.query(sparql, accept="application/sparql-results+json")
+    result = store.query(sparql, accept="application/sparql-results+json", timeout=timeout)
     bindings: list[dict[str, dict[str, Any]]] = json.loads(result.body)["results"]["bindings"]
     return bindings
 
 
-def select(store: QuadStore, sparql: str) -> list[dict[str, str]]:
-    """Rows of a SELECT, each value as its lexical form or IRI (a triple term as N-Triples)."""
-    return [{name: _text(value) for name, value in row.items()} for row in _bindings(store, sparql)]
+def select(store: QuadStore, sparql: str, timeout: float | None = None) -> list[dict[str, str]]:
+    """Rows of a SELECT, each value as its lexical form or IRI (a triple term as N-Triples);
+    `timeout`: the seconds it may run (QueryTimeout past them, where the store can stop it)."""
+    return [{name: _text(value) for name, value in row.items()} for row in _bindings(store, sparql, timeout)]
 
 
 def _text(value: dict[str, Any]) -> str:
@@ -63,9 +64,9 @@ def select_values(
     return [row for some in slices(list(terms)) for row in select(store, query(values(variable, some)))]
 
 
-def select_terms(store: QuadStore, sparql: str) -> list[dict[str, Term]]:
+def select_terms(store: QuadStore, sparql: str, timeout: float | None = None) -> list[dict[str, Term]]:
     """Rows of a SELECT, each value as the RDF term it is (kind, datatype and language kept)."""
-    return [{name: _term(value) for name, value in row.items()} for row in _bindings(store, sparql)]
+    return [{name: _term(value) for name, value in row.items()} for row in _bindings(store, sparql, timeout)]
 
 
 def _term(value: dict[str, Any]) -> Term:

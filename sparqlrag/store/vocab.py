@@ -204,10 +204,11 @@ def slug(name: str) -> str:
     return quote(text, safe="-._~")
 
 
-def original_file(document_iri: str) -> str:
-    """Where the server gives a document's original file (server/originals.py): `{base}file/doc/C/ID`."""
+def original_file(document_iri: str, page: int | None = None) -> str:
+    """Where the server gives a document's original file (server/originals.py): `{base}file/doc/C/ID`,
+    opened at `page` (`#page=3`, as PDF viewers take it) when one is given."""
     head, _, rest = document_iri.rpartition("/doc/")
-    return f"{head}/file/doc/{rest}"
+    return f"{head}/file/doc/{rest}" + (f"#page={page}" if page is not None else "")
 
 
 def local_name(iri: str) -> str:
@@ -325,6 +326,10 @@ class Iris:
 
     def document(self, document_id: str) -> NamedNode:
         return NamedNode(f"{self.base}doc/{self.collection}/{quote(document_id, safe='-._~')}")
+
+    def document_id(self, document: str) -> str:
+        """The id a document's IRI was minted from."""
+        return unquote(document.removeprefix(self.document("").value))
 
     def chunk(self, document: NamedNode, text: str) -> NamedNode:
         """Named by the chunk's content: unchanged text keeps its IRI (and its facts) on re-ingest."""

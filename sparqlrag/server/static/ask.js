@@ -6,7 +6,6 @@
 (() => {
   const { config, api, element, withPrefixes } = sparqlrag;
   const $ = (id) => document.getElementById(id);
-  const SVG = "http://www.w3.org/2000/svg";
   let conversation = []; // the earlier turns: {role: "user" | "assistant", content}
 
   const asked = new URLSearchParams(window.location.search); // ?collection=C&document=ID...: from the library
@@ -54,7 +53,6 @@
     }
   }
 
-  const localName = (iri) => decodeURIComponent(iri.replace(/\/$/, "").split(/[/#]/).pop()).replace(/[-_]/g, " ");
   const sameFact = (a, b) => a.subject === b.subject && a.predicate === b.predicate && a.object === b.object;
 
   function showSources(turn, sources, edges) {
@@ -88,58 +86,14 @@
       ...(edge.via ? [element("span", { class: "via" }, ` (via: ${edge.via.text})`)] : []))));
   }
 
-  // The explored subgraph: the best seeds in the first column, each kept edge's new end one
-  // column further; an edge between two nodes of one column bends out to the left. Line width
-  // is the edge's score; hover a line or a node for its full text.
-  const SEEDS_SHOWN = 5;
-  const short = (text) => (text.length > 32 ? `${text.slice(0, 31)}…` : text);
-
-  function drawTrace(turn, seeds, edges) {
-    const svg = turn.querySelector("svg.trace");
-    svg.replaceChildren();
-    const column = new Map();
-    const label = new Map();
-    const used = new Set(edges.flatMap((e) => [e.subject, e.object]));
-    for (const seed of seeds.filter((s, i) => i < SEEDS_SHOWN || used.has(s.entity))) {
-      column.set(seed.entity, 0);
-      label.set(seed.entity, seed.label || localName(seed.entity));
-    }
-    for (const edge of [...edges].sort((a, b) => a.hop - b.hop)) {
-      label.set(edge.subject, edge.labels[0]);
-      label.set(edge.object, edge.labels[2]);
-      const [from, to] = column.has(edge.subject) || edge.object_is_literal ? [edge.subject, edge.object] : [edge.object, edge.subject];
-      if (!column.has(from)) column.set(from, edge.hop - 1);
-      if (!column.has(to)) column.set(to, edge.hop);
-    }
-    const rows = new Map();
-    const place = new Map();
-    const [width, height, left] = [260, 30, 90];
-    for (const [node, col] of column) {
-      const row = rows.get(col) || 0;
-      rows.set(col, row + 1);
-      place.set(node, [left + col * width, 20 + row * height]);
-    }
-    svg.setAttribute("viewBox", `0 0 ${left + Math.max(...column.values(), 0) * width + 240} ${30 + Math.max(...rows.values(), 1) * height}`);
-    const draw = (tag, attributes, text, title) => {
-      const node = document.createElementNS(SVG, tag);
-      for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
-      if (text !== undefined) node.textContent = text;
-      if (title) node.append(Object.assign(document.createElementNS(SVG, "title"), { textContent: title }));
-      svg.append(node);
-      return node;
+  // The explored subgraph, as the explorer draws a trace (drawing.js): seeds, the facts kept at
+  // each hop with their scores, then the sources; a node opens the explorer at that entity.
+  function drawTrace(turn, seeds, edges, sources = []) {
+    const explore = (entity) => {
+      if (entity.startsWith(`${config.base}id/`)) window.open(`explore?${new URLSearchParams({ collection: $("collection").value, entity })}`, "_blank");
     };
-    for (const edge of edges) {
-      const [x1, y1] = place.get(edge.subject);
-      const [x2, y2] = place.get(edge.object);
-      const bend = x1 === x2 ? ` Q ${x1 - 40 - Math.abs(y2 - y1) / 4} ${(y1 + y2) / 2} ${x2} ${y2}` : ` L ${x2} ${y2}`;
-      draw("path", { d: `M ${x1} ${y1}${bend}`, class: `edge hop${edge.hop}`, fill: "none", "stroke-width": 1 + 3 * Math.max(edge.score, 0) },
-        undefined, `${edge.text} (hop ${edge.hop}, score ${edge.score.toFixed(3)})`);
-    }
-    for (const [node, [x, y]] of place) {
-      const seed = seeds.find((s) => s.entity === node);
-      draw("circle", { cx: x, cy: y, r: seed ? 8 : 5, class: seed ? "node seed" : "node" }, undefined, node);
-      draw("text", { x: x + 11, y: y + 4, class: "node-label" }, `${short(label.get(node))}${seed ? ` (${seed.score.toFixed(2)})` : ""}`, label.get(node));
-    }
+    const drawn = sparqlragDrawing.draw(turn.querySelector("svg.trace"), sparqlragDrawing.traceGraph(seeds, edges, sources), { columns: true, onNode: explore });
+    turn.querySelector(".no-drawing").hidden = drawn;
   }
 
   function traceQuery(trace, collection) {
@@ -192,7 +146,10 @@ ORDER BY ?hop DESC(?score)`;
           showFacts(turn, edges);
           drawTrace(turn, seeds, edges);
         } else if (name === "token") answer.append(data.text);
-        else if (name === "sources") showSources(turn, data.sources, edges);
+        else if (name === "sources") {
+          showSources(turn, data.sources, edges);
+          if (graph && edges.length) drawTrace(turn, seeds, edges, data.sources);
+        }
         else if (name === "done") {
           $("status").textContent = "";
           conversation = [...conversation, { role: "user", content: question }, { role: "assistant", content: data.answer }];
@@ -200,6 +157,9 @@ ORDER BY ?hop DESC(?score)`;
           if (graph) {
             turn.querySelector(".trace-query").href = traceQuery(data.trace, collection);
             turn.querySelector(".trace-query").hidden = false;
+            const traceId = data.trace.split("/").pop();
+            turn.querySelector(".trace-explore").href = `explore?${new URLSearchParams({ collection, trace: traceId })}`;
+            turn.querySelector(".trace-explore").hidden = false;
           }
         } else if (name === "error") throw new Error(data.detail);
         else if (name === "concepts" || name === "hop") $("status").textContent = name === "hop" ? `Walking: hop ${data.hop}…` : "Grounding…";
