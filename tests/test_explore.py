@@ -15,6 +15,7 @@ import pytest
 from sparqlrag.queries.neighbourhood import MAX_DEPTH, MAX_LIMIT
 from tests.browser import SCREENSHOTS, fresh, wait_for
 from tests.conftest import ADMIN, ROOT, LiveServer, start_server
+from tests.documents_made import report_pdf
 
 READER, ALPHA = "reader-token", "alpha-reader"
 HUB_FACTS = 100_000
@@ -27,8 +28,8 @@ TEXTS = {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """The demo corpus in `default`, a collection each for alpha, beta and curation, and `hub`:
-    one entity with HUB_FACTS facts, loaded through the Graph Store protocol."""
+    """The demo corpus in `default`, a collection each for alpha, beta and curation, a PDF report
+    in `papers`, and `hub`: one entity with HUB_FACTS facts, loaded through the Graph Store protocol."""
     live, stop = start_server(
         tmp_path_factory.mktemp("explore"),
         own_base_iri=True,
@@ -45,6 +46,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
             assert admin.post("/api/v1/collections", json={"name": name}).status_code == 201
             made = admin.post(f"/api/v1/documents?collection={name}", json={"id": "d1", "text": text})
             assert made.status_code == 201, made.text
+        assert admin.post("/api/v1/collections", json={"name": "papers"}).status_code == 201
+        files = [("file", ("report.pdf", report_pdf(), "application/pdf"))]  # 3 pages
+        assert admin.post("/api/v1/documents?collection=papers", files=files).status_code == 201
         assert admin.post("/api/v1/collections", json={"name": "hub"}).status_code == 201
         lines = [f"<{base}id/hub/centre> <{base}rel/links> <{base}id/hub/n{i}> .\n" for i in range(HUB_FACTS)]
         lines.append(f'<{base}id/hub/centre> <http://www.w3.org/2000/01/rdf-schema#label> "Centre" .\n')
@@ -150,6 +154,14 @@ def test_a_facts_evidence_names_its_sentence_document_and_file(server: LiveServe
     assert evidence["passage"]["document"] == f"{base}doc/default/cern" and evidence["passage"]["title"] == "CERN"
     assert evidence["passage"]["file"] == f"{base}file/doc/default/cern"
     assert admin.get(evidence["passage"]["file"]).status_code == 200  # the link opens the original
+    paged = {
+        "subject": entity(server, "maria-okonkwo", "papers"),
+        "predicate": f"{base}rel/leads-fund-from",
+        "object": entity(server, "oslo", "papers"),
+    }
+    (on_page,) = admin.get(f"/api/v1/collections/papers/graph/fact?{urlencode(paged)}").json()["evidence"]
+    assert on_page["passage"]["pages"] == [2, 2] and on_page["passage"]["citation"] == "Annual report 2024, p. 2"
+    assert on_page["passage"]["file"] == f"{base}file/doc/papers/report.pdf#page=2"
     missing = admin.get(
         f"/api/v1/collections/default/graph/fact?{urlencode(fact | {'object': entity(server, 'oslo')})}"
     )
@@ -244,6 +256,14 @@ def test_the_explorer_draws_cern_expands_a_node_and_shows_an_edges_evidence(brow
     assert links["open the file"] == f"{server.settings.base_iri}file/doc/default/cern"
     assert not driver.find_elements(By.CSS_SELECTOR, "form.curation, button.split")  # a read token
     driver.save_screenshot(str(SCREENSHOTS / "explore-evidence.png"))
+
+    open_explorer(driver, server, READER, collection="papers", entity=entity(server, "maria-okonkwo", "papers"))
+    wait_for(driver, "svg.graph g.edge")[0].click()
+    evidence = wait_for(driver, "#details li.evidence")
+    assert "page 2" in evidence[0].text and "Maria Okonkwo leads the fund from Oslo." in evidence[0].text
+    original = evidence[0].find_element(By.CSS_SELECTOR, "a.original")
+    assert original.text == "open the file at this page"
+    assert original.get_attribute("href") == f"{server.settings.base_iri}file/doc/papers/report.pdf#page=2"
 
 
 def test_the_explorer_merges_and_splits_with_a_write_token_and_shows_a_refusal(
