@@ -326,6 +326,9 @@ def test_the_explorer_draws_a_trace(browser: Any, server: LiveServer) -> None:
     assert len(driver.find_elements(By.CSS_SELECTOR, "svg.graph g.edge.hop1")) >= 2
     assert driver.find_element(By.CSS_SELECTOR, "#details h2").text == "Where is CERN located?"
     driver.save_screenshot(str(SCREENSHOTS / "explore-trace.png"))
+    driver.find_element(By.CSS_SELECTOR, "svg.graph g.edge.hop1").send_keys("\n")  # how the walk kept it
+    kept = wait_for(driver, "#details p.walked")[0].text
+    assert kept.startswith("Kept at hop 1, score 0.")
 
 
 def test_without_d3_the_explorer_says_so_and_still_finds_and_lists(

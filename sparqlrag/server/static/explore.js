@@ -167,7 +167,7 @@
     const parts = [element("h3", {}, "Names")];
     const splitButton = (alias) => {
       if (!state.canWrite) return "";
-      const button = element("button", { type: "button", class: "split" }, "Split off");
+      const button = element("button", { type: "button", class: "split" }, "Split off, keep apart");
       button.title = `“${alias}” names something else: split it off and keep the two apart`;
       button.addEventListener("click", () => curate("split", { entity: id, alias }));
       return button;
@@ -215,8 +215,15 @@
 
   async function showEdge(id) {
     const edge = state.edges.get(id);
-    const fact = edge ? { subject: edge.source, predicate: edge.predicate, object: edge.target } : factOfTrace(id);
-    if (!fact) return;
+    const walked = edge ? null : walkedEdge(id); // a trace's: how the walk kept it
+    if (!edge && !walked) return;
+    const how = walked ? [element("p", { class: "walked" }, `Kept at hop ${walked.hop}, score ${walked.score.toFixed(3)}`,
+      walked.via ? `, reached through: ${walked.via.text}` : "")] : [];
+    if (walked?.object_is_literal) {
+      panel(element("h2", {}, walked.text), ...how, element("p", { class: "none" }, `A value: its sentence is “${walked.sentence || "not kept"}”.`));
+      return;
+    }
+    const fact = edge ? { subject: edge.source, predicate: edge.predicate, object: edge.target } : { subject: walked.subject, predicate: walked.predicate, object: walked.object };
     if (edge) render(id);
     try {
       const found = await (await api(`${base()}/graph/fact?${encoded(fact)}`)).json();
@@ -230,7 +237,7 @@
         return item;
       });
       panel(element("h2", {}, found.fact.text),
-        element("p", { class: "iri" }, `${found.labels[0]} → ${found.labels[1]} → ${found.labels[2]}`),
+        element("p", { class: "iri" }, `${found.labels[0]} → ${found.labels[1]} → ${found.labels[2]}`), ...how,
         element("h3", {}, `Evidence (${items.length})`),
         items.length ? element("ol", { class: "evidence" }, ...items) : element("p", { class: "none" }, "No document states it: it was loaded as data."));
     } catch (error) {
@@ -240,10 +247,7 @@
 
   // -- a trace ----------------------------------------------------------------------------------
 
-  function factOfTrace(id) {
-    const edge = (state.trace?.edges || []).find((e) => `${e.subject} ${e.predicate} ${e.object}` === id);
-    return edge && !edge.object_is_literal ? { subject: edge.subject, predicate: edge.predicate, object: edge.object } : null;
-  }
+  const walkedEdge = (id) => (state.trace?.edges || []).find((e) => `${e.subject} ${e.predicate} ${e.object}` === id);
 
   async function showTrace(id) {
     status("Drawing the trace…");
