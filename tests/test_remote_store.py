@@ -143,8 +143,8 @@ CORPUS = Path(__file__).resolve().parents[1] / "sparqlrag" / "demo" / "corpus"
 
 def _asked(client: httpx.Client) -> list[object]:
     """Both RAGs' answers to QUESTION in collection `lab`: the answer, the source chunks, the facts
-    the walk kept, and the graph answer's trace as read back (all but its timings); and the
-    linked data of a document and an entity (their facts, with provenance)."""
+    the walk kept, and the graph answer's trace as read back (all but its timings); the linked
+    data of a document and an entity (their facts, with provenance); the explorer's picture of CERN."""
     described = [  # without the creation times (each server ingests at its own moment)
         sorted(line for line in client.get(f"/data/{path}.nt").text.splitlines() if "#dateTime>" not in line)
         for path in ("doc/lab/cern", "id/lab/tim-berners-lee")
@@ -152,6 +152,15 @@ def _asked(client: httpx.Client) -> list[object]:
     graph = client.post("/api/v1/graph-rag", json={"question": QUESTION, "collection": "lab"}).json()
     document = client.post("/api/v1/document-rag", json={"question": QUESTION, "collection": "lab"}).json()
     trace = client.get(f"/api/v1/traces/{graph['trace'].rsplit('/', 1)[1]}", params={"collection": "lab"}).json()
+    cern = graph["trace"].split("trace/lab/")[0] + "id/lab/cern"
+    explored = client.get("/api/v1/collections/lab/graph", params={"entity": cern, "depth": 2}).json()
+    picture = {  # the explorer's (in the store's order, which differs: sorted)
+        "nodes": sorted((n["id"], n["label"], n["degree"], n["hop"]) for n in explored["nodes"]),
+        "edges": sorted(
+            (e["source"], e["label"], e["target"], e["evidence"], bool(e["reifier"])) for e in explored["edges"]
+        ),
+        "documents": explored["documents"],
+    }
     return [
         graph["answer"],
         [s["chunk"] for s in graph["sources"]],
@@ -161,6 +170,7 @@ def _asked(client: httpx.Client) -> list[object]:
         {key: trace[key] for key in ("question", "mode", "answer", "seeds", "edges", "sources")},
         sorted(trace["concepts"]),  # a set in RDF: its order is the store's
         described,
+        picture,
     ]
 
 
@@ -215,6 +225,7 @@ def test_the_server_does_its_whole_job_on_oxigraph_serve(
         assert on_remote == on_embedded
         assert on_remote[1] and on_remote[2] and on_remote[5]["edges"]  # sources, facts, a trace: not all empty
         assert "wasDerivedFrom" in " ".join(on_remote[7][0])  # the document's page lists its facts' chunks
+        assert on_remote[8]["edges"] and on_remote[8]["documents"]  # the explorer's picture of CERN, not empty
         with httpx.Client() as client:  # it is all in the remote store
             count = client.get(
                 oxigraph.url + "/query", params={"query": "SELECT (COUNT(*) AS ?n) { GRAPH ?g { ?s ?p ?o } }"}

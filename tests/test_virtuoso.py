@@ -31,6 +31,7 @@ def test_the_server_does_its_whole_job_on_virtuoso(virtuoso: Virtuoso, tmp_path:
         assert approximately(on_remote) == on_embedded  # Virtuoso writes a double with 6 digits
         assert on_remote[1] and on_remote[2] and on_remote[5]["edges"]  # sources, facts, a trace: not all empty
         assert "wasDerivedFrom" in " ".join(on_remote[7][0])  # the document's page lists its facts' chunks
+        assert on_remote[8]["edges"] and on_remote[8]["documents"]  # the explorer's picture of CERN, not empty
     finally:
         stop_remote()
         stop_embedded()
