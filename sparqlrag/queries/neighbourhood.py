@@ -20,7 +20,7 @@ from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.facts import node_labels
 from sparqlrag.store.select import count, lexical, select, select_terms
-from sparqlrag.store.sparql_text import slices, sparql_term, values
+from sparqlrag.store.sparql_text import fact_values, slices, sparql_term, values
 from sparqlrag.store.vocab import Iris
 
 MAX_DEPTH = 3
@@ -179,12 +179,11 @@ def _evidence(store: QuadStore, iris: Iris, facts: list[Triple], left: Left) -> 
     """Each fact's reifier (if any) and how many chunks of ready documents state it."""
     found: dict[Triple, tuple[str | None, int]] = dict.fromkeys(facts, (None, 0))
     for some in slices(facts):
-        rows = " ".join(f"({sparql_term(f.subject)} {sparql_term(f.predicate)} {sparql_term(f.object)})" for f in some)
         for row in select_terms(
             store,
             vocab.SPARQL_PREFIXES
             + f"""SELECT ?s ?p ?o (SAMPLE(?st) AS ?reifier) (COUNT(DISTINCT ?chunk) AS ?chunks) WHERE {{
-            VALUES (?s ?p ?o) {{ {rows} }} GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies <<( ?s ?p ?o )>>
+            {fact_values(some)} GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies <<( ?s ?p ?o )>>
               OPTIONAL {{ ?st prov:wasDerivedFrom ?chunk . ?chunk prov:wasDerivedFrom ?doc .
                 ?doc sr:status "{vocab.READY}" }} }} }} GROUP BY ?s ?p ?o""",
             left(),
@@ -221,18 +220,30 @@ def _types(store: QuadStore, iris: Iris, nodes: list[str], left: Left) -> dict[s
 
 
 def _documents(store: QuadStore, iris: Iris, entity: str, left: Left) -> list[DocumentFacts]:
-    """The documents stating the entity's facts (of its first SCAN), most facts first."""
+    """The documents stating the entity's facts (of its first SCAN), most facts first. The facts
+    are read first and bound before the triple-term pattern, so each reifier is looked up: joined
+    in one query, the store scans every reifier of the collection (3.6 s on 80,000 facts)."""
     node = sparql_term(NamedNode(entity))
     kg, src = sparql_term(iris.knowledge_graph), sparql_term(iris.source_graph)
-    rows = select(
+    rows = select_terms(
         store,
-        vocab.SPARQL_PREFIXES
-        + f"""SELECT ?doc (SAMPLE(?name) AS ?title) (COUNT(DISTINCT ?st) AS ?facts) WHERE {{
-        {{ SELECT ?s ?p ?o WHERE {{ {{ GRAPH {kg} {{ {node} ?p ?o }} BIND({node} AS ?s) }}
-          UNION {{ GRAPH {kg} {{ ?s ?p {node} }} BIND({node} AS ?o) }} }} LIMIT {SCAN} }}
-        GRAPH {src} {{ ?st rdf:reifies <<( ?s ?p ?o )>> ; prov:wasDerivedFrom ?chunk . ?chunk prov:wasDerivedFrom ?doc .
-          ?doc sr:status "{vocab.READY}" ; dcterms:title ?name }}
-        }} GROUP BY ?doc ORDER BY DESC(?facts) ?title LIMIT {DOCUMENTS_SHOWN}""",
+        f"""SELECT ?s ?p ?o WHERE {{ {{ GRAPH {kg} {{ {node} ?p ?o }} BIND({node} AS ?s) }}
+        UNION {{ GRAPH {kg} {{ ?s ?p {node} }} BIND({node} AS ?o) }} }} LIMIT {SCAN}""",
         left(),
     )
-    return [DocumentFacts(iris.document_id(row["doc"]), row["title"], count(row["facts"]) or 0) for row in rows]
+    facts, titles = [Triple(row["s"], row["p"], row["o"]) for row in rows], {}  # type: ignore[arg-type]
+    counts: dict[str, int] = {}
+    for some in slices(facts):
+        for row in select(
+            store,
+            vocab.SPARQL_PREFIXES
+            + f"""SELECT ?doc (SAMPLE(?name) AS ?title) (COUNT(DISTINCT ?st) AS ?facts) WHERE {{
+            {fact_values(some)} GRAPH {src} {{ ?st rdf:reifies <<( ?s ?p ?o )>> ; prov:wasDerivedFrom ?chunk .
+              ?chunk prov:wasDerivedFrom ?doc . ?doc sr:status "{vocab.READY}" ; dcterms:title ?name }}
+            }} GROUP BY ?doc""",
+            left(),
+        ):
+            counts[row["doc"]] = counts.get(row["doc"], 0) + (count(row["facts"]) or 0)
+            titles[row["doc"]] = row["title"]
+    ranked = sorted(counts, key=lambda doc: (-counts[doc], titles[doc]))[:DOCUMENTS_SHOWN]
+    return [DocumentFacts(iris.document_id(doc), titles[doc], counts[doc]) for doc in ranked]

@@ -10,7 +10,7 @@ from pyoxigraph import NamedNode, Triple
 from sparqlrag.store import vocab
 from sparqlrag.store.base import QuadStore
 from sparqlrag.store.select import Term, select_terms
-from sparqlrag.store.sparql_text import slices, sparql_term, values
+from sparqlrag.store.sparql_text import fact_values, slices, sparql_term, values
 from sparqlrag.store.vocab import Iris
 
 
@@ -20,12 +20,11 @@ def fact_sources(store: QuadStore, iris: Iris, facts: list[Triple]) -> list[dict
     looked up, not scanned for. No chunk texts: callers fetch those for the few they show."""
     if not facts:
         return []
-    rows = " ".join(f"({sparql_term(t.subject)} {sparql_term(t.predicate)} {sparql_term(t.object)})" for t in facts)
     return select_terms(
         store,
         vocab.SPARQL_PREFIXES
         + f"""
-        SELECT ?s ?p ?o ?st ?sentence ?chunk WHERE {{ VALUES (?s ?p ?o) {{ {rows} }}
+        SELECT ?s ?p ?o ?st ?sentence ?chunk WHERE {{ {fact_values(facts)}
           GRAPH {sparql_term(iris.source_graph)} {{
             ?st rdf:reifies <<( ?s ?p ?o )>> ; prov:wasDerivedFrom ?chunk . OPTIONAL {{ ?st sr:sentence ?sentence }}
             ?chunk prov:wasDerivedFrom ?doc . ?doc sr:status "{vocab.READY}" }} }}""",

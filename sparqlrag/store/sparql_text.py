@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pyoxigraph import DefaultGraph, NamedNode, Quad, RdfFormat, parse
+from pyoxigraph import DefaultGraph, NamedNode, Quad, RdfFormat, Triple, parse
 
 from sparqlrag.store.base import QuerySyntaxError, UpdateDatasetConflict
 
@@ -164,8 +164,6 @@ def apply_update_dataset(update: str, using_graphs: Sequence[str], using_named_g
 def sparql_term(term: object) -> str:
     """A pyoxigraph term in SPARQL syntax: pyoxigraph escapes IRIs and literals; triple terms
     need the <<( )>> wrapper that str() leaves out."""
-    from pyoxigraph import Triple
-
     if isinstance(term, Triple):
         return f"<<( {sparql_term(term.subject)} {sparql_term(term.predicate)} {sparql_term(term.object)} )>>"
     return str(term)
@@ -257,3 +255,9 @@ def slices(items: Sequence[T], size: int = VALUES_BATCH) -> Iterator[Sequence[T]
 
 def values(variable: str, terms: Iterable[object]) -> str:
     return f"VALUES ?{variable} {{ " + " ".join(sparql_term(t) for t in terms) + " }"
+
+
+def fact_values(facts: Iterable[Triple]) -> str:
+    """`VALUES (?s ?p ?o)` of the facts: bound before a triple-term pattern, each is looked up."""
+    rows = " ".join(f"({sparql_term(f.subject)} {sparql_term(f.predicate)} {sparql_term(f.object)})" for f in facts)
+    return f"VALUES (?s ?p ?o) {{ {rows} }}"
