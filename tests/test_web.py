@@ -270,6 +270,13 @@ def test_the_ask_page_shows_an_answer_its_sources_and_the_trace(browser: WebDriv
     assert driver.find_elements(By.CSS_SELECTOR, ".turn .sources mark")  # the supporting sentence
     assert len(driver.find_elements(By.CSS_SELECTOR, ".turn svg.trace g.node.seed circle")) >= 1
     assert len(driver.find_elements(By.CSS_SELECTOR, ".turn svg.trace g.edge")) >= 2
+    on_screen = driver.execute_script(  # the label's size as shown: the picture is never scaled down
+        "const svg = document.querySelector('.turn svg.trace');"
+        "const label = svg.querySelector('.node-label');"
+        "const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;"
+        "return parseFloat(getComputedStyle(label).fontSize) * scale"
+    )
+    assert on_screen >= 12
     assert len(driver.find_elements(By.CSS_SELECTOR, ".turn .facts li")) >= 2
     driver.save_screenshot(str(SCREENSHOTS / "ask-answer.png"))
     link = driver.find_element(By.CSS_SELECTOR, ".turn .trace-query").get_attribute("href")
