@@ -26,6 +26,10 @@
 
   async function chooseCollection() {
     state.collection = $("collection").value;
+    Object.assign(state, { centre: "", nodes: new Map(), edges: new Map(), trace: null }); // another collection's picture is gone
+    $("graph").replaceChildren();
+    $("filters").hidden = true;
+    $("found").replaceChildren();
     const reach = await (await api("api/v1/access")).json();
     state.canWrite = !reach.auth || reach.writes === "all" || (Array.isArray(reach.writes) && reach.writes.includes(state.collection));
     const { documents } = await (await api(`api/v1/documents?collection=${encodeURIComponent(state.collection)}`)).json();
@@ -44,7 +48,10 @@
       const { entities } = await (await api(`${base()}/entities?${encoded({ search, limit: 10 })}`)).json();
       $("found").replaceChildren(...entities.map((e) => {
         const button = element("button", { type: "button", class: "entity" }, e.label);
-        button.addEventListener("click", () => start(e.entity));
+        button.addEventListener("click", () => {
+          state.limit = STEP; // a new picture starts small
+          start(e.entity);
+        });
         return element("li", {}, button, e.name !== e.label ? ` named “${e.name}”` : "", element("span", { class: "score" }, ` ${e.score.toFixed(2)}`));
       }));
       status(entities.length ? "" : "No entity has a name near that.");
@@ -61,7 +68,8 @@
     return (await api(`${base()}/graph?${encoded(params)}`)).json();
   }
 
-  function merge(found) {
+  // adds what the route drew to the picture, and its relations to the filter
+  function include(found) {
     for (const node of found.nodes) state.nodes.set(node.id, node);
     for (const edge of found.edges) state.edges.set(edge.id, edge);
     const relations = new Map([...state.edges.values()].map((e) => [e.predicate, e.label]));
@@ -81,7 +89,7 @@
     status("Drawing…");
     try {
       const found = await neighbourhood(entity, $("depth").value);
-      merge(found);
+      include(found);
       $("more").disabled = !found.truncated || state.limit >= MOST;
       render();
       status(found.truncated ? `Showing ${found.nodes.length} nodes: there is more (Show more).` : "");
@@ -97,7 +105,7 @@
     try {
       const found = await neighbourhood(id, 1);
       state.expanded.add(id);
-      merge(found);
+      include(found);
       render(id);
       status("");
       await showNode(id, found.documents);
