@@ -11,14 +11,19 @@ from starlette.responses import JSONResponse, Response
 
 from sparqlrag.operations import explore
 from sparqlrag.operations.requests import EntitySearch, FactQuery, GraphQuery
+from sparqlrag.server.auth import client_key
 from sparqlrag.server.collections import opened
 from sparqlrag.server.contracts import parsed_query
+from sparqlrag.server.state import state_of
 
 
 async def graph(request: Request) -> Response:
-    """?entity=IRI&depth=&limit=&relation=&document=: the entity's neighbourhood, bounded."""
+    """?entity=IRI&depth=&limit=&relation=&document=: the entity's neighbourhood, bounded; one
+    of the client's running queries while it is drawn (query_admission.py)."""
     collection = await opened(request, request.path_params["name"])
-    return JSONResponse(asdict(await explore.graph(collection, parsed_query(request, GraphQuery))))
+    asked = parsed_query(request, GraphQuery)
+    async with state_of(request).queries.admitted(client_key(request)):
+        return JSONResponse(asdict(await explore.graph(collection, asked)))
 
 
 async def fact(request: Request) -> Response:

@@ -2,7 +2,8 @@
 
 A read token is enough to send a query that runs for its whole time limit, and ten of them at
 once filled every thread of the store. So each client (its token, else its address) may have
-`max_concurrent_queries` queries running (/sparql, MCP `sparql_query`, nl-query); one more is
+`max_concurrent_queries` queries running (/sparql, MCP `sparql_query`, nl-query, the explorer's
+graph); one more is
 429 `too_many_queries` with Retry-After. A query that stops the store process (400
 `query_crashed_store`) costs every client a restart; a client whose queries did that
 `query_crash_budget` times within CRASH_WINDOW seconds gets 429 for its queries until the oldest

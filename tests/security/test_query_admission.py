@@ -44,6 +44,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     stop()
 
 
+def _marie_curie(server: LiveServer) -> str:
+    return f"{server.settings.base_iri}id/default/marie-curie"
+
+
 def _ask(server: LiveServer, token: str, query: str = "ASK {}", **params: str) -> httpx.Response:
     with server.client(token, timeout=120) as client:
         return client.get("/sparql", params={"query": query, **params}, headers=RESULTS)
@@ -69,6 +73,12 @@ def test_a_clients_slow_queries_leave_everyone_else_served(server: LiveServer) -
         third = _ask(server, SLOW)
     assert third.status_code == 429 and third.json()["error"] == "too_many_queries", (third.text, finished)
     assert third.headers["Retry-After"] == "1"
+    with server.client(SLOW, timeout=120) as client:  # the explorer's graph is one of its queries too
+        drawn = client.get("/api/v1/collections/default/graph", params={"entity": _marie_curie(server)})
+        assert drawn.status_code == 429 and drawn.json()["error"] == "too_many_queries", drawn.text
+    with server.client(OTHER, timeout=120) as client:
+        drawn = client.get("/api/v1/collections/default/graph", params={"entity": _marie_curie(server)})
+        assert drawn.status_code == 200 and drawn.json()["nodes"][0]["label"] == "Marie Curie", drawn.text
     # another client's query, the server's own calls and /healthz are answered meanwhile
     other = _ask(server, OTHER)
     assert other.status_code == 200 and other.json()["boolean"] is True
