@@ -11,6 +11,9 @@ const sparqlragDrawing = (() => {
   const COLUMN = 330; // px between a trace's columns
   const ROW = 34; // px between a column's nodes
   const MIN_HEIGHT = 200; // px: a drawing's box is no lower
+  // a label below its node in a force layout (its collision circle then covers it), to the right in a trace's rows
+  const LABEL_BELOW = { x: 0, y: 27, "text-anchor": "middle" };
+  const LABEL_RIGHT = { x: 14, y: 4.5 };
   const CHAR = 7.4; // px a label's character takes at the labels' 13px
   let drawn = 0; // each drawing's own marker ids
   const placed = new WeakMap(); // svg -> Map(node id -> [x, y]): a redrawing keeps what was placed
@@ -107,9 +110,10 @@ const sparqlragDrawing = (() => {
     else forceLayout(svg, nodes, links);
 
     // one unit a pixel: a small drawing is centred in its box, never scaled up; a large one scrolls
-    let left = Math.min(...nodes.map((n) => n.x)) - (options.columns ? 140 : 30);
+    const reach = (n) => (options.columns ? [0, width(n)] : [width(n) / 2, width(n) / 2]); // a label's extent left and right
+    let left = Math.min(...nodes.map((n) => n.x - reach(n)[0])) - (options.columns ? 140 : 10);
     let top = Math.min(...nodes.map((n) => n.y)) - 30;
-    const [wide, high] = [Math.max(...nodes.map((n) => n.x + width(n))) + 10 - left, Math.max(...nodes.map((n) => n.y)) + 30 - top];
+    const [wide, high] = [Math.max(...nodes.map((n) => n.x + reach(n)[1])) + 10 - left, Math.max(...nodes.map((n) => n.y)) + 40 - top];
     const [shownWide, shownHigh] = [Math.max(wide, svg.parentElement.clientWidth), Math.max(high, MIN_HEIGHT)];
     [left, top] = [left - (shownWide - wide) / 2, top - (shownHigh - high) / 2];
     svg.setAttribute("width", Math.ceil(shownWide));
@@ -140,7 +144,7 @@ const sparqlragDrawing = (() => {
       const group = make("g", { class: `node ${node.kind || ""}`, "data-id": node.id, transform: `translate(${node.x},${node.y})` });
       group.append(
         make("circle", { r: /\b(hub|centre)\b/.test(node.kind || "") ? 11 : 8 }),
-        make("text", { x: 14, y: 4.5, class: "node-label" }, short(node.label, 34) + (node.badge ? ` ${node.badge}` : "")),
+        make("text", { ...(options.columns ? LABEL_RIGHT : LABEL_BELOW), class: "node-label" }, short(node.label, 34) + (node.badge ? ` ${node.badge}` : "")),
         make("title", {}, node.title || node.label),
       );
       if (options.onNode) actionable(group, node.title || node.label, () => options.onNode(node.id));

@@ -166,7 +166,9 @@
       const names = await (await api(`${base()}/entities/aliases?${encoded({ entity: id })}`)).json();
       $("details").append(...aliasesOf(id, names));
     } catch (error) {
-      $("details").append(element("p", { class: "error" }, `Cannot list its names: ${error.message}`));
+      // (a thing only named as the object of facts has no names of its own to list: 404)
+      const none = error.message.startsWith("404");
+      $("details").append(none ? element("p", { class: "none" }, "No name of its own.") : element("p", { class: "error" }, `Cannot list its names: ${error.message}`));
     }
     if (state.canWrite) $("details").append(curation(id));
   }
