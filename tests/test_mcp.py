@@ -37,7 +37,15 @@ ONTOLOGY = (
     "@prefix owl: <http://www.w3.org/2002/07/owl#> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
     '<http://ex/onto> a owl:Ontology . <http://ex/Person> a owl:Class ; rdfs:label "Person" .\n'
 )
-READ_TOOLS = {"ask", "search_documents", "sparql_query", "describe_entity", "list_collections", "list_documents"}
+READ_TOOLS = {
+    "ask",
+    "search_documents",
+    "sparql_query",
+    "describe_entity",
+    "explore_entity",
+    "list_collections",
+    "list_documents",
+}
 T = TypeVar("T")
 BASE = "http://tools.example/"
 MODES = ("hybrid", "keyword", "vector")  # search_documents' modes
@@ -138,6 +146,9 @@ def test_the_tools_answer_over_http(server: LiveServer) -> None:
                 await client.call_tool("sparql_query", {"query": "CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o } LIMIT 300"})
             ),
             "by_name": _result(await client.call_tool("describe_entity", {"entity": "Marie Curie"})),
+            "explored": _result(
+                await client.call_tool("explore_entity", {"entity": base + "id/default/marie-curie", "depth": 1})
+            ),
             "collections": _result(await client.call_tool("list_collections", {})),
             "documents": _result(await client.call_tool("list_documents", {"collection": "finance"})),
             "resources": {str(r.uri) for r in (await client.list_resources()).resources},
@@ -147,8 +158,8 @@ def test_the_tools_answer_over_http(server: LiveServer) -> None:
             "ontology": (await client.read_resource("sparqlrag://ontologies/people")).contents[0],
         }
 
-    seen = _over_http(server, ADMIN, steps)
     base = server.settings.base_iri
+    seen = _over_http(server, ADMIN, steps)
     assert seen["tools"] == READ_TOOLS | {"add_document"}
     assert seen["added"]["status"] == "ready" and seen["added"]["facts"] > 0
     for mode in ("default", "graph"):
@@ -175,6 +186,9 @@ def test_the_tools_answer_over_http(server: LiveServer) -> None:
     )
     born = next(f for f in described["facts"] if "born in" in f["fact"])
     assert born["sources"][0]["sentence"] == "Marie Curie was born in Warsaw."
+    explored = seen["explored"]  # the explorer's picture, as the HTTP route gives it
+    assert explored["nodes"][0]["label"] == "Marie Curie" and "Warsaw" in {n["label"] for n in explored["nodes"]}
+    assert any("born in" in e["label"] and e["evidence"] >= 1 for e in explored["edges"]), explored["edges"]
     assert {c["name"] for c in seen["collections"]["collections"]} == {"default", "finance"}
     assert [d["id"] for d in seen["documents"]["documents"]] == ["acme"]
     assert seen["resources"] == {"sparqlrag://vocabulary/sr.ttl", "sparqlrag://ontologies"}
@@ -260,13 +274,15 @@ def test_failures_are_tool_errors_with_the_apis_words(server: LiveServer) -> Non
             await client.call_tool("search_documents", {"query": "x", "k": 0}),
             await client.call_tool("describe_entity", {"entity": "Nobody At All"}),
             await client.call_tool("add_document", {"text": "", "document_id": "empty"}),
+            await client.call_tool("explore_entity", {"entity": server.settings.base_iri + "id/default/x", "depth": 4}),
         ]
 
     before = server.dataset(ADMIN)
     texts = [_error(called) for called in _over_http(server, ADMIN, steps)]
     expected = ["bad_collection", "collection_not_found", "question_too_long", "syntax_error"]
     expected += ["updates are not allowed here (CLEAR)", "not 'SELEC'"]  # not a parser's "expected CONSTRUCT"
-    for text, code in zip(texts, [*expected, "bad_request", "not_found", "bad_document"], strict=True):
+    expected += ["bad_request", "not_found", "bad_document", "bad_request: depth must be an integer from 0 to 3"]
+    for text, code in zip(texts, expected, strict=True):
         assert code in text, texts
     assert server.dataset(ADMIN) == before  # a refused question writes no trace; CLEAR ALL never ran
 

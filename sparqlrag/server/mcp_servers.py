@@ -16,6 +16,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
+from dataclasses import asdict
 from importlib.resources import files
 from typing import Annotated, Any, ParamSpec, TypeVar
 
@@ -25,7 +26,7 @@ from pydantic import BaseModel, TypeAdapter, WithJsonSchema
 from pyoxigraph import RdfFormat
 
 from sparqlrag import __version__
-from sparqlrag.operations import answers, collections, documents, linked_data
+from sparqlrag.operations import answers, collections, documents, explore, linked_data
 from sparqlrag.operations import ontologies as ontologies_
 from sparqlrag.operations.access import Access, Scope, readable_graphs, remote_refusal
 from sparqlrag.operations.answers import PassageView, SearchHit
@@ -38,6 +39,7 @@ from sparqlrag.operations.requests import (
     DocumentRagOptions,
     DocumentRagRequest,
     GraphMode,
+    GraphQuery,
     GraphRagOptions,
     GraphRagRequest,
     Question,
@@ -57,7 +59,8 @@ VOCABULARY = "sparqlrag://vocabulary/sr.ttl"
 INSTRUCTIONS = (
     "sparqlrag holds documents as an RDF knowledge graph with provenance. Ask questions with `ask` "
     "(each answer cites its sources and links an explanation trace), find passages with "
-    "`search_documents`, look up what the graph says about a thing with `describe_entity`, and run "
+    "`search_documents`, look up what the graph says about a thing with `describe_entity` (and its "
+    "neighbourhood, as the graph explorer draws it, with `explore_entity`), and run "
     "read-only SPARQL with `sparql_query`. Collections separate teams' data; `list_collections` "
     "shows the ones this token reaches."
 )
@@ -85,7 +88,15 @@ ASK_OPTIONS = WithJsonSchema(
         "description": "the route's options: /api/v1/graph-rag's for a graph mode, /api/v1/document-rag's for document",
     }
 )
-READ_TOOLS = ("ask", "search_documents", "sparql_query", "describe_entity", "list_collections", "list_documents")
+READ_TOOLS = (
+    "ask",
+    "search_documents",
+    "sparql_query",
+    "describe_entity",
+    "explore_entity",
+    "list_collections",
+    "list_documents",
+)
 WRITE_TOOLS = ("add_document",)  # only on the server for tokens that may write
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -231,6 +242,25 @@ class McpServers:
             "facts": [_fact(found, statement) for statement in (*found.outgoing, *found.incoming)],
             "page": self.base_iri + "page/" + found.iri.removeprefix(self.base_iri),
         }
+
+    async def explore_entity(
+        self,
+        entity: Annotated[Any, shown(GraphQuery, "entity")],
+        context: Context,
+        collection: CollectionParam = DEFAULT_COLLECTION,
+        depth: Annotated[Any, shown(GraphQuery, "depth")] = GraphQuery.model_fields["depth"].default,
+        limit: Annotated[Any, shown(GraphQuery, "limit")] = GraphQuery.model_fields["limit"].default,
+    ) -> dict[str, Any]:
+        """An entity's neighbourhood, as the graph explorer (/explore) draws it: the things within
+        `depth` hops (label, types, degree: how many facts it takes part in; a hub, with more than
+        50, is not gone through) and the facts between them (each with its reifier and how many
+        chunks state it), at most `limit` things, best-attested facts first (`truncated`: there
+        is more), and the documents that state the entity's facts. `entity` is an IRI, such as
+        describe_entity's `iri`."""
+        asked = validated(GraphQuery, {"entity": entity, "depth": depth, "limit": limit})
+        opened = await self._opened(context, collection)
+        async with self.admitted(context):
+            return asdict(await explore.graph(opened, asked))
 
     async def list_collections(self, context: Context) -> dict[str, Any]:
         """The collections this token may read, with their counts of documents, chunks and facts."""
