@@ -37,6 +37,10 @@ ONTOLOGY = (
     "@prefix owl: <http://www.w3.org/2002/07/owl#> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
     '<http://ex/onto> a owl:Ontology . <http://ex/Person> a owl:Class ; rdfs:label "Person" .\n'
 )
+SEARCH = """PREFIX sr: <https://w3id.org/sparqlrag/ns#>
+SELECT ?rank ?chunk WHERE {{ SERVICE sr:documentRag {{
+  ?hit sr:question "Where was Marie Curie born?" ; sr:collection "{collection}" ; sr:k 2 ;
+       sr:chunk ?chunk ; sr:rank ?rank }} }} ORDER BY ?rank"""
 READ_TOOLS = {
     "ask",
     "search_documents",
@@ -146,6 +150,9 @@ def test_the_tools_answer_over_http(server: LiveServer) -> None:
                 await client.call_tool("sparql_query", {"query": "CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o } LIMIT 300"})
             ),
             "by_name": _result(await client.call_tool("describe_entity", {"entity": "Marie Curie"})),
+            "retrieved": _result(
+                await client.call_tool("sparql_query", {"query": SEARCH.format(collection="default")})
+            ),
             "explored": _result(
                 await client.call_tool("explore_entity", {"entity": base + "id/default/marie-curie", "depth": 1})
             ),
@@ -186,6 +193,8 @@ def test_the_tools_answer_over_http(server: LiveServer) -> None:
     )
     born = next(f for f in described["facts"] if "born in" in f["fact"])
     assert born["sources"][0]["sentence"] == "Marie Curie was born in Warsaw."
+    assert seen["retrieved"]["rows"][0]["rank"] == "1"  # retrieval inside the query (one chunk in default)
+    assert seen["retrieved"]["rows"][0]["chunk"].startswith(base + "doc/default/curie")
     explored = seen["explored"]  # the explorer's picture, as the HTTP route gives it
     assert explored["nodes"][0]["label"] == "Marie Curie" and "Warsaw" in {n["label"] for n in explored["nodes"]}
     assert any("born in" in e["label"] and e["evidence"] >= 1 for e in explored["edges"]), explored["edges"]
@@ -243,6 +252,10 @@ def test_a_collection_token_reaches_its_collection_alone(server: LiveServer) -> 
             "service": await client.call_tool(
                 "sparql_query", {"query": f"SELECT * WHERE {{ SERVICE <{server.url}/sparql> {{ ?s ?p ?o }} }}"}
             ),
+            "search_other": await client.call_tool("sparql_query", {"query": SEARCH.format(collection="default")}),
+            "search_own": _result(
+                await client.call_tool("sparql_query", {"query": SEARCH.format(collection="finance")})
+            ),
             "write_other": await client.call_tool("add_document", {"text": "x", "document_id": "x"}),
             "write_own": _result(
                 await client.call_tool(
@@ -259,6 +272,9 @@ def test_a_collection_token_reaches_its_collection_alone(server: LiveServer) -> 
     assert all(row["g"].startswith(server.settings.base_iri + "graph/finance") for row in seen["graphs"]["rows"])
     assert not any("Curie" in str(row) for row in seen["from_other"]["rows"])
     assert "forbidden" in _error(seen["service"])
+    assert "forbidden" in _error(seen["search_other"]) and "'default'" in _error(seen["search_other"])
+    assert all(row["chunk"].startswith(server.settings.base_iri + "doc/finance/") for row in seen["search_own"]["rows"])
+    assert seen["search_own"]["rows"]
     assert seen["write_own"]["status"] == "ready"
 
 

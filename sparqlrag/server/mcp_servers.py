@@ -31,6 +31,7 @@ from sparqlrag.operations import ontologies as ontologies_
 from sparqlrag.operations.access import Access, Scope, readable_graphs, remote_refusal
 from sparqlrag.operations.answers import PassageView, SearchHit
 from sparqlrag.operations.collection import Collection, open_collection
+from sparqlrag.operations.deadline import Deadline
 from sparqlrag.operations.failures import Refused, described, unexpected
 from sparqlrag.operations.linked_data import Description, Statement
 from sparqlrag.operations.requests import (
@@ -46,6 +47,8 @@ from sparqlrag.operations.requests import (
     SearchRequest,
     validated,
 )
+from sparqlrag.operations.scopes import caller_dataset
+from sparqlrag.operations.sparql_services import SERVICE_PATHS, calls_in, with_services, without
 from sparqlrag.services import Services
 from sparqlrag.store.sparql_text import UPDATE_OPERATIONS, leading_keyword
 from sparqlrag.store.vocab import DEFAULT_COLLECTION, CollectionName
@@ -223,7 +226,11 @@ class McpServers:
         """Run a read-only SPARQL 1.1 query (SELECT, ASK, CONSTRUCT, DESCRIBE; updates are
         refused) with the server's time limit; at most 200 rows or triples come back. Under
         the server's base IRI, entities are `id/COLLECTION/...`; a collection's facts are in
-        the graph `graph/COLLECTION` and their sources in `graph/COLLECTION/source`."""
+        the graph `graph/COLLECTION` and their sources in `graph/COLLECTION/source`. Retrieval
+        runs inside a query as at /sparql: `SERVICE sr:documentRag { ?hit sr:question "..." ;
+        sr:chunk ?chunk ; sr:rank ?rank }` searches, `SERVICE sr:graphRag { ?a sr:question
+        "..." ; sr:answer ?answer ; sr:source ?source }` answers (sr: is
+        https://w3id.org/sparqlrag/ns#)."""
         return await self._query(context, query)
 
     async def describe_entity(
@@ -328,19 +335,32 @@ class McpServers:
             )
         if (keyword := leading_keyword(query)) in UPDATE_OPERATIONS:
             raise ToolError(f"update_not_allowed: updates are not allowed here ({keyword}); sparql_query only reads")
+        ours = {f"{self.base_iri}sparql/{path}": service for service, path in SERVICE_PATHS.items()}
+        calls = calls_in(query, ours)  # sr:documentRag and sr:graphRag (or their endpoints), evaluated as at /sparql
         dataset: dict[str, Any] = {"union_default_graph": settings.union_default_graph}
         if access.limited:
-            if refused := remote_refusal(query):
+            if refused := remote_refusal(without(query, calls)):  # (any other SERVICE)
                 raise ToolError(f"forbidden: {refused}")
             graphs = await off_loop(readable_graphs, services.collections, access)
             dataset = {"default_graphs": graphs, "named_graphs": graphs}
+        deadline = Deadline(settings.query_timeout)
         async with self.admitted(context):
+            if calls:
+                query = await with_services(
+                    services,
+                    query,
+                    calls,
+                    access,
+                    dataset=await caller_dataset(services, access),
+                    deadline=deadline,
+                    before_answer=lambda: self.before_answer(context),
+                )
             result = await off_loop(
                 services.store.query,
                 query,
                 accept=RESULTS,
                 base_iri=self.base_iri,
-                timeout=settings.query_timeout,
+                timeout=deadline.left(),
                 max_bytes=settings.max_result_bytes,
                 **dataset,
             )
