@@ -347,3 +347,17 @@ def test_without_d3_the_explorer_says_so_and_still_finds_and_lists(
     assert "make install" in message.text
     assert wait_for(driver, "#details h2")[0].text == "CERN"
     assert not driver.find_elements(By.CSS_SELECTOR, "svg.graph g.node")
+
+
+def test_every_page_links_the_explorer_and_entity_and_trace_pages_open_it_there(
+    server: LiveServer, admin: httpx.Client
+) -> None:
+    cern = entity(server, "cern")
+    for page in ("/", "/ask", "/library", "/explore", "/page/id/default/cern"):
+        assert ">Explore</a>" in admin.get(page).text, page  # the top bar's link
+    entity_page = admin.get("/page/id/default/cern").text
+    assert f"explore?{urlencode({'collection': 'default', 'entity': cern})}".replace("&", "&amp;") in entity_page
+    asked = admin.post("/api/v1/graph-rag", json={"question": "Where is CERN located?"})
+    trace = asked.json()["trace"].rsplit("/", 1)[1]
+    trace_page = admin.get(f"/page/trace/default/{trace}").text
+    assert f"explore?{urlencode({'collection': 'default', 'trace': trace})}".replace("&", "&amp;") in trace_page
