@@ -106,6 +106,7 @@ const sparqlragDrawing = (() => {
     const links = graph.edges
       .filter((edge) => byId.has(edge.source) && byId.has(edge.target))
       .map((edge) => ({ ...edge, source: byId.get(edge.source), target: byId.get(edge.target) }));
+    if (!nodes.length) return true; // nothing to draw (a walk that found no fact)
     if (options.columns) columnLayout(nodes, links);
     else forceLayout(svg, nodes, links);
 
