@@ -49,22 +49,6 @@ class Evidence:
     sentence: str | None
     reifier: str
 
-    @property
-    def chunk(self) -> str:
-        return self.passage.chunk
-
-    @property
-    def document(self) -> str:
-        return self.passage.document
-
-    @property
-    def title(self) -> str:
-        return self.passage.title
-
-    @property
-    def text(self) -> str:
-        return self.passage.text
-
 
 @dataclass
 class Statement:

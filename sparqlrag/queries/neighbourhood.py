@@ -95,13 +95,14 @@ def neighbourhood(
     hops = {entity: 0}
     facts: dict[Triple, tuple[str | None, int]] = {}  # fact -> (reifier, evidence)
     degrees = _degrees(store, iris, [entity], left)
-    frontier = [entity]
+    frontier, labels = [entity], dict[str, str]()
     for hop in range(1, depth + 1):
         read = _facts(store, iris, frontier, filters, left)
         found.truncated |= len(read) >= SCAN or any(degrees.get(n, 0) > SCAN for n in frontier)
         attested = _evidence(store, iris, [f for f in read if f not in facts], left)
         facts |= attested
-        labels = node_labels(store, iris, {lexical(end) for f in attested for end in (f.subject, f.object)})
+        ends = {lexical(end) for f in attested for end in (f.subject, f.object)}
+        labels |= node_labels(store, iris, ends, labels)
         added: list[str] = []
         for fact in sorted(
             attested, key=lambda f: (-attested[f][1], labels[lexical(f.subject)], labels[lexical(f.object)])
@@ -119,7 +120,7 @@ def neighbourhood(
         if not frontier:
             break
     drawn = [f for f in facts if lexical(f.subject) in hops and lexical(f.object) in hops]
-    names = node_labels(store, iris, [*hops, *{lexical(f.predicate) for f in drawn}])
+    names = node_labels(store, iris, [*hops, *{lexical(f.predicate) for f in drawn}], labels)  # (the ends named)
     types = _types(store, iris, list(hops), left)
     found.nodes = [
         Node(node, names[node], types.get(node, []), degrees.get(node, 0), degrees.get(node, 0) > HUB_DEGREE, hop)
@@ -140,12 +141,20 @@ def neighbourhood(
     return found
 
 
+def _each_way(iris: Iris, node: str, asked: str = "") -> str:
+    """The pattern binding ?s ?p ?o to the knowledge graph's facts with `node` (a term, or ?n
+    with `asked` its VALUES) as subject or object."""
+    kg = sparql_term(iris.knowledge_graph)
+    return (
+        f"{{ {asked} GRAPH {kg} {{ {node} ?p ?o }} BIND({node} AS ?s) }} "
+        f"UNION {{ {asked} GRAPH {kg} {{ ?s ?p {node} }} BIND({node} AS ?o) }}"
+    )
+
+
 def known(store: QuadStore, iris: Iris, entity: str, left: Left) -> bool:
     """Whether a fact of the collection's knowledge graph names the entity."""
-    node = sparql_term(NamedNode(entity))
-    kg = sparql_term(iris.knowledge_graph)
-    query = f"SELECT ?x WHERE {{ GRAPH {kg} {{ {{ {node} ?p ?x }} UNION {{ ?x ?p {node} }} }} }} LIMIT 1"
-    return bool(select(store, query, left()))
+    each_way = _each_way(iris, sparql_term(NamedNode(entity)))
+    return bool(select(store, f"SELECT ?p WHERE {{ {each_way} }} LIMIT 1", left()))
 
 
 def stated(store: QuadStore, iris: Iris, fact: Triple) -> bool:
@@ -157,19 +166,16 @@ def stated(store: QuadStore, iris: Iris, fact: Triple) -> bool:
 
 def _facts(store: QuadStore, iris: Iris, nodes: Sequence[str], filters: Filters, left: Left) -> list[Triple]:
     """Up to SCAN drawable facts of the nodes (each way), with the filters applied."""
-    kg = sparql_term(iris.knowledge_graph)
     relation = values("p", [filters.relation]) if filters.relation else ""
     stated = ""
     if filters.document is not None:
         stated = f"""GRAPH {sparql_term(iris.source_graph)} {{ ?st rdf:reifies <<( ?s ?p ?o )>> ;
           prov:wasDerivedFrom ?chunk . ?chunk prov:wasDerivedFrom {sparql_term(filters.document)} }}"""
-    asked = values("n", map(NamedNode, nodes))
+    each_way = _each_way(iris, "?n", values("n", map(NamedNode, nodes)))
     rows = select_terms(
         store,
         vocab.SPARQL_PREFIXES
-        + f"""SELECT DISTINCT ?s ?p ?o WHERE {{ {relation}
-        {{ {asked} GRAPH {kg} {{ ?n ?p ?o }} BIND(?n AS ?s) }}
-        UNION {{ {asked} GRAPH {kg} {{ ?s ?p ?n }} BIND(?n AS ?o) }} FILTER({_DRAWN}) {stated} }} LIMIT {SCAN}""",
+        + f"SELECT DISTINCT ?s ?p ?o WHERE {{ {relation} {each_way} FILTER({_DRAWN}) {stated} }} LIMIT {SCAN}",
         left(),
     )
     return [Triple(row["s"], row["p"], row["o"]) for row in rows]  # type: ignore[arg-type]
@@ -195,15 +201,11 @@ def _evidence(store: QuadStore, iris: Iris, facts: list[Triple], left: Left) -> 
 
 def _degrees(store: QuadStore, iris: Iris, nodes: Iterable[str], left: Left) -> dict[str, int]:
     """How many drawable facts each node takes part in (a hub's are all counted: one index scan)."""
-    kg = sparql_term(iris.knowledge_graph)
     found: dict[str, int] = {}
     for some in slices(sorted(nodes)):
-        asked = values("n", map(NamedNode, some))
+        each_way = _each_way(iris, "?n", values("n", map(NamedNode, some)))
         rows = select(
-            store,
-            f"""SELECT ?n (COUNT(*) AS ?degree) WHERE {{ {{ {asked} GRAPH {kg} {{ ?n ?p ?o }} BIND(?n AS ?s) }}
-            UNION {{ {asked} GRAPH {kg} {{ ?s ?p ?n }} BIND(?n AS ?o) }} FILTER({_DRAWN}) }} GROUP BY ?n""",
-            left(),
+            store, f"SELECT ?n (COUNT(*) AS ?degree) WHERE {{ {each_way} FILTER({_DRAWN}) }} GROUP BY ?n", left()
         )
         found |= {row["n"]: count(row["degree"]) or 0 for row in rows}
     return found
@@ -223,14 +225,9 @@ def _documents(store: QuadStore, iris: Iris, entity: str, left: Left) -> list[Do
     """The documents stating the entity's facts (of its first SCAN), most facts first. The facts
     are read first and bound before the triple-term pattern, so each reifier is looked up: joined
     in one query, the store scans every reifier of the collection (3.6 s on 80,000 facts)."""
-    node = sparql_term(NamedNode(entity))
-    kg, src = sparql_term(iris.knowledge_graph), sparql_term(iris.source_graph)
-    rows = select_terms(
-        store,
-        f"""SELECT ?s ?p ?o WHERE {{ {{ GRAPH {kg} {{ {node} ?p ?o }} BIND({node} AS ?s) }}
-        UNION {{ GRAPH {kg} {{ ?s ?p {node} }} BIND({node} AS ?o) }} }} LIMIT {SCAN}""",
-        left(),
-    )
+    src = sparql_term(iris.source_graph)
+    each_way = _each_way(iris, sparql_term(NamedNode(entity)))
+    rows = select_terms(store, f"SELECT ?s ?p ?o WHERE {{ {each_way} }} LIMIT {SCAN}", left())
     facts, titles = [Triple(row["s"], row["p"], row["o"]) for row in rows], {}  # type: ignore[arg-type]
     counts: dict[str, int] = {}
     for some in slices(facts):

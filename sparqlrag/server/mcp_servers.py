@@ -28,7 +28,7 @@ from pyoxigraph import RdfFormat
 from sparqlrag import __version__
 from sparqlrag.operations import answers, collections, documents, explore, linked_data
 from sparqlrag.operations import ontologies as ontologies_
-from sparqlrag.operations.access import Access, Scope, readable_graphs, remote_refusal
+from sparqlrag.operations.access import Access, Scope, remote_refusal
 from sparqlrag.operations.answers import PassageView, SearchHit
 from sparqlrag.operations.collection import Collection, open_collection
 from sparqlrag.operations.deadline import Deadline
@@ -337,12 +337,9 @@ class McpServers:
             raise ToolError(f"update_not_allowed: updates are not allowed here ({keyword}); sparql_query only reads")
         ours = {f"{self.base_iri}sparql/{path}": service for service, path in SERVICE_PATHS.items()}
         calls = calls_in(query, ours)  # sr:documentRag and sr:graphRag (or their endpoints), evaluated as at /sparql
-        dataset: dict[str, Any] = {"union_default_graph": settings.union_default_graph}
-        if access.limited:
-            if refused := remote_refusal(without(query, calls)):  # (any other SERVICE)
-                raise ToolError(f"forbidden: {refused}")
-            graphs = await off_loop(readable_graphs, services.collections, access)
-            dataset = {"default_graphs": graphs, "named_graphs": graphs}
+        if access.limited and (refused := remote_refusal(without(query, calls))):  # (any other SERVICE)
+            raise ToolError(f"forbidden: {refused}")
+        dataset = await caller_dataset(services, access)  # (a limited token's: its collections' graphs alone)
         deadline = Deadline(settings.query_timeout)
         async with self.admitted(context):
             if calls:
@@ -351,7 +348,7 @@ class McpServers:
                     query,
                     calls,
                     access,
-                    dataset=await caller_dataset(services, access),
+                    dataset=dataset,
                     deadline=deadline,
                     before_answer=lambda: self.before_answer(context),
                 )
@@ -362,7 +359,9 @@ class McpServers:
                 base_iri=self.base_iri,
                 timeout=deadline.left(),
                 max_bytes=settings.max_result_bytes,
-                **dataset,
+                default_graphs=dataset.default_graphs,
+                named_graphs=dataset.named_graphs,
+                union_default_graph=dataset.union_default_graph,
             )
         body = result.body.decode("utf-8")
         if result.media_type.startswith("application/n-triples"):
@@ -380,7 +379,9 @@ def _fact(description: Description, statement: Statement) -> dict[str, Any]:
     fact = statement.fact
     return {
         "fact": " ".join(description.name_of(term) for term in (fact.subject, fact.predicate, fact.object)),
-        "sources": [{"document": e.title, "chunk": e.chunk, "sentence": e.sentence} for e in statement.evidence],
+        "sources": [
+            {"document": e.passage.title, "chunk": e.passage.chunk, "sentence": e.sentence} for e in statement.evidence
+        ],
     }
 
 
