@@ -4,7 +4,7 @@ curation, what a read token and a limited token see). Screenshots go to build/sc
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -361,3 +361,41 @@ def test_every_page_links_the_explorer_and_entity_and_trace_pages_open_it_there(
     trace = asked.json()["trace"].rsplit("/", 1)[1]
     trace_page = admin.get(f"/page/trace/default/{trace}").text
     assert f"explore?{urlencode({'collection': 'default', 'trace': trace})}".replace("&", "&amp;") in trace_page
+
+
+def text_in_details(text: str) -> Callable[[Any], bool]:
+    """A wait's condition: the details beside the picture show `text`."""
+    from selenium.webdriver.common.by import By
+
+    return lambda driver: text in driver.find_element(By.ID, "details").text
+
+
+def test_hostile_names_and_iris_are_drawn_as_text_and_never_linked(browser: Any, server: LiveServer) -> None:
+    """A label that is markup and neighbours whose IRIs are javascript: or data: URLs, written by
+    a write token: the explorer draws them as text and links none of them."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    base = server.settings.base_iri
+    evil, relation = entity(server, "evil", "evil"), f"{base}rel/links-to"
+    label = "<img src=x onerror='window.pwned=1'>"
+    hostile = ["javascript:window.pwned=2", "data:text/html,<script>window.pwned=3</script>"]
+    facts = " ".join(
+        [f'<{evil}> <http://www.w3.org/2000/01/rdf-schema#label> "{label}" .']
+        + [f"<{evil}> <{relation}> <{quote(iri, safe=':,=')}> ." for iri in hostile]
+    )
+    with server.client(ADMIN) as admin:
+        assert admin.post("/api/v1/collections", json={"name": "evil"}).status_code == 201
+        update = f"INSERT DATA {{ GRAPH <{base}graph/evil> {{ {facts} }} }}"
+        assert admin.post("/sparql", data={"update": update}).status_code == 204
+    driver = browser
+    open_explorer(driver, server, READER, collection="evil", entity=evil)
+    wait_for(driver, "svg.graph g.node", 3)
+    assert any(text.startswith("<img src=x") for text in node_labels(driver))  # the markup, shown as its text
+    for iri in hostile:  # each neighbour opened: its details show its IRI, unlinked
+        driver.find_element(By.CSS_SELECTOR, f'svg.graph g.node[data-id="{quote(iri, safe=":,=")}"] circle').click()
+        WebDriverWait(driver, 30).until(text_in_details(quote(iri, safe=":,=")))
+    hrefs = driver.execute_script("return [...document.querySelectorAll('[href]')].map((a) => a.getAttribute('href'))")
+    assert not [h for h in hrefs if h.strip().lower().startswith(("javascript:", "data:"))], hrefs
+    assert driver.execute_script("return window.pwned") is None
+    assert not driver.find_elements(By.CSS_SELECTOR, "#details img, svg.graph img, #graph foreignObject")

@@ -43,7 +43,7 @@ def test_hostile_iris_are_shown_not_linked(hostile: LiveServer) -> None:
 
 def test_every_response_has_a_strict_policy(hostile: LiveServer) -> None:
     with hostile.client(READ) as client:
-        for path in ["/", "/ask", "/page/id/default/evil", "/api/v1/collections", "/no/such/page"]:
+        for path in ["/", "/ask", "/explore", "/page/id/default/evil", "/api/v1/collections", "/no/such/page"]:
             policy = client.get(path).headers.get("content-security-policy", "")
             scripts = next(part for part in policy.split(";") if part.strip().startswith("script-src"))
             assert "'unsafe-inline'" not in scripts and "'unsafe-eval'" not in scripts, (path, policy)
